@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Split-lock detection architecture, as in the 2019 v8 series (seeds 003, 006). */
+#ifndef VMM_MSR_H
+#define VMM_MSR_H
+
+#define MSR_TEST_CTRL                    0x33u
+#define TEST_CTRL_SPLIT_LOCK_DETECT_BIT  29
+#define TEST_CTRL_SPLIT_LOCK_DETECT      (1ull << TEST_CTRL_SPLIT_LOCK_DETECT_BIT)
+
+#define MSR_IA32_CORE_CAPABILITIES       0xcfu
+#define CORE_CAP_SPLIT_LOCK_DETECT_BIT   5
+#define CORE_CAP_SPLIT_LOCK_DETECT       (1ull << CORE_CAP_SPLIT_LOCK_DETECT_BIT)
+
+/* CPUID.(EAX=7,ECX=0):EDX[30] enumerates IA32_CORE_CAPABILITIES. */
+#define CPUID_7_EDX_CORE_CAPABILITIES_BIT 30
+
+#define MSR_GS_BASE                      0xc0000101u
+
+#define X86_VEC_DE   0
+#define X86_VEC_DB   1
+#define X86_VEC_BP   3
+#define X86_VEC_UD   6
+#define X86_VEC_DF   8
+#define X86_VEC_GP   13
+#define X86_VEC_PF   14
+#define X86_VEC_AC   17
+
+#endif

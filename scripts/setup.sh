@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need from the Debian archive, then
+# configures and builds ./build. Sourced by run.sh and test.sh; idempotent and
+# quick when everything is already there.
+set -euo pipefail
+
+VMM_PACKAGES=(
+	meson ninja-build pkg-config gcc clang binutils python3
+	libcmocka-dev libcap-dev libseccomp-dev libzydis-dev scdoc
+	libclang-rt-14-dev
+)
+
+vmm_install_packages() {
+	local missing=() p
+	for p in "${VMM_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "setup: installing ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: error: packages missing (${missing[*]}) and not root; run: sudo apt-get install ${missing[*]}" >&2
+		return 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# vmm_build DIR [meson options...]: configure once, then rebuild what changed.
+vmm_build() {
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || {
+			cat "$dir.setup.log" >&2
+			return 1
+		}
+	fi
+	meson compile -C "$dir" >"$dir.compile.log" 2>&1 || {
+		cat "$dir.compile.log" >&2
+		return 1
+	}
+}

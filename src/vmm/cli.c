@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmm_boot.h"
+
+enum {
+	OPT_SPLIT_LOCK = 0x100,
+	OPT_STATS,
+	OPT_HOST_INFO,
+	OPT_JSON,
+};
+
+/* One table feeds getopt_long and --help, so the two cannot drift apart. */
+static const struct cli_option {
+	const char *name;
+	int has_arg;
+	int val;
+	const char *arg;
+	const char *help;
+} options[] = {
+	{ "cpus", required_argument, 'c', "N", "number of vCPUs (default 1)" },
+	{ "memory", required_argument, 'm', "SIZE",
+	  "guest RAM, e.g. 64M or 1G; a plain number is MiB (default 64M)" },
+	{ "timeout", required_argument, 't', "SECONDS",
+	  "stop the VM after this long (exit status 71)" },
+	{ "split-lock", required_argument, OPT_SPLIT_LOCK, "POLICY",
+	  "inherit (default), on or off" },
+	{ "append", required_argument, 'a', "TEXT",
+	  "command line handed to the guest in boot_info" },
+	{ "stats", no_argument, OPT_STATS, NULL,
+	  "print per-vCPU counters as JSON on stderr at exit" },
+	{ "host-info", no_argument, OPT_HOST_INFO, NULL,
+	  "describe what this host and its KVM offer, then exit" },
+	{ "json", no_argument, OPT_JSON, NULL, "with --host-info: print JSON" },
+	{ "quiet", no_argument, 'q', NULL, "no informational lines on stderr" },
+	{ "help", no_argument, 'h', NULL, "show this help and exit" },
+	{ "version", no_argument, 'V', NULL, "show the version and exit" },
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+void cli_usage(FILE *out)
+{
+	fprintf(out, "usage: vmm [options] guest.bin\n"
+		     "       vmm --host-info [--json]\n\n"
+		     "Boots guest.bin on /dev/kvm with split-lock detection "
+		     "virtualised per VM.\n\noptions:\n");
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		char left[48];
+		const struct cli_option *o = &options[i];
+
+		if (o->val < 0x100)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->val,
+				 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", o->name,
+				 o->arg ? "=" : "", o->arg ? o->arg : "");
+		fprintf(out, "  %-28s %s\n", left, o->help);
+	}
+	fprintf(out, "\nexit status: the guest's own (0-63), 2 for usage errors, "
+		     "64-74 for VMM errors (see vmm(1)).\n");
+}
+
+int cli_parse_size(const char *s, uint64_t *bytes)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 20;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case '\0': break;
+	default: return -1;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*bytes = (uint64_t)v << shift;
+	return 0;
+}
+
+int cli_parse_seconds(const char *s, uint64_t *ms)
+{
+	char *end;
+	double v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v > 0) || v > 7 * 86400.0)
+		return -1;
+	*ms = (uint64_t)(v * 1000.0 + 0.5);
+	if (*ms == 0)
+		*ms = 1;
+	return 0;
+}
+
+static enum cli_result fail(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum cli_result fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return CLI_ERROR;
+}
+
+static int parse_cpus(const char *s, unsigned *cpus)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > VMM_MAX_VCPUS)
+		return -1;
+	*cpus = (unsigned)v;
+	return 0;
+}
+
+static void build_getopt_tables(struct option *longopts, char *shortopts)
+{
+	char *p = shortopts;
+
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		longopts[i] = (struct option){ options[i].name, options[i].has_arg,
+					       NULL, options[i].val };
+		if (options[i].val < 0x100) {
+			*p++ = (char)options[i].val;
+			if (options[i].has_arg == required_argument)
+				*p++ = ':';
+		}
+	}
+	*p = '\0';
+	longopts[N_OPTIONS] = (struct option){ 0 };
+}
+
+enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
+			  char *err, size_t errlen)
+{
+	struct option longopts[N_OPTIONS + 1];
+	char shortopts[2 * N_OPTIONS + 2] = ":";
+	int c;
+
+	*o = (struct vmm_options){
+		.cpus = 1,
+		.ram_size = VMM_DEFAULT_RAM,
+		.split_lock = SPLIT_LOCK_INHERIT,
+	};
+	build_getopt_tables(longopts, shortopts + 1);
+	/* optind = 0 makes glibc re-initialise, so tests can parse repeatedly. */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (parse_cpus(optarg, &o->cpus))
+				return fail(err, errlen,
+					    "--cpus: '%s' is not a number from 1 to %u",
+					    optarg, VMM_MAX_VCPUS);
+			break;
+		case 'm':
+			if (cli_parse_size(optarg, &o->ram_size))
+				return fail(err, errlen,
+					    "--memory: '%s' is not a size such as 64M or 1G",
+					    optarg);
+			if (o->ram_size < VMM_MIN_RAM || o->ram_size > VMM_MAX_RAM)
+				return fail(err, errlen,
+					    "--memory: %s is outside %lluM-%lluM", optarg,
+					    (unsigned long long)(VMM_MIN_RAM >> 20),
+					    (unsigned long long)(VMM_MAX_RAM >> 20));
+			break;
+		case 't':
+			if (cli_parse_seconds(optarg, &o->timeout_ms))
+				return fail(err, errlen,
+					    "--timeout: '%s' is not a positive number of seconds (at most a week)",
+					    optarg);
+			break;
+		case 'a':
+			if (strlen(optarg) >= BOOT_CMDLINE_MAX)
+				return fail(err, errlen,
+					    "--append: text is %zu bytes, the limit is %u",
+					    strlen(optarg), BOOT_CMDLINE_MAX - 1);
+			o->append = optarg;
+			break;
+		case OPT_SPLIT_LOCK:
+			if (split_lock_policy_parse(optarg, &o->split_lock))
+				return fail(err, errlen,
+					    "--split-lock: '%s' is not one of inherit, on, off",
+					    optarg);
+			break;
+		case OPT_STATS: o->stats = true; break;
+		case OPT_HOST_INFO: o->host_info = true; break;
+		case OPT_JSON: o->json = true; break;
+		case 'q': o->quiet = true; break;
+		case 'h': return CLI_HELP;
+		case 'V': return CLI_VERSION;
+		case ':':
+			return fail(err, errlen, "option '%s' needs a value",
+				    argv[optind - 1]);
+		default:
+			return fail(err, errlen, "unknown option '%s' (see vmm --help)",
+				    argv[optind - 1]);
+		}
+	}
+	if (o->json && !o->host_info)
+		return fail(err, errlen, "--json only goes with --host-info");
+	if (o->host_info) {
+		if (optind < argc)
+			return fail(err, errlen,
+				    "--host-info takes no guest image, got '%s'",
+				    argv[optind]);
+		return CLI_RUN;
+	}
+	if (optind >= argc)
+		return fail(err, errlen, "no guest image given (usage: vmm [options] guest.bin)");
+	if (argc - optind > 1)
+		return fail(err, errlen, "one guest image expected, got extra argument '%s'",
+			    argv[optind + 1]);
+	o->image = argv[optind];
+	return CLI_RUN;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Command line: pure parsing, no I/O, so that unit tests drive it directly. */
+#ifndef VMM_CLI_H
+#define VMM_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "policy.h"
+
+struct vmm_options {
+	unsigned cpus;
+	uint64_t ram_size;
+	uint64_t timeout_ms;          /* 0: no watchdog */
+	enum split_lock_policy split_lock;
+	bool quiet;
+	bool stats;
+	bool host_info;
+	bool json;
+	const char *append;           /* guest command line, may be NULL */
+	const char *image;            /* NULL only with --host-info */
+};
+
+enum cli_result {
+	CLI_RUN,        /* options are valid, go on */
+	CLI_HELP,       /* --help: print cli_usage() and exit 0 */
+	CLI_VERSION,    /* --version */
+	CLI_ERROR,      /* err holds a one-line message; exit VMM_EXIT_USAGE */
+};
+
+enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *opts,
+			  char *err, size_t errlen);
+void cli_usage(FILE *out);
+
+/* "64M", "1G", "4096K", plain numbers are MiB. 0 on success. */
+int cli_parse_size(const char *s, uint64_t *bytes);
+/* "10", "0.5": seconds to milliseconds, > 0. 0 on success. */
+int cli_parse_seconds(const char *s, uint64_t *ms);
+
+#endif

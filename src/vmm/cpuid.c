@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#include "cpuid.h"
+
+#include <stddef.h>
+
+#include "vmm_msr.h"
+
+struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t idx)
+{
+	for (uint32_t i = 0; i < c->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &c->entries[i];
+
+		if (e->function != fn)
+			continue;
+		if ((e->flags & KVM_CPUID_FLAG_SIGNIFCANT_INDEX) && e->index != idx)
+			continue;
+		return e;
+	}
+	return NULL;
+}
+
+void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu)
+{
+	struct kvm_cpuid_entry2 *e;
+
+	e = cpuid_find(c, 1, 0);
+	if (e)
+		e->ebx = (e->ebx & 0x00ffffffu) | ((uint32_t)cpu << 24);
+	for (uint32_t i = 0; i < c->nent; i++) {
+		e = &c->entries[i];
+		if (e->function == 0xb || e->function == 0x1f)
+			e->edx = cpu;
+	}
+	e = cpuid_find(c, 7, 0);
+	if (e)
+		e->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;
+}

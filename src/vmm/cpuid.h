@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPUID table each vCPU gets: pure edits of KVM's supported table. */
+#ifndef VMM_CPUID_H
+#define VMM_CPUID_H
+
+#include <stdint.h>
+
+#include <linux/kvm.h>
+
+struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t idx);
+/*
+ * Per-vCPU identity (APIC IDs in leaves 1, 0xb, 0x1f) and
+ * CPUID.(7,0):EDX[30], which every guest sees: IA32_CORE_CAPABILITIES
+ * exists on every VM of this VMM, as in seed 007.
+ */
+void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu);
+
+#endif

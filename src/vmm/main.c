@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* vmm: boots a guest image on /dev/kvm. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "boot.h"
+#include "cli.h"
+#include "kvm.h"
+#include "loader.h"
+#include "log.h"
+#include "vcpu.h"
+#include "vm.h"
+#include "vmm_status.h"
+
+#ifndef VMM_VERSION
+#define VMM_VERSION "unknown"
+#endif
+
+static const struct kvm_cap_need base_caps[] = {
+	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY", "guest RAM" },
+	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID", "the guest's CPUID table" },
+	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT",
+	  "stopping vCPUs without a race (--timeout, SIGINT)" },
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint8_t *alloc_guest_ram(uint64_t size)
+{
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (mem == MAP_FAILED)
+		die_errno("mmap of guest RAM", errno, "try a smaller -m");
+	return mem;
+}
+
+static void setup_vm(struct vm *vm, const struct vmm_options *o,
+		     const struct boot_layout *layout)
+{
+	struct kvm_cpuid2 *cpuid;
+	unsigned max;
+
+	vm->kvm_fd = kvm_open();
+	kvm_require(vm->kvm_fd, base_caps, sizeof(base_caps) / sizeof(base_caps[0]));
+	max = kvm_max_vcpus(vm->kvm_fd);
+	if (o->cpus > max)
+		die(VMM_EXIT_USAGE, "--cpus %u is more than this host's KVM allows (%u)",
+		    o->cpus, max);
+	vm->vm_fd = kvm_create_vm(vm->kvm_fd);
+	kvm_set_memory(vm->vm_fd, 0, 0, vm->mem, vm->ram_size);
+	vm->run_size = kvm_run_size(vm->kvm_fd);
+	cpuid = kvm_supported_cpuid(vm->kvm_fd);
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		vcpu_create(&vm->vcpus[i], cpuid, layout);
+	free(cpuid);
+}
+
+/*
+ * SIGINT and SIGTERM are blocked in every thread and read from a signalfd
+ * here, so the main thread is the only one that sees them.
+ */
+static int block_stop_signals(void)
+{
+	sigset_t set;
+	int fd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, KICK_SIGNAL);
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL))
+		die(VMM_EXIT_HOST, "pthread_sigmask failed");
+	sigdelset(&set, KICK_SIGNAL);
+	fd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (fd < 0)
+		die_errno("signalfd", errno, NULL);
+	return fd;
+}
+
+static void start_vcpus(struct vm *vm)
+{
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	for (unsigned i = 0; i < vm->ncpus; i++) {
+		int r = pthread_create(&vm->vcpus[i].thread, &attr, vcpu_thread, &vm->vcpus[i]);
+
+		if (r) {
+			vm_stop(vm, VMM_EXIT_HOST);
+			warn("starting the thread of vCPU %u failed: %s", i, strerror(r));
+			break;
+		}
+		vm->vcpus[i].started = true;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* Waits for the VM to stop, a stop signal, or the watchdog. */
+static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms)
+{
+	uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
+
+	while (!vm_stopping(vm)) {
+		struct pollfd fds[2] = {
+			{ .fd = vm->stop_fd, .events = POLLIN },
+			{ .fd = sig_fd, .events = POLLIN },
+		};
+		int wait = -1;
+
+		if (deadline) {
+			uint64_t now = now_ms();
+
+			if (now >= deadline) {
+				if (vm_stop(vm, VMM_EXIT_TIMEOUT))
+					fprintf(stderr, "vmm: error: --timeout of %.3g s expired; stopping the VM (a guest spinning or waiting with interrupts off?)\n",
+						(double)timeout_ms / 1000.0);
+				return;
+			}
+			wait = (int)(deadline - now > 60000 ? 60000 : deadline - now);
+		}
+		if (poll(fds, 2, wait) < 0 && errno != EINTR)
+			die_errno("poll", errno, NULL);
+		if (fds[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sig_fd, &si, sizeof(si)) == sizeof(si) &&
+			    vm_stop(vm, VMM_EXIT_SIGNAL_BASE + (int)si.ssi_signo))
+				fprintf(stderr, "vmm: stopping the VM on %s\n",
+					strsignal((int)si.ssi_signo));
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct vmm_options opts;
+	struct boot_layout layout;
+	struct vm vm;
+	char err[512];
+	int sig_fd, status;
+
+	switch (cli_parse(argc, argv, &opts, err, sizeof(err))) {
+	case CLI_HELP:
+		cli_usage(stdout);
+		return 0;
+	case CLI_VERSION:
+		printf("vmm %s\n", VMM_VERSION);
+		return 0;
+	case CLI_ERROR:
+		fprintf(stderr, "vmm: error: %s\n", err);
+		return VMM_EXIT_USAGE;
+	case CLI_RUN:
+		break;
+	}
+	vmm_log_set_quiet(opts.quiet);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (vm_init_common(&vm, &opts, opts.cpus, STDOUT_FILENO))
+		die_errno("setting up the VM", errno, NULL);
+	vm.ram_size = opts.ram_size;
+	vm.mem = alloc_guest_ram(opts.ram_size);
+	layout = (struct boot_layout){
+		.ram_size = opts.ram_size, .cpus = opts.cpus, .cmdline = opts.append,
+	};
+	if (loader_load(opts.image, vm.mem, opts.ram_size, opts.cpus,
+			&layout.image_size, err, sizeof(err)))
+		die(VMM_EXIT_IMAGE, "%s", err);
+	boot_setup_memory(vm.mem, &layout);
+
+	setup_vm(&vm, &opts, &layout);
+	sig_fd = block_stop_signals();
+	vcpu_signals_init();
+	start_vcpus(&vm);
+	wait_for_stop(&vm, sig_fd, opts.timeout_ms);
+	for (unsigned i = 0; i < vm.ncpus; i++)
+		if (vm.vcpus[i].started)
+			pthread_join(vm.vcpus[i].thread, NULL);
+	serial_flush_all(&vm.serial);
+	if (vm.status == VMM_EXIT_TIMEOUT)
+		for (unsigned i = 0; i < vm.ncpus; i++)
+			vcpu_report_rip(&vm.vcpus[i]);
+
+	status = vm.status;
+	for (unsigned i = 0; i < vm.ncpus; i++)
+		vcpu_destroy(&vm.vcpus[i]);
+	close(sig_fd);
+	close(vm.vm_fd);
+	close(vm.kvm_fd);
+	munmap(vm.mem, vm.ram_size);
+	vm_destroy_common(&vm);
+	return status;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * COM1 output. Each vCPU has its own line buffer and only whole lines are
+ * written, under one lock, so that lines from different vCPUs never mix.
+ * A line longer than SERIAL_LINE_MAX is written in pieces: a guest cannot
+ * make the VMM buffer without bound.
+ */
+#ifndef VMM_SERIAL_H
+#define VMM_SERIAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SERIAL_LINE_MAX 1024
+
+struct serial_line {
+	size_t len;
+	char buf[SERIAL_LINE_MAX];
+};
+
+struct serial {
+	pthread_mutex_t lock;
+	int fd;
+	bool broken;             /* output failed once; drop the rest */
+	unsigned ncpus;
+	struct serial_line *lines;
+};
+
+int serial_init(struct serial *s, int fd, unsigned ncpus);
+void serial_destroy(struct serial *s);
+void serial_write(struct serial *s, unsigned cpu, const uint8_t *data, size_t n);
+/* Writes what is left in every buffer, each ended with a newline. */
+void serial_flush_all(struct serial *s);
+
+#endif

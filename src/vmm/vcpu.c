@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+#include "vcpu.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cpuid.h"
+#include "dump.h"
+#include "ioport.h"
+#include "kvm.h"
+#include "log.h"
+#include "vmm_status.h"
+
+/* The kick handler needs the run page of the vCPU its thread drives. */
+static __thread struct kvm_run *volatile this_run;
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+	if (this_run)
+		this_run->immediate_exit = 1;
+}
+
+void vcpu_signals_init(void)
+{
+	struct sigaction sa = { .sa_handler = kick_handler };
+
+	/* No SA_RESTART: KVM_RUN must come back with EINTR. */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(KICK_SIGNAL, &sa, NULL) < 0)
+		die_errno("sigaction(SIGUSR1)", errno, NULL);
+}
+
+void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
+		 const struct boot_layout *layout)
+{
+	struct vm *vm = v->vm;
+	size_t cpuid_size = sizeof(*supported) + supported->nent * sizeof(supported->entries[0]);
+	struct kvm_cpuid2 *cpuid = malloc(cpuid_size);
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	if (!cpuid)
+		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
+	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
+	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED)
+		die_errno("mmap of the vCPU run page", errno, NULL);
+
+	memcpy(cpuid, supported, cpuid_size);
+	cpuid_fixup(cpuid, v->index);
+	KVM_IOCTL(v->fd, KVM_SET_CPUID2, cpuid);
+	free(cpuid);
+
+	KVM_IOCTL(v->fd, KVM_GET_SREGS, &sregs);
+	boot_init_sregs(&sregs);
+	KVM_IOCTL(v->fd, KVM_SET_SREGS, &sregs);
+	boot_init_regs(&regs, layout, v->index);
+	KVM_IOCTL(v->fd, KVM_SET_REGS, &regs);
+}
+
+void vcpu_destroy(struct vcpu *v)
+{
+	if (v->run && v->run != MAP_FAILED)
+		munmap(v->run, v->vm->run_size);
+	if (v->fd >= 0)
+		close(v->fd);
+	v->run = NULL;
+	v->fd = -1;
+}
+
+/* Reads guest bytes at a guest-virtual address through KVM_TRANSLATE. */
+static size_t read_guest_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct kvm_translation t = { .linear_address = gva + done };
+		size_t chunk = 0x1000 - ((gva + done) & 0xfff);
+
+		if (ioctl(v->fd, KVM_TRANSLATE, &t) < 0 || !t.valid)
+			break;
+		if (chunk > len - done)
+			chunk = len - done;
+		if (t.physical_address + chunk > v->vm->ram_size)
+			break;
+		memcpy(buf + done, v->vm->mem + t.physical_address, chunk);
+		done += chunk;
+	}
+	return done;
+}
+
+void vcpu_dump(struct vcpu *v)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	uint8_t insn[16];
+	char bytes[64];
+	size_t n;
+
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0) {
+		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
+		     strerror(errno));
+		return;
+	}
+	flockfile(stderr);
+	dump_regs(stderr, v->index, &regs, &sregs);
+	n = read_guest_virt(v, regs.rip, insn, sizeof(insn));
+	dump_format_bytes(bytes, sizeof(bytes), insn, n);
+	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);
+	funlockfile(stderr);
+}
+
+/* Stops the VM for an exit it cannot go on from; the first stopper explains. */
+static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!vm_stop(v->vm, status))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vmm: error: vCPU %u: %s\n", v->index, msg);
+	vcpu_dump(v);
+}
+
+static void handle_internal_error(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	char data[160] = "";
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < run->internal.ndata && i < 4 && off < sizeof(data); i++)
+		off += (size_t)snprintf(data + off, sizeof(data) - off, " 0x%llx",
+					(unsigned long long)run->internal.data[i]);
+	fatal_exit(v, VMM_EXIT_INTERNAL,
+		   "KVM internal error, suberror %u%s%s (KVM could not emulate or deliver something at this RIP)",
+		   run->internal.suberror, *data ? ", data" : "", data);
+}
+
+static void handle_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint32_t reason = run->exit_reason;
+
+	v->exits[reason < KVM_EXIT_X86_BUS_LOCK + 1 ? reason : KVM_EXIT_X86_BUS_LOCK + 1]++;
+	switch (reason) {
+	case KVM_EXIT_IO:
+		ioport_handle(v);
+		break;
+	case KVM_EXIT_MMIO:
+		if (atomic_fetch_add(&v->vm->mmio_warned, 1) < 8)
+			warn("vCPU %u: %s of %u byte(s) at guest-physical 0x%llx, where there is no RAM or device; reads return all-ones, writes are dropped",
+			     v->index, run->mmio.is_write ? "write" : "read", run->mmio.len,
+			     (unsigned long long)run->mmio.phys_addr);
+		if (!run->mmio.is_write)
+			memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+		break;
+	case KVM_EXIT_HLT:
+		if (vm_vcpu_halted(v->vm)) {
+			fprintf(stderr, "vmm: error: every vCPU has halted with nothing to wake them (there are no interrupts); vCPU %u halted last\n",
+				v->index);
+			vcpu_dump(v);
+		}
+		break;
+	case KVM_EXIT_SHUTDOWN:
+		fatal_exit(v, VMM_EXIT_SHUTDOWN,
+			   "triple fault (KVM_EXIT_SHUTDOWN): an exception the guest could not handle, often a missing IDT, GDT or stack");
+		break;
+	case KVM_EXIT_FAIL_ENTRY:
+		fatal_exit(v, VMM_EXIT_FAIL_ENTRY,
+			   "KVM could not enter the guest (KVM_EXIT_FAIL_ENTRY), hardware reason 0x%llx",
+			   (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		handle_internal_error(v);
+		break;
+	case KVM_EXIT_INTR:
+		break;
+	default:
+		fatal_exit(v, VMM_EXIT_UNHANDLED, "exit reason %u, which this vmm does not handle",
+			   reason);
+		break;
+	}
+}
+
+void vcpu_report_rip(struct vcpu *v)
+{
+	struct kvm_regs regs;
+
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0)
+		fprintf(stderr, "vmm: vCPU %u was at RIP 0x%llx\n", v->index,
+			(unsigned long long)regs.rip);
+}
+
+void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	struct vm *vm = v->vm;
+	sigset_t kick;
+
+	this_run = v->run;
+	sigemptyset(&kick);
+	sigaddset(&kick, KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
+
+	while (!vm_stopping(vm)) {
+		if (ioctl(v->fd, KVM_RUN, NULL) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				v->run->immediate_exit = 0;
+				continue;
+			}
+			if (vm_stop(vm, VMM_EXIT_HOST))
+				fprintf(stderr, "vmm: error: vCPU %u: KVM_RUN failed: %s (errno %d)\n",
+					v->index, strerror(errno), errno);
+			break;
+		}
+		handle_exit(v);
+	}
+	this_run = NULL;
+	return NULL;
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test suite:
+#   build/        gcc: unit, end-to-end and bad-input tests
+#   build-clang/  clang: the whole tree must build clean, unit tests
+#   build-asan/   AddressSanitizer + UBSan: unit tests
+# Ends with one line "tests: N passed, N failed, N skipped".
+set -euo pipefail
+cd "$(dirname "$0")"
+. scripts/setup.sh
+vmm_install_packages
+
+status=0
+run_suite() { # dir [meson test args...]
+	local dir=$1
+	shift
+	echo "== meson test -C $dir $*"
+	meson test -C "$dir" --print-errorlogs "$@" || status=1
+}
+
+vmm_build build
+run_suite build
+
+CC=clang vmm_build build-clang
+run_suite build-clang --suite unit
+
+vmm_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dguest=false
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	run_suite build-asan --suite unit
+
+python3 scripts/test-summary.py build build-clang build-asan || status=1
+exit $status

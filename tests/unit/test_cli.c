@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "cli.h"
+#include "vmm_boot.h"
+
+static char err[256];
+
+#define PARSE(opts, ...)                                                     \
+	({                                                                   \
+		char *argv_[] = { "vmm", __VA_ARGS__, NULL };                \
+		cli_parse((int)(sizeof(argv_) / sizeof(argv_[0])) - 1, argv_, \
+			  (opts), err, sizeof(err));                         \
+	})
+
+static void defaults(void **state)
+{
+	struct vmm_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "guest.bin"), CLI_RUN);
+	assert_int_equal(o.cpus, 1);
+	assert_int_equal(o.ram_size, VMM_DEFAULT_RAM);
+	assert_int_equal(o.timeout_ms, 0);
+	assert_int_equal(o.split_lock, SPLIT_LOCK_INHERIT);
+	assert_string_equal(o.image, "guest.bin");
+	assert_false(o.quiet);
+	assert_null(o.append);
+}
+
+static void all_options(void **state)
+{
+	struct vmm_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "-c", "4", "--memory=128M", "--timeout", "2.5",
+			       "--split-lock=off", "-q", "--stats", "-a", "hello",
+			       "img"), CLI_RUN);
+	assert_int_equal(o.cpus, 4);
+	assert_int_equal(o.ram_size, 128ull << 20);
+	assert_int_equal(o.timeout_ms, 2500);
+	assert_int_equal(o.split_lock, SPLIT_LOCK_OFF);
+	assert_true(o.quiet);
+	assert_true(o.stats);
+	assert_string_equal(o.append, "hello");
+	assert_string_equal(o.image, "img");
+	/* GNU getopt permutes: options after the image count too. */
+	assert_int_equal(PARSE(&o, "img", "--cpus", "2", "--split-lock", "on"), CLI_RUN);
+	assert_int_equal(o.cpus, 2);
+	assert_int_equal(o.split_lock, SPLIT_LOCK_ON);
+}
+
+static void help_and_version(void **state)
+{
+	struct vmm_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--help"), CLI_HELP);
+	assert_int_equal(PARSE(&o, "-h"), CLI_HELP);
+	assert_int_equal(PARSE(&o, "--version"), CLI_VERSION);
+	assert_int_equal(PARSE(&o, "-V", "extra", "args"), CLI_VERSION);
+}
+
+struct bad_case {
+	const char *args[4];
+	const char *msg;
+};
+
+static void bad_input(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ { NULL }, "no guest image" },
+		{ { "a", "b" }, "extra argument 'b'" },
+		{ { "-c", "0", "img" }, "--cpus: '0'" },
+		{ { "-c", "257", "img" }, "from 1 to 256" },
+		{ { "-c", "x", "img" }, "--cpus: 'x'" },
+		{ { "-c", "-1", "img" }, "--cpus: '-1'" },
+		{ { "-m", "1M", "img" }, "outside" },
+		{ { "-m", "5G", "img" }, "outside" },
+		{ { "-m", "12Q", "img" }, "not a size" },
+		{ { "-m", "", "img" }, "not a size" },
+		{ { "-t", "0", "img" }, "--timeout" },
+		{ { "-t", "-3", "img" }, "--timeout" },
+		{ { "-t", "abc", "img" }, "--timeout" },
+		{ { "--split-lock=maybe", "img" }, "not one of inherit, on, off" },
+		{ { "--split-lock", "ON", "img" }, "not one of" },
+		{ { "--bogus", "img" }, "unknown option '--bogus'" },
+		{ { "img", "--cpus" }, "needs a value" },
+		{ { "--json", "img" }, "--json only goes with --host-info" },
+		{ { "--host-info", "img" }, "takes no guest image" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[6] = { "vmm" };
+		struct vmm_options o;
+		int argc = 1;
+
+		for (int j = 0; j < 4 && cases[i].args[j]; j++)
+			argv[argc++] = (char *)cases[i].args[j];
+		argv[argc] = NULL;
+		err[0] = '\0';
+		assert_int_equal(cli_parse(argc, argv, &o, err, sizeof(err)), CLI_ERROR);
+		if (!strstr(err, cases[i].msg))
+			fail_msg("case %zu: '%s' does not contain '%s'", i, err, cases[i].msg);
+		assert_null(strchr(err, '\n'));
+	}
+}
+
+static void long_append(void **state)
+{
+	struct vmm_options o;
+	char text[BOOT_CMDLINE_MAX + 1];
+
+	(void)state;
+	memset(text, 'x', sizeof(text) - 1);
+	text[sizeof(text) - 1] = '\0';
+	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_ERROR);
+	assert_non_null(strstr(err, "--append"));
+	text[BOOT_CMDLINE_MAX - 1] = '\0';
+	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_RUN);
+}
+
+static void sizes(void **state)
+{
+	uint64_t b;
+
+	(void)state;
+	assert_int_equal(cli_parse_size("64", &b), 0);
+	assert_int_equal(b, 64ull << 20);
+	assert_int_equal(cli_parse_size("4096K", &b), 0);
+	assert_int_equal(b, 4ull << 20);
+	assert_int_equal(cli_parse_size("2G", &b), 0);
+	assert_int_equal(b, 2ull << 30);
+	assert_int_equal(cli_parse_size("512MiB", &b), 0);
+	assert_int_equal(b, 512ull << 20);
+	assert_int_equal(cli_parse_size("1MB", &b), 0);
+	assert_int_equal(cli_parse_size("99999999999999999999G", &b), -1);
+	assert_int_equal(cli_parse_size("17179869184G", &b), -1);
+	assert_int_equal(cli_parse_size("1T", &b), -1);
+	assert_int_equal(cli_parse_size("M", &b), -1);
+}
+
+static void host_info_alone(void **state)
+{
+	struct vmm_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--host-info", "--json"), CLI_RUN);
+	assert_true(o.host_info);
+	assert_true(o.json);
+	assert_null(o.image);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults),
+		cmocka_unit_test(all_options),
+		cmocka_unit_test(help_and_version),
+		cmocka_unit_test(bad_input),
+		cmocka_unit_test(long_append),
+		cmocka_unit_test(sizes),
+		cmocka_unit_test(host_info_alone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
