@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What this host offers for split-lock detection, read without privileges:
+ * /proc/cpuinfo flags, the split_lock_detect= boot parameter,
+ * /proc/sys/kernel/split_lock_mitigate, KVM capabilities, and what KVM
+ * really does with CPUID, found by running a tiny probe guest.
+ * The parsers are pure (text in, fields out) so that unit tests feed them
+ * captured file contents.
+ */
+#ifndef VMM_HOSTINFO_H
+#define VMM_HOSTINFO_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* The host kernel's split-lock mode (split_lock_detect=). */
+enum sld_mode {
+	SLD_MODE_NONE,       /* the CPU has no split-lock detection */
+	SLD_MODE_OFF,
+	SLD_MODE_WARN,       /* kernel default when the CPU has it */
+	SLD_MODE_FATAL,
+	SLD_MODE_RATELIMIT,
+};
+
+struct host_kvm_caps {
+	int user_space_msr;
+	int msr_filter;
+	int exception_payload;
+	int vcpu_events;
+	int set_guest_debug;
+	int bus_lock_exit;
+	int immediate_exit;
+	int nr_vcpus;
+	int max_vcpus;
+};
+
+struct host_info {
+	/* /proc/cpuinfo */
+	bool cpuinfo_read;
+	bool sld_flag;               /* "split_lock_detect" in flags */
+	bool bld_flag;               /* "bus_lock_detect" in flags */
+	/* /proc/cmdline */
+	bool cmdline_read;
+	bool cmdline_has_sld;        /* split_lock_detect= present */
+	bool cmdline_malformed;      /* present but not a value the kernel takes */
+	char cmdline_value[32];      /* as written, truncated */
+	unsigned ratelimit;          /* N of ratelimit:N */
+	/* /proc/sys/kernel/split_lock_mitigate: -1 absent or unreadable */
+	int split_lock_mitigate;
+	/* derived by hostinfo_finish() */
+	enum sld_mode mode;
+
+	/* KVM; kvm_error is empty when /dev/kvm could be opened */
+	char kvm_error[160];
+	struct host_kvm_caps caps;
+	/* probe guest: 1 = a KVM_SET_CPUID2 value of CPUID.(7,0):EDX[30]
+	 * reaches the guest, 0 = KVM answers from the host instead,
+	 * -1 = not run (probe_error says why) */
+	int cpuid_7_edx30_reaches_guest;
+	char probe_error[160];
+};
+
+void hostinfo_init(struct host_info *hi);
+/* Each returns 0, or -1 for text it could not make sense of (fields stay safe). */
+int hostinfo_parse_cpuinfo(struct host_info *hi, const char *text);
+int hostinfo_parse_cmdline(struct host_info *hi, const char *text);
+int hostinfo_parse_mitigate(struct host_info *hi, const char *text);
+/* Effective mode from the fields above, as the kernel would decide it. */
+void hostinfo_finish(struct host_info *hi);
+const char *sld_mode_name(enum sld_mode m);
+
+/* Reads the /proc files and finishes; no KVM. */
+void hostinfo_read_proc(struct host_info *hi);
+/* Opens /dev/kvm for the capabilities, and with run_probe runs the probe guest. */
+void hostinfo_read_kvm(struct host_info *hi, bool run_probe);
+
+void hostinfo_print(FILE *out, const struct host_info *hi);
+void hostinfo_print_json(FILE *out, const struct host_info *hi);
+
+#endif
