@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* The self-test's test registry. */
+#ifndef GUEST_H
+#define GUEST_H
+
+#include "fw.h"
+
+/* One test reports one or more TAP lines itself (tap_ok, tap_skip). */
+struct guest_test {
+	const char *name;
+	void (*run)(const struct boot_info *bi);
+};
+
+struct test_group {
+	const char *name;
+	const struct guest_test *tests;
+	size_t count;
+};
+
+#define TEST_GROUP(sym, group_name, array) \
+	const struct test_group sym = { group_name, array, ARRAY_SIZE(array) }
+
+/* Run by guest_main in this order; main.c has the table. */
+extern const struct test_group boot_tests;
+extern const struct test_group exception_tests;
+extern const struct test_group user_tests;
+extern const struct test_group smp_tests;
+
+/* test_smp.c: what each AP does. */
+void smp_ap_checkin(const struct boot_info *bi);
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* What the VMM promised in vmm_boot.h, as seen from vCPU 0. */
+#include "guest.h"
+
+#define CR0_PE (1ull << 0)
+#define CR0_WP (1ull << 16)
+#define CR0_PG (1ull << 31)
+#define CR4_PAE (1ull << 5)
+
+extern char __image_start[], __image_end[];
+
+static void test_magic(const struct boot_info *bi)
+{
+	tap_ok(bi->magic == BOOT_INFO_MAGIC && bi->abi_version == BOOT_ABI_VERSION &&
+	       bi->size == sizeof(*bi),
+	       "boot_info magic, abi_version %u and size %u", bi->abi_version, bi->size);
+}
+
+static void test_bsp_slot(const struct boot_info *bi)
+{
+	tap_ok(bi->cpu_index == 0 && bi == (const struct boot_info *)(uintptr_t)BOOT_INFO_ADDR,
+	       "boot vCPU has cpu_index 0 and the first boot_info slot (%p)", bi);
+}
+
+static void test_ram(const struct boot_info *bi)
+{
+	tap_diag("ram_size %lu MiB, %u vCPUs", bi->ram_size >> 20, bi->cpu_count);
+	tap_ok(bi->ram_size >= VMM_MIN_RAM && bi->ram_size <= VMM_MAX_RAM,
+	       "ram_size 0x%lx within [VMM_MIN_RAM, VMM_MAX_RAM]", bi->ram_size);
+}
+
+static void test_image(const struct boot_info *bi)
+{
+	uint64_t size = (uint64_t)(__image_end - __image_start);
+
+	tap_ok(bi->image_base == BOOT_IMAGE_ADDR && (uint64_t)__image_start == BOOT_IMAGE_ADDR &&
+	       bi->image_size == size,
+	       "image at 0x%lx, %lu bytes as linked", bi->image_base, bi->image_size);
+}
+
+static void test_region(const struct boot_info *bi)
+{
+	uint64_t top = bi->cpu_region_base + bi->cpu_region_size;
+
+	tap_ok(top == bi->ram_size && bi->cpu_region_size == BOOT_CPU_REGION_SIZE &&
+	       this_cpu()->entry_rsp == top &&
+	       bi->cpu_region_base >= bi->image_base + bi->image_size,
+	       "vCPU 0 region 0x%lx+0x%lx ends at the top of RAM, entry RSP at its top",
+	       bi->cpu_region_base, bi->cpu_region_size);
+}
+
+static void test_control_regs(const struct boot_info *bi)
+{
+	uint64_t cr0 = read_cr0(), cr4 = read_cr4();
+	uint64_t want0 = CR0_PE | CR0_WP | CR0_PG | X86_CR0_AM;
+
+	(void)bi;
+	tap_ok((cr0 & want0) == want0 && (cr4 & CR4_PAE) && read_cr3() == BOOT_PML4_ADDR,
+	       "CR0 0x%lx has PE WP PG AM, CR4 0x%lx has PAE, CR3 at BOOT_PML4_ADDR",
+	       cr0, cr4);
+}
+
+/* Printable copy of the command line: a stray '\n' would break TAP. */
+static void test_cmdline(const struct boot_info *bi)
+{
+	char line[BOOT_CMDLINE_MAX];
+	size_t n = strnlen(bi->cmdline, BOOT_CMDLINE_MAX);
+	bool terminated = n < BOOT_CMDLINE_MAX;
+
+	if (!terminated)
+		n = BOOT_CMDLINE_MAX - 1;
+	for (size_t i = 0; i < n; i++) {
+		char c = bi->cmdline[i];
+		line[i] = (c >= ' ' && c <= '~') ? c : '?';
+	}
+	line[n] = '\0';
+	tap_diag("cmdline: %s", line);
+	tap_ok(terminated, "cmdline is NUL-terminated within %u bytes", BOOT_CMDLINE_MAX);
+}
+
+static const struct guest_test tests[] = {
+	{ "magic", test_magic },
+	{ "bsp_slot", test_bsp_slot },
+	{ "ram", test_ram },
+	{ "image", test_image },
+	{ "region", test_region },
+	{ "control_regs", test_control_regs },
+	{ "cmdline", test_cmdline },
+};
+
+TEST_GROUP(boot_tests, "boot protocol", tests);
