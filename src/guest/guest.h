@@ -25,8 +25,11 @@ extern const struct test_group boot_tests;
 extern const struct test_group exception_tests;
 extern const struct test_group user_tests;
 extern const struct test_group smp_tests;
+extern const struct test_group splitlock_tests;
 
 /* test_smp.c: what each AP does. */
 void smp_ap_checkin(const struct boot_info *bi);
+/* test_splitlock.c: vCPU 1's part of the per-vCPU TEST_CTRL check. */
+void splitlock_ap(const struct boot_info *bi);
 
 #endif

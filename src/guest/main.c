@@ -6,6 +6,7 @@ static const struct test_group *const groups[] = {
 	&exception_tests,
 	&user_tests,
 	&smp_tests,
+	&splitlock_tests,
 };
 
 static uint64_t user_ud2(uint64_t arg)
@@ -46,4 +47,5 @@ int guest_main(const struct boot_info *bi)
 void guest_ap_main(const struct boot_info *bi)
 {
 	smp_ap_checkin(bi);
+	splitlock_ap(bi);
 }

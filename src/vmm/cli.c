@@ -33,8 +33,8 @@ static const struct cli_option {
 	  "inherit (default), on or off" },
 	{ "append", required_argument, 'a', "TEXT",
 	  "command line handed to the guest in boot_info" },
-	{ "stats", no_argument, OPT_STATS, NULL,
-	  "print per-vCPU counters as JSON on stderr at exit" },
+	{ "stats", optional_argument, OPT_STATS, "FILE",
+	  "at exit, per-vCPU counters as JSON on stderr or in FILE" },
 	{ "host-info", no_argument, OPT_HOST_INFO, NULL,
 	  "describe what this host and its KVM offer, then exit" },
 	{ "json", no_argument, OPT_JSON, NULL, "with --host-info: print JSON" },
@@ -58,13 +58,15 @@ void cli_usage(FILE *out)
 		if (o->val < 0x100)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->val,
 				 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		else if (o->has_arg == optional_argument)
+			snprintf(left, sizeof(left), "    --%s[=%s]", o->name, o->arg);
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name,
 				 o->arg ? "=" : "", o->arg ? o->arg : "");
 		fprintf(out, "  %-28s %s\n", left, o->help);
 	}
 	fprintf(out, "\nexit status: the guest's own (0-63), 2 for usage errors, "
-		     "64-74 for VMM errors (see vmm(1)).\n");
+		     "64-74 for VMM errors, 128+N on signal N (see vmm(1)).\n");
 }
 
 int cli_parse_size(const char *s, uint64_t *bytes)
@@ -212,7 +214,12 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
 					    "--split-lock: '%s' is not one of inherit, on, off",
 					    optarg);
 			break;
-		case OPT_STATS: o->stats = true; break;
+		case OPT_STATS:
+			o->stats = true;
+			if (optarg && !*optarg)
+				return fail(err, errlen, "--stats=: the file name is empty");
+			o->stats_path = optarg;
+			break;
 		case OPT_HOST_INFO: o->host_info = true; break;
 		case OPT_JSON: o->json = true; break;
 		case 'q': o->quiet = true; break;

@@ -17,6 +17,7 @@ struct vmm_options {
 	enum split_lock_policy split_lock;
 	bool quiet;
 	bool stats;
+	const char *stats_path;       /* --stats=FILE; NULL: stderr */
 	bool host_info;
 	bool json;
 	const char *append;           /* guest command line, may be NULL */

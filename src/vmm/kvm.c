@@ -113,3 +113,26 @@ size_t kvm_run_size(int kvm_fd)
 		die(VMM_EXIT_HOST, "KVM_GET_VCPU_MMAP_SIZE returned %d, smaller than struct kvm_run", r);
 	return (size_t)r;
 }
+
+void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)
+{
+	struct kvm_enable_cap cap = {
+		.cap = KVM_CAP_X86_USER_SPACE_MSR,
+		.args[0] = KVM_MSR_EXIT_REASON_FILTER,
+	};
+	/* One deny bit per range; a zero bit means "not allowed", i.e. exit. */
+	static const uint8_t deny = 0;
+	struct kvm_msr_filter filter = { .flags = KVM_MSR_FILTER_DEFAULT_ALLOW };
+
+	if (n > KVM_MSR_FILTER_MAX_RANGES)
+		die(VMM_EXIT_HOST, "too many MSR filter ranges (%u)", n);
+	KVM_IOCTL(vm_fd, KVM_ENABLE_CAP, &cap);
+	for (unsigned i = 0; i < n; i++)
+		filter.ranges[i] = (struct kvm_msr_filter_range){
+			.flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE,
+			.nmsrs = 1,
+			.base = msrs[i],
+			.bitmap = (uint8_t *)&deny,
+		};
+	KVM_IOCTL(vm_fd, KVM_X86_SET_MSR_FILTER, &filter);
+}

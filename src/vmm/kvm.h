@@ -32,5 +32,10 @@ void kvm_set_memory(int vm_fd, uint32_t slot, uint64_t gpa, void *hva, uint64_t 
 /* The host's supported CPUID table; free() it. */
 struct kvm_cpuid2 *kvm_supported_cpuid(int kvm_fd);
 size_t kvm_run_size(int kvm_fd);
+/*
+ * Sends guest RDMSR/WRMSR of `msrs` to userspace (KVM_EXIT_X86_RDMSR/WRMSR,
+ * reason FILTER); every other MSR stays with KVM.
+ */
+void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n);
 
 #endif

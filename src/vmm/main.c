@@ -13,11 +13,13 @@
 
 #include "boot.h"
 #include "cli.h"
+#include "hostinfo.h"
 #include "kvm.h"
 #include "loader.h"
 #include "log.h"
 #include "vcpu.h"
 #include "vm.h"
+#include "vmm_msr.h"
 #include "vmm_status.h"
 
 #ifndef VMM_VERSION
@@ -29,7 +31,14 @@ static const struct kvm_cap_need base_caps[] = {
 	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID", "the guest's CPUID table" },
 	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT",
 	  "stopping vCPUs without a race (--timeout, SIGINT)" },
+	{ KVM_CAP_X86_USER_SPACE_MSR, "KVM_CAP_X86_USER_SPACE_MSR",
+	  "emulating TEST_CTRL and CORE_CAPABILITIES in the VMM" },
+	{ KVM_CAP_X86_MSR_FILTER, "KVM_CAP_X86_MSR_FILTER",
+	  "routing MSRs 0x33 and 0xcf to the VMM" },
+	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS", "injecting split-lock #AC" },
 };
+
+static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILITIES };
 
 static uint64_t now_ms(void)
 {
@@ -62,6 +71,8 @@ static void setup_vm(struct vm *vm, const struct vmm_options *o,
 		die(VMM_EXIT_USAGE, "--cpus %u is more than this host's KVM allows (%u)",
 		    o->cpus, max);
 	vm->vm_fd = kvm_create_vm(vm->kvm_fd);
+	kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs,
+			       sizeof(emulated_msrs) / sizeof(emulated_msrs[0]));
 	kvm_set_memory(vm->vm_fd, 0, 0, vm->mem, vm->ram_size);
 	vm->run_size = kvm_run_size(vm->kvm_fd);
 	cpuid = kvm_supported_cpuid(vm->kvm_fd);
@@ -147,6 +158,49 @@ static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms)
 	}
 }
 
+static int host_info(const struct vmm_options *o)
+{
+	struct host_info hi;
+
+	hostinfo_init(&hi);
+	hostinfo_read_proc(&hi);
+	hostinfo_read_kvm(&hi, true);
+	if (o->json)
+		hostinfo_print_json(stdout, &hi);
+	else
+		hostinfo_print(stdout, &hi);
+	return fflush(stdout) == 0 ? 0 : VMM_EXIT_HOST;
+}
+
+/* Decides this VM's split-lock policy before anything is allocated. */
+static void decide_split_lock(struct vm *vm, const struct vmm_options *o)
+{
+	struct host_info hi;
+	struct split_lock_decision d;
+
+	hostinfo_init(&hi);
+	hostinfo_read_proc(&hi);
+	split_lock_decide(o->split_lock, &hi, &d);
+	if (!d.start)
+		die(VMM_EXIT_POLICY, "%s", d.line);
+	info("%s", d.line);
+	vm->split_lock_enumerated = d.enumerate;
+	vm->host_mode = sld_mode_name(hi.mode);
+}
+
+static void print_stats(const struct vm *vm, const char *path)
+{
+	FILE *out = stderr;
+
+	if (path && !(out = fopen(path, "w"))) {
+		warn("--stats: cannot write '%s': %s", path, strerror(errno));
+		return;
+	}
+	stats_print_json(out, vm);
+	if (out != stderr && fclose(out) != 0)
+		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct vmm_options opts;
@@ -170,9 +224,12 @@ int main(int argc, char **argv)
 	}
 	vmm_log_set_quiet(opts.quiet);
 	signal(SIGPIPE, SIG_IGN);
+	if (opts.host_info)
+		return host_info(&opts);
 
 	if (vm_init_common(&vm, &opts, opts.cpus, STDOUT_FILENO))
 		die_errno("setting up the VM", errno, NULL);
+	decide_split_lock(&vm, &opts);
 	vm.ram_size = opts.ram_size;
 	vm.mem = alloc_guest_ram(opts.ram_size);
 	layout = (struct boot_layout){
@@ -197,6 +254,8 @@ int main(int argc, char **argv)
 			vcpu_report_rip(&vm.vcpus[i]);
 
 	status = vm.status;
+	if (opts.stats)
+		print_stats(&vm, opts.stats_path);
 	for (unsigned i = 0; i < vm.ncpus; i++)
 		vcpu_destroy(&vm.vcpus[i]);
 	close(sig_fd);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "policy.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "hostinfo.h"
 
 static const char *const names[] = {
 	[SPLIT_LOCK_INHERIT] = "inherit",
@@ -25,4 +28,65 @@ int split_lock_policy_parse(const char *s, enum split_lock_policy *out)
 		}
 	}
 	return -1;
+}
+
+bool split_lock_host_can_deliver(const struct host_info *hi)
+{
+	return hi->mode == SLD_MODE_FATAL;
+}
+
+static void host_reason(const struct host_info *hi, char *buf, size_t len)
+{
+	switch (hi->mode) {
+	case SLD_MODE_NONE:
+		snprintf(buf, len, "the host CPU has no split-lock detection (no split_lock_detect flag in /proc/cpuinfo)");
+		break;
+	case SLD_MODE_OFF:
+		snprintf(buf, len, "the host kernel runs split_lock_detect=off");
+		break;
+	case SLD_MODE_WARN:
+		snprintf(buf, len, "the host kernel runs split_lock_detect=warn%s, so KVM lets guest split locks through without telling the VMM",
+			 hi->cmdline_has_sld && !hi->cmdline_malformed ? "" : " (the default)");
+		break;
+	case SLD_MODE_RATELIMIT:
+		snprintf(buf, len, "the host kernel runs split_lock_detect=ratelimit:%u, which throttles split locks instead of reporting them",
+			 hi->ratelimit);
+		break;
+	case SLD_MODE_FATAL:
+		snprintf(buf, len, "the host kernel runs split_lock_detect=fatal, so KVM reports every guest split lock to the VMM");
+		break;
+	}
+}
+
+void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
+		       struct split_lock_decision *d)
+{
+	char why[256];
+	bool deliver = split_lock_host_can_deliver(hi);
+
+	host_reason(hi, why, sizeof(why));
+	d->start = true;
+	switch (p) {
+	case SPLIT_LOCK_OFF:
+		d->enumerate = false;
+		snprintf(d->line, sizeof(d->line),
+			 "split-lock detection: off, not enumerated to the guest (as asked)");
+		return;
+	case SPLIT_LOCK_ON:
+		d->enumerate = deliver;
+		d->start = deliver;
+		if (!deliver) {
+			snprintf(d->line, sizeof(d->line),
+				 "--split-lock=on cannot be honoured: %s; boot the host with split_lock_detect=fatal, or use --split-lock=inherit or off",
+				 why);
+			return;
+		}
+		break;
+	case SPLIT_LOCK_INHERIT:
+		d->enumerate = deliver;
+		break;
+	}
+	snprintf(d->line, sizeof(d->line), "split-lock detection: %s, %s: %s",
+		 split_lock_policy_name(p),
+		 d->enumerate ? "enumerated to the guest" : "not enumerated", why);
 }

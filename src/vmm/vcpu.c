@@ -16,16 +16,40 @@
 #include "ioport.h"
 #include "kvm.h"
 #include "log.h"
+#include "splitlock.h"
 #include "vmm_status.h"
 
-/* The kick handler needs the run page of the vCPU its thread drives. */
-static __thread struct kvm_run *volatile this_run;
+/* Signal handlers need the vCPU that their thread drives. */
+static __thread struct vcpu *volatile this_vcpu;
 
 static void kick_handler(int sig)
 {
 	(void)sig;
-	if (this_run)
-		this_run->immediate_exit = 1;
+	if (this_vcpu)
+		this_vcpu->run->immediate_exit = 1;
+}
+
+/*
+ * On a split_lock_detect=fatal host KVM force-sends SIGBUS (BUS_ADRALN) with
+ * every split-lock #AC exit; unhandled, it would kill the whole VMM. The
+ * exit handler reads the flag. Any other SIGBUS is a fault in the VMM's own
+ * memory and nothing can safely go on.
+ */
+static void sigbus_handler(int sig, siginfo_t *si, void *uc)
+{
+	static const char msg[] =
+		"vmm: error: SIGBUS that is not a split-lock #AC (a fault in guest or VMM memory); exiting\n";
+	struct vcpu *v = this_vcpu;
+
+	(void)sig;
+	(void)uc;
+	if (v && si->si_code == BUS_ADRALN) {
+		v->sigbus = 1;
+		return;
+	}
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(VMM_EXIT_HOST);
+	_exit(VMM_EXIT_HOST);
 }
 
 void vcpu_signals_init(void)
@@ -36,7 +60,41 @@ void vcpu_signals_init(void)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(KICK_SIGNAL, &sa, NULL) < 0)
 		die_errno("sigaction(SIGUSR1)", errno, NULL);
+	sa = (struct sigaction){ .sa_sigaction = sigbus_handler, .sa_flags = SA_SIGINFO };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL) < 0)
+		die_errno("sigaction(SIGBUS)", errno, NULL);
 }
+
+static int kvm_get_regs(struct vcpu *v, struct kvm_regs *regs)
+{
+	return ioctl(v->fd, KVM_GET_REGS, regs) < 0 ? -errno : 0;
+}
+
+static int kvm_get_sregs(struct vcpu *v, struct kvm_sregs *sregs)
+{
+	return ioctl(v->fd, KVM_GET_SREGS, sregs) < 0 ? -errno : 0;
+}
+
+static int kvm_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
+{
+	return ioctl(v->fd, KVM_GET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
+}
+
+static int kvm_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
+{
+	return ioctl(v->fd, KVM_SET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
+}
+
+static size_t read_guest_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
+
+static const struct vcpu_ops kvm_vcpu_ops = {
+	.get_regs = kvm_get_regs,
+	.get_sregs = kvm_get_sregs,
+	.get_events = kvm_get_events,
+	.set_events = kvm_set_events,
+	.read_virt = read_guest_virt,
+};
 
 void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 		 const struct boot_layout *layout)
@@ -49,6 +107,8 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 
 	if (!cpuid)
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
+	v->ops = &kvm_vcpu_ops;
+	msr_reset(&v->msrs);
 	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
 	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED)
@@ -105,14 +165,18 @@ void vcpu_dump(struct vcpu *v)
 	char bytes[64];
 	size_t n;
 
-	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0) {
+	int r = v->ops->get_regs(v, &regs);
+
+	if (!r)
+		r = v->ops->get_sregs(v, &sregs);
+	if (r) {
 		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
-		     strerror(errno));
+		     strerror(-r));
 		return;
 	}
 	flockfile(stderr);
 	dump_regs(stderr, v->index, &regs, &sregs);
-	n = read_guest_virt(v, regs.rip, insn, sizeof(insn));
+	n = v->ops->read_virt(v, regs.rip, insn, sizeof(insn));
 	dump_format_bytes(bytes, sizeof(bytes), insn, n);
 	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);
 	funlockfile(stderr);
@@ -155,8 +219,17 @@ static void handle_exit(struct vcpu *v)
 	struct kvm_run *run = v->run;
 	uint32_t reason = run->exit_reason;
 
-	v->exits[reason < KVM_EXIT_X86_BUS_LOCK + 1 ? reason : KVM_EXIT_X86_BUS_LOCK + 1]++;
+	stats_count_exit(&v->stats, reason);
 	switch (reason) {
+	case KVM_EXIT_X86_RDMSR:
+		splitlock_handle_rdmsr(v);
+		break;
+	case KVM_EXIT_X86_WRMSR:
+		splitlock_handle_wrmsr(v);
+		break;
+	case KVM_EXIT_EXCEPTION:
+		splitlock_handle_exception(v);
+		break;
 	case KVM_EXIT_IO:
 		ioport_handle(v);
 		break;
@@ -200,7 +273,7 @@ void vcpu_report_rip(struct vcpu *v)
 {
 	struct kvm_regs regs;
 
-	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0)
+	if (v->ops->get_regs(v, &regs) == 0)
 		fprintf(stderr, "vmm: vCPU %u was at RIP 0x%llx\n", v->index,
 			(unsigned long long)regs.rip);
 }
@@ -211,7 +284,7 @@ void *vcpu_thread(void *arg)
 	struct vm *vm = v->vm;
 	sigset_t kick;
 
-	this_run = v->run;
+	this_vcpu = v;
 	sigemptyset(&kick);
 	sigaddset(&kick, KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
@@ -229,6 +302,6 @@ void *vcpu_thread(void *arg)
 		}
 		handle_exit(v);
 	}
-	this_run = NULL;
+	this_vcpu = NULL;
 	return NULL;
 }

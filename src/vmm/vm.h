@@ -8,6 +8,7 @@
 #define VMM_VM_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,20 +17,40 @@
 #include <linux/kvm.h>
 
 #include "cli.h"
+#include "msr.h"
 #include "serial.h"
+#include "stats.h"
 
 #define KICK_SIGNAL SIGUSR1
 
 struct vm;
+struct vcpu;
+
+/*
+ * The vCPU ioctls that exit handlers need beyond the run page. Real KVM in
+ * vcpu.c; unit tests plug in fakes to drive the handlers through each case.
+ * Each returns 0 or -errno.
+ */
+struct vcpu_ops {
+	int (*get_regs)(struct vcpu *v, struct kvm_regs *regs);
+	int (*get_sregs)(struct vcpu *v, struct kvm_sregs *sregs);
+	int (*get_events)(struct vcpu *v, struct kvm_vcpu_events *ev);
+	int (*set_events)(struct vcpu *v, const struct kvm_vcpu_events *ev);
+	/* Bytes at a guest-virtual address; returns how many it could read. */
+	size_t (*read_virt)(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
+};
 
 struct vcpu {
 	struct vm *vm;
 	unsigned index;
 	int fd;
 	struct kvm_run *run;
+	const struct vcpu_ops *ops;
 	pthread_t thread;
 	bool started;
-	uint64_t exits[KVM_EXIT_X86_BUS_LOCK + 2]; /* last slot: unknown reasons */
+	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
+	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
+	struct vcpu_stats stats;       /* written by this vCPU's thread only */
 };
 
 struct vm {
@@ -42,6 +63,8 @@ struct vm {
 	struct vcpu *vcpus;
 	size_t run_size;
 	struct serial serial;
+	bool split_lock_enumerated;    /* the policy's answer for this VM */
+	const char *host_mode;         /* for diagnostics, e.g. "fatal" */
 
 	pthread_mutex_t lock;          /* guards halted and the cond */
 	pthread_cond_t cond;

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+#include "stats.h"
+
+#include <linux/kvm.h>
+
+#include "policy.h"
+#include "vm.h"
+
+const char *stats_exit_name(uint32_t reason)
+{
+	static const char *const names[] = {
+		[KVM_EXIT_UNKNOWN] = "unknown",
+		[KVM_EXIT_EXCEPTION] = "exception",
+		[KVM_EXIT_IO] = "io",
+		[KVM_EXIT_HYPERCALL] = "hypercall",
+		[KVM_EXIT_DEBUG] = "debug",
+		[KVM_EXIT_HLT] = "hlt",
+		[KVM_EXIT_MMIO] = "mmio",
+		[KVM_EXIT_IRQ_WINDOW_OPEN] = "irq_window_open",
+		[KVM_EXIT_SHUTDOWN] = "shutdown",
+		[KVM_EXIT_FAIL_ENTRY] = "fail_entry",
+		[KVM_EXIT_INTR] = "intr",
+		[KVM_EXIT_SET_TPR] = "set_tpr",
+		[KVM_EXIT_TPR_ACCESS] = "tpr_access",
+		[KVM_EXIT_NMI] = "nmi",
+		[KVM_EXIT_INTERNAL_ERROR] = "internal_error",
+		[KVM_EXIT_SYSTEM_EVENT] = "system_event",
+		[KVM_EXIT_X86_RDMSR] = "x86_rdmsr",
+		[KVM_EXIT_X86_WRMSR] = "x86_wrmsr",
+		[KVM_EXIT_X86_BUS_LOCK] = "x86_bus_lock",
+	};
+
+	if (reason < sizeof(names) / sizeof(names[0]) && names[reason])
+		return names[reason];
+	return NULL;
+}
+
+static void msr_counts(FILE *out, const char *name, uint64_t reads, uint64_t writes)
+{
+	fprintf(out, "\"%s\":{\"reads\":%llu,\"writes\":%llu}", name,
+		(unsigned long long)reads, (unsigned long long)writes);
+}
+
+static void vcpu_json(FILE *out, const struct vcpu *v)
+{
+	const struct vcpu_stats *s = &v->stats;
+	const char *sep = "";
+
+	fprintf(out, "{\"index\":%u,\"exits\":{", v->index);
+	for (uint32_t r = 0; r <= STATS_EXIT_REASONS; r++) {
+		const char *name = r < STATS_EXIT_REASONS ? stats_exit_name(r) : "other";
+
+		if (!s->exits[r])
+			continue;
+		if (name)
+			fprintf(out, "%s\"%s\":%llu", sep, name, (unsigned long long)s->exits[r]);
+		else
+			fprintf(out, "%s\"reason_%u\":%llu", sep, r, (unsigned long long)s->exits[r]);
+		sep = ",";
+	}
+	fprintf(out, "},\"msr\":{");
+	msr_counts(out, "test_ctrl", s->msr_reads[STATS_MSR_TEST_CTRL],
+		   s->msr_writes[STATS_MSR_TEST_CTRL]);
+	fputc(',', out);
+	msr_counts(out, "core_capabilities", s->msr_reads[STATS_MSR_CORE_CAPABILITIES],
+		   s->msr_writes[STATS_MSR_CORE_CAPABILITIES]);
+	fprintf(out, "},\"gp_injected\":%llu,\"ac_injected\":%llu,\"split_lock_stops\":%llu,\"sigbus\":%llu}",
+		(unsigned long long)s->gp_injected, (unsigned long long)s->ac_injected,
+		(unsigned long long)s->split_lock_stops, (unsigned long long)s->sigbus);
+}
+
+void stats_print_json(FILE *out, const struct vm *vm)
+{
+	fprintf(out, "{\"status\":%d,\"split_lock\":{\"policy\":\"%s\",\"enumerated\":%s},\"vcpus\":[",
+		vm->status, split_lock_policy_name(vm->opts->split_lock),
+		vm->split_lock_enumerated ? "true" : "false");
+	for (unsigned i = 0; i < vm->ncpus; i++) {
+		if (i)
+			fputc(',', out);
+		vcpu_json(out, &vm->vcpus[i]);
+	}
+	fprintf(out, "]}\n");
+}

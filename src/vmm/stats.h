@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-vCPU counters for --stats. */
+#ifndef VMM_STATS_H
+#define VMM_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define STATS_EXIT_REASONS 64    /* KVM exit reasons below this are counted by number */
+
+enum stats_msr {
+	STATS_MSR_TEST_CTRL,
+	STATS_MSR_CORE_CAPABILITIES,
+	STATS_MSR_COUNT,
+};
+
+struct vcpu_stats {
+	uint64_t exits[STATS_EXIT_REASONS + 1];   /* last: any higher reason */
+	uint64_t msr_reads[STATS_MSR_COUNT];
+	uint64_t msr_writes[STATS_MSR_COUNT];
+	uint64_t gp_injected;
+	uint64_t ac_injected;
+	uint64_t split_lock_stops;
+	uint64_t sigbus;
+};
+
+static inline void stats_count_exit(struct vcpu_stats *s, uint32_t reason)
+{
+	s->exits[reason < STATS_EXIT_REASONS ? reason : STATS_EXIT_REASONS]++;
+}
+
+struct vm;
+const char *stats_exit_name(uint32_t reason);
+void stats_print_json(FILE *out, const struct vm *vm);
+
+#endif

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* The policy table: each policy against each host mode. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "hostinfo.h"
+#include "policy.h"
+
+struct row {
+	enum split_lock_policy policy;
+	enum sld_mode mode;
+	bool start;
+	bool enumerate;
+	const char *says;
+};
+
+static const struct row table[] = {
+	{ SPLIT_LOCK_INHERIT, SLD_MODE_NONE, true, false, "no split-lock detection" },
+	{ SPLIT_LOCK_INHERIT, SLD_MODE_OFF, true, false, "split_lock_detect=off" },
+	{ SPLIT_LOCK_INHERIT, SLD_MODE_WARN, true, false, "split_lock_detect=warn" },
+	{ SPLIT_LOCK_INHERIT, SLD_MODE_RATELIMIT, true, false, "ratelimit:7" },
+	{ SPLIT_LOCK_INHERIT, SLD_MODE_FATAL, true, true, "split_lock_detect=fatal" },
+	{ SPLIT_LOCK_ON, SLD_MODE_NONE, false, false, "cannot be honoured" },
+	{ SPLIT_LOCK_ON, SLD_MODE_OFF, false, false, "boot the host with split_lock_detect=fatal" },
+	{ SPLIT_LOCK_ON, SLD_MODE_WARN, false, false, "cannot be honoured" },
+	{ SPLIT_LOCK_ON, SLD_MODE_RATELIMIT, false, false, "cannot be honoured" },
+	{ SPLIT_LOCK_ON, SLD_MODE_FATAL, true, true, "enumerated to the guest" },
+	{ SPLIT_LOCK_OFF, SLD_MODE_NONE, true, false, "as asked" },
+	{ SPLIT_LOCK_OFF, SLD_MODE_OFF, true, false, "as asked" },
+	{ SPLIT_LOCK_OFF, SLD_MODE_WARN, true, false, "as asked" },
+	{ SPLIT_LOCK_OFF, SLD_MODE_RATELIMIT, true, false, "as asked" },
+	{ SPLIT_LOCK_OFF, SLD_MODE_FATAL, true, false, "as asked" },
+};
+
+static void decision_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		struct host_info hi;
+		struct split_lock_decision d;
+
+		memset(&hi, 0, sizeof(hi));
+		hi.mode = table[i].mode;
+		hi.sld_flag = table[i].mode != SLD_MODE_NONE;
+		hi.ratelimit = 7;
+		split_lock_decide(table[i].policy, &hi, &d);
+		if (d.start != table[i].start || d.enumerate != table[i].enumerate)
+			fail_msg("row %zu (%s, mode %d): start %d enumerate %d", i,
+				 split_lock_policy_name(table[i].policy), table[i].mode,
+				 d.start, d.enumerate);
+		if (!strstr(d.line, table[i].says))
+			fail_msg("row %zu: '%s' lacks '%s'", i, d.line, table[i].says);
+		assert_null(strchr(d.line, '\n'));
+		assert_int_equal(split_lock_host_can_deliver(&hi), table[i].mode == SLD_MODE_FATAL);
+	}
+}
+
+static void names(void **state)
+{
+	enum split_lock_policy p;
+
+	(void)state;
+	assert_int_equal(split_lock_policy_parse("inherit", &p), 0);
+	assert_int_equal(p, SPLIT_LOCK_INHERIT);
+	assert_int_equal(split_lock_policy_parse("on", &p), 0);
+	assert_int_equal(p, SPLIT_LOCK_ON);
+	assert_int_equal(split_lock_policy_parse("off", &p), 0);
+	assert_int_equal(p, SPLIT_LOCK_OFF);
+	assert_int_equal(split_lock_policy_parse("", &p), -1);
+	assert_int_equal(split_lock_policy_parse("onn", &p), -1);
+	assert_string_equal(split_lock_policy_name(SPLIT_LOCK_OFF), "off");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(decision_table),
+		cmocka_unit_test(names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The split-lock exit handlers driven through a fake KVM layer: MSR exits
+ * as KVM fills the run page, and #AC exits with and without the SIGBUS.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "splitlock.h"
+#include "vm.h"
+#include "vmm_msr.h"
+#include "vmm_status.h"
+
+/* ---- fake KVM: records what the handler asked of it */
+static struct {
+	struct kvm_vcpu_events events;
+	int set_events_calls;
+	int set_events_error;
+	uint64_t rip;
+	uint8_t code[16];
+} fake;
+
+static int fake_get_regs(struct vcpu *v, struct kvm_regs *r)
+{
+	(void)v;
+	memset(r, 0, sizeof(*r));
+	r->rip = fake.rip;
+	return 0;
+}
+
+static int fake_get_sregs(struct vcpu *v, struct kvm_sregs *s)
+{
+	(void)v;
+	memset(s, 0, sizeof(*s));
+	return 0;
+}
+
+static int fake_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
+{
+	(void)v;
+	*ev = fake.events;
+	return 0;
+}
+
+static int fake_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
+{
+	(void)v;
+	fake.set_events_calls++;
+	if (fake.set_events_error)
+		return -fake.set_events_error;
+	fake.events = *ev;
+	return 0;
+}
+
+static size_t fake_read_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
+{
+	(void)v;
+	if (gva != fake.rip)
+		return 0;
+	if (len > sizeof(fake.code))
+		len = sizeof(fake.code);
+	memcpy(buf, fake.code, len);
+	return len;
+}
+
+static const struct vcpu_ops fake_ops = {
+	.get_regs = fake_get_regs,
+	.get_sregs = fake_get_sregs,
+	.get_events = fake_get_events,
+	.set_events = fake_set_events,
+	.read_virt = fake_read_virt,
+};
+
+static struct vmm_options opts;
+static struct vm vm;
+static struct kvm_run runs[2];
+
+static int setup_vm(bool enumerated)
+{
+	int devnull = open("/dev/null", O_WRONLY);
+
+	memset(&fake, 0, sizeof(fake));
+	memset(runs, 0, sizeof(runs));
+	if (devnull < 0 || vm_init_common(&vm, &opts, 2, devnull))
+		return -1;
+	vm.split_lock_enumerated = enumerated;
+	vm.host_mode = "fatal";
+	for (unsigned i = 0; i < 2; i++) {
+		vm.vcpus[i].run = &runs[i];
+		vm.vcpus[i].ops = &fake_ops;
+		msr_reset(&vm.vcpus[i].msrs);
+	}
+	return 0;
+}
+
+static int setup_enumerated(void **state)
+{
+	(void)state;
+	return setup_vm(true);
+}
+
+static int setup_not_enumerated(void **state)
+{
+	(void)state;
+	return setup_vm(false);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	close(vm.serial.fd);
+	vm_destroy_common(&vm);
+	return 0;
+}
+
+static void rdmsr(struct vcpu *v, uint32_t index)
+{
+	v->run->exit_reason = KVM_EXIT_X86_RDMSR;
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_FILTER;
+	v->run->msr.index = index;
+	v->run->msr.data = 0xbad;
+	v->run->msr.error = 0xff;
+	splitlock_handle_rdmsr(v);
+}
+
+static void wrmsr(struct vcpu *v, uint32_t index, uint64_t data)
+{
+	v->run->exit_reason = KVM_EXIT_X86_WRMSR;
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_FILTER;
+	v->run->msr.index = index;
+	v->run->msr.data = data;
+	v->run->msr.error = 0xff;
+	splitlock_handle_wrmsr(v);
+}
+
+static void msr_exits_enumerated(void **state)
+{
+	struct vcpu *v0 = &vm.vcpus[0], *v1 = &vm.vcpus[1];
+
+	(void)state;
+	rdmsr(v0, MSR_IA32_CORE_CAPABILITIES);
+	assert_int_equal(v0->run->msr.error, 0);
+	assert_int_equal(v0->run->msr.data, CORE_CAP_SPLIT_LOCK_DETECT);
+	wrmsr(v0, MSR_IA32_CORE_CAPABILITIES, CORE_CAP_SPLIT_LOCK_DETECT);
+	assert_int_equal(v0->run->msr.error, 1);
+
+	wrmsr(v0, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	assert_int_equal(v0->run->msr.error, 0);
+	rdmsr(v0, MSR_TEST_CTRL);
+	assert_int_equal(v0->run->msr.error, 0);
+	assert_int_equal(v0->run->msr.data, TEST_CTRL_SPLIT_LOCK_DETECT);
+	/* Each vCPU has its own TEST_CTRL. */
+	rdmsr(v1, MSR_TEST_CTRL);
+	assert_int_equal(v1->run->msr.error, 0);
+	assert_int_equal(v1->run->msr.data, 0);
+	wrmsr(v0, MSR_TEST_CTRL, 1ull << 31);
+	assert_int_equal(v0->run->msr.error, 1);
+	assert_int_equal(v0->msrs.test_ctrl, TEST_CTRL_SPLIT_LOCK_DETECT);
+
+	assert_int_equal(v0->stats.msr_reads[STATS_MSR_TEST_CTRL], 1);
+	assert_int_equal(v0->stats.msr_writes[STATS_MSR_TEST_CTRL], 2);
+	assert_int_equal(v0->stats.msr_reads[STATS_MSR_CORE_CAPABILITIES], 1);
+	assert_int_equal(v0->stats.msr_writes[STATS_MSR_CORE_CAPABILITIES], 1);
+	assert_int_equal(v0->stats.gp_injected, 2);
+	assert_int_equal(v1->stats.gp_injected, 0);
+	assert_false(vm_stopping(&vm));
+}
+
+static void msr_exits_not_enumerated(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	rdmsr(v, MSR_IA32_CORE_CAPABILITIES);
+	assert_int_equal(v->run->msr.error, 0);
+	assert_int_equal(v->run->msr.data, 0);
+	rdmsr(v, MSR_TEST_CTRL);
+	assert_int_equal(v->run->msr.error, 1);
+	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	assert_int_equal(v->run->msr.error, 1);
+	wrmsr(v, MSR_TEST_CTRL, 0);
+	assert_int_equal(v->run->msr.error, 1);
+	assert_int_equal(v->stats.gp_injected, 3);
+}
+
+static void unexpected_msr_exit_gets_gp(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	rdmsr(v, 0x10);
+	assert_int_equal(v->run->msr.error, 1);
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_UNKNOWN;
+	v->run->msr.index = MSR_TEST_CTRL;
+	splitlock_handle_rdmsr(v);
+	assert_int_equal(v->run->msr.error, 1);
+	assert_false(vm_stopping(&vm));
+}
+
+static void ac_exit(struct vcpu *v, uint32_t vector, bool sigbus)
+{
+	v->run->exit_reason = KVM_EXIT_EXCEPTION;
+	v->run->ex.exception = vector;
+	v->run->ex.error_code = 0;
+	v->sigbus = sigbus;
+	splitlock_handle_exception(v);
+}
+
+static void ac_injected_when_asked(void **state)
+{
+	struct vcpu *v = &vm.vcpus[1];
+
+	(void)state;
+	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	fake.events.exception.pending = 1;	/* stale state must not survive */
+	ac_exit(v, 17, true);
+	assert_false(vm_stopping(&vm));
+	assert_int_equal(fake.set_events_calls, 1);
+	assert_int_equal(fake.events.exception.injected, 1);
+	assert_int_equal(fake.events.exception.pending, 0);
+	assert_int_equal(fake.events.exception.nr, 17);
+	assert_int_equal(fake.events.exception.has_error_code, 1);
+	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(v->stats.ac_injected, 1);
+	assert_int_equal(v->stats.sigbus, 1);
+	assert_int_equal(v->sigbus, 0);
+	/* Without the SIGBUS (a kernel that does not send it) it is the same. */
+	ac_exit(v, 17, false);
+	assert_int_equal(v->stats.ac_injected, 2);
+	assert_int_equal(v->stats.sigbus, 1);
+}
+
+/* Runs fn with stderr sent to a buffer. */
+static void capture_stderr(void (*fn)(void), char *buf, size_t len)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	fn();
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	n = fread(buf, 1, len - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+}
+
+static void uninvited_ac(void)
+{
+	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+
+	fake.rip = 0x101234;
+	memcpy(fake.code, lock_xadd, sizeof(lock_xadd));
+	ac_exit(&vm.vcpus[0], 17, true);
+}
+
+static void ac_stops_when_not_asked(void **state)
+{
+	char out[2048];
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	assert_int_equal(v->msrs.test_ctrl, 0);
+	capture_stderr(uninvited_ac, out, sizeof(out));
+	assert_true(vm_stopping(&vm));
+	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
+	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(v->stats.split_lock_stops, 1);
+	assert_int_equal(v->stats.sigbus, 1);
+	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (bytes f0 0f c1 07"));
+	assert_non_null(strstr(out, "TEST_CTRL bit 29 is clear"));
+	assert_non_null(strstr(out, "split_lock_detect=fatal"));
+	assert_non_null(strstr(out, "KVM also sent SIGBUS"));
+}
+
+static void other_vector_stops(void)
+{
+	ac_exit(&vm.vcpus[0], 13, false);
+}
+
+static void other_exception_is_unhandled(void **state)
+{
+	char out[1024];
+
+	(void)state;
+	capture_stderr(other_vector_stops, out, sizeof(out));
+	assert_int_equal(vm.status, VMM_EXIT_UNHANDLED);
+	assert_non_null(strstr(out, "exception 13"));
+}
+
+static void inject_fails(void)
+{
+	wrmsr(&vm.vcpus[0], MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	fake.set_events_error = 22;
+	ac_exit(&vm.vcpus[0], 17, false);
+}
+
+static void injection_failure_stops(void **state)
+{
+	char out[1024];
+
+	(void)state;
+	capture_stderr(inject_fails, out, sizeof(out));
+	assert_int_equal(vm.status, VMM_EXIT_HOST);
+	assert_non_null(strstr(out, "KVM_SET_VCPU_EVENTS failed"));
+	assert_int_equal(vm.vcpus[0].stats.ac_injected, 0);
+}
+
+static void decision(void **state)
+{
+	struct msr_state s = { 0 };
+
+	(void)state;
+	assert_int_equal(splitlock_decide_ac(&s), AC_STOP);
+	s.test_ctrl = TEST_CTRL_SPLIT_LOCK_DETECT;
+	assert_int_equal(splitlock_decide_ac(&s), AC_INJECT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(decision),
+		cmocka_unit_test_setup_teardown(msr_exits_enumerated, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(msr_exits_not_enumerated, setup_not_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(unexpected_msr_exit_gets_gp, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_injected_when_asked, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_stops_when_not_asked, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(injection_failure_stops, setup_enumerated, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
