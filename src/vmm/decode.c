@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+#include "decode.h"
+
+#include <string.h>
+
+#include <Zydis/Zydis.h>
+
+static const struct {
+	ZydisMnemonic mnemonic;
+	enum sl_op op;
+	const char *name;
+} ops[] = {
+	{ ZYDIS_MNEMONIC_ADD, SL_ADD, "add" },
+	{ ZYDIS_MNEMONIC_ADC, SL_ADC, "adc" },
+	{ ZYDIS_MNEMONIC_AND, SL_AND, "and" },
+	{ ZYDIS_MNEMONIC_OR, SL_OR, "or" },
+	{ ZYDIS_MNEMONIC_SBB, SL_SBB, "sbb" },
+	{ ZYDIS_MNEMONIC_SUB, SL_SUB, "sub" },
+	{ ZYDIS_MNEMONIC_XOR, SL_XOR, "xor" },
+	{ ZYDIS_MNEMONIC_NOT, SL_NOT, "not" },
+	{ ZYDIS_MNEMONIC_NEG, SL_NEG, "neg" },
+	{ ZYDIS_MNEMONIC_INC, SL_INC, "inc" },
+	{ ZYDIS_MNEMONIC_DEC, SL_DEC, "dec" },
+	{ ZYDIS_MNEMONIC_XCHG, SL_XCHG, "xchg" },
+	{ ZYDIS_MNEMONIC_XADD, SL_XADD, "xadd" },
+	{ ZYDIS_MNEMONIC_CMPXCHG, SL_CMPXCHG, "cmpxchg" },
+	{ ZYDIS_MNEMONIC_CMPXCHG8B, SL_CMPXCHG8B, "cmpxchg8b" },
+	{ ZYDIS_MNEMONIC_CMPXCHG16B, SL_CMPXCHG16B, "cmpxchg16b" },
+	{ ZYDIS_MNEMONIC_BTS, SL_BTS, "bts" },
+	{ ZYDIS_MNEMONIC_BTR, SL_BTR, "btr" },
+	{ ZYDIS_MNEMONIC_BTC, SL_BTC, "btc" },
+};
+
+const char *sl_op_name(enum sl_op op)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i].op == op)
+			return ops[i].name;
+	return "?";
+}
+
+bool sl_maybe_locked(const uint8_t *b, size_t len)
+{
+	size_t i = 0;
+
+	/*
+	 * Legacy prefixes and REX bytes in any order: a REX that is not last
+	 * is ignored by the CPU, but the instruction still decodes.
+	 */
+	for (; i < len && i < SL_INSN_MAX; i++) {
+		if (b[i] == 0xf0)
+			return true;
+		switch (b[i]) {
+		case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e:
+		case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
+			continue;
+		}
+		if ((b[i] & 0xf0) == 0x40)
+			continue;
+		break;
+	}
+	/* XCHG r/m, r (0x86, 0x87) locks without a prefix when r/m is memory. */
+	return i + 1 < len && (b[i] == 0x86 || b[i] == 0x87) && (b[i + 1] >> 6) != 3;
+}
+
+/* 0-15 for a general register, SL_REG_RIP, or SL_REG_NONE. */
+static int gpr(ZydisRegister r, bool *high8)
+{
+	ZydisRegister big;
+
+	if (high8)
+		*high8 = r == ZYDIS_REGISTER_AH || r == ZYDIS_REGISTER_CH ||
+			 r == ZYDIS_REGISTER_DH || r == ZYDIS_REGISTER_BH;
+	if (r == ZYDIS_REGISTER_NONE)
+		return SL_REG_NONE;
+	if (r == ZYDIS_REGISTER_RIP || r == ZYDIS_REGISTER_EIP)
+		return SL_REG_RIP;
+	big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+	if (big < ZYDIS_REGISTER_RAX || big > ZYDIS_REGISTER_R15)
+		return -2;
+	return (int)(big - ZYDIS_REGISTER_RAX);
+}
+
+static int memory_operand(const ZydisDecodedOperand *o, struct sl_insn *out)
+{
+	out->size = o->size / 8;
+	out->seg = o->mem.segment == ZYDIS_REGISTER_FS ? SL_SEG_FS :
+		   o->mem.segment == ZYDIS_REGISTER_GS ? SL_SEG_GS : SL_SEG_NONE;
+	out->base = gpr(o->mem.base, NULL);
+	out->index = gpr(o->mem.index, NULL);
+	out->scale = o->mem.scale ? o->mem.scale : 1;
+	out->disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
+	if (out->base < SL_REG_NONE || out->index < SL_REG_NONE || out->index == SL_REG_RIP)
+		return -1;
+	return out->size == 1 || out->size == 2 || out->size == 4 || out->size == 8 ||
+	       out->size == 16 ? 0 : -1;
+}
+
+static int source_operand(const ZydisDecodedOperand *o, struct sl_insn *out)
+{
+	if (o->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+		out->src = SL_SRC_IMM;
+		out->imm = o->imm.is_signed ? o->imm.value.s : (int64_t)o->imm.value.u;
+		return 0;
+	}
+	if (o->type != ZYDIS_OPERAND_TYPE_REGISTER)
+		return -1;
+	out->src = SL_SRC_REG;
+	out->src_reg = gpr(o->reg.value, &out->src_high8);
+	return out->src_reg >= 0 && out->src_reg < 16 ? 0 : -1;
+}
+
+static bool lookup(ZydisMnemonic m, enum sl_op *op)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (ops[i].mnemonic == m) {
+			*op = ops[i].op;
+			return true;
+		}
+	}
+	return false;
+}
+
+int sl_decode(const uint8_t *b, size_t len, struct sl_insn *out)
+{
+	static ZydisDecoder decoder;
+	static bool ready;
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+	unsigned mem_at, src_at;
+
+	if (!ready) {
+		/* Idempotent and cheap; a race would write the same bytes. */
+		if (ZYAN_FAILED(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64,
+						 ZYDIS_STACK_WIDTH_64)))
+			return -1;
+		ready = true;
+	}
+	if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, b, len, &insn, o)))
+		return -1;
+	memset(out, 0, sizeof(*out));
+	if (!lookup(insn.mnemonic, &out->op))
+		return -1;
+	out->length = insn.length;
+	out->addr_size = insn.address_width / 8;
+	out->locked_by_prefix = insn.attributes & ZYDIS_ATTRIB_HAS_LOCK;
+	if (insn.operand_count_visible < 1)
+		return -1;
+	/* XCHG is the one op whose memory operand may come second. */
+	mem_at = o[0].type == ZYDIS_OPERAND_TYPE_MEMORY ? 0 : 1;
+	src_at = mem_at ? 0 : 1;
+	if (mem_at >= insn.operand_count_visible || o[mem_at].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+	    o[mem_at].mem.type != ZYDIS_MEMOP_TYPE_MEM)
+		return -1;
+	if (!out->locked_by_prefix && out->op != SL_XCHG)
+		return -1;
+	if (memory_operand(&o[mem_at], out))
+		return -1;
+	if (src_at < insn.operand_count_visible && source_operand(&o[src_at], out))
+		return -1;
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Recognising split-lock candidates: locked read-modify-write instructions
+ * with a memory operand, decoded by Zydis. Pure code.
+ */
+#ifndef VMM_DECODE_H
+#define VMM_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_INSN_MAX 15      /* longest x86 instruction */
+
+enum sl_op {
+	SL_ADD, SL_ADC, SL_AND, SL_OR, SL_SBB, SL_SUB, SL_XOR,
+	SL_NOT, SL_NEG, SL_INC, SL_DEC,
+	SL_XCHG, SL_XADD, SL_CMPXCHG, SL_CMPXCHG8B, SL_CMPXCHG16B,
+	SL_BTS, SL_BTR, SL_BTC,
+	SL_OP_COUNT,
+};
+
+/* General registers by their x86 encoding: 0 RAX ... 15 R15. */
+#define SL_REG_NONE  (-1)
+#define SL_REG_RIP   16
+
+enum sl_seg { SL_SEG_NONE, SL_SEG_FS, SL_SEG_GS };
+
+enum sl_src { SL_SRC_NONE, SL_SRC_REG, SL_SRC_IMM };
+
+struct sl_insn {
+	enum sl_op op;
+	unsigned length;        /* instruction bytes */
+	unsigned size;          /* memory operand bytes: 1, 2, 4, 8 or 16 */
+	unsigned addr_size;     /* 4 or 8 */
+	enum sl_seg seg;
+	int base, index;        /* SL_REG_* or 0-15 */
+	unsigned scale;
+	int64_t disp;
+	enum sl_src src;
+	int src_reg;            /* 0-15, the enclosing 64-bit register */
+	bool src_high8;         /* AH, CH, DH, BH: bits 15:8 of src_reg */
+	int64_t imm;
+	bool locked_by_prefix;  /* false: XCHG, locked without one */
+};
+
+/*
+ * Cheap look at raw bytes, to spare a full decode for the many instructions
+ * a single-stepped guest runs: false means they cannot start a locked RMW.
+ */
+bool sl_maybe_locked(const uint8_t *b, size_t len);
+/* 0 and *out for a locked RMW with a memory operand; -1 otherwise. */
+int sl_decode(const uint8_t *b, size_t len, struct sl_insn *out);
+const char *sl_op_name(enum sl_op op);
+
+#endif

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+#include "pagewalk.h"
+
+#include <string.h>
+
+#define PTE_P   (1ull << 0)
+#define PTE_RW  (1ull << 1)
+#define PTE_US  (1ull << 2)
+#define PTE_A   (1ull << 5)
+#define PTE_D   (1ull << 6)
+#define PTE_PS  (1ull << 7)
+#define PTE_ADDR 0x000ffffffffff000ull
+
+const char *walk_result_name(enum walk_result r)
+{
+	switch (r) {
+	case WALK_OK: return "ok";
+	case WALK_NOT_PRESENT: return "page not present";
+	case WALK_PROTECTION: return "page protection";
+	case WALK_OUTSIDE_RAM: return "outside guest RAM";
+	case WALK_UNSUPPORTED: return "unsupported paging mode";
+	}
+	return "?";
+}
+
+static uint64_t *entry(const struct guest_mem *m, uint64_t table, unsigned idx)
+{
+	uint64_t addr = (table & PTE_ADDR) + idx * 8ull;
+
+	if (addr + 8 > m->size)
+		return NULL;
+	return (uint64_t *)(m->base + addr);
+}
+
+enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p,
+			  uint64_t la, bool write, uint64_t *gpa, uint64_t *page_left)
+{
+	static const unsigned shifts[] = { 39, 30, 21, 12 };
+	uint64_t table = p->cr3, e = 0;
+	bool user_ok = true, write_ok = true;
+	uint64_t *ents[4];
+	unsigned level;
+
+	if (!p->enabled) {
+		*gpa = la & 0xffffffffull;
+		*page_left = 0x1000 - (la & 0xfff);
+		return *gpa < m->size ? WALK_OK : WALK_OUTSIDE_RAM;
+	}
+	if (!p->long_mode)
+		return WALK_UNSUPPORTED;
+	for (level = 0; level < 4; level++) {
+		uint64_t *pe = entry(m, table, (la >> shifts[level]) & 511);
+
+		if (!pe)
+			return WALK_OUTSIDE_RAM;
+		ents[level] = pe;
+		memcpy(&e, pe, sizeof(e));
+		if (!(e & PTE_P))
+			return WALK_NOT_PRESENT;
+		user_ok = user_ok && (e & PTE_US);
+		write_ok = write_ok && (e & PTE_RW);
+		if (level > 0 && level < 3 && (e & PTE_PS))
+			break;
+		table = e;
+	}
+	if (level == 4)
+		level = 3;
+	if (p->cpl == 3 && !user_ok)
+		return WALK_PROTECTION;
+	if (write && !write_ok && (p->cpl == 3 || p->wp))
+		return WALK_PROTECTION;
+	{
+		uint64_t span = 1ull << shifts[level];
+		uint64_t frame = e & PTE_ADDR & ~(span - 1);
+
+		*gpa = frame | (la & (span - 1));
+		*page_left = span - (la & (span - 1));
+	}
+	if (*gpa >= m->size)
+		return WALK_OUTSIDE_RAM;
+	for (unsigned i = 0; i <= level; i++)
+		__atomic_fetch_or(ents[i], PTE_A, __ATOMIC_RELAXED);
+	if (write)
+		__atomic_fetch_or(ents[level], PTE_D, __ATOMIC_RELAXED);
+	return WALK_OK;
+}
