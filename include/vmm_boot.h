@@ -43,6 +43,13 @@
 #define BOOT_ABI_VERSION     1u
 #define BOOT_CMDLINE_MAX     128u
 
+/*
+ * boot_info.flags. SPLIT_LOCK_CPL0_ONLY: split-lock detection is emulated by
+ * single-stepping, and this host's KVM cannot single-step CPL3 code, so
+ * split locks at CPL3 are neither reported (#AC) nor emulated.
+ */
+#define BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY (1u << 0)
+
 /* RDI points at the vCPU's own copy at entry. */
 struct boot_info {
 	uint64_t magic;            /* BOOT_INFO_MAGIC */

@@ -7,7 +7,8 @@
  * COM1, a write-only 16550 as far as the guest needs it: bytes written to
  * the data register go to the VMM's stdout, one whole line at a time per
  * vCPU, so that lines from different vCPUs never interleave. String I/O
- * (rep outsb) is accepted and costs one exit per string.
+ * (rep outsb) is accepted; where KVM batches it, that is one exit per
+ * string (not on the project's hosts: one exit per byte there).
  */
 #define PORT_COM1            0x3f8u
 #define PORT_COM1_LSR        (PORT_COM1 + 5u)

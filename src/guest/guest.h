@@ -32,4 +32,15 @@ void smp_ap_checkin(const struct boot_info *bi);
 /* test_splitlock.c: vCPU 1's part of the per-vCPU TEST_CTRL check. */
 void splitlock_ap(const struct boot_info *bi);
 
+/* bench.c: "--append bench" runs this on vCPU 0 instead of the tests. */
+int bench_main(const struct boot_info *bi);
+
+/*
+ * hostile.c: "--append hostile=MODE" makes every vCPU misbehave in one way
+ * instead of running the tests (see docs/reliability.md).
+ */
+bool hostile_selected(void);
+int hostile_main(const struct boot_info *bi);
+void hostile_ap_main(const struct boot_info *bi);
+
 #endif

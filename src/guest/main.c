@@ -35,6 +35,10 @@ static void maybe_crash(void)
 
 int guest_main(const struct boot_info *bi)
 {
+	if (cmdline_has("bench"))
+		return bench_main(bi);
+	if (hostile_selected())
+		return hostile_main(bi);
 	maybe_crash();
 	for (size_t g = 0; g < ARRAY_SIZE(groups); g++) {
 		tap_diag("%s", groups[g]->name);
@@ -46,6 +50,13 @@ int guest_main(const struct boot_info *bi)
 
 void guest_ap_main(const struct boot_info *bi)
 {
+	/* Halt at once: a spinning AP would compete with vCPU 0 for host CPU. */
+	if (cmdline_has("bench"))
+		return;
+	if (hostile_selected()) {
+		hostile_ap_main(bi);
+		return;
+	}
 	smp_ap_checkin(bi);
 	splitlock_ap(bi);
 }

@@ -73,6 +73,7 @@ void boot_build_info(uint8_t *mem, const struct boot_layout *l, unsigned cpu)
 		.image_size = l->image_size,
 		.cpu_region_base = boot_cpu_region_base(l->ram_size, cpu),
 		.cpu_region_size = BOOT_CPU_REGION_SIZE,
+		.flags = l->flags,
 	};
 
 	if (l->cmdline)

@@ -38,6 +38,7 @@ struct boot_layout {
 	unsigned cpus;
 	uint64_t image_size;
 	const char *cmdline;
+	uint32_t flags;          /* BOOT_FLAG_* */
 };
 
 /* Highest guest-physical address the image may end at (exclusive). */

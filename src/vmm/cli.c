@@ -11,6 +11,7 @@
 
 enum {
 	OPT_SPLIT_LOCK = 0x100,
+	OPT_SPLIT_LOCK_RATELIMIT,
 	OPT_STATS,
 	OPT_HOST_INFO,
 	OPT_JSON,
@@ -30,7 +31,9 @@ static const struct cli_option {
 	{ "timeout", required_argument, 't', "SECONDS",
 	  "stop the VM after this long (exit status 71)" },
 	{ "split-lock", required_argument, OPT_SPLIT_LOCK, "POLICY",
-	  "inherit (default), on or off" },
+	  "inherit (default), on, off or emulate" },
+	{ "split-lock-ratelimit", required_argument, OPT_SPLIT_LOCK_RATELIMIT, "N",
+	  "emulate at most N split locks a second per VM, delaying the vCPU beyond (default: no limit)" },
 	{ "append", required_argument, 'a', "TEXT",
 	  "command line handed to the guest in boot_info" },
 	{ "stats", optional_argument, OPT_STATS, "FILE",
@@ -128,18 +131,19 @@ static enum cli_result fail(char *err, size_t len, const char *fmt, ...)
 	return CLI_ERROR;
 }
 
-static int parse_cpus(const char *s, unsigned *cpus)
+/* A decimal number from 1 to max. */
+static int parse_count(const char *s, uint64_t max, uint64_t *out)
 {
 	char *end;
-	unsigned long v;
+	unsigned long long v;
 
 	if (!s || *s < '0' || *s > '9')
 		return -1;
 	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v == 0 || v > VMM_MAX_VCPUS)
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0 || v > max)
 		return -1;
-	*cpus = (unsigned)v;
+	*out = v;
 	return 0;
 }
 
@@ -178,12 +182,16 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c':
-			if (parse_cpus(optarg, &o->cpus))
+		case 'c': {
+			uint64_t n;
+
+			if (parse_count(optarg, VMM_MAX_VCPUS, &n))
 				return fail(err, errlen,
 					    "--cpus: '%s' is not a number from 1 to %u",
 					    optarg, VMM_MAX_VCPUS);
+			o->cpus = (unsigned)n;
 			break;
+		}
 		case 'm':
 			if (cli_parse_size(optarg, &o->ram_size))
 				return fail(err, errlen,
@@ -211,7 +219,13 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
 		case OPT_SPLIT_LOCK:
 			if (split_lock_policy_parse(optarg, &o->split_lock))
 				return fail(err, errlen,
-					    "--split-lock: '%s' is not one of inherit, on, off",
+					    "--split-lock: '%s' is not one of inherit, on, off, emulate",
+					    optarg);
+			break;
+		case OPT_SPLIT_LOCK_RATELIMIT:
+			if (parse_count(optarg, 1000000, &o->split_lock_ratelimit))
+				return fail(err, errlen,
+					    "--split-lock-ratelimit: '%s' is not a number from 1 to 1000000",
 					    optarg);
 			break;
 		case OPT_STATS:

@@ -15,6 +15,7 @@ struct vmm_options {
 	uint64_t ram_size;
 	uint64_t timeout_ms;          /* 0: no watchdog */
 	enum split_lock_policy split_lock;
+	uint64_t split_lock_ratelimit; /* emulated split locks a second, 0: no limit */
 	bool quiet;
 	bool stats;
 	const char *stats_path;       /* --stats=FILE; NULL: stderr */

@@ -82,10 +82,12 @@ struct sl_access sl_operand(const struct sl_insn *i, const struct kvm_regs *r,
 	/* Register bit offsets are signed and reach beyond the operand. */
 	if ((i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) && i->src == SL_SRC_REG) {
 		int64_t bit = sign_extend(src_value(i, r), i->size);
-		int64_t word = bit >= 0 ? bit / (8 * (int64_t)i->size)
-					: -((-bit + 8 * (int64_t)i->size - 1) / (8 * (int64_t)i->size));
 
-		ea += (uint64_t)(word * (int64_t)i->size);
+		/*
+		 * floor(bit / (8 * size)) * size, without negating: a guest may
+		 * hand in INT64_MIN. The size is a power of two.
+		 */
+		ea += (uint64_t)((bit >> 3) & -(int64_t)i->size);
 	}
 	if (i->seg == SL_SEG_FS)
 		ea += fs_base;
@@ -98,6 +100,13 @@ struct sl_access sl_operand(const struct sl_insn *i, const struct kvm_regs *r,
 bool sl_crosses_line(uint64_t la, unsigned size)
 {
 	return size > 1 && (la % SL_CACHE_LINE) + size > SL_CACHE_LINE;
+}
+
+bool sl_is_split_lock(const struct sl_insn *i, const struct sl_access *a)
+{
+	if (i->op == SL_CMPXCHG16B && (a->la & 15))
+		return false;
+	return sl_crosses_line(a->la, a->size);
 }
 
 /*

@@ -37,6 +37,11 @@ struct sl_access sl_operand(const struct sl_insn *i, const struct kvm_regs *r,
 			    uint64_t fs_base, uint64_t gs_base);
 /* The split-lock rule: the access spans two cache lines. */
 bool sl_crosses_line(uint64_t la, unsigned size);
+/*
+ * Whether i at a is a split lock: it crosses a line and the CPU would get
+ * that far (a misaligned CMPXCHG16B raises #GP before any lock).
+ */
+bool sl_is_split_lock(const struct sl_insn *i, const struct sl_access *a);
 
 /*
  * Performs i on `mem` (its sl_operand() bytes, in a 16-byte aligned

@@ -24,6 +24,8 @@ void hostinfo_init(struct host_info *hi)
 	memset(hi, 0, sizeof(*hi));
 	hi->split_lock_mitigate = -1;
 	hi->cpuid_7_edx30_reaches_guest = -1;
+	hi->singlestep_cpl0 = -1;
+	hi->singlestep_cpl3 = -1;
 	hi->mode = SLD_MODE_NONE;
 }
 
@@ -276,6 +278,11 @@ static const char *deliver_reason(const struct host_info *hi)
 	return "?";
 }
 
+static const char *tristate(int v)
+{
+	return v > 0 ? "yes" : v == 0 ? "no" : "unknown";
+}
+
 static const char *probe_meaning(const struct host_info *hi)
 {
 	if (hi->cpuid_7_edx30_reaches_guest > 0)
@@ -369,6 +376,10 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 	} else
 		fprintf(out, LABEL "not run%s%s\n", "CPUID probe:",
 			hi->probe_error[0] ? ": " : "", hi->probe_error);
+	fprintf(out, LABEL "CPL0 %s, CPL3 %s%s\n", "single-step probe:",
+		tristate(hi->singlestep_cpl0), tristate(hi->singlestep_cpl3),
+		hi->singlestep_cpl0 > 0 && hi->singlestep_cpl3 == 0 ?
+		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
 }
 
 /* ------------------------------------------------------------ JSON */
@@ -494,6 +505,10 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	fputs("},\"probe\":{\"cpuid_7_edx30_reaches_guest\":", out);
 	json_bool_or_null(out, hi->cpuid_7_edx30_reaches_guest >= 0,
 			  hi->cpuid_7_edx30_reaches_guest > 0);
+	fputs(",\"singlestep_cpl0\":", out);
+	json_bool_or_null(out, hi->singlestep_cpl0 >= 0, hi->singlestep_cpl0 > 0);
+	fputs(",\"singlestep_cpl3\":", out);
+	json_bool_or_null(out, hi->singlestep_cpl3 >= 0, hi->singlestep_cpl3 > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

@@ -58,6 +58,10 @@ struct host_info {
 	 * -1 = not run (probe_error says why) */
 	int cpuid_7_edx30_reaches_guest;
 	char probe_error[160];
+	/* probe guests: 1 = KVM_SET_GUEST_DEBUG single-step exits after one
+	 * instruction at that CPL, 0 = it does not, -1 = not run or failed */
+	int singlestep_cpl0;
+	int singlestep_cpl3;
 };
 
 void hostinfo_init(struct host_info *hi);
@@ -73,6 +77,12 @@ const char *sld_mode_name(enum sld_mode m);
 void hostinfo_read_proc(struct host_info *hi);
 /* Opens /dev/kvm for the capabilities, and with run_probe runs the probe guest. */
 void hostinfo_read_kvm(struct host_info *hi, bool run_probe);
+
+/*
+ * Runs a probe guest at `cpl` (0 or 3) on the /dev/kvm fd: 1 when single-step
+ * works there, 0 when it does not, -1 (with err) when the probe failed.
+ */
+int hostprobe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct host_info *hi);
 void hostinfo_print_json(FILE *out, const struct host_info *hi);

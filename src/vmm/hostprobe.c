@@ -227,10 +227,30 @@ static int probe_run(struct host_info *hi, struct probe *p, uint32_t *edx)
 	return probe_fail(hi, "the probe guest did not report within 16 exits", 0);
 }
 
+static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool table_bit,
+			    const uint8_t *code, size_t code_len, unsigned cpl);
+
 static int probe_setup(struct host_info *hi, int kvm, struct probe *p, bool table_bit)
 {
+	return probe_setup_code(hi, kvm, p, table_bit, probe_code, sizeof(probe_code), 0);
+}
+
+/* The boot protocol's segments, with every privilege level set to cpl. */
+static void set_cpl(struct kvm_sregs *s, unsigned cpl)
+{
+	struct kvm_segment *segs[] = { &s->cs, &s->ss, &s->ds, &s->es, &s->fs, &s->gs };
+
+	for (size_t i = 0; i < sizeof(segs) / sizeof(segs[0]); i++) {
+		segs[i]->dpl = (uint8_t)cpl;
+		segs[i]->selector = (uint16_t)((segs[i]->selector & ~3u) | cpl);
+	}
+}
+
+static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool table_bit,
+			    const uint8_t *code, size_t code_len, unsigned cpl)
+{
 	const struct boot_layout layout = {
-		.ram_size = PROBE_RAM, .cpus = 1, .image_size = sizeof(probe_code),
+		.ram_size = PROBE_RAM, .cpus = 1, .image_size = code_len,
 	};
 	struct kvm_userspace_memory_region region = {
 		.slot = 0, .guest_phys_addr = 0, .memory_size = PROBE_RAM,
@@ -253,7 +273,7 @@ static int probe_setup(struct host_info *hi, int kvm, struct probe *p, bool tabl
 	if (xioctl(p->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
 		return probe_fail(hi, "KVM_SET_USER_MEMORY_REGION", errno);
 	boot_setup_memory(p->mem, &layout);
-	memcpy(p->mem + BOOT_IMAGE_ADDR, probe_code, sizeof(probe_code));
+	memcpy(p->mem + BOOT_IMAGE_ADDR, code, code_len);
 
 	p->vcpu = xioctl(p->vm, KVM_CREATE_VCPU, (void *)0);
 	if (p->vcpu < 0)
@@ -287,6 +307,7 @@ static int probe_setup(struct host_info *hi, int kvm, struct probe *p, bool tabl
 	if (xioctl(p->vcpu, KVM_GET_SREGS, &sregs) < 0)
 		return probe_fail(hi, "KVM_GET_SREGS", errno);
 	boot_init_sregs(&sregs);
+	set_cpl(&sregs, cpl);
 	if (xioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0)
 		return probe_fail(hi, "KVM_SET_SREGS", errno);
 	boot_init_regs(&regs, &layout, 0);
@@ -314,10 +335,6 @@ static void probe_teardown(struct host_info *hi, struct probe *p)
  * host whatever the table says. The table gets the opposite of the host's
  * own bit, so that "the guest saw the table's value" cannot be the host's
  * value showing through.
- *
- * A second probe belongs next to this one when the product needs it:
- * whether KVM_SET_GUEST_DEBUG single-step traps at CPL3 (it does at CPL0
- * only on the project's machines), for stepping over a guest split lock.
  */
 static void probe_cpuid(struct host_info *hi, int kvm)
 {
@@ -337,6 +354,46 @@ static void probe_cpuid(struct host_info *hi, int kvm)
 			(bool)((edx >> CPUID_7_EDX_CORE_CAPABILITIES_BIT) & 1) == table_bit;
 	/* A cleanup failure after a result leaves the result standing. */
 	probe_teardown(hi, &p);
+}
+
+/*
+ * nop; nop; hlt at the given CPL. A working single-step exits with
+ * KVM_EXIT_DEBUG after the first nop. One that does not ends otherwise and
+ * never loops: at CPL0 in HLT, at CPL3 in a triple fault (HLT there is #GP,
+ * and a #DB that reaches the guest has no IDT either).
+ */
+static const uint8_t step_code[] = { 0x90, 0x90, 0xf4 };
+
+int hostprobe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct host_info scratch;
+	struct kvm_guest_debug dbg = {
+		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
+	};
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), cpl) == 0) {
+		if (xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
+		} else if (xioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+			probe_fail(&scratch, "KVM_RUN", errno);
+		} else {
+			result = p.run->exit_reason == KVM_EXIT_DEBUG &&
+				 p.run->debug.arch.pc == BOOT_IMAGE_ADDR + 1;
+		}
+	}
+	probe_teardown(&scratch, &p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error);
+	return result;
+}
+
+static void probe_singlestep(struct host_info *hi, int kvm)
+{
+	hi->singlestep_cpl0 = hostprobe_singlestep(kvm, 0, NULL, 0);
+	hi->singlestep_cpl3 = hostprobe_singlestep(kvm, 3, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct host_info *hi, bool run_probe)
@@ -379,8 +436,10 @@ void hostinfo_read_kvm(struct host_info *hi, bool run_probe)
 	hi->caps.nr_vcpus = check_cap(kvm, KVM_CAP_NR_VCPUS);
 	hi->caps.max_vcpus = check_cap(kvm, KVM_CAP_MAX_VCPUS);
 
-	if (run_probe)
+	if (run_probe) {
 		probe_cpuid(hi, kvm);
+		probe_singlestep(hi, kvm);
+	}
 	if (close(kvm) < 0 && run_probe)
 		probe_fail(hi, "close of /dev/kvm", errno);
 }

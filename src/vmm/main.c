@@ -17,6 +17,7 @@
 #include "kvm.h"
 #include "loader.h"
 #include "log.h"
+#include "sandbox.h"
 #include "vcpu.h"
 #include "vm.h"
 #include "vmm_msr.h"
@@ -58,13 +59,47 @@ static uint8_t *alloc_guest_ram(uint64_t size)
 	return mem;
 }
 
+static const struct kvm_cap_need emulate_caps[] = {
+	{ KVM_CAP_SET_GUEST_DEBUG, "KVM_CAP_SET_GUEST_DEBUG",
+	  "single-stepping the guest under --split-lock=emulate" },
+	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
+	  "cheap register access on every single-step under --split-lock=emulate" },
+};
+
+/*
+ * --split-lock=emulate single-steps the guest: find out where this KVM can.
+ * Without CPL3 stepping the guest is told, in boot_info, that split locks at
+ * CPL3 go unseen.
+ */
+static void probe_single_step(struct vm *vm, struct boot_layout *layout)
+{
+	char err[160] = "";
+	int cpl0, cpl3;
+
+	kvm_require(vm->kvm_fd, emulate_caps, sizeof(emulate_caps) / sizeof(emulate_caps[0]));
+	if ((kvm_cap(vm->kvm_fd, KVM_CAP_SYNC_REGS) & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) !=
+	    (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS))
+		die(VMM_EXIT_HOST, "this host's KVM cannot sync registers and sregs in the run page, which --split-lock=emulate needs");
+	cpl0 = hostprobe_singlestep(vm->kvm_fd, 0, err, sizeof(err));
+	if (cpl0 != 1)
+		die(VMM_EXIT_HOST, "--split-lock=emulate needs KVM single-stepping, and on this host it %s%s",
+		    cpl0 == 0 ? "does not stop after one instruction" : "could not be probed: ", err);
+	cpl3 = hostprobe_singlestep(vm->kvm_fd, 3, NULL, 0);
+	vm->step_cpl3 = cpl3 == 1;
+	if (!vm->step_cpl3) {
+		layout->flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
+		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
+	}
+}
+
 static void setup_vm(struct vm *vm, const struct vmm_options *o,
 		     const struct boot_layout *layout)
 {
 	struct kvm_cpuid2 *cpuid;
 	unsigned max;
 
-	vm->kvm_fd = kvm_open();
+	if (vm->kvm_fd < 0)
+		vm->kvm_fd = kvm_open();
 	kvm_require(vm->kvm_fd, base_caps, sizeof(base_caps) / sizeof(base_caps[0]));
 	max = kvm_max_vcpus(vm->kvm_fd);
 	if (o->cpus > max)
@@ -185,17 +220,34 @@ static void decide_split_lock(struct vm *vm, const struct vmm_options *o)
 		die(VMM_EXIT_POLICY, "%s", d.line);
 	info("%s", d.line);
 	vm->split_lock_enumerated = d.enumerate;
+	vm->split_lock_emulate = o->split_lock == SPLIT_LOCK_EMULATE;
+	ratelimit_init(&vm->split_lock_rate, o->split_lock_ratelimit, o->split_lock_ratelimit);
 	vm->host_mode = sld_mode_name(hi.mode);
 }
 
-static void print_stats(const struct vm *vm, const char *path)
+/*
+ * Opened before the sandbox, which refuses open(). The buffer is allocated
+ * now too: glibc would otherwise fstat() the file at the first write.
+ */
+static FILE *open_stats(const char *path)
 {
-	FILE *out = stderr;
+	FILE *out;
 
-	if (path && !(out = fopen(path, "w"))) {
+	if (!path)
+		return stderr;
+	if (!(out = fopen(path, "w")) || setvbuf(out, NULL, _IOFBF, BUFSIZ) != 0) {
 		warn("--stats: cannot write '%s': %s", path, strerror(errno));
-		return;
+		if (out)
+			fclose(out);
+		return NULL;
 	}
+	return out;
+}
+
+static void print_stats(const struct vm *vm, FILE *out, const char *path)
+{
+	if (!out)
+		return;
 	stats_print_json(out, vm);
 	if (out != stderr && fclose(out) != 0)
 		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
@@ -208,6 +260,7 @@ int main(int argc, char **argv)
 	struct vm vm;
 	char err[512];
 	int sig_fd, status;
+	FILE *stats_out = NULL;
 
 	switch (cli_parse(argc, argv, &opts, err, sizeof(err))) {
 	case CLI_HELP:
@@ -238,12 +291,20 @@ int main(int argc, char **argv)
 	if (loader_load(opts.image, vm.mem, opts.ram_size, opts.cpus,
 			&layout.image_size, err, sizeof(err)))
 		die(VMM_EXIT_IMAGE, "%s", err);
+	if (vm.split_lock_emulate) {
+		vm.kvm_fd = kvm_open();
+		probe_single_step(&vm, &layout);
+	}
 	boot_setup_memory(vm.mem, &layout);
 
 	setup_vm(&vm, &opts, &layout);
 	sig_fd = block_stop_signals();
 	vcpu_signals_init();
+	if (opts.stats)
+		stats_out = open_stats(opts.stats_path);
+	sandbox_enter();
 	start_vcpus(&vm);
+	sandbox_test_hook();
 	wait_for_stop(&vm, sig_fd, opts.timeout_ms);
 	for (unsigned i = 0; i < vm.ncpus; i++)
 		if (vm.vcpus[i].started)
@@ -255,7 +316,7 @@ int main(int argc, char **argv)
 
 	status = vm.status;
 	if (opts.stats)
-		print_stats(&vm, opts.stats_path);
+		print_stats(&vm, stats_out, opts.stats_path);
 	for (unsigned i = 0; i < vm.ncpus; i++)
 		vcpu_destroy(&vm.vcpus[i]);
 	close(sig_fd);

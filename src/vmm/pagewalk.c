@@ -19,6 +19,7 @@ const char *walk_result_name(enum walk_result r)
 	case WALK_PROTECTION: return "page protection";
 	case WALK_OUTSIDE_RAM: return "outside guest RAM";
 	case WALK_UNSUPPORTED: return "unsupported paging mode";
+	case WALK_NONCANONICAL: return "non-canonical address";
 	}
 	return "?";
 }
@@ -48,6 +49,8 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p,
 	}
 	if (!p->long_mode)
 		return WALK_UNSUPPORTED;
+	if ((uint64_t)((int64_t)(la << 16) >> 16) != la)
+		return WALK_NONCANONICAL;
 	for (level = 0; level < 4; level++) {
 		uint64_t *pe = entry(m, table, (la >> shifts[level]) & 511);
 
@@ -78,9 +81,42 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p,
 	}
 	if (*gpa >= m->size)
 		return WALK_OUTSIDE_RAM;
+	/* Only store when a bit is missing: walks happen on every single-step. */
 	for (unsigned i = 0; i <= level; i++)
-		__atomic_fetch_or(ents[i], PTE_A, __ATOMIC_RELAXED);
-	if (write)
+		if (!(__atomic_load_n(ents[i], __ATOMIC_RELAXED) & PTE_A))
+			__atomic_fetch_or(ents[i], PTE_A, __ATOMIC_RELAXED);
+	if (write && !(__atomic_load_n(ents[level], __ATOMIC_RELAXED) & PTE_D))
 		__atomic_fetch_or(ents[level], PTE_D, __ATOMIC_RELAXED);
 	return WALK_OK;
+}
+
+void paging_from_sregs(struct paging *p, const struct kvm_sregs *s)
+{
+	*p = (struct paging){
+		.enabled = s->cr0 & (1ull << 31),
+		.long_mode = s->efer & (1ull << 10),
+		.wp = s->cr0 & (1ull << 16),
+		.cr3 = s->cr3,
+		.cpl = s->cs.dpl,
+	};
+}
+
+size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t la,
+		     uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		uint64_t gpa, left;
+		size_t chunk;
+
+		if (pagewalk(m, p, la + done, false, &gpa, &left) != WALK_OK)
+			break;
+		chunk = len - done < left ? len - done : (size_t)left;
+		if (gpa + chunk > m->size)
+			chunk = (size_t)(m->size - gpa);
+		memcpy(buf + done, m->base + gpa, chunk);
+		done += chunk;
+	}
+	return done;
 }

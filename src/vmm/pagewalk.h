@@ -8,7 +8,10 @@
 #define VMM_PAGEWALK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <linux/kvm.h>
 
 struct guest_mem {
 	uint8_t *base;       /* host address of guest-physical 0 */
@@ -29,6 +32,7 @@ enum walk_result {
 	WALK_PROTECTION,     /* ditto: user or write access denied */
 	WALK_OUTSIDE_RAM,    /* a table or the page is not in guest RAM */
 	WALK_UNSUPPORTED,    /* a paging mode this walker does not know */
+	WALK_NONCANONICAL,   /* bits 63:47 differ: the guest would take #GP */
 };
 
 /*
@@ -39,5 +43,13 @@ enum walk_result {
 enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p,
 			  uint64_t la, bool write, uint64_t *gpa, uint64_t *page_left);
 const char *walk_result_name(enum walk_result r);
+
+void paging_from_sregs(struct paging *p, const struct kvm_sregs *s);
+/*
+ * Reads up to len bytes at a linear address, page by page; returns how many
+ * it could (fewer where a page is missing). Sets accessed bits like a fetch.
+ */
+size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t la,
+		     uint8_t *buf, size_t len);
 
 #endif

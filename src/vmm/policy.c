@@ -10,6 +10,7 @@ static const char *const names[] = {
 	[SPLIT_LOCK_INHERIT] = "inherit",
 	[SPLIT_LOCK_ON] = "on",
 	[SPLIT_LOCK_OFF] = "off",
+	[SPLIT_LOCK_EMULATE] = "emulate",
 };
 
 const char *split_lock_policy_name(enum split_lock_policy p)
@@ -85,6 +86,12 @@ void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 	case SPLIT_LOCK_INHERIT:
 		d->enumerate = deliver;
 		break;
+	case SPLIT_LOCK_EMULATE:
+		/* The VMM behaves like a fatal host itself, whatever the host is. */
+		d->enumerate = true;
+		snprintf(d->line, sizeof(d->line),
+			 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps the guest and checks every instruction (slow, several microseconds each)");
+		return;
 	}
 	snprintf(d->line, sizeof(d->line), "split-lock detection: %s, %s: %s",
 		 split_lock_policy_name(p),

@@ -18,6 +18,7 @@ enum split_lock_policy {
 	SPLIT_LOCK_INHERIT,
 	SPLIT_LOCK_ON,
 	SPLIT_LOCK_OFF,
+	SPLIT_LOCK_EMULATE,  /* detect split locks in software, on any host */
 };
 
 const char *split_lock_policy_name(enum split_lock_policy p);

@@ -9,6 +9,7 @@
 #define VMM_SERIAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +27,21 @@ struct serial {
 	bool broken;             /* output failed once; drop the rest */
 	unsigned ncpus;
 	struct serial_line *lines;
+	/*
+	 * The vCPU whose last piece went out without a newline (a line
+	 * longer than SERIAL_LINE_MAX), or -1. Another vCPU's output starts
+	 * with a newline then, so that lines of different vCPUs never mix.
+	 */
+	int open_cpu;
+	/*
+	 * When set and true (the VM is stopping), output waits at most
+	 * SERIAL_STOP_WAIT_MS for the reader, then is dropped: a reader that
+	 * stopped reading must not keep the VMM from exiting.
+	 */
+	const atomic_bool *stopping;
 };
+
+#define SERIAL_STOP_WAIT_MS 1000
 
 int serial_init(struct serial *s, int fd, unsigned ncpus);
 void serial_destroy(struct serial *s);

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 #include "splitlock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "dump.h"
+#include "emulate.h"
+#include "pagewalk.h"
+#include "vcpu.h"
 #include "log.h"
 #include "vmm_msr.h"
 #include "vmm_status.h"
 
 enum ac_action splitlock_decide_ac(const struct msr_state *msrs)
 {
-	return (msrs->test_ctrl & TEST_CTRL_SPLIT_LOCK_DETECT) ? AC_INJECT : AC_STOP;
+	return (msrs->test_ctrl & TEST_CTRL_SPLIT_LOCK_DETECT) ? AC_INJECT : AC_EMULATE;
 }
 
 static enum stats_msr stats_slot(uint32_t index)
@@ -84,33 +89,208 @@ int splitlock_inject_ac(struct vcpu *v)
 	return v->ops->set_events(v, &ev);
 }
 
-static void stop_uninvited(struct vcpu *v, bool sigbus)
+static uint64_t now_ns(void)
 {
-	struct kvm_regs regs = { 0 };
-	uint8_t insn[15];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Everything known about one caught split lock, for handling and messages. */
+struct caught {
+	enum sl_source source;
+	uint64_t rip;                 /* of the instruction; regs.rip moves on */
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct paging paging;
+	uint8_t bytes[SL_INSN_MAX];
+	size_t nbytes;
+	bool decoded;
+	struct sl_insn insn;
+	struct sl_access access;
+};
+
+static void describe(const struct caught *c, char *buf, size_t len)
+{
 	char bytes[64];
-	size_t n = 0;
+
+	dump_format_bytes(bytes, sizeof(bytes), c->bytes,
+			  c->decoded ? c->insn.length : c->nbytes);
+	if (c->decoded)
+		snprintf(buf, len, "split lock at RIP 0x%llx (%s%s, %u bytes at 0x%llx, bytes %s)",
+			 (unsigned long long)c->rip,
+			 c->insn.locked_by_prefix ? "lock " : "", sl_op_name(c->insn.op),
+			 c->access.size, (unsigned long long)c->access.la, bytes);
+	else
+		snprintf(buf, len, "split lock at RIP 0x%llx (bytes %s)",
+			 (unsigned long long)c->rip, bytes);
+}
+
+static void stop_uninvited(struct vcpu *v, const struct caught *c, const char *why)
+{
+	char what[256];
 
 	v->stats.split_lock_stops++;
 	if (!vm_stop(v->vm, VMM_EXIT_SPLIT_LOCK))
 		return;
-	if (v->ops->get_regs(v, &regs) == 0)
-		n = v->ops->read_virt(v, regs.rip, insn, sizeof(insn));
-	dump_format_bytes(bytes, sizeof(bytes), insn, n);
+	describe(c, what, sizeof(what));
 	fprintf(stderr,
-		"vmm: error: vCPU %u: split lock at RIP 0x%llx (bytes %s) that the guest did not ask #AC for "
-		"(its TEST_CTRL bit 29 is clear); the host runs split_lock_detect=%s%s, so it cannot complete. "
-		"Align the guest's locked operand within one 64-byte cache line, or have the guest set TEST_CTRL bit 29 to handle #AC itself\n",
-		v->index, (unsigned long long)regs.rip, bytes,
-		v->vm->host_mode ? v->vm->host_mode : "?",
-		sigbus ? " (KVM also sent SIGBUS)" : "");
+		"vmm: error: vCPU %u: %s that the guest did not ask #AC for (its TEST_CTRL bit 29 is clear), "
+		"and the VMM cannot complete it: %s. Align the guest's locked operand within one 64-byte cache line, "
+		"or have the guest set TEST_CTRL bit 29 to handle #AC itself\n",
+		v->index, what, why);
+	vcpu_dump(v);
+}
+
+static void warn_emulated(struct vcpu *v, const struct caught *c)
+{
+	char what[256];
+
+	if (!ratelimit_allow(&v->warn_rate, now_ns())) {
+		v->warn_suppressed++;
+		return;
+	}
+	describe(c, what, sizeof(what));
+	if (v->warn_suppressed)
+		warn("vCPU %u: %s emulated; the guest did not ask for #AC (%llu more since the last line)",
+		     v->index, what, (unsigned long long)v->warn_suppressed);
+	else
+		warn("vCPU %u: %s emulated; the guest did not ask for #AC", v->index, what);
+	v->warn_suppressed = 0;
+}
+
+/* Sleeps off the VM's ratelimit; a kick (stop, pause) cuts it short. */
+static void pay_ratelimit(struct vcpu *v)
+{
+	uint64_t wait;
+	struct timespec ts;
+
+	pthread_mutex_lock(&v->vm->lock);
+	wait = ratelimit_delay(&v->vm->split_lock_rate, now_ns());
+	pthread_mutex_unlock(&v->vm->lock);
+	if (!wait)
+		return;
+	v->stats.split_lock_delays++;
+	v->stats.split_lock_delay_ns += wait;
+	ts.tv_sec = (time_t)(wait / 1000000000ull);
+	ts.tv_nsec = (long)(wait % 1000000000ull);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !vm_stopping(v->vm))
+		;
+}
+
+/*
+ * Performs the instruction on guest memory with every other vCPU out of
+ * guest mode. NULL on success, else why it could not.
+ */
+static const char *emulate(struct vcpu *v, struct caught *c)
+{
+	struct vm *vm = v->vm;
+	struct guest_mem m = { vm->mem, vm->ram_size };
+	uint8_t op[16] __attribute__((aligned(16)));
+	uint64_t gpa[2] = { 0, 0 }, left = 0;
+	unsigned first;
+	enum walk_result w;
+	const char *why = NULL;
+
+	if (!vm_pause_others(vm, v))
+		return "the VM is stopping";
+	w = pagewalk(&m, &c->paging, c->access.la, true, &gpa[0], &left);
+	first = left < c->access.size ? (unsigned)left : c->access.size;
+	if (w == WALK_OK && first < c->access.size)
+		w = pagewalk(&m, &c->paging, c->access.la + first, true, &gpa[1], &left);
+	if (w != WALK_OK) {
+		why = walk_result_name(w);
+		goto out;
+	}
+	if (gpa[0] + first > vm->ram_size ||
+	    (first < c->access.size && gpa[1] + (c->access.size - first) > vm->ram_size)) {
+		why = "operand outside guest RAM";
+		goto out;
+	}
+	memcpy(op, vm->mem + gpa[0], first);
+	memcpy(op + first, vm->mem + gpa[1], c->access.size - first);
+	sl_execute(&c->insn, &c->regs, op);
+	memcpy(vm->mem + gpa[0], op, first);
+	memcpy(vm->mem + gpa[1], op + first, c->access.size - first);
+	if (v->ops->set_regs(v, &c->regs))
+		why = "KVM_SET_REGS failed";
+out:
+	vm_resume_others(vm);
+	return why;
+}
+
+/* The one decision for a split lock, however it was caught. */
+static enum sl_outcome handle_caught(struct vcpu *v, struct caught *c)
+{
+	const char *why;
+	int r;
+
+	if (c->source == SL_SOFTWARE)
+		v->stats.split_locks_detected++;
+	if (splitlock_decide_ac(&v->msrs) == AC_INJECT) {
+		r = splitlock_inject_ac(v);
+		if (r) {
+			if (vm_stop(v->vm, VMM_EXIT_HOST))
+				fprintf(stderr, "vmm: error: vCPU %u: injecting #AC with KVM_SET_VCPU_EVENTS failed: %s (errno %d)\n",
+					v->index, strerror(-r), -r);
+			return SL_STOPPED;
+		}
+		v->stats.ac_injected++;
+		return SL_AC_INJECTED;
+	}
+	if (!c->decoded) {
+		stop_uninvited(v, c, "it is not a locked read-modify-write the VMM can emulate");
+		return SL_STOPPED;
+	}
+	pay_ratelimit(v);
+	why = emulate(v, c);
+	if (why) {
+		if (!vm_stopping(v->vm))
+			stop_uninvited(v, c, why);
+		return SL_STOPPED;
+	}
+	v->stats.split_locks_emulated++;
+	warn_emulated(v, c);
+	return SL_EMULATED;
+}
+
+static bool load_state(struct vcpu *v, struct caught *c)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+
+	if (v->ops->get_regs(v, &c->regs) || v->ops->get_sregs(v, &c->sregs))
+		return false;
+	c->rip = c->regs.rip;
+	paging_from_sregs(&c->paging, &c->sregs);
+	c->nbytes = pagewalk_read(&m, &c->paging, c->regs.rip, c->bytes, sizeof(c->bytes));
+	return true;
+}
+
+static void decode_caught(struct caught *c)
+{
+	c->decoded = c->nbytes && sl_decode(c->bytes, c->nbytes, &c->insn) == 0;
+	if (c->decoded)
+		c->access = sl_operand(&c->insn, &c->regs, c->sregs.fs.base, c->sregs.gs.base);
+}
+
+enum sl_outcome splitlock_check(struct vcpu *v)
+{
+	struct caught c = { .source = SL_SOFTWARE };
+
+	if (!load_state(v, &c) || !c.nbytes || !sl_maybe_locked(c.bytes, c.nbytes))
+		return SL_NONE;
+	decode_caught(&c);
+	if (!c.decoded || !sl_is_split_lock(&c.insn, &c.access))
+		return SL_NONE;
+	return handle_caught(v, &c);
 }
 
 void splitlock_handle_exception(struct vcpu *v)
 {
+	struct caught c = { .source = SL_HARDWARE };
 	bool sigbus = v->sigbus != 0;
 	uint32_t vector = v->run->ex.exception;
-	int r;
 
 	v->sigbus = 0;
 	if (sigbus)
@@ -121,16 +301,12 @@ void splitlock_handle_exception(struct vcpu *v)
 				v->index, vector, v->run->ex.error_code);
 		return;
 	}
-	if (splitlock_decide_ac(&v->msrs) == AC_STOP) {
-		stop_uninvited(v, sigbus);
-		return;
-	}
-	r = splitlock_inject_ac(v);
-	if (r) {
+	if (!load_state(v, &c)) {
 		if (vm_stop(v->vm, VMM_EXIT_HOST))
-			fprintf(stderr, "vmm: error: vCPU %u: injecting #AC with KVM_SET_VCPU_EVENTS failed: %s (errno %d)\n",
-				v->index, strerror(-r), -r);
+			fprintf(stderr, "vmm: error: vCPU %u: reading registers after a split-lock #AC failed\n",
+				v->index);
 		return;
 	}
-	v->stats.ac_injected++;
+	decode_caught(&c);
+	handle_caught(v, &c);
 }

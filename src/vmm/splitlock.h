@@ -12,18 +12,39 @@
 
 #include "vm.h"
 
-/* What to do with a split-lock #AC; pure, see splitlock_decide_ac(). */
+/* What to do with a split lock; pure, see splitlock_decide_ac(). */
 enum ac_action {
 	AC_INJECT,          /* the guest asked for it: deliver #AC */
-	AC_STOP,            /* the guest did not: it cannot go on */
+	AC_EMULATE,         /* it did not: complete the instruction for it */
+};
+
+/* How a split lock was caught. */
+enum sl_source {
+	SL_HARDWARE,        /* #AC exit from a split_lock_detect=fatal host */
+	SL_SOFTWARE,        /* --split-lock=emulate's single-step check */
+};
+
+enum sl_outcome {
+	SL_NONE,            /* no split lock at RIP */
+	SL_AC_INJECTED,
+	SL_EMULATED,        /* done, RIP moved on: check the next one too */
+	SL_STOPPED,         /* the VM is stopping */
 };
 
 enum ac_action splitlock_decide_ac(const struct msr_state *msrs);
 
 void splitlock_handle_rdmsr(struct vcpu *v);
 void splitlock_handle_wrmsr(struct vcpu *v);
-/* KVM_EXIT_EXCEPTION; may stop the VM. */
+/*
+ * KVM_EXIT_EXCEPTION: a hardware split-lock #AC is injected when the guest
+ * asked for it, else emulated; what cannot be emulated stops the VM.
+ */
 void splitlock_handle_exception(struct vcpu *v);
+/*
+ * --split-lock=emulate: looks at the instruction at RIP before it runs and
+ * handles it as a hardware #AC would be if it is a split lock.
+ */
+enum sl_outcome splitlock_check(struct vcpu *v);
 /*
  * Injects #AC as a fault: error code 0, RIP left on the instruction.
  * 0 or -errno.

@@ -21,6 +21,11 @@ struct vcpu_stats {
 	uint64_t gp_injected;
 	uint64_t ac_injected;
 	uint64_t split_lock_stops;
+	uint64_t split_locks_detected;   /* by --split-lock=emulate's check */
+	uint64_t split_locks_emulated;
+	uint64_t split_lock_delays;      /* waits for --split-lock-ratelimit */
+	uint64_t split_lock_delay_ns;
+	uint64_t single_steps;
 	uint64_t sigbus;
 };
 

@@ -76,6 +76,34 @@ static int kvm_get_sregs(struct vcpu *v, struct kvm_sregs *sregs)
 	return ioctl(v->fd, KVM_GET_SREGS, sregs) < 0 ? -errno : 0;
 }
 
+static int kvm_set_regs(struct vcpu *v, const struct kvm_regs *regs)
+{
+	return ioctl(v->fd, KVM_SET_REGS, regs) < 0 ? -errno : 0;
+}
+
+/*
+ * Under --split-lock=emulate every instruction is an exit, so registers
+ * travel in the run page (KVM_CAP_SYNC_REGS) instead of costing ioctls.
+ */
+static int sync_get_regs(struct vcpu *v, struct kvm_regs *regs)
+{
+	*regs = v->run->s.regs.regs;
+	return 0;
+}
+
+static int sync_get_sregs(struct vcpu *v, struct kvm_sregs *sregs)
+{
+	*sregs = v->run->s.regs.sregs;
+	return 0;
+}
+
+static int sync_set_regs(struct vcpu *v, const struct kvm_regs *regs)
+{
+	v->run->s.regs.regs = *regs;
+	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	return 0;
+}
+
 static int kvm_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
 {
 	return ioctl(v->fd, KVM_GET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
@@ -93,6 +121,16 @@ static const struct vcpu_ops kvm_vcpu_ops = {
 	.get_sregs = kvm_get_sregs,
 	.get_events = kvm_get_events,
 	.set_events = kvm_set_events,
+	.set_regs = kvm_set_regs,
+	.read_virt = read_guest_virt,
+};
+
+static const struct vcpu_ops sync_vcpu_ops = {
+	.get_regs = sync_get_regs,
+	.get_sregs = sync_get_sregs,
+	.get_events = kvm_get_events,
+	.set_events = kvm_set_events,
+	.set_regs = sync_set_regs,
 	.read_virt = read_guest_virt,
 };
 
@@ -107,8 +145,9 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 
 	if (!cpuid)
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
-	v->ops = &kvm_vcpu_ops;
+	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
 	msr_reset(&v->msrs);
+	ratelimit_init(&v->warn_rate, 1, 5);
 	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
 	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED)
@@ -124,6 +163,12 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 	KVM_IOCTL(v->fd, KVM_SET_SREGS, &sregs);
 	boot_init_regs(&regs, layout, v->index);
 	KVM_IOCTL(v->fd, KVM_SET_REGS, &regs);
+	if (vm->split_lock_emulate) {
+		/* The first check runs before any exit has filled the copies. */
+		v->run->s.regs.regs = regs;
+		v->run->s.regs.sregs = sregs;
+		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	}
 }
 
 void vcpu_destroy(struct vcpu *v)
@@ -262,6 +307,14 @@ static void handle_exit(struct vcpu *v)
 		break;
 	case KVM_EXIT_INTR:
 		break;
+	case KVM_EXIT_DEBUG:
+		if (v->stepping) {
+			v->stats.single_steps++;
+			break;
+		}
+		fatal_exit(v, VMM_EXIT_UNHANDLED, "debug exit (KVM_EXIT_DEBUG) while not single-stepping, DR6 0x%llx",
+			   (unsigned long long)run->debug.arch.dr6);
+		break;
 	default:
 		fatal_exit(v, VMM_EXIT_UNHANDLED, "exit reason %u, which this vmm does not handle",
 			   reason);
@@ -278,6 +331,41 @@ void vcpu_report_rip(struct vcpu *v)
 			(unsigned long long)regs.rip);
 }
 
+/*
+ * Single-step where this KVM can: on the project's hosts a single-step at
+ * CPL3 reaches the guest as #DB instead of exiting, so there it is on at
+ * CPL0 only, and CPL3 split locks go unseen (boot_info says so).
+ */
+static bool set_stepping(struct vcpu *v)
+{
+	bool want = v->vm->step_cpl3 || v->run->s.regs.sregs.cs.dpl == 0;
+	struct kvm_guest_debug dbg = { 0 };
+
+	if (want == v->stepping)
+		return true;
+	if (want)
+		dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP;
+	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+		if (vm_stop(v->vm, VMM_EXIT_HOST))
+			fprintf(stderr, "vmm: error: vCPU %u: KVM_SET_GUEST_DEBUG failed: %s (errno %d); --split-lock=emulate needs single-stepping\n",
+				v->index, strerror(errno), errno);
+		return false;
+	}
+	v->stepping = want;
+	return true;
+}
+
+/* Before each entry under emulate: catch a split lock before it runs. */
+static void emulate_before_run(struct vcpu *v)
+{
+	/* Bounded: a guest of back-to-back split locks still yields. */
+	for (int i = 0; i < 64; i++)
+		if (splitlock_check(v) != SL_EMULATED)
+			break;
+	if (!vm_stopping(v->vm))
+		set_stepping(v);
+}
+
 void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -290,6 +378,12 @@ void *vcpu_thread(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 
 	while (!vm_stopping(vm)) {
+		vm_pause_point(vm, v);
+		if (vm->split_lock_emulate) {
+			emulate_before_run(v);
+			if (vm_stopping(vm))
+				break;
+		}
 		if (ioctl(v->fd, KVM_RUN, NULL) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->run->immediate_exit = 0;

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "msr.h"
+#include "ratelimit.h"
 #include "serial.h"
 #include "stats.h"
 
@@ -36,6 +37,7 @@ struct vcpu_ops {
 	int (*get_sregs)(struct vcpu *v, struct kvm_sregs *sregs);
 	int (*get_events)(struct vcpu *v, struct kvm_vcpu_events *ev);
 	int (*set_events)(struct vcpu *v, const struct kvm_vcpu_events *ev);
+	int (*set_regs)(struct vcpu *v, const struct kvm_regs *regs);
 	/* Bytes at a guest-virtual address; returns how many it could read. */
 	size_t (*read_virt)(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
 };
@@ -50,6 +52,9 @@ struct vcpu {
 	bool started;
 	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
+	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
+	struct ratelimit warn_rate;    /* "split lock emulated" lines */
+	uint64_t warn_suppressed;
 	struct vcpu_stats stats;       /* written by this vCPU's thread only */
 };
 
@@ -64,11 +69,17 @@ struct vm {
 	size_t run_size;
 	struct serial serial;
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
+	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
+	bool step_cpl3;                /* this KVM can single-step CPL3 code */
 	const char *host_mode;         /* for diagnostics, e.g. "fatal" */
+	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
 	pthread_mutex_t lock;          /* guards halted and the cond */
 	pthread_cond_t cond;
 	unsigned halted;
+	struct vcpu *pauser;           /* the vCPU that has the others paused */
+	unsigned parked;               /* vCPUs waiting for it to finish */
+	atomic_bool pausing;           /* pauser != NULL, read without the lock */
 	atomic_bool stopping;
 	int status;                    /* valid once stopping */
 	int stop_fd;                   /* eventfd: wakes the main thread */
@@ -95,6 +106,16 @@ static inline bool vm_stopping(struct vm *vm)
  * VM with VMM_EXIT_HALTED instead, and gets true back so that it can say why.
  */
 bool vm_vcpu_halted(struct vm *vm);
+/*
+ * Stops every other vCPU from running guest code until vm_resume_others(),
+ * so that `self` can change guest memory as one atomic operation. Waits for
+ * them to leave KVM_RUN. false if the VM is stopping instead.
+ */
+bool vm_pause_others(struct vm *vm, struct vcpu *self);
+void vm_resume_others(struct vm *vm);
+/* Each vCPU calls this before KVM_RUN: it waits here while another pauses. */
+void vm_pause_point(struct vm *vm, struct vcpu *self);
+
 /* True the first time `port` is seen, so each unknown port warns once. */
 bool vm_port_first_use(struct vm *vm, uint16_t port);
 

@@ -309,6 +309,22 @@ static void operand_addresses(void **state)
 	r.rcx = 64;
 	a = sl_operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1ffffffff0ull + 8);
+	/* The most negative offsets, which must not overflow on the way. */
+	r.rcx = 0x80000000u;			/* ecx = INT32_MIN: -2^28 bytes */
+	a = sl_operand(&si, &r, 0, 0);
+	assert_int_equal(a.la, 0x1ffffffff0ull - (1ull << 28));
+	{
+		static const uint8_t bts64[] = { 0xf0, 0x48, 0x0f, 0xab, 0x07 };  /* bts [rdi], rax */
+
+		assert_int_equal(sl_decode(bts64, sizeof(bts64), &si), 0);
+		r.rax = 0x8000000000000000ull;
+		r.rdi = 0x100000;
+		a = sl_operand(&si, &r, 0, 0);
+		assert_int_equal(a.la, 0xf000000000100000ull);
+		r.rax = 0x8000000000000018ull;
+		a = sl_operand(&si, &r, 0, 0);
+		assert_int_equal(a.la, 0xf000000000100000ull);
+	}
 }
 
 static void line_rule(void **state)

@@ -483,6 +483,8 @@ static void machine_like_here(struct host_info *hi)
 		.immediate_exit = 1, .nr_vcpus = 2, .max_vcpus = 1024,
 	};
 	hi->cpuid_7_edx30_reaches_guest = 0;
+	hi->singlestep_cpl0 = 1;
+	hi->singlestep_cpl3 = 0;
 }
 
 static void json_here(void **state)
@@ -503,7 +505,8 @@ static void json_here(void **state)
 		"\"caps\":{\"user_space_msr\":1,\"msr_filter\":1,\"exception_payload\":1,"
 		"\"vcpu_events\":1,\"set_guest_debug\":1,\"bus_lock_exit\":0,\"immediate_exit\":1,"
 		"\"nr_vcpus\":2,\"max_vcpus\":1024},"
-		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"error\":null}}}\n");
+		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"singlestep_cpl0\":true,"
+		"\"singlestep_cpl3\":false,\"error\":null}}}\n");
 	free(out);
 }
 
@@ -563,7 +566,8 @@ static void json_escaping(void **state)
 	assert_has(out, "\"available\":false");
 	assert_has(out, "\"caps\":{\"user_space_msr\":null,");
 	assert_has(out, "\"max_vcpus\":null}");
-	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"error\":\"no usable /dev/kvm\"}");
+	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"singlestep_cpl0\":null,"
+		   "\"singlestep_cpl3\":null,\"error\":\"no usable /dev/kvm\"}");
 	free(out);
 
 	/* Bytes that are not UTF-8 (or cut mid-character) must not break it. */
@@ -592,6 +596,7 @@ static void text_report(void **state)
 	assert_has(out, "KVM_CAP_X86_BUS_LOCK_EXIT");
 	assert_has(out, "  KVM_CAP_MAX_VCPUS           1024\n");
 	assert_has(out, "CPUID probe:                  no: this KVM answers CPUID leaf 7 from the host");
+	assert_has(out, "single-step probe:            CPL0 yes, CPL3 no (--split-lock=emulate sees split locks at CPL0 only)\n");
 	free(out);
 
 	hostinfo_parse_cpuinfo(&hi, cpuinfo_both);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "boot.h"
 #include "splitlock.h"
 #include "vm.h"
 #include "vmm_msr.h"
@@ -25,22 +26,33 @@ static struct {
 	struct kvm_vcpu_events events;
 	int set_events_calls;
 	int set_events_error;
-	uint64_t rip;
-	uint8_t code[16];
+	int set_regs_calls;
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
 } fake;
+
+#define RAM (4ull << 20)
+static uint8_t *ram;
 
 static int fake_get_regs(struct vcpu *v, struct kvm_regs *r)
 {
 	(void)v;
-	memset(r, 0, sizeof(*r));
-	r->rip = fake.rip;
+	*r = fake.regs;
 	return 0;
 }
 
 static int fake_get_sregs(struct vcpu *v, struct kvm_sregs *s)
 {
 	(void)v;
-	memset(s, 0, sizeof(*s));
+	*s = fake.sregs;
+	return 0;
+}
+
+static int fake_set_regs(struct vcpu *v, const struct kvm_regs *r)
+{
+	(void)v;
+	fake.set_regs_calls++;
+	fake.regs = *r;
 	return 0;
 }
 
@@ -61,14 +73,15 @@ static int fake_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 	return 0;
 }
 
+/* The boot protocol's identity map: virtual is physical below RAM's end. */
 static size_t fake_read_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
 {
 	(void)v;
-	if (gva != fake.rip)
+	if (gva >= RAM)
 		return 0;
-	if (len > sizeof(fake.code))
-		len = sizeof(fake.code);
-	memcpy(buf, fake.code, len);
+	if (len > RAM - gva)
+		len = RAM - gva;
+	memcpy(buf, ram + gva, len);
 	return len;
 }
 
@@ -77,6 +90,7 @@ static const struct vcpu_ops fake_ops = {
 	.get_sregs = fake_get_sregs,
 	.get_events = fake_get_events,
 	.set_events = fake_set_events,
+	.set_regs = fake_set_regs,
 	.read_virt = fake_read_virt,
 };
 
@@ -92,6 +106,13 @@ static int setup_vm(bool enumerated)
 	memset(runs, 0, sizeof(runs));
 	if (devnull < 0 || vm_init_common(&vm, &opts, 2, devnull))
 		return -1;
+	ram = calloc(1, RAM);
+	if (!ram)
+		return -1;
+	boot_build_page_tables(ram, RAM);
+	boot_init_sregs(&fake.sregs);
+	vm.mem = ram;
+	vm.ram_size = RAM;
 	vm.split_lock_enumerated = enumerated;
 	vm.host_mode = "fatal";
 	for (unsigned i = 0; i < 2; i++) {
@@ -119,6 +140,7 @@ static int teardown(void **state)
 	(void)state;
 	close(vm.serial.fd);
 	vm_destroy_common(&vm);
+	free(ram);
 	return 0;
 }
 
@@ -259,32 +281,124 @@ static void capture_stderr(void (*fn)(void), char *buf, size_t len)
 	fclose(tmp);
 }
 
-static void uninvited_ac(void)
+/* lock xadd [rdi], eax with [rdi] across the line at 0x200040. */
+static void place_split_xadd(uint64_t rdi)
 {
 	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
 
-	fake.rip = 0x101234;
-	memcpy(fake.code, lock_xadd, sizeof(lock_xadd));
-	ac_exit(&vm.vcpus[0], 17, true);
+	memcpy(ram + 0x101234, lock_xadd, sizeof(lock_xadd));
+	fake.regs.rip = 0x101234;
+	fake.regs.rdi = rdi;
+	fake.regs.rax = 5;
+	fake.regs.rflags = 0x2;
+	if (rdi + 4 <= RAM)
+		memcpy(ram + rdi, (uint32_t[]){ 0x11223344 }, 4);
 }
 
-static void ac_stops_when_not_asked(void **state)
+static void ac_emulated_when_not_asked(void **state)
 {
-	char out[2048];
+	struct vcpu *v = &vm.vcpus[0];
+	uint32_t result;
+
+	(void)state;
+	place_split_xadd(0x20003e);
+	ac_exit(v, 17, true);
+	assert_false(vm_stopping(&vm));
+	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(fake.set_regs_calls, 1);
+	memcpy(&result, ram + 0x20003e, 4);
+	assert_int_equal(result, 0x11223349);
+	assert_int_equal(fake.regs.rax, 0x11223344);
+	assert_int_equal(fake.regs.rip, 0x101238);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+	assert_int_equal(v->stats.split_locks_detected, 0);	/* hardware caught it */
+	assert_int_equal(v->stats.sigbus, 1);
+}
+
+static void emulated_warning(void)
+{
+	place_split_xadd(0x20003e);
+	ac_exit(&vm.vcpus[0], 17, false);
+}
+
+/* The warn-mode line names the instruction's own RIP, not the next one. */
+static void emulation_warns_with_rip(void **state)
+{
+	char out[1024];
+
+	(void)state;
+	capture_stderr(emulated_warning, out, sizeof(out));
+	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (lock xadd, 4 bytes at 0x20003e, bytes f0 0f c1 07) emulated"));
+}
+
+static void unemulatable(void)
+{
+	/* The operand's second page is beyond RAM: no page-table entry. */
+	place_split_xadd(RAM - 2);
+	ac_exit(&vm.vcpus[0], 17, false);
+}
+
+static void ac_stops_when_it_cannot_emulate(void **state)
+{
+	char out[4096];
 	struct vcpu *v = &vm.vcpus[0];
 
 	(void)state;
-	assert_int_equal(v->msrs.test_ctrl, 0);
-	capture_stderr(uninvited_ac, out, sizeof(out));
+	capture_stderr(unemulatable, out, sizeof(out));
 	assert_true(vm_stopping(&vm));
 	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
-	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(fake.set_regs_calls, 0);
 	assert_int_equal(v->stats.split_lock_stops, 1);
-	assert_int_equal(v->stats.sigbus, 1);
-	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (bytes f0 0f c1 07"));
+	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (lock xadd, 4 bytes at 0x3ffffe, bytes f0 0f c1 07)"));
 	assert_non_null(strstr(out, "TEST_CTRL bit 29 is clear"));
-	assert_non_null(strstr(out, "split_lock_detect=fatal"));
-	assert_non_null(strstr(out, "KVM also sent SIGBUS"));
+	assert_non_null(strstr(out, "cannot complete it: page not present"));
+	assert_non_null(strstr(out, "registers:"));
+}
+
+static void undecodable(void)
+{
+	memset(ram + 0x101234, 0x90, 16);
+	fake.regs.rip = 0x101234;
+	ac_exit(&vm.vcpus[0], 17, false);
+}
+
+static void ac_on_unknown_instruction_stops(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	capture_stderr(undecodable, out, sizeof(out));
+	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
+	assert_non_null(strstr(out, "(bytes 90 90 90"));
+	assert_non_null(strstr(out, "not a locked read-modify-write"));
+}
+
+/* --split-lock=emulate's check before an instruction runs. */
+static void software_check(void **state)
+{
+	struct vcpu *v = &vm.vcpus[1];
+	uint32_t result;
+
+	(void)state;
+	place_split_xadd(0x200000);		/* inside one line */
+	assert_int_equal(splitlock_check(v), SL_NONE);
+	memset(ram + 0x101234, 0x90, 4);	/* not a locked op */
+	assert_int_equal(splitlock_check(v), SL_NONE);
+
+	place_split_xadd(0x20003e);
+	assert_int_equal(splitlock_check(v), SL_EMULATED);
+	memcpy(&result, ram + 0x20003e, 4);
+	assert_int_equal(result, 0x11223349);
+	assert_int_equal(v->stats.split_locks_detected, 1);
+
+	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	place_split_xadd(0x20003e);
+	assert_int_equal(splitlock_check(v), SL_AC_INJECTED);
+	assert_int_equal(fake.events.exception.nr, 17);
+	memcpy(&result, ram + 0x20003e, 4);
+	assert_int_equal(result, 0x11223344);	/* a fault: nothing written */
+	assert_int_equal(v->stats.split_locks_detected, 2);
+	assert_false(vm_stopping(&vm));
 }
 
 static void other_vector_stops(void)
@@ -325,7 +439,7 @@ static void decision(void **state)
 	struct msr_state s = { 0 };
 
 	(void)state;
-	assert_int_equal(splitlock_decide_ac(&s), AC_STOP);
+	assert_int_equal(splitlock_decide_ac(&s), AC_EMULATE);
 	s.test_ctrl = TEST_CTRL_SPLIT_LOCK_DETECT;
 	assert_int_equal(splitlock_decide_ac(&s), AC_INJECT);
 }
@@ -338,7 +452,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(msr_exits_not_enumerated, setup_not_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(unexpected_msr_exit_gets_gp, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_injected_when_asked, setup_enumerated, teardown),
-		cmocka_unit_test_setup_teardown(ac_stops_when_not_asked, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_emulated_when_not_asked, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(emulation_warns_with_rip, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_stops_when_it_cannot_emulate, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_on_unknown_instruction_stops, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(software_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(injection_failure_stops, setup_enumerated, teardown),
 	};

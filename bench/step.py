@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""vmm --split-lock=emulate: cost per guest instruction against the raw KVM
+single-step round trip, both measured in this one run.
+
+  bench/step.py [--build DIR] [--steps N] [--repeat R]
+
+Per-instruction cost under emulate: vmm runs a guest of a counted loop
+(dec ecx; jnz) twice, with 0 and with N iterations; the difference in wall
+time over the difference in single-steps (from --stats) is what one more
+guest instruction costs, start-up excluded. The raw round trip comes from
+stepbench, which does nothing but KVM_RUN under single-step. Target: the
+emulate step within 1.2x of the raw one. A report: exits 0 whether or not
+the target is met, 1 if something failed to run.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def loop_image(iterations):
+    # mov ecx, N; 1: dec ecx; jnz 1b; mov dx, 0xf4; xor eax, eax; out dx, eax; hlt
+    return (b"\xb9" + iterations.to_bytes(4, "little") + b"\xff\xc9\x75\xfc" +
+            b"\x66\xba\xf4\x00\x31\xc0\xef\xf4")
+
+
+def run_vmm(vmm, image, stats):
+    t0 = time.monotonic_ns()
+    p = subprocess.run([vmm, "-q", "--split-lock=emulate", "--stats=" + stats, image],
+                       capture_output=True, text=True)
+    t1 = time.monotonic_ns()
+    if p.returncode != 0:
+        sys.exit(f"step.py: vmm exited {p.returncode}: {p.stderr.strip()}")
+    with open(stats) as f:
+        steps = json.load(f)["vcpus"][0]["single_steps"]
+    return t1 - t0, steps
+
+
+def raw(stepbench, steps, sync):
+    p = subprocess.run([stepbench, str(steps)] + (["sync"] if sync else []),
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"step.py: stepbench failed: {p.stderr.strip()}")
+    return float(p.stdout.split()[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--steps", type=int, default=100000)
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    vmm = os.path.join(a.build, "vmm")
+    stepbench = os.path.join(a.build, "bench", "stepbench")
+
+    per_step, raw_plain, raw_sync = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        small, big = os.path.join(tmp, "small.img"), os.path.join(tmp, "big.img")
+        with open(small, "wb") as f:
+            f.write(loop_image(1))
+        with open(big, "wb") as f:
+            f.write(loop_image(a.steps // 2))
+        stats = os.path.join(tmp, "stats.json")
+        # Interleaved, so that a slow spell of the machine hits all of them.
+        for _ in range(a.repeat):
+            raw_plain.append(raw(stepbench, a.steps, False))
+            raw_sync.append(raw(stepbench, a.steps, True))
+            t_small, s_small = run_vmm(vmm, small, stats)
+            t_big, s_big = run_vmm(vmm, big, stats)
+            per_step.append((t_big - t_small) / (s_big - s_small))
+
+    emu = statistics.median(per_step)
+    plain = statistics.median(raw_plain)
+    sync = statistics.median(raw_sync)
+    ratio = emu / plain
+    print(f"# single-step cost, {a.repeat} runs of {a.steps} steps, medians ({time.strftime('%Y-%m-%d')})")
+    print()
+    print("| what | us per guest instruction | / raw |")
+    print("|---|---:|---:|")
+    print(f"| raw KVM single-step round trip (stepbench) | {plain / 1000:.2f} | 1.00 |")
+    print(f"| raw, with registers and sregs synced to the run page | {sync / 1000:.2f} | {sync / plain:.2f} |")
+    print(f"| vmm --split-lock=emulate, per instruction | {emu / 1000:.2f} | {ratio:.2f} |")
+    print()
+    print(f"emulate / raw = {ratio:.2f}: target (<= 1.2) {'met' if ratio <= 1.2 else 'missed'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The split-lock emulator (emulate.c): where a decoded instruction touches
+ * memory, and what performing it does, against a reference in plain C.
+ *
+ * Input: 19 register values (RAX..R15, RIP, RFLAGS, then FS and GS bases),
+ * each a selector byte that picks one of a table of edge values (0, -1,
+ * INT64_MIN, 2^31, ...) or, from 0x80 on, the next 8 bytes; 16 bytes of
+ * operand memory; then the instruction bytes. Inputs that sl_decode turns
+ * down are skipped (fuzz-decode covers those).
+ *
+ * Oracles:
+ *  - sl_operand: the address is disp + base (RIP after the instruction) +
+ *    index * scale, cut to 32 bits with 32-bit addressing, moved by the
+ *    word a register bit offset selects (floor(offset / bits), computed in
+ *    128-bit arithmetic) for BTS/BTR/BTC, plus the FS/GS base; the size is
+ *    the operand's;
+ *  - sl_crosses_line is "first and last byte in different 64-byte lines";
+ *  - sl_execute: RIP moves past the instruction; memory holds the result
+ *    the reference computes for every op (ADD..XOR with CF in, NOT, NEG,
+ *    INC, DEC, XCHG, XADD, CMPXCHG, CMPXCHG8B/16B, BTS/BTR/BTC), no byte
+ *    past the operand changes; only the registers the op writes change,
+ *    with x86 partial-register rules (8/16-bit merge, AH..BH, 32-bit
+ *    zero-extend, CMPXCHG leaving RAX alone on success); RFLAGS changes
+ *    only in CF PF AF ZF SF OF; ZF and SF as the reference says for ops
+ *    that set them from the result, CF for ADD, SUB, XADD, the logic ops
+ *    (clear), INC/DEC (kept) and the bit ops (the old bit), ZF for the
+ *    compare-exchanges; NOT and XCHG change no flag.
+ */
+#include <inttypes.h>
+
+#include "fuzz.h"
+
+#include "decode.h"
+#include "emulate.h"
+
+#define FL_CF (1ull << 0)
+#define FL_ZF (1ull << 6)
+#define FL_SF (1ull << 7)
+#define ARITH 0x8d5ull
+
+static const uint64_t edges[] = {
+	0, 1, 2, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
+	0xffffffff, 0x100000000ull, 0x7fffffffffffffffull, 0x8000000000000000ull,
+	0xffffffffffffffffull, 0xffffffffffffff80ull, 0xffffffff80000000ull, 63, 64, 65,
+	0xffffffffffffffc0ull, 0x1000, 0xfff, 0xffffffffffffffc1ull, 0x3f, 0x40, 0x41,
+};
+
+static uint64_t reg_value(struct fuzz_in *in)
+{
+	uint8_t sel = fuzz_u8(in);
+
+	if (sel >= 0x80)
+		return fuzz_u64(in);
+	return edges[sel % (sizeof(edges) / sizeof(edges[0]))];
+}
+
+static uint64_t mask_of(unsigned size)
+{
+	return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
+}
+
+static uint64_t load(const uint8_t *m, unsigned size)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, m, size > 8 ? 8 : size);	/* little-endian host */
+	return v;
+}
+
+static void store(uint8_t *m, unsigned size, uint64_t v)
+{
+	memcpy(m, &v, size > 8 ? 8 : size);
+}
+
+static __int128 sext(uint64_t v, unsigned size)
+{
+	if (size >= 8)
+		return (__int128)(int64_t)v;
+	v &= mask_of(size);
+	if (v >> (8 * size - 1))
+		return (__int128)v - ((__int128)1 << (8 * size));
+	return (__int128)v;
+}
+
+/* The source operand as the instruction sees it. */
+static uint64_t src_of(const struct sl_insn *i, const struct kvm_regs *r)
+{
+	if (i->src == SL_SRC_IMM)
+		return (uint64_t)i->imm;
+	if (i->src_high8)
+		return (sl_reg_get(r, i->src_reg) >> 8) & 0xff;
+	return sl_reg_get(r, i->src_reg);
+}
+
+static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
+			    uint64_t fs, uint64_t gs)
+{
+	uint64_t ea = (uint64_t)i->disp;
+	const __u64 *gprs[16] = {
+		&r->rax, &r->rcx, &r->rdx, &r->rbx, &r->rsp, &r->rbp, &r->rsi, &r->rdi,
+		&r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15,
+	};
+
+	if (i->base == SL_REG_RIP)
+		ea += r->rip + i->length;
+	else if (i->base >= 0)
+		ea += *gprs[i->base];
+	if (i->index >= 0)
+		ea += *gprs[i->index] * i->scale;
+	if (i->addr_size == 4)
+		ea = (uint32_t)ea;
+	if ((i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) && i->src == SL_SRC_REG) {
+		__int128 bit = sext(src_of(i, r), i->size), bits = 8 * (__int128)i->size;
+		__int128 word = bit >= 0 ? bit / bits : -((-bit + bits - 1) / bits);
+
+		ea += (uint64_t)(word * i->size);
+	}
+	if (i->seg == SL_SEG_FS)
+		ea += fs;
+	else if (i->seg == SL_SEG_GS)
+		ea += gs;
+	return ea;
+}
+
+/* x86 register write of `size` bytes. */
+static void write_sized(struct kvm_regs *r, int reg, bool high8, unsigned size, uint64_t v)
+{
+	uint64_t old = sl_reg_get(r, reg);
+
+	if (high8)
+		v = (old & ~0xff00ull) | ((v & 0xff) << 8);
+	else if (size == 1)
+		v = (old & ~0xffull) | (v & 0xff);
+	else if (size == 2)
+		v = (old & ~0xffffull) | (v & 0xffff);
+	else if (size == 4)
+		v &= 0xffffffffull;
+	sl_reg_set(r, reg, v);
+}
+
+/*
+ * Performs i on the reference: memory, registers, and which flags it can
+ * tell (*known bits of *fl).
+ */
+static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem,
+			uint64_t *fl, uint64_t *known)
+{
+	unsigned sz = i->size;
+	uint64_t mask = mask_of(sz), m = load(mem, sz) & mask, s = src_of(i, r) & mask;
+	uint64_t cf = r->rflags & FL_CF, res = 0, sign = 1ull << (8 * (sz > 8 ? 8 : sz) - 1);
+	bool set_res = true;
+
+	*known = 0;
+	switch (i->op) {
+	case SL_ADD: res = m + s; break;
+	case SL_ADC: res = m + s + cf; break;
+	case SL_SUB: res = m - s; break;
+	case SL_SBB: res = m - s - cf; break;
+	case SL_AND: res = m & s; break;
+	case SL_OR: res = m | s; break;
+	case SL_XOR: res = m ^ s; break;
+	case SL_NOT: res = ~m; break;
+	case SL_NEG: res = -m; break;
+	case SL_INC: res = m + 1; break;
+	case SL_DEC: res = m - 1; break;
+	case SL_XCHG:
+		res = s;
+		write_sized(r, i->src_reg, i->src_high8, sz, m);
+		break;
+	case SL_XADD:
+		res = m + s;
+		write_sized(r, i->src_reg, i->src_high8, sz, m);
+		break;
+	case SL_CMPXCHG:
+		*known = FL_ZF;
+		if ((r->rax & mask) == m) {
+			res = s;
+			*fl |= FL_ZF;
+		} else {
+			res = m;
+			*fl &= ~FL_ZF;
+			write_sized(r, 0, false, sz, m);
+		}
+		break;
+	case SL_CMPXCHG8B: {
+		uint64_t want = (r->rdx << 32) | (uint32_t)r->rax;
+
+		*known = FL_ZF;
+		m = load(mem, 8);
+		if (m == want) {
+			res = (r->rcx << 32) | (uint32_t)r->rbx;
+			*fl |= FL_ZF;
+		} else {
+			res = m;
+			*fl &= ~FL_ZF;
+			r->rax = (uint32_t)m;
+			r->rdx = m >> 32;
+		}
+		break;
+	}
+	case SL_CMPXCHG16B: {
+		uint64_t lo = load(mem, 8), hi = load(mem + 8, 8);
+
+		*known = FL_ZF;
+		set_res = false;
+		if (lo == r->rax && hi == r->rdx) {
+			store(mem, 8, r->rbx);
+			store(mem + 8, 8, r->rcx);
+			*fl |= FL_ZF;
+		} else {
+			r->rax = lo;
+			r->rdx = hi;
+			*fl &= ~FL_ZF;
+		}
+		break;
+	}
+	case SL_BTS: case SL_BTR: case SL_BTC: {
+		uint64_t bit = 1ull << (s & (8ull * sz - 1));
+
+		*known = FL_CF;
+		*fl = (*fl & ~FL_CF) | ((m & bit) ? FL_CF : 0);
+		res = i->op == SL_BTS ? m | bit : i->op == SL_BTR ? m & ~bit : m ^ bit;
+		break;
+	}
+	case SL_OP_COUNT:
+		set_res = false;
+		break;
+	}
+	if (!set_res)
+		return;
+	res &= mask;
+	store(mem, sz, res);
+	/* ZF and SF of the result, for the ops that set them from it. */
+	switch (i->op) {
+	case SL_ADD: case SL_ADC: case SL_SUB: case SL_SBB: case SL_AND: case SL_OR:
+	case SL_XOR: case SL_NEG: case SL_INC: case SL_DEC: case SL_XADD:
+		*known |= FL_ZF | FL_SF;
+		*fl = (*fl & ~(FL_ZF | FL_SF)) | (res == 0 ? FL_ZF : 0) | (res & sign ? FL_SF : 0);
+		break;
+	default:
+		break;
+	}
+	/* Carries: CF of ADD/SUB and friends (INC and DEC keep it). */
+	switch (i->op) {
+	case SL_ADD: case SL_XADD:
+		*known |= FL_CF;
+		*fl = (*fl & ~FL_CF) | (res < m ? FL_CF : 0);
+		break;
+	case SL_SUB:
+		*known |= FL_CF;
+		*fl = (*fl & ~FL_CF) | (s > m ? FL_CF : 0);
+		break;
+	case SL_AND: case SL_OR: case SL_XOR:
+		*known |= FL_CF;
+		*fl &= ~FL_CF;
+		break;
+	case SL_INC: case SL_DEC: case SL_NOT: case SL_XCHG:
+		*known |= FL_CF;	/* unchanged */
+		break;
+	default:
+		break;
+	}
+	if (i->op == SL_NOT || i->op == SL_XCHG) {
+		*known = ARITH;		/* no flag changes at all */
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = fuzz_in(data, size);
+	struct kvm_regs r, got, want;
+	uint64_t fs, gs, fl, known;
+	uint8_t memory[16];
+	uint8_t buf[64] __attribute__((aligned(16))), ref[64];
+	struct sl_insn i;
+	struct sl_access a;
+
+	memset(&r, 0, sizeof(r));
+	r.rax = reg_value(&in); r.rcx = reg_value(&in); r.rdx = reg_value(&in);
+	r.rbx = reg_value(&in); r.rsp = reg_value(&in); r.rbp = reg_value(&in);
+	r.rsi = reg_value(&in); r.rdi = reg_value(&in); r.r8 = reg_value(&in);
+	r.r9 = reg_value(&in); r.r10 = reg_value(&in); r.r11 = reg_value(&in);
+	r.r12 = reg_value(&in); r.r13 = reg_value(&in); r.r14 = reg_value(&in);
+	r.r15 = reg_value(&in); r.rip = reg_value(&in);
+	r.rflags = (reg_value(&in) & 0x3f7fd7ull) | 0x2;	/* defined bits, IF and TF as they come */
+	fs = reg_value(&in);
+	gs = reg_value(&in);
+	memset(memory, 0, sizeof(memory));
+	fuzz_bytes(&in, memory, sizeof(memory));
+	if (in.n > SL_INSN_MAX + 1 || sl_decode(in.p, in.n, &i) != 0)
+		return 0;
+
+	a = sl_operand(&i, &r, fs, gs);
+	FUZZ_CHECK(a.size == i.size, "access of %u bytes for a %u-byte operand", a.size, i.size);
+	FUZZ_CHECK(a.la == ref_address(&i, &r, fs, gs),
+		   "%s: address 0x%" PRIx64 ", reference 0x%" PRIx64, sl_op_name(i.op), a.la,
+		   ref_address(&i, &r, fs, gs));
+	FUZZ_CHECK(sl_crosses_line(a.la, a.size) ==
+		   (a.la / SL_CACHE_LINE !=
+		    ((unsigned __int128)a.la + a.size - 1) / SL_CACHE_LINE),
+		   "sl_crosses_line(0x%" PRIx64 ", %u)", a.la, a.size);
+
+	memset(buf, 0xee, sizeof(buf));
+	memcpy(buf, memory, i.size);
+	memcpy(ref, buf, sizeof(ref));
+	got = r;
+	want = r;
+	sl_execute(&i, &got, buf);
+	fl = r.rflags;
+	ref_execute(&i, &want, ref, &fl, &known);
+	want.rip += i.length;
+
+	FUZZ_CHECK(memcmp(buf, ref, i.size) == 0, "%s (%u bytes): memory differs from the reference",
+		   sl_op_name(i.op), i.size);
+	FUZZ_CHECK(memcmp(buf + i.size, ref + i.size, sizeof(buf) - i.size) == 0,
+		   "%s wrote past its %u-byte operand", sl_op_name(i.op), i.size);
+	FUZZ_CHECK(got.rip == want.rip, "RIP 0x%llx, want 0x%llx", got.rip, want.rip);
+	FUZZ_CHECK(got.rax == want.rax && got.rcx == want.rcx && got.rdx == want.rdx &&
+		   got.rbx == want.rbx && got.rsp == want.rsp && got.rbp == want.rbp &&
+		   got.rsi == want.rsi && got.rdi == want.rdi && got.r8 == want.r8 &&
+		   got.r9 == want.r9 && got.r10 == want.r10 && got.r11 == want.r11 &&
+		   got.r12 == want.r12 && got.r13 == want.r13 && got.r14 == want.r14 &&
+		   got.r15 == want.r15,
+		   "%s: registers differ (RAX 0x%llx want 0x%llx, RDX 0x%llx want 0x%llx)",
+		   sl_op_name(i.op), got.rax, want.rax, got.rdx, want.rdx);
+	FUZZ_CHECK((got.rflags & ~ARITH) == (r.rflags & ~ARITH), "%s changed RFLAGS 0x%llx -> 0x%llx",
+		   sl_op_name(i.op), r.rflags, got.rflags);
+	FUZZ_CHECK((got.rflags & known) == (fl & known), "%s: RFLAGS 0x%llx, reference 0x%" PRIx64
+		   " in bits 0x%" PRIx64, sl_op_name(i.op), got.rflags, fl, known);
+	return 0;
+}

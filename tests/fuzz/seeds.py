@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed inputs into corpus/NAME/seed-*.
+
+Seeds are named, not hashed: run.sh keeps every file whose name is not a
+40-hex-digit libFuzzer hash when it minimises a corpus, so these (and any
+regression input given a name) stay. Each harness's input format is in the
+comment at the top of its fuzz_NAME.c; this file is the worked example.
+Usage: tests/fuzz/seeds.py [corpus dir]   (default: next to this file)
+"""
+import os
+import struct
+import sys
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def u8(v): return struct.pack("<B", v & 0xff)
+def u16(v): return struct.pack("<H", v & 0xffff)
+def u32(v): return struct.pack("<I", v & 0xffffffff)
+def u64(v): return struct.pack("<Q", v & 0xffffffffffffffff)
+
+
+def write(harness, name, data):
+    d = os.path.join(OUT, harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+# ------------------------------------------------------------------ cli
+# errlen byte, then arguments separated by newlines (or NULs)
+def cli(name, args, errlen=0x80):
+    write("cli", name, u8(errlen) + "\n".join(args).encode())
+
+cli("run-basic", ["-c", "2", "-m", "64M", "guest.bin"])
+cli("run-long", ["--cpus=4", "--memory=1G", "--timeout=0.5", "--split-lock=on", "-q", "guest.bin"])
+cli("run-clustered", ["-qc4", "-m4096K", "-t", "10", "img"])
+cli("run-stats-append", ["--stats=/tmp/s.json", "--append=console=ttyS0 split_lock_detect=fatal", "img"])
+cli("run-stats-bare", ["--stats", "--split-lock", "off", "img"])
+cli("run-emulate", ["--split-lock=emulate", "--split-lock-ratelimit=100", "img"])
+cli("host-info-json", ["--host-info", "--json"])
+cli("help", ["--help"])
+cli("version", ["-V"])
+cli("err-cpus-zero", ["--cpus=0", "img"], errlen=5)
+cli("err-memory-small", ["-m", "3M", "img"])
+cli("err-memory-units", ["--memory=4GiB", "img"])
+cli("err-memory-huge", ["-m", "18446744073709551615G", "img"])
+cli("err-json-alone", ["--json", "img"])
+cli("err-dashdash", ["--", "-q", "img"])
+cli("err-empty-stats", ["--stats=", "img"])
+cli("err-unknown", ["-x"])
+cli("err-timeout-hex", ["-t", "0x10", "img"])
+cli("err-timeout-week", ["--timeout=604801", "img"])
+cli("err-needs-value", ["--cpus"])
+cli("err-two-images", ["a.bin", "b.bin"])
+cli("err-append-long", ["-a", "x" * 200, "img"])
+cli("err-host-info-image", ["--host-info", "img"])
+write("cli", "nul-separated", u8(40) + b"-m\x002G\x00--split-lock=inherit\x00img")
+
+# ------------------------------------------------------------------ hostinfo
+# flags, 9 capability bytes, cpuinfo NUL cmdline NUL mitigate NUL kvm_error NUL probe_error
+INTEL_FLAGS = ("fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush dts acpi "
+               "mmx fxsr sse sse2 ss ht tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc art arch_perfmon "
+               "pebs bts rep_good nopl xtopology nonstop_tsc cpuid aperfmperf tsc_known_freq pni pclmulqdq "
+               "dtes64 monitor ds_cpl vmx smx est tm2 ssse3 sdbg fma cx16 xtpr pdcm pcid dca sse4_1 sse4_2 "
+               "x2apic movbe popcnt tsc_deadline_timer aes xsave avx f16c rdrand lahf_lm abm 3dnowprefetch "
+               "cpuid_fault epb cat_l3 cat_l2 cdp_l3 invpcid_single intel_ppin cdp_l2 ssbd mba ibrs ibpb "
+               "stibp ibrs_enhanced tpr_shadow flexpriority ept vpid ept_ad fsgsbase tsc_adjust bmi1 hle "
+               "avx2 smep bmi2 erms invpcid rtm cqm rdt_a avx512f avx512dq rdseed adx smap avx512ifma "
+               "clflushopt clwb intel_pt avx512cd sha_ni avx512bw avx512vl xsaveopt xsavec xgetbv1 xsaves "
+               "split_lock_detect avx_vnni avx512_bf16 wbnoinvd dtherm ida arat pln pts hfi avx512vbmi umip "
+               "pku ospke waitpkg avx512_vbmi2 gfni vaes vpclmulqdq avx512_vnni avx512_bitalg tme "
+               "avx512_vpopcntdq la57 rdpid bus_lock_detect cldemote movdiri movdir64b enqcmd fsrm md_clear "
+               "serialize tsxldtrk pconfig arch_lbr ibt amx_bf16 avx512_fp16 amx_tile amx_int8 flush_l1d "
+               "arch_capabilities")
+AMD_FLAGS = ("fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse "
+             "sse2 ht syscall nx mmxext fxsr_opt pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology "
+             "nonstop_tsc cpuid extd_apicid tsc_known_freq pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 "
+             "x2apic movbe popcnt tsc_deadline_timer aes xsave avx f16c rdrand hypervisor lahf_lm cmp_legacy "
+             "cr8_legacy abm sse4a misalignsse 3dnowprefetch osvw topoext vmmcall fsgsbase tsc_adjust bmi1 "
+             "avx2 smep bmi2 erms invpcid avx512f avx512dq adx smap avx512ifma clflushopt clwb avx512cd "
+             "sha_ni avx512bw avx512vl xsaveopt xsavec xgetbv1 xsaves avx_vnni avx512_bf16 clzero xsaveerptr "
+             "arat avx512vbmi umip avx512_vbmi2 gfni vaes vpclmulqdq avx512_vnni avx512_bitalg "
+             "avx512_vpopcntdq rdpid fsrm avx512_vp2intersect")
+
+
+def cpu_block(n, vendor, model, flags):
+    return (f"processor\t: {n}\nvendor_id\t: {vendor}\ncpu family\t: 6\nmodel\t\t: 143\n"
+            f"model name\t: {model}\nstepping\t: 8\ncpu MHz\t\t: 2000.000\ncache size\t: 107520 KB\n"
+            f"fpu\t\t: yes\ncpuid level\t: 31\nwp\t\t: yes\nflags\t\t: {flags}\n"
+            "vmx flags\t: vnmi preemption_timer posted_intr invvpid ept_x_only ept_ad\n"
+            "bugs\t\t: spectre_v1 spectre_v2 spec_store_bypass swapgs eibrs_pbrsb\n"
+            "bogomips\t: 4000.00\nclflush size\t: 64\naddress sizes\t: 46 bits physical, 57 bits virtual\n"
+            "power management:\n\n")
+
+
+DEBIAN_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=0b1f6c2e-4d1a-4c55-9a57-2f4b8d1e7a10 ro quiet"
+
+
+def hostinfo(name, cpuinfo, cmdline, mitigate="1\n", flags=0x08 | 0x10, caps=(1, 1, 1, 1, 1, 0, 1, 2, 127),
+             kvm_error="", probe_error=""):
+    data = u8(flags) + bytes(c & 0xff for c in caps)
+    for part in (cpuinfo, cmdline, mitigate, kvm_error, probe_error):
+        data += (part.encode() if isinstance(part, str) else part) + b"\0"
+    write("hostinfo", name, data)
+
+intel = cpu_block(0, "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+", INTEL_FLAGS)
+amd = cpu_block(0, "AuthenticAMD", "AMD EPYC", AMD_FLAGS)
+hostinfo("intel-fatal", intel + intel.replace(": 0\n", ": 1\n", 1), DEBIAN_CMDLINE + " split_lock_detect=fatal\n")
+hostinfo("intel-default-warn", intel, DEBIAN_CMDLINE + "\n", mitigate="0\n")
+hostinfo("intel-off", intel, DEBIAN_CMDLINE + " split_lock_detect=off")
+hostinfo("intel-ratelimit", intel, DEBIAN_CMDLINE + " split_lock_detect=ratelimit:10\n", flags=0x08 | 0x20)
+hostinfo("intel-ratelimit-bare", intel, "split_lock_detect=ratelimit:")
+hostinfo("intel-ratelimit-junk", intel, "split_lock_detect=ratelimit:1000x quiet")
+hostinfo("intel-ratelimit-zero", intel, "split_lock_detect=ratelimit:0")
+hostinfo("intel-ratelimit-neg", intel, "split_lock_detect=ratelimit:-5")
+hostinfo("intel-ratelimit-long", intel, "split_lock_detect=ratelimit:00000000000000000000000001")
+hostinfo("intel-last-wins", intel, "split_lock_detect=fatal split_lock_detect=warn\tsplit_lock_detect=off")
+hostinfo("intel-malformed", intel, "split_lock_detect=fatalx", mitigate="2")
+hostinfo("intel-quoted", intel, 'dyndbg="file x.c +p split_lock_detect=fatal" ro')
+hostinfo("intel-value-utf8", intel, "split_lock_detect=f\xe9tal\x7f", kvm_error="")
+write("hostinfo", "bad-utf8", u8(0x00) + bytes(9) + intel.encode() + b"\0" +
+      b"split_lock_detect=\xff\xfe\xc0\xafab\xed\xa0\x80\xf4\x90\x80\x80" + b"\0" + b"1\0" +
+      b"open /dev/kvm: No such file or directory \"\\\x01\x1f\xe2\x82\0" + b"probe: \xf0\x9f\x98\x80 \xc3\0")
+hostinfo("amd-host", amd, DEBIAN_CMDLINE + "\n", flags=0x08 | 0x04, caps=(1, 1, 1, 1, 1, 0, 1, 2, 255))
+hostinfo("amd-no-kvm", amd, DEBIAN_CMDLINE, flags=0x00, kvm_error="/dev/kvm: Permission denied",
+         probe_error="not run: no KVM")
+hostinfo("unreadable", "", "", flags=0x07 | 0x08, caps=(-1, -1, 0, 0, 0, 0, 0, 0, 0))
+hostinfo("vmx-flags-only", "processor\t: 0\nvmx flags\t: split_lock_detect bus_lock_detect\n"
+         "bugs\t\t: split_lock_detect\nflags:\n", "split_lock_detect=fatal")
+hostinfo("flags-at-end", "processor\t: 0\nflags\t\t: fpu bus_lock_detect split_lock_detect",
+         "split_lock_detect=warn", mitigate="1")
+
+# ------------------------------------------------------------------ loader
+# u64 size, u64 ram_size, u32 cpus (loader_check_size); u16 ram/32, u8 cpus-1|kind<<6; image
+TINY_GUEST = bytes.fromhex("66baf400b82a000000ef")      # mov dx,0xf4; mov eax,42; out dx,eax
+
+
+def loader(name, image, ram32=0xffff, b=0, c=(4096, 64 << 20, 1)):
+    write("loader", name, u64(c[0]) + u64(c[1]) + u32(c[2]) + u16(ram32) + u8(b) + image)
+
+loader("tiny-guest", TINY_GUEST)
+loader("hlt", b"\xf4", b=3, c=(1, 4 << 20, 256))
+loader("fills-room", b"\x90" * 2048, ram32=(0x100000 + 0x10000 + 2048) // 32, c=(3 << 20, 4 << 20, 16))
+loader("too-big", b"\xeb\xfe" * 64, ram32=0x8000, c=(1 << 40, 1 << 30, 1 << 20))
+loader("empty", b"", c=(0, 0, 0))
+loader("directory", TINY_GUEST, b=0x40)
+loader("chardev", TINY_GUEST, b=0x80)
+loader("missing", TINY_GUEST, b=0xc0, c=(2**64 - 1, 2**64 - 1, 2**32 - 1))
+
+# ------------------------------------------------------------------ boot
+# u64 raw RAM (4M + (raw % kib) KiB), u8 cpus-1, u64 image size, u8 flags, cmdline NUL, u64 addresses
+KIB = lambda size: (size - (4 << 20)) // 1024
+
+
+def boot(name, ram, cpus, image, flags, cmdline, addrs):
+    write("boot", name, u64(KIB(ram)) + u8(cpus - 1) + u64(image) + u8(flags) + cmdline + b"\0" +
+          b"".join(u64(a) for a in addrs))
+
+boot("64m-1cpu", 64 << 20, 1, 4096, 0x03, b"console=ttyS0", [0x100000, 0x3ffffff, 0x4000000, 0x200001])
+boot("4g-256cpu", 4 << 30, 256, 1 << 20, 0x02, b"", [0xfffff000, 0x1_0000_0000, 0x8000_0000])
+boot("4097k-odd", (4 << 20) + 1024, 2, 1, 0x00, b"x" * 200, [0x400000, 0x3fffff, 0x401000])
+boot("3g-plus-6m", (3 << 30) + (6 << 20), 4, 12345, 0x01, b"split_lock_detect=fatal", [0xc05fffff, 0xc0600000])
+boot("no-cmdline", 128 << 20, 8, 0, 0x04, b"", [0xffff800000000000, 0x00007fffffffffff, 0x8000000000])
+
+# ------------------------------------------------------------------ msr
+# records: u8 op (0 read, 1 write, 2 reset, 3 decide; bit 2 enumerated; bits 3-4 index kind; bit 5 value
+# limited to bit 29), u32 index, u64 value
+def msr(name, recs):
+    write("msr", name, b"".join(u8(op) + u32(idx) + u64(val) for op, idx, val in recs))
+
+B29 = 1 << 29
+msr("enumerated", [(0x05, 0, B29), (0x04, 0, 0), (0x07, 0, 0), (0x0c, 0, 0), (0x0d, 0, B29), (0x05, 0, B29 | 1),
+                   (0x06, 0, 0), (0x04, 0, 0)])
+msr("not-enumerated", [(0x01, 0, B29), (0x01, 0, 0), (0x00, 0, 0), (0x08, 0, 0), (0x09, 0, 0), (0x03, 0, 0)])
+msr("other-indices", [(0x14, 0x10, 0), (0x15, 0xc0000080, 1), (0x1c, 0x80, B29), (0x1d, 0x13, 0)])
+msr("toggle", [(0x05, 0, B29), (0x00, 0, 0), (0x04, 0, 0), (0x25, 0, 0xffffffff), (0x03, 0, 0), (0x07, 0, 0)])
+
+# ------------------------------------------------------------------ splitlock
+# u8 set-up, kvm_vcpu_events (64 bytes), records: u8 kind, u32 raw, u64 value, u8 fake
+EVENTS = 64
+
+
+def sl(name, setup, recs, events=bytes(EVENTS)):
+    write("splitlock", name, u8(setup) + events + b"".join(u8(k) + u32(r) + u64(v) + u8(f) for k, r, v, f in recs))
+
+sl("arm-and-inject", 0x05, [(0x81, 0, B29, 0), (0x02, 0, 0x101234, 0x41), (0x20, 0, 0, 0), (0x00, 0, 0, 0)],
+   events=bytes([1, 0x80, 1, 0]) + bytes([0xff] * (EVENTS - 4)))
+sl("uninvited-stop", 0x04, [(0x02, 0, 0x101234, 0x41), (0x06, 0, 0x2000, 0xf0)])
+sl("not-enumerated", 0x03, [(0x01, 0, B29, 0), (0x00, 0, 0, 0), (0x24, 0, 0, 0), (0x09, 0, 0, 0)])
+sl("other-vector", 0x05, [(0x22, 13, 0x100000, 0), (0x22, 6, 0, 1)])
+sl("inject-fails", 0x05, [(0x81, 0, B29, 0), (0x02, 0, 0x100000, 0x04), (0x02, 0, 0x100000, 0x02)])
+sl("unexpected-exits", 0x06, [(0x40, 0x10, 0, 0), (0x10, 1, 0, 0), (0x51, 0x33, 5, 0), (0x74, 0xcf, 0, 0)])
+
+# ------------------------------------------------------------------ ioport
+# u8 set-up, records: u8 cpu|IN<<2, u8 port (0-7 COM1+n, 8-11 exit, else u16 port follows),
+# u8 size (bits 0-1) | (count-1)<<2, data for OUT
+def io(cpu=0, inp=False, port=0, size=1, data=b"", count=None, raw_port=None):
+    sizes = {1: 0, 2: 1, 4: 2}
+    if count is None:
+        count = max(1, len(data) // size)
+    rec = u8(cpu | (4 if inp else 0)) + u8(port)
+    if raw_port is not None:
+        rec += u16(raw_port)
+    return rec + u8(sizes[size] | ((count - 1) << 2)) + (b"" if inp else data)
+
+
+def ioport(name, setup, recs):
+    write("ioport", name, u8(setup) + b"".join(recs))
+
+ioport("hello-exit", 0, [io(data=b"hello\n"), io(inp=True, port=5), io(port=8, size=4, data=u32(0))])
+ioport("two-cpus-interleaved", 1, [io(cpu=0, data=b"ok 1 - "), io(cpu=1, data=b"cpu 1\r\n"),
+                                   io(cpu=0, data=b"boot\x00\n"), io(cpu=1, data=b"unterminated")])
+ioport("long-line", 0, [io(data=bytes([0x41 + i % 26 for i in range(64)])) for _ in range(17)])
+ioport("open-piece", 1, [io(cpu=0, data=bytes([0x61 + i % 26 for i in range(64)])) for _ in range(17)] +
+       [io(cpu=1, data=b"x\n"), io(cpu=0, data=b"tail")])
+ioport("words", 0, [io(size=2, data=b"h\x01i\x02\n\x03"), io(size=4, data=b"x\xff\xff\xff\n\0\0\0")])
+ioport("unknown-ports", 0, [io(port=200, raw_port=0x80, data=b"\x01"), io(inp=True, port=200, raw_port=0x80),
+                            io(inp=True, port=201, raw_port=0x61, size=2), io(port=9, size=1, data=b"\x07"),
+                            io(inp=True, port=9, size=4)])
+ioport("bad-status", 0, [io(port=8, size=4, data=u32(99)), io(port=8, size=4, data=u32(0))])
+ioport("com1-registers", 0, [io(port=1, data=b"\x00"), io(port=3, data=b"\x80"), io(inp=True, port=0, count=4),
+                             io(inp=True, port=6)])
+
+# ------------------------------------------------------------------ decode / emulate
+INSNS = {
+    "lock-xadd": "f00fc107",             # lock xadd [rdi], eax
+    "lock-cmpxchg-q": "f0480fb10e",      # lock cmpxchg [rsi], rcx
+    "lock-cmpxchg8b": "f00fc70f",        # lock cmpxchg8b [rdi]
+    "lock-cmpxchg16b": "f0480fc70f",     # lock cmpxchg16b [rdi]
+    "xchg": "8707",                      # xchg [rdi], eax (locked without a prefix)
+    "xchg-ah": "8627",                   # xchg [rdi], ah
+    "lock-add-imm": "f0830001",          # lock add dword [rax], 1
+    "lock-xor-byte": "f08030ff",         # lock xor byte [rax], 0xff
+    "lock-bts-reg16": "66f00fab07",      # lock bts [rdi], ax
+    "lock-btr-reg64": "f0480fb307",      # lock btr [rdi], rax
+    "lock-btc-imm": "f00fba3f05",        # lock btc dword [rdi], 5
+    "lock-inc-rip": "f0ff0500100000",    # lock inc dword [rip+0x1000]
+    "lock-add-fs": "64f0488304250000000001",  # lock add qword fs:[0], 1
+    "lock-add-addr32": "67f00118",       # lock add [eax], ebx
+    "lock-neg": "f0f71f",                # lock neg dword [rdi]
+    "lock-not-byte": "f0f617",           # lock not byte [rdi]
+    "lock-dec-sib": "f048ff0c8b",        # lock dec qword [rbx+rcx*4]
+    "lock-sbb": "f0481907",              # lock sbb [rdi], rax
+    "lock-adc-gs": "65f01107",           # lock adc gs:[rdi], eax
+    "lock-or-word": "66f00907",          # lock or [rdi], ax
+    "lock-and-disp32": "f0218778563412",  # lock and [rdi+0x12345678], eax
+    "lock-sub-r12": "f04d2924",          # lock sub [r12], r12
+    "nop": "90",
+    "lock-add-reg-reg": "f001c0",        # invalid: LOCK without memory
+    "prefix-soup": "2e3e66f0480fc107",
+}
+for name, hexs in INSNS.items():
+    write("decode", name, bytes.fromhex(hexs))
+
+EDGE_SEL = {0: 0, -1: 15, 1 << 63: 14, (1 << 63) - 1: 13, 0x80000000: 10}
+
+
+def reg(v):
+    v &= 0xffffffffffffffff
+    return b"\x80" + u64(v)
+
+
+def emulate(name, insn, regs, mem=bytes(range(16)), rflags=0x202, fs=0, gs=0):
+    names = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"]
+    data = b"".join(reg(regs.get(n, 0)) for n in names) + reg(rflags) + reg(fs) + reg(gs)
+    write("emulate", name, data + mem + bytes.fromhex(insn))
+
+ADDR = 0x10003c      # 4 bytes before a cache line boundary
+for name, hexs in INSNS.items():
+    if name in ("nop", "lock-add-reg-reg"):
+        continue
+    emulate(name, hexs, {"rax": 0x0706050403020100, "rcx": 0x1111111122222222, "rdx": 0x0f0e0d0c0b0a0908,
+                         "rbx": 0x3333333344444444, "rsi": ADDR, "rdi": ADDR, "r12": ADDR, "rip": 0x100000})
+emulate("cmpxchg-equal", INSNS["lock-cmpxchg-q"], {"rax": 0x0706050403020100, "rcx": 0xdeadbeef, "rsi": ADDR})
+emulate("cmpxchg8b-equal", INSNS["lock-cmpxchg8b"], {"rax": 0x03020100, "rdx": 0x07060504, "rbx": 1, "rcx": 2,
+                                                     "rdi": ADDR})
+emulate("cmpxchg16b-equal", INSNS["lock-cmpxchg16b"], {"rax": 0x0706050403020100, "rdx": 0x0f0e0d0c0b0a0908,
+                                                       "rbx": 5, "rcx": 6, "rdi": ADDR})
+emulate("bts-negative", INSNS["lock-btr-reg64"], {"rax": -1000, "rdi": ADDR})
+emulate("bts-neg16", INSNS["lock-bts-reg16"], {"rax": 0x8000, "rdi": ADDR})
+emulate("adc-carry", INSNS["lock-adc-gs"], {"rax": 0xffffffff, "rdi": 0x3c}, rflags=0x203, gs=0x7fff0000)
+
+# ------------------------------------------------------------------ pagewalk
+# u8 pages-1, u8 mode (PG, LMA, WP, CPL<<3, short), u8 CR3 page, u8 CR3 junk, u8 n, entries
+# (u8 page, u16 slot, u8 flags, u8 target, u8 junk), queries (u64 la with bit 0 set = as is, u8 write|len<<1)
+P, RW, US, A, D, PS = 1, 2, 4, 0x20, 0x40, 0x80
+
+
+def pw(name, pages, mode, cr3, entries, queries, cr3_junk=0):
+    data = u8(pages - 1) + u8(mode) + u8(cr3) + u8(cr3_junk) + u8(len(entries))
+    data += b"".join(u8(pg) + u16(slot) + u8(fl) + u8(tgt) + u8(j) for pg, slot, fl, tgt, j in entries)
+    data += b"".join(u64(la | 1) + u8(q) for la, q in queries)
+    write("pagewalk", name, data)
+
+TABLES = [(0, 0, P | RW | US, 1, 0), (1, 0, P | RW | US, 2, 0), (2, 0, P | RW | US, 3, 0),
+          (3, 0, P | RW | US, 4, 0), (3, 1, P | RW | US, 5, 0), (3, 2, P | US, 6, 0), (3, 3, P | RW, 7, 0),
+          (2, 1, P | RW | US | PS, 0, 0), (1, 1, P | RW | US | PS, 0, 0), (3, 4, RW, 6, 0)]
+READS = [(0x0ff8, 1 | 16 << 1), (0x1ffc, 0 | 8 << 1), (0x2000, 1), (0x3010, 1 | 4 << 1), (0x4000, 2),
+         (0x200008, 1 | 8 << 1), (0x40000000, 1), (0x5000, 0), (0x8000000000, 0), (0xffff800000000000, 0)]
+pw("identity-cpl0-wp", 8, 0x07, 0, TABLES, READS)
+pw("user-cpl3", 8, 0x03 | 3 << 3, 0, TABLES, READS)
+pw("no-wp", 8, 0x03, 0, TABLES, READS)
+pw("no-paging", 4, 0x00, 0, [], [(0x3ff9, 2 << 1), (0x1_0000_0ff9, 1), (0x5000, 0)])
+pw("not-long-mode", 4, 0x01, 0, TABLES[:3], [(0x1, 0)])
+pw("short-ram", 4, 0x27, 3, [(3, 511, P | RW | US, 2, 0), (2, 0, P | RW | US | PS, 0, 3)],
+   [(0xff8000000000 | 0x3ff9, 8 << 1)], cr3_junk=0x98)
+pw("tables-outside", 2, 0x07, 0, [(0, 0, P | RW | US, 50, 0), (0, 1, P | RW | US, 1, 1)],
+   [(0x1, 0), (0x8000000001, 0)])
