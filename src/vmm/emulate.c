@@ -6,27 +6,32 @@
 /* CF PF AF ZF SF OF: the flags these instructions may write. */
 #define ARITH_FLAGS 0x8d5ull
 
-uint64_t sl_reg_get(const struct kvm_regs *r, int reg)
+/* struct kvm_regs orders registers its own way; x86 numbers them so. */
+static __u64 *gpr(struct kvm_regs *r, int reg)
 {
-	const __u64 *gprs[16] = {
+	__u64 *const gprs[16] = {
 		&r->rax, &r->rcx, &r->rdx, &r->rbx, &r->rsp, &r->rbp, &r->rsi, &r->rdi,
 		&r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15,
 	};
 
+	return reg >= 0 && reg < 16 ? gprs[reg] : NULL;
+}
+
+uint64_t sl_reg_get(const struct kvm_regs *r, int reg)
+{
+	const __u64 *p = gpr((struct kvm_regs *)r, reg);
+
 	if (reg == SL_REG_RIP)
 		return r->rip;
-	return reg >= 0 && reg < 16 ? *gprs[reg] : 0;
+	return p ? *p : 0;
 }
 
 void sl_reg_set(struct kvm_regs *r, int reg, uint64_t v)
 {
-	__u64 *gprs[16] = {
-		&r->rax, &r->rcx, &r->rdx, &r->rbx, &r->rsp, &r->rbp, &r->rsi, &r->rdi,
-		&r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15,
-	};
+	__u64 *p = gpr(r, reg);
 
-	if (reg >= 0 && reg < 16)
-		*gprs[reg] = v;
+	if (p)
+		*p = v;
 }
 
 /* A register source of `size` bytes: AH..BH are bits 15:8 of RAX..RBX. */

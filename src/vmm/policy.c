@@ -78,7 +78,7 @@ void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 		d->start = deliver;
 		if (!deliver) {
 			snprintf(d->line, sizeof(d->line),
-				 "--split-lock=on cannot be honoured: %s; boot the host with split_lock_detect=fatal, or use --split-lock=inherit or off",
+				 "--split-lock=on cannot be honoured: %s; boot the host with split_lock_detect=fatal, or use --split-lock=emulate (software detection, slow), inherit or off",
 				 why);
 			return;
 		}

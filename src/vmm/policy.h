@@ -28,7 +28,7 @@ int split_lock_policy_parse(const char *s, enum split_lock_policy *out);
 struct split_lock_decision {
 	bool start;          /* false: refuse to start (VMM_EXIT_POLICY) */
 	bool enumerate;      /* CORE_CAPABILITIES bit 5, TEST_CTRL bit 29 */
-	char line[384];      /* one line for a person: policy, outcome, why */
+	char line[512];      /* one line for a person: policy, outcome, why */
 };
 
 /* True when KVM on this host reports guest split locks to the VMM. */

@@ -18,10 +18,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmtest import kvm_usable  # noqa: E402
-from policy_test import check, host_info, start  # noqa: E402
+from policy_test import check, run_case, start  # noqa: E402
 
-SKIP = 77
 VMS = 16
 POLICIES = ["inherit", "off", "on"]
 
@@ -53,20 +51,7 @@ def case_64_vcpus(vmm, guest, hi):
 
 
 def main():
-    args = sys.argv[1:]
-    vmm = args[args.index("--vmm") + 1]
-    guest = args[args.index("--guest") + 1]
-    rest = [a for a in args if a not in ("--vmm", vmm, "--guest", guest)]
-    why = kvm_usable()
-    if why:
-        print(f"SKIP: {why}")
-        return SKIP
-    hi = host_info(vmm)
-    print("host: mode %s, can deliver #AC: %s" % (hi["mode"], hi["can_deliver_ac"]))
-    fails = {"many-vms": case_many_vms, "64-vcpus": case_64_vcpus}[rest[0]](vmm, guest, hi)
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
+    return run_case({"many-vms": case_many_vms, "64-vcpus": case_64_vcpus}, sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -150,23 +150,26 @@ def case_ratelimit(vmm, guest, hi, rate):
     return fails
 
 
-def main():
-    args = sys.argv[1:]
-    vmm = args[args.index("--vmm") + 1]
-    guest = args[args.index("--guest") + 1]
-    rest = [a for a in args if a not in ("--vmm", vmm, "--guest", guest)]
+def run_case(cases, argv):
+    """--vmm V --guest G CASE [PARAMS]: runs cases[CASE](vmm, guest, hi, *PARAMS)."""
+    vmm = argv[argv.index("--vmm") + 1]
+    guest = argv[argv.index("--guest") + 1]
+    rest = [a for a in argv if a not in ("--vmm", vmm, "--guest", guest)]
     why = kvm_usable()
     if why:
         print(f"SKIP: {why}")
         return SKIP
     hi = host_info(vmm)
     print("host: mode %s, can deliver #AC: %s" % (hi["mode"], hi["can_deliver_ac"]))
-    case, params = rest[0], rest[1:]
-    fails = {"policy": case_policy, "concurrent": case_concurrent,
-             "stats": case_stats, "ratelimit": case_ratelimit}[case](vmm, guest, hi, *params)
+    fails = cases[rest[0]](vmm, guest, hi, *rest[1:])
     for f in fails:
         print("FAIL: " + f)
     return 1 if fails else 0
+
+
+def main():
+    return run_case({"policy": case_policy, "concurrent": case_concurrent,
+                     "stats": case_stats, "ratelimit": case_ratelimit}, sys.argv[1:])
 
 
 if __name__ == "__main__":
