@@ -275,18 +275,12 @@ def check_stats(path, policy, en, wants):
     return fails
 
 
-def case_msr_storm(ctx, policy):
-    if not policy_supported(ctx, policy):
-        print(f"SKIP: --split-lock={policy} is not available here")
-        return None
-    en = enumerated(ctx, policy)
-    # Emulate single-steps every CPL0 instruction: fewer rounds, same checks.
-    cpus, iters = (2, 100) if policy == "emulate" else (4, 500)
+def run_msr_guest(ctx, policy, cpus, append, en, want_per_vcpu):
+    """Runs a hostile MSR guest with --stats; checks status, TAP, sld= and the counts."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "stats.json")
         r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "100", "--stats=" + path,
-                              "--split-lock=" + policy, "-a",
-                              f"hostile=msr-storm hostile.iters={iters}", ctx.guest])
+                              "--split-lock=" + policy, "-a", append, ctx.guest])
         show(r)
         fails = expect_status(r, 0)
         tap_fails, diags = expect_tap(r)
@@ -295,9 +289,21 @@ def case_msr_storm(ctx, policy):
         if want not in diags:
             fails.append(f"the guest did not report {want}")
         if os.path.exists(path):
-            fails += check_stats(path, policy, en, [storm_want(iters, en)] * cpus)
+            fails += check_stats(path, policy, en, want_per_vcpu)
         else:
             fails.append("no --stats file")
+    return r, fails
+
+
+def case_msr_storm(ctx, policy):
+    if not policy_supported(ctx, policy):
+        print(f"SKIP: --split-lock={policy} is not available here")
+        return None
+    en = enumerated(ctx, policy)
+    # Emulate single-steps every CPL0 instruction: fewer rounds, same checks.
+    cpus, iters = (2, 100) if policy == "emulate" else (4, 500)
+    r, fails = run_msr_guest(ctx, policy, cpus, f"hostile=msr-storm hostile.iters={iters}",
+                             en, [storm_want(iters, en)] * cpus)
     if r.err.strip():
         fails.append("stderr is not empty under -q")
     return fails + host_unaffected(ctx, r)
@@ -308,28 +314,16 @@ def case_reserved_bits(ctx, policy):
         print(f"SKIP: --split-lock={policy} is not available here")
         return None
     en = enumerated(ctx, policy)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stats.json")
-        r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "100", "--stats=" + path,
-                              "--split-lock=" + policy, "-a", "hostile=reserved-bits",
-                              ctx.guest])
-        show(r)
-        fails = expect_status(r, 0)
-        tap_fails, diags = expect_tap(r)
-        fails += tap_fails
-        want = "sld=enumerated" if en else "sld=not-enumerated"
-        if want not in diags:
-            fails.append(f"the guest did not report {want}")
-        # 64 single bits, 64 combinations, one 0; 68 CORE_CAPABILITIES values.
-        tc_w, tc_r, cc_w, cc_r = 129, 128, 68, 69
-        gp = (tc_w - 2 + cc_w) if en else (tc_w + tc_r + cc_w)
-        want0 = {"msr": {"test_ctrl": {"reads": tc_r, "writes": tc_w},
-                         "core_capabilities": {"reads": cc_r, "writes": cc_w}},
-                 "gp_injected": gp, "x86_rdmsr": tc_r + cc_r, "x86_wrmsr": tc_w + cc_w}
-        idle = {"msr": {"test_ctrl": {"reads": 0, "writes": 0},
-                        "core_capabilities": {"reads": 0, "writes": 0}},
-                "gp_injected": 0, "x86_rdmsr": 0, "x86_wrmsr": 0}
-        fails += check_stats(path, policy, en, [want0, idle])
+    # 64 single bits, 64 combinations, one 0; 68 CORE_CAPABILITIES values.
+    tc_w, tc_r, cc_w, cc_r = 129, 128, 68, 69
+    gp = (tc_w - 2 + cc_w) if en else (tc_w + tc_r + cc_w)
+    want0 = {"msr": {"test_ctrl": {"reads": tc_r, "writes": tc_w},
+                     "core_capabilities": {"reads": cc_r, "writes": cc_w}},
+             "gp_injected": gp, "x86_rdmsr": tc_r + cc_r, "x86_wrmsr": tc_w + cc_w}
+    idle = {"msr": {"test_ctrl": {"reads": 0, "writes": 0},
+                    "core_capabilities": {"reads": 0, "writes": 0}},
+            "gp_injected": 0, "x86_rdmsr": 0, "x86_wrmsr": 0}
+    r, fails = run_msr_guest(ctx, policy, 2, "hostile=reserved-bits", en, [want0, idle])
     return fails + host_unaffected(ctx, r)
 
 
