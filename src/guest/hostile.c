@@ -28,6 +28,13 @@
  *   exit-race      every vCPU writes its own status to the exit port at
  *                  once after a barrier: hostile.status=good (10+i), bad
  *                  (64+i) or mixed (even good, odd bad).
+ *   split-lock-progress  vCPUs 1.. split-lock in a loop for good; vCPU 0,
+ *                  which never does, waits for hostile.splits=N (default
+ *                  3) of theirs, then counts hostile.iters=N (default
+ *                  30000) loop iterations of its own and reports TAP. Under
+ *                  --split-lock=emulate with a low --split-lock-ratelimit
+ *                  the split lockers spend their time waiting out the
+ *                  ratelimit, and vCPU 0 must still make progress.
  */
 #include "guest.h"
 
@@ -622,6 +629,59 @@ static __attribute__((noreturn)) void mode_exit_race(const struct boot_info *bi)
 	halt_forever();
 }
 
+/* ------------------------------------------------------------ split-lock progress */
+
+static uint8_t split_line[128] __attribute__((aligned(64)));
+static uint32_t splits_done;
+
+static __attribute__((noreturn)) void split_lock_forever(void)
+{
+	/* 4 bytes from offset 62: across the first 64-byte line. */
+	uint32_t *p = (uint32_t *)(uintptr_t)(split_line + 62);
+
+	for (;;) {
+		asm volatile("lock addl $1, %0" : "+m"(*p) : : "memory");
+		atomic_fetch_add(&splits_done, 1);
+	}
+}
+
+static bool splits_reach(uint32_t want, uint64_t max_spins)
+{
+	for (uint64_t i = 0; i < max_spins; i++) {
+		if (atomic_load_acquire(&splits_done) >= want)
+			return true;
+		cpu_relax();
+	}
+	return atomic_load_acquire(&splits_done) >= want;
+}
+
+static int mode_split_lock_progress(const struct boot_info *bi)
+{
+	uint64_t want = param("hostile.splits", 3), iters = param("hostile.iters", 30000);
+	volatile uint64_t count = 0;
+	uint32_t before, after;
+	bool seen;
+
+	if (bi->cpu_index != 0)
+		split_lock_forever();
+	if (bi->cpu_count < 3) {
+		printf("Bail out! split-lock-progress needs 3 vCPUs or more, got %u\n",
+		       bi->cpu_count);
+		return GUEST_STATUS_FAIL;
+	}
+	tap_diag("split-lock-progress: %u vCPUs split-lock, vCPU 0 counts", bi->cpu_count - 1);
+	seen = splits_reach((uint32_t)want, DONE_SPINS);
+	before = atomic_load(&splits_done);
+	tap_ok(seen, "the others made %u split locks (waited for %lu)", before, want);
+	for (uint64_t i = 0; i < iters; i++)
+		count++;
+	after = atomic_load(&splits_done);
+	tap_ok(count == iters, "vCPU 0 ran %lu iterations", (uint64_t)count);
+	/* The host judges this against the ratelimit: the guest has no clock. */
+	tap_diag("split locks while vCPU 0 counted: %u", after - before);
+	return tap_done();
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 enum hostile_mode {
@@ -634,6 +694,7 @@ enum hostile_mode {
 	HOSTILE_COM1_FLOOD,
 	HOSTILE_UNMAPPED_MEMORY,
 	HOSTILE_EXIT_RACE,
+	HOSTILE_SPLIT_LOCK_PROGRESS,
 };
 
 static const char *const mode_names[] = {
@@ -644,6 +705,7 @@ static const char *const mode_names[] = {
 	[HOSTILE_COM1_FLOOD] = "com1-flood",
 	[HOSTILE_UNMAPPED_MEMORY] = "unmapped-memory",
 	[HOSTILE_EXIT_RACE] = "exit-race",
+	[HOSTILE_SPLIT_LOCK_PROGRESS] = "split-lock-progress",
 };
 
 static enum hostile_mode hostile_mode(char *name, size_t size)
@@ -688,6 +750,8 @@ static int run_mode(const struct boot_info *bi)
 		return mode_unmapped_memory(bi);
 	case HOSTILE_EXIT_RACE:
 		mode_exit_race(bi);
+	case HOSTILE_SPLIT_LOCK_PROGRESS:
+		return mode_split_lock_progress(bi);
 	}
 	return GUEST_STATUS_FAIL;
 }

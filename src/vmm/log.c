@@ -43,6 +43,15 @@ void warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void errmsg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog("error: ", fmt, ap);
+	va_end(ap);
+}
+
 void die(int status, const char *fmt, ...)
 {
 	va_list ap;

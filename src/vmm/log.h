@@ -9,6 +9,11 @@ void vmm_log_set_quiet(int quiet);
 /* Informational line; -q silences it. */
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * "vmm: error: ..." and carry on: the caller decides the exit status. Not
+ * error(), which glibc already exports with another signature.
+ */
+void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "vmm: error: ..." then exit(status). */
 void die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));

@@ -145,14 +145,13 @@ static void start_vcpus(struct vm *vm)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	for (unsigned i = 0; i < vm->ncpus; i++) {
-		int r = pthread_create(&vm->vcpus[i].thread, &attr, vcpu_thread, &vm->vcpus[i]);
+		int r = vm_start_vcpu(vm, &vm->vcpus[i], &attr, vcpu_thread);
 
 		if (r) {
-			vm_stop(vm, VMM_EXIT_HOST);
-			warn("starting the thread of vCPU %u failed: %s", i, strerror(r));
+			vm_fail(vm, VMM_EXIT_HOST, "starting the thread of vCPU %u failed: %s (errno %d)",
+				i, strerror(r), r);
 			break;
 		}
-		vm->vcpus[i].started = true;
 	}
 	pthread_attr_destroy(&attr);
 }
@@ -173,9 +172,9 @@ static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms)
 			uint64_t now = now_ms();
 
 			if (now >= deadline) {
-				if (vm_stop(vm, VMM_EXIT_TIMEOUT))
-					fprintf(stderr, "vmm: error: --timeout of %.3g s expired; stopping the VM (a guest spinning or waiting with interrupts off?)\n",
-						(double)timeout_ms / 1000.0);
+				vm_fail(vm, VMM_EXIT_TIMEOUT,
+					"--timeout of %.3g s expired; stopping the VM (a guest spinning or waiting with interrupts off?)",
+					(double)timeout_ms / 1000.0);
 				return;
 			}
 			wait = (int)(deadline - now > 60000 ? 60000 : deadline - now);

@@ -65,3 +65,10 @@ bool ratelimit_allow(struct ratelimit *rl, uint64_t now_ns)
 	rl->credit_ns -= cost(rl);
 	return true;
 }
+
+uint64_t ratelimit_waited(uint64_t start_ns, uint64_t deadline_ns, uint64_t end_ns)
+{
+	uint64_t end = end_ns < deadline_ns ? end_ns : deadline_ns;
+
+	return end > start_ns ? end - start_ns : 0;
+}

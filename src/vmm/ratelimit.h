@@ -25,6 +25,12 @@ void ratelimit_init(struct ratelimit *rl, uint64_t per_second, uint64_t burst);
  * caller queues behind it.
  */
 uint64_t ratelimit_delay(struct ratelimit *rl, uint64_t now_ns);
+/*
+ * Of a wait from start_ns until end_ns for a deadline: the part the
+ * ratelimit imposed. Ended early (the VM stopped): what was waited. Ended
+ * late (a pause held the waiter): no more than the deadline asked.
+ */
+uint64_t ratelimit_waited(uint64_t start_ns, uint64_t deadline_ns, uint64_t end_ns);
 /* Takes one event if one is allowed now; never asks anyone to wait. */
 bool ratelimit_allow(struct ratelimit *rl, uint64_t now_ns);
 

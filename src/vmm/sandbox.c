@@ -34,7 +34,7 @@
 #endif
 
 static const struct sandbox_rule base_rules[] = {
-	{ "read", SANDBOX_ANY, "the main thread reads SIGINT and SIGTERM from its signalfd" },
+	{ "read", SANDBOX_ANY, "the main thread reads the stop signals from its signalfd" },
 	{ "write", SANDBOX_ANY,
 	  "guest console to stdout, diagnostics to stderr, waking the main thread through the stop eventfd, --stats" },
 	{ "poll", SANDBOX_ANY,
@@ -44,7 +44,7 @@ static const struct sandbox_rule base_rules[] = {
 	  "the kernel resumes that poll() through it after the process was stopped and continued" },
 	{ "ioctl", SANDBOX_KVM_IOCTL, "KVM_RUN, and the exit handlers' register and event ioctls" },
 	{ "futex", SANDBOX_ANY,
-	  "mutexes, the condition variable halted vCPUs park on, pthread_join" },
+	  "mutexes, the condition variable that halted and paused vCPUs park on and that --split-lock-ratelimit waits on, pthread_join" },
 	{ "clone", SANDBOX_THREAD_ONLY, "pthread_create of the vCPU threads" },
 	{ "clone3", SANDBOX_ENOSYS,
 	  "glibc tries it first in pthread_create; its flags are in memory, where seccomp cannot check CLONE_THREAD, so ENOSYS makes glibc fall back to clone" },
@@ -61,8 +61,6 @@ static const struct sandbox_rule base_rules[] = {
 	{ "rt_sigreturn", SANDBOX_ANY, "return from the kick, SIGBUS and SIGSYS handlers" },
 	{ "getpid", SANDBOX_ANY, "pthread_kill and abort() name the process" },
 	{ "gettid", SANDBOX_ANY, "abort() names the thread" },
-	{ "nanosleep", SANDBOX_ANY, "--split-lock-ratelimit delays a vCPU" },
-	{ "clock_nanosleep", SANDBOX_ANY, "--split-lock-ratelimit delays a vCPU (glibc's nanosleep)" },
 	{ "tgkill", SANDBOX_OWN_PROCESS,
 	  "vm_stop() kicks vCPU threads out of KVM_RUN with SIGUSR1; abort()" },
 	{ "clock_gettime", SANDBOX_ANY,

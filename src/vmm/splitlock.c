@@ -160,23 +160,15 @@ static void warn_emulated(struct vcpu *v, const struct caught *c)
 	v->warn_suppressed = 0;
 }
 
-/* Sleeps off the VM's ratelimit; a kick (stop, pause) cuts it short. */
+/* Waits out the VM's ratelimit, paused for others' emulation meanwhile. */
 static void pay_ratelimit(struct vcpu *v)
 {
-	uint64_t wait;
-	struct timespec ts;
+	uint64_t waited;
 
-	pthread_mutex_lock(&v->vm->lock);
-	wait = ratelimit_delay(&v->vm->split_lock_rate, now_ns());
-	pthread_mutex_unlock(&v->vm->lock);
-	if (!wait)
+	if (!vm_ratelimit_wait(v->vm, &waited))
 		return;
 	v->stats.split_lock_delays++;
-	v->stats.split_lock_delay_ns += wait;
-	ts.tv_sec = (time_t)(wait / 1000000000ull);
-	ts.tv_nsec = (long)(wait % 1000000000ull);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !vm_stopping(v->vm))
-		;
+	v->stats.split_lock_delay_ns += waited;
 }
 
 /*

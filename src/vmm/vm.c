@@ -2,17 +2,30 @@
 #include "vm.h"
 
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "vmm_status.h"
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int vm_init_common(struct vm *vm, const struct vmm_options *opts, unsigned ncpus,
 		   int console_fd)
 {
+	pthread_condattr_t attr;
+
 	memset(vm, 0, sizeof(*vm));
 	vm->opts = opts;
 	vm->ncpus = ncpus;
@@ -29,7 +42,12 @@ int vm_init_common(struct vm *vm, const struct vmm_options *opts, unsigned ncpus
 		return -1;
 	vm->serial.stopping = &vm->stopping;
 	pthread_mutex_init(&vm->lock, NULL);
-	pthread_cond_init(&vm->cond, NULL);
+	/* Ratelimit deadlines are monotonic: a clock step must not stretch them. */
+	if (pthread_condattr_init(&attr) ||
+	    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
+	    pthread_cond_init(&vm->cond, &attr))
+		return -1;
+	pthread_condattr_destroy(&attr);
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return vm->stop_fd < 0 ? -1 : 0;
 }
@@ -58,14 +76,18 @@ bool vm_stop(struct vm *vm, int status)
 	}
 	vm->status = status;
 	pthread_cond_broadcast(&vm->cond);
-	pthread_mutex_unlock(&vm->lock);
-
+	/*
+	 * Under the lock, as vm_start_vcpu() starts threads: a vCPU is either
+	 * kicked here or starts after `stopping` is set and never runs.
+	 */
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 
 		if (v->started && !pthread_equal(v->thread, self))
 			pthread_kill(v->thread, KICK_SIGNAL);
 	}
+	pthread_mutex_unlock(&vm->lock);
+
 	/* Cannot fail short of a bug: the counter is far from overflow. */
 	if (write(vm->stop_fd, &one, sizeof(one)) != sizeof(one))
 		warn("waking the main thread failed");
@@ -110,9 +132,18 @@ void vm_pause_point(struct vm *vm, struct vcpu *self)
 	pthread_mutex_unlock(&vm->lock);
 }
 
+/* Caller holds vm->lock. */
+static unsigned started_others(const struct vm *vm, const struct vcpu *self)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		n += vm->vcpus[i].started && &vm->vcpus[i] != self;
+	return n;
+}
+
 bool vm_pause_others(struct vm *vm, struct vcpu *self)
 {
-	unsigned others = 0;
 	bool ok;
 
 	pthread_mutex_lock(&vm->lock);
@@ -124,20 +155,22 @@ bool vm_pause_others(struct vm *vm, struct vcpu *self)
 	}
 	vm->pauser = self;
 	atomic_store(&vm->pausing, true);
-	pthread_mutex_unlock(&vm->lock);
-
-	/* A vCPU whose thread starts later parks before it ever runs. */
+	/*
+	 * Threads start under this lock (vm_start_vcpu), so every vCPU is
+	 * either kicked and counted here, or starts after `pausing` is set
+	 * and parks before it ever runs guest code, counted once it has.
+	 */
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 
-		if (v != self && v->started) {
+		if (v != self && v->started)
 			pthread_kill(v->thread, KICK_SIGNAL);
-			others++;
-		}
 	}
-	/* Halted vCPUs run no guest code either, and cannot park. */
-	pthread_mutex_lock(&vm->lock);
-	while (vm->parked + vm->halted < others && !vm_stopping(vm))
+	/*
+	 * Halted vCPUs and those waiting out the ratelimit run no guest code
+	 * either; the latter count themselves parked.
+	 */
+	while (vm->parked + vm->halted < started_others(vm, self) && !vm_stopping(vm))
 		pthread_cond_wait(&vm->cond, &vm->lock);
 	ok = !vm_stopping(vm);
 	pthread_mutex_unlock(&vm->lock);
@@ -158,4 +191,71 @@ bool vm_port_first_use(struct vm *vm, uint16_t port)
 	uint8_t bit = (uint8_t)(1u << (port & 7));
 
 	return !(atomic_fetch_or(&vm->port_warned[port >> 3], bit) & bit);
+}
+
+int vm_start_vcpu(struct vm *vm, struct vcpu *v, const pthread_attr_t *attr,
+		  void *(*fn)(void *))
+{
+	int r;
+
+	/*
+	 * pthread_create() stores the thread id while the lock is held, so
+	 * anyone who kicks vCPUs (vm_stop, vm_pause_others) sees the thread
+	 * together with `started`, or the thread sees what they did first.
+	 */
+	pthread_mutex_lock(&vm->lock);
+	r = pthread_create(&v->thread, attr, fn, v);
+	v->started = r == 0;
+	pthread_mutex_unlock(&vm->lock);
+	return r;
+}
+
+bool vm_ratelimit_wait(struct vm *vm, uint64_t *waited_ns)
+{
+	uint64_t start, deadline;
+	struct timespec ts;
+
+	*waited_ns = 0;
+	pthread_mutex_lock(&vm->lock);
+	start = mono_ns();
+	deadline = start + ratelimit_delay(&vm->split_lock_rate, start);
+	if (deadline == start) {
+		pthread_mutex_unlock(&vm->lock);
+		return false;
+	}
+	ts.tv_sec = (time_t)(deadline / 1000000000ull);
+	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	/*
+	 * Waiting, this vCPU runs no guest code: it counts as parked, so that
+	 * another vCPU's pause need not wait for the deadline, and it stays
+	 * parked until that pause ends even if the deadline passes meanwhile.
+	 */
+	vm->parked++;
+	pthread_cond_broadcast(&vm->cond);
+	while (!vm_stopping(vm)) {
+		if (vm->pauser)
+			pthread_cond_wait(&vm->cond, &vm->lock);
+		else if (mono_ns() >= deadline)
+			break;
+		else
+			pthread_cond_timedwait(&vm->cond, &vm->lock, &ts);
+	}
+	vm->parked--;
+	*waited_ns = ratelimit_waited(start, deadline, mono_ns());
+	pthread_mutex_unlock(&vm->lock);
+	return true;
+}
+
+bool vm_fail(struct vm *vm, int status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!vm_stop(vm, status))
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	errmsg("%s", msg);
+	return true;
 }

@@ -49,7 +49,7 @@ struct vcpu {
 	struct kvm_run *run;
 	const struct vcpu_ops *ops;
 	pthread_t thread;
-	bool started;
+	bool started;                  /* thread created; both under vm->lock */
 	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
@@ -78,7 +78,7 @@ struct vm {
 	pthread_cond_t cond;
 	unsigned halted;
 	struct vcpu *pauser;           /* the vCPU that has the others paused */
-	unsigned parked;               /* vCPUs waiting for it to finish */
+	unsigned parked;               /* vCPUs waiting for it, or out the ratelimit */
 	atomic_bool pausing;           /* pauser != NULL, read without the lock */
 	atomic_bool stopping;
 	int status;                    /* valid once stopping */
@@ -115,6 +115,27 @@ bool vm_pause_others(struct vm *vm, struct vcpu *self);
 void vm_resume_others(struct vm *vm);
 /* Each vCPU calls this before KVM_RUN: it waits here while another pauses. */
 void vm_pause_point(struct vm *vm, struct vcpu *self);
+
+/*
+ * Starts v's thread running fn(v); pthread_create's result. A vCPU that is
+ * paused or stopped while its thread starts still honours it.
+ */
+int vm_start_vcpu(struct vm *vm, struct vcpu *v, const pthread_attr_t *attr,
+		  void *(*fn)(void *));
+/*
+ * Waits out --split-lock-ratelimit for one split lock. While it waits the
+ * vCPU counts as paused, so other vCPUs' pauses go ahead, and it waits on
+ * after them. A stop cuts it short. false if no wait was needed; else
+ * *waited_ns is the time the ratelimit actually held it.
+ */
+bool vm_ratelimit_wait(struct vm *vm, uint64_t *waited_ns);
+/*
+ * vm_stop(status), and the one who stopped it first prints "vmm: error: "
+ * and the message. Returns what vm_stop returned: true means the caller
+ * may add detail (a register dump).
+ */
+bool vm_fail(struct vm *vm, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* True the first time `port` is seen, so each unknown port warns once. */
 bool vm_port_first_use(struct vm *vm, uint16_t port);

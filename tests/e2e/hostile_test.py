@@ -19,6 +19,9 @@ CASE is one of:
   unmapped-memory [MEM]   MMIO beyond RAM and unknown ports: all-ones, warnings bounded
   exit-race KIND          4 vCPUs write the exit port at once (good, bad, mixed)
   unknown-mode            hostile=nonsense: the guest bails out with status 1
+  split-lock-progress     emulate, --split-lock-ratelimit=1: 2 vCPUs split-lock
+                          in a loop, a third that never does still finishes;
+                          --stats delays are time actually waited
 Exits 0 on success, 1 on failure, 77 when /dev/kvm is unusable.
 """
 import os
@@ -528,6 +531,52 @@ def case_unknown_mode(ctx):
     return fails + host_unaffected(ctx, r)
 
 
+def case_split_lock_progress(ctx):
+    """A vCPU waiting out the ratelimit must not hold up the others."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "stats.json")
+        r = run_vmm(ctx.vmm, ["-q", "-c", "3", "--timeout", "30", "--split-lock=emulate",
+                              "--split-lock-ratelimit=1", "--stats=" + path,
+                              "-a", "hostile=split-lock-progress", ctx.guest], timeout=60)
+        show(r)
+        fails = expect_status(r, 0)
+        tap_fails, diags = expect_tap(r)
+        fails += tap_fails
+        # At 1 split lock a second, its 30000 iterations (about 1 s
+        # unhindered here) must not span more than 6 of them. Held up by
+        # the others' ratelimit waits, as before the fix, they spanned 15.
+        during = [int(d.split(": ")[1]) for d in diags
+                  if d.startswith("split locks while vCPU 0 counted: ")]
+        if len(during) != 1 or during[0] > 6:
+            fails.append(f"vCPU 0, which never split-locks, was held up by the others' "
+                         f"ratelimit waits: split locks during its count {during}")
+        st = None
+        if os.path.exists(path):
+            import json
+            with open(path) as f:
+                st = json.load(f)
+        else:
+            fails.append("no --stats file")
+    if st:
+        indices = [v["index"] for v in st["vcpus"]]
+        if indices != [0, 1, 2]:
+            fails.append(f"--stats has vCPUs {indices}, want [0, 1, 2]")
+        for v in st["vcpus"]:
+            waited = v["split_lock_delay_ns"] / 1e9
+            print(f"vCPU {v['index']}: {v['split_locks_emulated']} emulated, "
+                  f"{v['split_lock_delays']} delays, {waited:.3f} s waited")
+            # Measured from outside, r.elapsed includes vmm's start-up and exit.
+            if waited > r.elapsed:
+                fails.append(f"vCPU {v['index']} reports {waited:.3f} s of ratelimit waits "
+                             f"in a run of {r.elapsed:.3f} s")
+        lockers = st["vcpus"][1:]
+        if sum(v["split_lock_delays"] for v in lockers) < 1:
+            fails.append("the ratelimit never delayed the split-locking vCPUs")
+        if st["vcpus"][0]["split_locks_detected"]:
+            fails.append("vCPU 0 never split-locks, but --stats says it did")
+    return fails + host_unaffected(ctx, r)
+
+
 CASES = {
     "triple-fault": case_triple_fault,
     "hang-cli": case_hang_cli,
@@ -540,6 +589,7 @@ CASES = {
     "unmapped-memory": case_unmapped_memory,
     "exit-race": case_exit_race,
     "unknown-mode": case_unknown_mode,
+    "split-lock-progress": case_split_lock_progress,
 }
 
 

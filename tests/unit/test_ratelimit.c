@@ -81,6 +81,20 @@ static void allow_does_not_queue(void **state)
 	assert_false(ratelimit_allow(&rl, t));
 }
 
+static void waited_is_what_the_ratelimit_imposed(void **state)
+{
+	(void)state;
+	/* A wait that ran to its deadline. */
+	assert_int_equal(ratelimit_waited(10 * SEC, 11 * SEC, 11 * SEC), SEC);
+	/* Cut short by a stop: only what passed. */
+	assert_int_equal(ratelimit_waited(10 * SEC, 12 * SEC, 10 * SEC + 300 * MS), 300 * MS);
+	/* Held past the deadline by another vCPU's pause: that is not the ratelimit's. */
+	assert_int_equal(ratelimit_waited(10 * SEC, 11 * SEC, 15 * SEC), SEC);
+	assert_int_equal(ratelimit_waited(10 * SEC, 10 * SEC, 10 * SEC), 0);
+	/* A clock read before the start (cannot happen on CLOCK_MONOTONIC) is no wait. */
+	assert_int_equal(ratelimit_waited(10 * SEC, 11 * SEC, 9 * SEC), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -88,6 +102,7 @@ int main(void)
 		cmocka_unit_test(burst_then_queue),
 		cmocka_unit_test(steady_rate),
 		cmocka_unit_test(allow_does_not_queue),
+		cmocka_unit_test(waited_is_what_the_ratelimit_imposed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
