@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vmm: boots a guest image on /dev/kvm. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -117,17 +118,15 @@ static void setup_vm(struct vm *vm, const struct vmm_options *o,
 }
 
 /*
- * SIGINT and SIGTERM are blocked in every thread and read from a signalfd
- * here, so the main thread is the only one that sees them.
+ * The stop signals (vm_stop_signals) are blocked in every thread and read
+ * from a signalfd here, so the main thread is the only one that sees them.
  */
 static int block_stop_signals(void)
 {
 	sigset_t set;
 	int fd;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
+	vm_stop_signals(&set);
 	sigaddset(&set, KICK_SIGNAL);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL))
 		die(VMM_EXIT_HOST, "pthread_sigmask failed");
@@ -225,28 +224,45 @@ static void decide_split_lock(struct vm *vm, const struct vmm_options *o)
 }
 
 /*
- * Opened before the sandbox, which refuses open(). The buffer is allocated
- * now too: glibc would otherwise fstat() the file at the first write.
+ * Opened before the guest runs, so that a file that cannot be written is
+ * an error at once rather than lost work at the end, and before the
+ * sandbox, which refuses open(). The buffer is allocated now too: glibc
+ * would otherwise fstat() the file at the first write.
  */
 static FILE *open_stats(const char *path)
 {
 	FILE *out;
+	int err;
 
 	if (!path)
 		return stderr;
 	if (!(out = fopen(path, "w")) || setvbuf(out, NULL, _IOFBF, BUFSIZ) != 0) {
-		warn("--stats: cannot write '%s': %s", path, strerror(errno));
+		err = errno;
 		if (out)
 			fclose(out);
-		return NULL;
+		die(VMM_EXIT_USAGE, "--stats: cannot write '%s': %s", path, strerror(err));
 	}
 	return out;
 }
 
+/*
+ * With descriptor 0, 1 or 2 closed, the first descriptor vmm opens would
+ * take its place: the stop eventfd as stdout would receive the guest's
+ * console. /dev/null stands in for a closed one.
+ */
+static void fill_standard_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor, and those below are open: it is fd. */
+		if (open("/dev/null", O_RDWR) != fd)
+			die_errno("open of /dev/null for a closed standard descriptor", errno, NULL);
+	}
+}
+
 static void print_stats(const struct vm *vm, FILE *out, const char *path)
 {
-	if (!out)
-		return;
 	stats_print_json(out, vm);
 	if (out != stderr && fclose(out) != 0)
 		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
@@ -261,6 +277,7 @@ int main(int argc, char **argv)
 	int sig_fd, status;
 	FILE *stats_out = NULL;
 
+	fill_standard_fds();
 	switch (cli_parse(argc, argv, &opts, err, sizeof(err))) {
 	case CLI_HELP:
 		cli_usage(stdout);
@@ -278,6 +295,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (opts.host_info)
 		return host_info(&opts);
+	if (opts.stats)
+		stats_out = open_stats(opts.stats_path);
 
 	if (vm_init_common(&vm, &opts, opts.cpus, STDOUT_FILENO))
 		die_errno("setting up the VM", errno, NULL);
@@ -299,8 +318,6 @@ int main(int argc, char **argv)
 	setup_vm(&vm, &opts, &layout);
 	sig_fd = block_stop_signals();
 	vcpu_signals_init();
-	if (opts.stats)
-		stats_out = open_stats(opts.stats_path);
 	sandbox_enter();
 	start_vcpus(&vm);
 	sandbox_test_hook();

@@ -259,3 +259,27 @@ bool vm_fail(struct vm *vm, int status, const char *fmt, ...)
 	errmsg("%s", msg);
 	return true;
 }
+
+void vm_stop_signals(sigset_t *set)
+{
+	/*
+	 * Every signal whose default action ends the process, except those
+	 * vmm uses itself (KICK_SIGNAL; SIGBUS, which KVM sends with a
+	 * split-lock #AC; SIGPIPE, ignored so that a console reader going away
+	 * is a write error; SIGSYS, the sandbox's report) and the synchronous
+	 * faults (SIGSEGV, SIGILL, SIGFPE, SIGTRAP, SIGABRT): those mean a bug
+	 * in vmm itself, where clean-up cannot be trusted, and the kernel
+	 * delivers them even when blocked.
+	 */
+	static const int sigs[] = {
+		SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
+		SIGXCPU, SIGXFSZ, SIGIO, SIGPWR, SIGSTKFLT,
+	};
+
+	sigemptyset(set);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(set, sigs[i]);
+	/* glibc keeps the lowest real-time signals for itself: SIGRTMIN is above them. */
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaddset(set, sig);
+}

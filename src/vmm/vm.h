@@ -137,6 +137,12 @@ bool vm_ratelimit_wait(struct vm *vm, uint64_t *waited_ns);
 bool vm_fail(struct vm *vm, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * The signals that stop the VM as SIGTERM does (status 128 + N): every one
+ * whose default would end vmm, except those it uses and the fault signals.
+ */
+void vm_stop_signals(sigset_t *set);
+
 /* True the first time `port` is seen, so each unknown port warns once. */
 bool vm_port_first_use(struct vm *vm, uint16_t port);
 

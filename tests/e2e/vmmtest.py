@@ -4,7 +4,8 @@
   vmmtest.py --vmm build/vmm [checks...] -- [vmm arguments...]
 
 "@IMAGE@" in the vmm arguments stands for an image the harness makes in a
-temporary directory (--image-hex, --image-kind). With --unprivileged the
+temporary directory (--image-hex, --image-kind), "@STATS@" for a path in
+it that --stats-json then reads. With --unprivileged the
 harness runs a copy of vmm as nobody, so that root's bypass of file
 permissions does not hide the unreadable-image error.
 
@@ -12,6 +13,7 @@ Exits 0 when every check holds, 1 when one fails (saying which), and 77
 (meson's skip) when a check needs /dev/kvm and this machine has none usable.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -73,9 +75,16 @@ def make_image(tmp, a):
 
 
 def run(cmd, a):
-    print("$ " + " ".join(cmd))
+    print("$ " + " ".join(cmd) + "".join(f" {fd}>&-" for fd in a.close_fd))
+
+    def close_fds():
+        # After Popen's dup2s: the child starts with these descriptors closed.
+        for fd in a.close_fd:
+            os.close(fd)
+
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, errors="replace")
+                            stdin=subprocess.DEVNULL, text=True, errors="replace",
+                            preexec_fn=close_fds if a.close_fd else None)
     try:
         if a.signal:
             time.sleep(a.signal_after)
@@ -87,6 +96,22 @@ def run(cmd, a):
         print(f"FAIL: vmm did not finish within {a.timeout} s")
         return None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def check_stats(a, path):
+    if a.no_stats_file:
+        return ["the --stats file was created"] if os.path.exists(path) else []
+    if not a.stats_json:
+        return []
+    try:
+        with open(path) as f:
+            st = json.load(f)
+    except (OSError, ValueError) as e:
+        return [f"--stats file: {e}"]
+    print("--- stats ---\n" + json.dumps(st))
+    if st.get("status") != a.status:
+        return [f"--stats says status {st.get('status')}, expected {a.status}"]
+    return []
 
 
 def main():
@@ -112,6 +137,12 @@ def main():
                     help="run a copy of vmm as nobody when root")
     ap.add_argument("--signal", help="send this signal (e.g. TERM) after --signal-after s")
     ap.add_argument("--signal-after", type=float, default=0.5)
+    ap.add_argument("--close-fd", type=int, action="append", default=[],
+                    help="start vmm with this descriptor (0-2) closed (repeatable)")
+    ap.add_argument("--stats-json", action="store_true",
+                    help="@STATS@ must hold --stats JSON whose status is --status")
+    ap.add_argument("--no-stats-file", action="store_true",
+                    help="@STATS@ must not have been created")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
@@ -125,7 +156,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vmmtest-") as tmp:
         os.chmod(tmp, 0o755)
         image = make_image(tmp, a)
-        args = [image if x == "@IMAGE@" else x for x in args]
+        stats = os.path.join(tmp, "stats.json")
+        args = [x.replace("@IMAGE@", image).replace("@STATS@", stats) for x in args]
         cmd = [a.vmm] + args
         if a.unprivileged and os.geteuid() == 0:
             setpriv = shutil.which("setpriv")
@@ -138,12 +170,12 @@ def main():
             cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                    copy] + args
         p = run(cmd, a)
+        failures = check_stats(a, stats) if p else []
     if p is None:
         return 1
     sys.stdout.write(p.stdout)
     sys.stdout.write("--- stderr ---\n" + p.stderr)
 
-    failures = []
     if p.returncode != a.status:
         failures.append(f"exit status {p.returncode}, expected {a.status}")
     for rx in a.stderr:

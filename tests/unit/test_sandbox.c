@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,8 @@ static void kvm_ioctls(void **state)
 	static const unsigned long need[] = {
 		KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_VCPU_EVENTS,
 		KVM_SET_VCPU_EVENTS, KVM_TRANSLATE,
+		KVM_SET_REGS,           /* completing an emulated split lock */
+		KVM_SET_GUEST_DEBUG,    /* emulate steps CPL0, not CPL3, where KVM cannot */
 	};
 	/* Once the VM runs it may not grow or change shape. */
 	static const unsigned long never[] = {
@@ -149,6 +152,153 @@ static void kvm_ioctls(void **state)
 				fail_msg("%s is allowed", io[j].name);
 		assert_true(io[j].why && *io[j].why);
 	}
+}
+
+/* ------------------------------------------------------------ docs/security.md */
+
+#define DOC_NAMES 64
+
+struct name_list {
+	size_t n;
+	char name[DOC_NAMES][40];
+};
+
+static char *read_security_md(void)
+{
+	const char *root = getenv("VMM_SOURCE_ROOT");
+	char path[4096];
+	FILE *f;
+	char *buf;
+	long len;
+
+	if (!root)
+		fail_msg("VMM_SOURCE_ROOT is not set (tests/unit/meson.build sets it)");
+	snprintf(path, sizeof(path), "%s/docs/security.md", root);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot read %s", path);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/*
+ * The names in the first column of the table whose header line starts
+ * with `header`, after `section`: "poll, ppoll" is two, "open (read-only,
+ * ...)" is open, backticks go.
+ */
+static void doc_table(const char *doc, const char *section, const char *header,
+		      struct name_list *out)
+{
+	const char *p = strstr(doc, section);
+
+	out->n = 0;
+	if (!p || !(p = strstr(p, header)))
+		fail_msg("docs/security.md has no table '%s' after '%s'", header, section);
+	p = strchr(p, '\n') + 1;             /* the header */
+	p = strchr(p, '\n') + 1;             /* |---|---| */
+	while (*p == '|') {
+		const char *end = strchr(p + 1, '|');
+		int depth = 0;
+		char cur[40];
+		size_t len = 0;
+
+		for (const char *c = p + 1; c <= end; c++) {
+			if (*c == '(')
+				depth++;
+			else if (*c == ')')
+				depth--;
+			else if (depth == 0 && (*c == ',' || *c == '|')) {
+				while (len && cur[len - 1] == ' ')
+					len--;
+				cur[len] = '\0';
+				if (len) {
+					assert_true(out->n < DOC_NAMES);
+					strcpy(out->name[out->n++], cur);
+				}
+				len = 0;
+			} else if (depth == 0 && *c != '`' && !(*c == ' ' && len == 0) &&
+				   len < sizeof(cur) - 1) {
+				cur[len++] = *c;
+			}
+		}
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+}
+
+static bool listed(const struct name_list *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->name[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The doc's list and the code's hold the same names, each once. */
+static void same_names(const char *what, const struct name_list *doc,
+		       const char *const *code, size_t n)
+{
+	struct name_list c = { .n = 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		if (!listed(doc, code[i]))
+			fail_msg("%s: sandbox.c has %s, docs/security.md does not", what, code[i]);
+		strcpy(c.name[c.n++], code[i]);
+	}
+	for (size_t i = 0; i < doc->n; i++) {
+		if (!listed(&c, doc->name[i]))
+			fail_msg("%s: docs/security.md has %s, sandbox.c does not", what, doc->name[i]);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(doc->name[i], doc->name[j]) == 0)
+				fail_msg("%s: docs/security.md lists %s twice", what, doc->name[i]);
+	}
+}
+
+static void security_md_lists_what_sandbox_c_allows(void **state)
+{
+	char *doc = read_security_md();
+	struct name_list *t = calloc(1, sizeof(*t));
+	const char *names[DOC_NAMES];
+	size_t n;
+	const struct sandbox_rule *r;
+	const struct sandbox_ioctl *io;
+
+	(void)state;
+	assert_non_null(t);
+	r = sandbox_rules(&n);
+	assert_true(n <= DOC_NAMES);
+	for (size_t i = 0; i < n; i++)
+		names[i] = r[i].name;
+	doc_table(doc, "### The allow list", "| system call | arguments allowed | why |", t);
+	same_names("system calls", t, names, n);
+
+	io = sandbox_ioctls(&n);
+	for (size_t i = 0; i < n; i++)
+		names[i] = io[i].name;
+	doc_table(doc, "### The allow list", "| request | why |", t);
+	same_names("KVM ioctls", t, names, n);
+
+	/* Only a sanitizer build has its extra rules to compare. */
+	r = sandbox_sanitizer_rules(&n);
+	doc_table(doc, "## Sanitizer builds", "| system call | why |", t);
+	if (r) {
+		for (size_t i = 0; i < n; i++)
+			names[i] = r[i].name;
+		same_names("sanitizer system calls", t, names, n);
+	} else {
+		assert_true(t->n > 0);
+	}
+	free(t);
+	free(doc);
 }
 
 /* ------------------------------------------------------------ children */
@@ -368,6 +518,7 @@ int main(void)
 		cmocka_unit_test(dangerous_calls_are_refused),
 		cmocka_unit_test(every_rule_resolves_and_says_why),
 		cmocka_unit_test(kvm_ioctls),
+		cmocka_unit_test(security_md_lists_what_sandbox_c_allows),
 		cmocka_unit_test(allowed_calls_work),
 		cmocka_unit_test(forbidden_calls_stop_with_a_message),
 		cmocka_unit_test(child_reports_no_privileges),

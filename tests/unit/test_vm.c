@@ -221,6 +221,34 @@ static void a_starting_vcpu_is_paused_too(void **state)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static void every_fatal_signal_stops_the_vm(void **state)
+{
+	/* Default action ignore, stop or continue: these never end vmm. */
+	static const int harmless[] = { SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
+					SIGURG, SIGWINCH };
+	/* Used by vmm, faults in vmm itself, or uncatchable (vmm(1) SIGNALS). */
+	static const int kept[] = { KICK_SIGNAL, SIGBUS, SIGPIPE, SIGSYS, SIGSEGV, SIGILL,
+				    SIGFPE, SIGTRAP, SIGABRT, SIGKILL };
+	sigset_t set;
+
+	(void)state;
+	vm_stop_signals(&set);
+	for (int sig = 1; sig <= SIGRTMAX; sig++) {
+		bool excepted = false;
+
+		/* glibc's own real-time signals, below SIGRTMIN. */
+		if (sig > SIGSYS && sig < SIGRTMIN)
+			continue;
+		for (size_t i = 0; i < sizeof(harmless) / sizeof(harmless[0]); i++)
+			excepted |= sig == harmless[i];
+		for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+			excepted |= sig == kept[i];
+		if (excepted == (sigismember(&set, sig) == 1))
+			fail_msg("signal %d (%s) is %sa stop signal", sig, strsignal(sig),
+				 excepted ? "" : "not ");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +256,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(wait_outlasts_its_deadline_under_a_pause, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_wait_without_a_ratelimit, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_starting_vcpu_is_paused_too, setup, teardown),
+		cmocka_unit_test(every_fatal_signal_stops_the_vm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
