@@ -27,16 +27,33 @@ vmm_install_packages() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# vmm_build DIR [meson options...]: configure once, then rebuild what changed.
+# vmm_build DIR [meson options...]: configure DIR with these options, then
+# rebuild what changed. When the options differ from the last call's they
+# are applied with `meson configure` (an option left out keeps its value,
+# as meson does); a different $CC wipes DIR, since meson fixes the
+# compiler at setup. Nothing changed: straight to the compile.
 vmm_build() {
 	local dir=$1
 	shift
+	local stamp="$dir/.vmm_build_options" want="CC=${CC:-} $*" have=""
+	[ -f "$stamp" ] && have=$(<"$stamp")
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || {
 			cat "$dir.setup.log" >&2
 			return 1
 		}
+	elif [ "$want" != "$have" ]; then
+		echo "setup: $dir: options changed ('${have:-unknown}' -> '$want'); reconfiguring"
+		if [ -n "$have" ] && [ "${have%% *}" != "CC=${CC:-}" ]; then
+			meson setup --wipe "$dir" "$@" >"$dir.setup.log" 2>&1
+		elif [ $# -gt 0 ]; then
+			meson configure "$dir" "$@" >"$dir.setup.log" 2>&1
+		fi || {
+			cat "$dir.setup.log" >&2
+			return 1
+		}
 	fi
+	printf '%s' "$want" >"$stamp"
 	meson compile -C "$dir" >"$dir.compile.log" 2>&1 || {
 		cat "$dir.compile.log" >&2
 		return 1

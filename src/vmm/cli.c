@@ -29,7 +29,7 @@ static const struct cli_option {
 	{ "memory", required_argument, 'm', "SIZE",
 	  "guest RAM, e.g. 64M or 1G; a plain number is MiB (default 64M)" },
 	{ "timeout", required_argument, 't', "SECONDS",
-	  "stop the VM after this long (exit status 71)" },
+	  "stop the VM after this long, e.g. 10 or 0.5 (exit status 71)" },
 	{ "split-lock", required_argument, OPT_SPLIT_LOCK, "POLICY",
 	  "inherit (default), on, off or emulate" },
 	{ "split-lock-ratelimit", required_argument, OPT_SPLIT_LOCK_RATELIMIT, "N",
@@ -101,18 +101,46 @@ int cli_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+/*
+ * Plain decimal only, as for sizes and counts: strtod would also take
+ * "0x10", "1e2", "0x1p3" and leading blanks, none of which a user means
+ * as a number of seconds, and would make --timeout the odd one out.
+ */
 int cli_parse_seconds(const char *s, uint64_t *ms)
 {
-	char *end;
-	double v;
+	const uint64_t max_s = 7 * 86400;
+	uint64_t whole = 0, frac_ms = 0;
+	bool nonzero = false, round_up = false;
 
 	if (!s || *s < '0' || *s > '9')
 		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v > 0) || v > 7 * 86400.0)
+	for (; *s >= '0' && *s <= '9'; s++) {
+		whole = whole * 10 + (uint64_t)(*s - '0');
+		nonzero |= *s != '0';
+		if (whole > max_s)
+			return -1;
+	}
+	if (*s == '.') {
+		unsigned digits = 0;
+
+		/* Milliseconds, the watchdog's unit, rounded half up. */
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++) {
+			unsigned d = (unsigned)(*s - '0');
+
+			nonzero |= d != 0;
+			if (digits < 3)
+				frac_ms = frac_ms * 10 + d;
+			else if (digits == 3)
+				round_up = d >= 5;
+		}
+		for (; digits < 3; digits++)
+			frac_ms *= 10;
+	}
+	if (*s || !nonzero)
 		return -1;
-	*ms = (uint64_t)(v * 1000.0 + 0.5);
+	*ms = whole * 1000 + frac_ms + round_up;
+	if (*ms > max_s * 1000)
+		return -1;
 	if (*ms == 0)
 		*ms = 1;
 	return 0;

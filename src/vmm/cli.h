@@ -36,9 +36,13 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *opts
 			  char *err, size_t errlen);
 void cli_usage(FILE *out);
 
-/* "64M", "1G", "4096K", plain numbers are MiB. 0 on success. */
+/* "64M", "1G", "4096K", plain decimal numbers are MiB. 0 on success. */
 int cli_parse_size(const char *s, uint64_t *bytes);
-/* "10", "0.5": seconds to milliseconds, > 0. 0 on success. */
+/*
+ * "10", "0.5", "2.": decimal seconds to milliseconds (rounded, at least 1),
+ * more than 0 and at most a week; no sign, exponent, hex or blanks, as
+ * with every other number on the command line. 0 on success.
+ */
 int cli_parse_seconds(const char *s, uint64_t *ms);
 
 #endif

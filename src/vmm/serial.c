@@ -106,10 +106,9 @@ void serial_flush_all(struct serial *s)
 	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {
 		struct serial_line *l = &s->lines[cpu];
 
+		/* serial_write flushes a full buffer, so the newline fits. */
 		if (l->len == 0)
 			continue;
-		if (l->len == SERIAL_LINE_MAX)
-			flush_line(s, l);
 		l->buf[l->len++] = '\n';
 		flush_line(s, l);
 	}

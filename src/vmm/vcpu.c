@@ -173,7 +173,7 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 
 void vcpu_destroy(struct vcpu *v)
 {
-	if (v->run && v->run != MAP_FAILED)
+	if (v->run)
 		munmap(v->run, v->vm->run_size);
 	if (v->fd >= 0)
 		close(v->fd);

@@ -88,6 +88,8 @@ static void bad_input(void **state)
 		{ { "-t", "0", "img" }, "--timeout" },
 		{ { "-t", "-3", "img" }, "--timeout" },
 		{ { "-t", "abc", "img" }, "--timeout" },
+		{ { "-t", "0x10", "img" }, "--timeout: '0x10'" },
+		{ { "-m", "0x10M", "img" }, "--memory: '0x10M'" },
 		{ { "--split-lock=maybe", "img" }, "not one of inherit, on, off" },
 		{ { "--split-lock", "ON", "img" }, "not one of" },
 		{ { "--bogus", "img" }, "unknown option '--bogus'" },
@@ -125,6 +127,35 @@ static void long_append(void **state)
 	assert_non_null(strstr(err, "--append"));
 	text[BOOT_CMDLINE_MAX - 1] = '\0';
 	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_RUN);
+}
+
+static void seconds(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t ms;
+	} good[] = {
+		{ "10", 10000 }, { "0.5", 500 }, { "2.", 2000 }, { "2.5", 2500 },
+		{ "0.0004", 1 }, { "0.0015", 2 }, { "0.0014", 1 }, { "1.23456", 1235 },
+		{ "007", 7000 }, { "604800", 604800000 }, { "604800.000", 604800000 },
+	};
+	/* strtod's other forms are refused, as they are for sizes and counts. */
+	static const char *const bad[] = {
+		"0", "0.0", "0.", "", ".5", "-1", "+1", " 1", "1 ", "1s", "0x10", "1e2", "1E2",
+		"0x1p3", "inf", "nan", "1..2", "604800.001", "604801", "99999999999999999999",
+	};
+	uint64_t ms;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ms = 0;
+		if (cli_parse_seconds(good[i].s, &ms) != 0 || ms != good[i].ms)
+			fail_msg("'%s': %llu ms, want %llu", good[i].s, (unsigned long long)ms,
+				 (unsigned long long)good[i].ms);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (cli_parse_seconds(bad[i], &ms) == 0)
+			fail_msg("'%s' accepted as %llu ms", bad[i], (unsigned long long)ms);
 }
 
 static void sizes(void **state)
@@ -167,6 +198,7 @@ int main(void)
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(long_append),
 		cmocka_unit_test(sizes),
+		cmocka_unit_test(seconds),
 		cmocka_unit_test(host_info_alone),
 	};
 

@@ -94,12 +94,39 @@ static void long_lines_are_bounded(void **state)
 	free(out);
 }
 
+/* A partial line at or one short of the buffer's size ends with one newline. */
+static void flush_at_the_buffer_edge(void **state)
+{
+	size_t sizes[] = { SERIAL_LINE_MAX - 1, SERIAL_LINE_MAX, SERIAL_LINE_MAX + 1 };
+	char *text = malloc(SERIAL_LINE_MAX + 2), *want = malloc(4 * SERIAL_LINE_MAX);
+	char *out = malloc(4 * SERIAL_LINE_MAX);
+	size_t w = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(text, 'a' + (int)i, sizes[i]);
+		text[sizes[i]] = '\0';
+		put(0, text);
+		serial_flush_all(&s);
+		memcpy(want + w, text, sizes[i]);
+		w += sizes[i];
+		want[w++] = '\n';
+	}
+	want[w] = '\0';
+	assert_int_equal(drain(out, 4 * SERIAL_LINE_MAX), w);
+	assert_string_equal(out, want);
+	free(text);
+	free(want);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(lines_do_not_interleave, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_ends_partial_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_lines_are_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_at_the_buffer_edge, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
