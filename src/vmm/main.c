@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 		printf("vmm %s\n", VMM_VERSION);
 		return 0;
 	case CLI_ERROR:
-		fprintf(stderr, "vmm: error: %s\n", err);
+		errmsg("%s", err);
 		return VMM_EXIT_USAGE;
 	case CLI_RUN:
 		break;

@@ -236,13 +236,11 @@ static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
-	if (!vm_stop(v->vm, status))
-		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "vmm: error: vCPU %u: %s\n", v->index, msg);
-	vcpu_dump(v);
+	if (vm_fail(v->vm, status, "vCPU %u: %s", v->index, msg))
+		vcpu_dump(v);
 }
 
 static void handle_internal_error(struct vcpu *v)
