@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -29,7 +30,7 @@ static struct vm vm;
 static int devnull = -1;
 
 /* The kick: in vmm it makes KVM_RUN return; here the fake guest loop ends. */
-static volatile sig_atomic_t kicked;
+static __thread volatile sig_atomic_t kicked;
 
 static void kick_handler(int sig)
 {
@@ -62,7 +63,7 @@ static int setup(void **state)
 	if (sigaction(KICK_SIGNAL, &sa, NULL) < 0)
 		return -1;
 	devnull = open("/dev/null", O_WRONLY);
-	if (devnull < 0 || vm_init_common(&vm, &opts, 2, devnull))
+	if (devnull < 0 || vm_init_common(&vm, &opts, 3, devnull))
 		return -1;
 	return 0;
 }
@@ -174,7 +175,7 @@ static void no_wait_without_a_ratelimit(void **state)
 	assert_int_equal(parked(), 0);
 }
 
-static atomic_bool in_guest;
+static atomic_int in_guest;
 
 /* A vCPU's run loop in miniature: "guest code" runs until a kick. */
 static void *fake_run_loop(void *arg)
@@ -187,36 +188,70 @@ static void *fake_run_loop(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	while (!vm_stopping(&vm)) {
 		vm_pause_point(&vm, v);
-		atomic_store(&in_guest, true);
+		atomic_fetch_add(&in_guest, 1);
 		while (!kicked && !vm_stopping(&vm))
-			;
+			sched_yield();
 		kicked = 0;
-		atomic_store(&in_guest, false);
+		atomic_fetch_sub(&in_guest, 1);
+	}
+	return NULL;
+}
+
+struct pauser {
+	atomic_bool go, all_started;
+	unsigned rounds, broken;
+};
+
+static struct pauser pauser;
+
+/* vCPU 0 pauses the others over and over while they are being started. */
+static void *pause_repeatedly(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&pauser.go))
+		;
+	/* Until every thread has started, and a few rounds more. */
+	for (unsigned extra = 0; extra < pauser.rounds; extra += atomic_load(&pauser.all_started)) {
+		if (!vm_pause_others(&vm, &vm.vcpus[0]))
+			break;
+		if (atomic_load(&in_guest) != 0)
+			pauser.broken++;
+		vm_resume_others(&vm);
 	}
 	return NULL;
 }
 
 static void a_starting_vcpu_is_paused_too(void **state)
 {
-	struct vcpu *self = &vm.vcpus[0], *other = &vm.vcpus[1];
 	sigset_t kick, old;
+	pthread_t p;
 
 	(void)state;
 	/* As in vmm: threads start with the kick blocked and unblock it. */
 	sigemptyset(&kick);
 	sigaddset(&kick, KICK_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &kick, &old);
-	for (int round = 0; round < 200; round++) {
-		other->started = false;
+	for (int round = 0; round < 30; round++) {
+		memset(&pauser, 0, sizeof(pauser));
+		pauser.rounds = 10;
 		atomic_store(&vm.stopping, false);
-		assert_int_equal(vm_start_vcpu(&vm, other, NULL, fake_run_loop), 0);
-		/* At once, while the thread may still be starting. */
-		assert_true(vm_pause_others(&vm, self));
-		assert_false(atomic_load(&in_guest));
-		assert_int_equal(parked(), 1);
-		vm_resume_others(&vm);
+		for (unsigned i = 1; i < 3; i++)
+			vm.vcpus[i].started = false;
+		assert_int_equal(pthread_create(&p, NULL, pause_repeatedly, NULL), 0);
+		/*
+		 * The threads start while vCPU 0 pauses: a thread that ran guest
+		 * code before its pause counted it would show in in_guest.
+		 */
+		atomic_store(&pauser.go, true);
+		for (unsigned i = 1; i < 3; i++)
+			assert_int_equal(vm_start_vcpu(&vm, &vm.vcpus[i], NULL, fake_run_loop), 0);
+		atomic_store(&pauser.all_started, true);
+		pthread_join(p, NULL);
+		assert_int_equal(pauser.broken, 0);
 		assert_true(vm_stop(&vm, 0));
-		pthread_join(other->thread, NULL);
+		for (unsigned i = 1; i < 3; i++)
+			pthread_join(vm.vcpus[i].thread, NULL);
+		assert_int_equal(atomic_load(&in_guest), 0);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
