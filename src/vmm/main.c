@@ -297,6 +297,8 @@ int main(int argc, char **argv)
 		return host_info(&opts);
 	if (opts.stats)
 		stats_out = open_stats(opts.stats_path);
+	/* From here a stop signal is held until the VM runs, then stops it. */
+	sig_fd = block_stop_signals();
 
 	if (vm_init_common(&vm, &opts, opts.cpus, STDOUT_FILENO))
 		die_errno("setting up the VM", errno, NULL);
@@ -316,7 +318,6 @@ int main(int argc, char **argv)
 	boot_setup_memory(vm.mem, &layout);
 
 	setup_vm(&vm, &opts, &layout);
-	sig_fd = block_stop_signals();
 	vcpu_signals_init();
 	sandbox_enter();
 	start_vcpus(&vm);
