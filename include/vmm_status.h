@@ -10,7 +10,7 @@
 #define GUEST_STATUS_FAIL        1   /* self-test: at least one failed */
 #define GUEST_STATUS_MAX         63  /* highest status a guest may pick */
 
-#define VMM_EXIT_USAGE           2   /* bad command line; the guest never ran */
+#define VMM_EXIT_USAGE           2   /* bad command line or --stats file; the guest never ran */
 #define VMM_EXIT_HOST            64  /* /dev/kvm, a capability or a syscall failed */
 #define VMM_EXIT_IMAGE           65  /* guest image missing, unreadable or too big */
 #define VMM_EXIT_SHUTDOWN        66  /* guest triple fault (KVM_EXIT_SHUTDOWN) */
