@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emulate.h"
 #include "vm.h"
 
 /* What to do with a split lock; pure, see splitlock_decide_ac(). */
@@ -18,15 +19,10 @@ enum ac_action {
 	AC_EMULATE,         /* it did not: complete the instruction for it */
 };
 
-/* How a split lock was caught. */
-enum sl_source {
-	SL_HARDWARE,        /* #AC exit from a split_lock_detect=fatal host */
-	SL_SOFTWARE,        /* --split-lock=emulate's single-step check */
-};
-
 enum sl_outcome {
-	SL_NONE,            /* no split lock at RIP */
+	SL_NONE,            /* no split lock at RIP, or one the CPU faults on first */
 	SL_AC_INJECTED,
+	SL_FAULT_INJECTED,  /* the fault the CPU would raise instead (#PF, #GP, #SS) */
 	SL_EMULATED,        /* done, RIP moved on: check the next one too */
 	SL_STOPPED,         /* the VM is stopping */
 };
@@ -37,7 +33,9 @@ void splitlock_handle_rdmsr(struct vcpu *v);
 void splitlock_handle_wrmsr(struct vcpu *v);
 /*
  * KVM_EXIT_EXCEPTION: a hardware split-lock #AC is injected when the guest
- * asked for it, else emulated; what cannot be emulated stops the VM.
+ * asked for it (or it is a legacy alignment check), replaced by the fault
+ * the operand would take without detection, else emulated; what cannot be
+ * emulated stops the VM. sl_plan() decides.
  */
 void splitlock_handle_exception(struct vcpu *v);
 /*
@@ -46,9 +44,9 @@ void splitlock_handle_exception(struct vcpu *v);
  */
 enum sl_outcome splitlock_check(struct vcpu *v);
 /*
- * Injects #AC as a fault: error code 0, RIP left on the instruction.
- * 0 or -errno.
+ * Injects an exception as a fault, RIP left on the instruction; CR2 first
+ * for #PF. 0 or -errno.
  */
-int splitlock_inject_ac(struct vcpu *v);
+int splitlock_inject(struct vcpu *v, const struct sl_exception *ex);
 
 #endif
