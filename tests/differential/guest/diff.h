@@ -170,6 +170,8 @@ extern uint64_t dbg_log[DBG_LOG_MAX * 5];
 extern uint32_t dbg_count;
 /* After this many #DB, the handler clears RFLAGS.TF in the frame. */
 extern uint32_t dbg_tf_limit;
+/* An event whose RIP is this one-byte instruction resumes after it. */
+extern uint64_t dbg_skip_rip;
 /* Installs the recording handlers for #DB and #BP on this vCPU. */
 void dbg_install(void);
 void dbg_reset(void);

@@ -165,11 +165,14 @@ exec_fault32:
  */
 	.data
 	.p2align 3
-	.globl dbg_log, dbg_count, dbg_tf_limit
+	.globl dbg_log, dbg_count, dbg_tf_limit, dbg_skip_rip
 /* struct dbg_event: vector at 0, rip 8, dr6 16, rflags 24, cs 32; 40 bytes */
 dbg_log:	.skip 40 * 32
 dbg_count:	.long 0
 dbg_tf_limit:	.long 0
+	.p2align 3
+/* A one-byte instruction that a host reports as a fault (RIP at it): skip it. */
+dbg_skip_rip:	.quad 0
 
 	.text
 	.globl dbg_stub_db, dbg_stub_bp
@@ -208,7 +211,11 @@ dbg_common:
 	cmpl dbg_tf_limit(%rip), %ecx
 	jb 3f
 	andq $~RF_TF, 48(%rsp)
-3:	cmpl $1, %eax
+3:	movq 32(%rsp), %rdx
+	cmpq dbg_skip_rip(%rip), %rdx
+	jne 5f
+	incq 32(%rsp)
+5:	cmpl $1, %eax
 	jne 4f
 	orq $RF_RF, 48(%rsp)
 4:	popq %rdx

@@ -164,10 +164,15 @@ void win_fill(uint64_t va, size_t len, uint32_t seed)
 	uint64_t s = seed | (uint64_t)seed << 32;
 
 	for (size_t i = 0; i < len; i++) {
-		uint8_t *p = backing(va + i);
+		uint64_t a = va + i;
+		uint8_t *p = backing(a);
+		uint8_t v = (uint8_t)(rnd_next(&s) >> 24);
 
+		/* The last RAM page is vCPU 0's stack: only its top 8 bytes are dead. */
+		if (p && (uint64_t)p >= ram_size - 4096 && (uint64_t)p < ram_size - 8)
+			continue;
 		if (p)
-			*p = (uint8_t)(rnd_next(&s) >> 24);
+			*p = v;
 	}
 }
 
@@ -256,10 +261,15 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 	buf = backing(code);
 	memcpy(buf, req->insn, n);
 	if (req->mode == MODE_64) {
-		/* jmp *0(%rip); .quad exec_back64 */
+		/*
+		 * nop...; jmp *0(%rip); .quad exec_back64, the pointer 8-aligned:
+		 * with RFLAGS.AC at CPL3 a misaligned one would raise #AC itself.
+		 */
 		static const uint8_t jmp[6] = { 0xff, 0x25, 0, 0, 0, 0 };
 		uint64_t back = (uint64_t)exec_back64;
 
+		while ((code + n + 6) % 8)
+			buf[n++] = 0x90;
 		memcpy(buf + n, jmp, 6);
 		memcpy(buf + n + 6, &back, 8);
 	} else {
@@ -394,6 +404,7 @@ void dbg_reset(void)
 	memset(dbg_log, 0, sizeof(dbg_log));
 	dbg_count = 0;
 	dbg_tf_limit = 0;
+	dbg_skip_rip = 0;
 	write_dr(7, 0x400);
 	write_dr(6, 0xffff0ff0);
 }
