@@ -18,7 +18,8 @@
  *    base and refused exactly when its first or last byte is not canonical;
  *    elsewhere, with flat 4 GiB segments whose FS and GS bases are the
  *    input's low halves, plus the base cut to 32 bits and refused exactly
- *    when the last byte passes the limit;
+ *    when the last byte passes the limit or the segment is CS (a code
+ *    segment, not writable);
  *  - sl_crosses_line is "first and last byte in different 64-byte lines";
  *  - sl_execute: RIP moves past the instruction; memory holds the result
  *    the reference computes for every op (ADD..XOR with CF in, NOT, NEG,
@@ -122,7 +123,8 @@ static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
 	if (i->mode != SL_MODE_64) {
 		uint64_t base = i->seg == SL_SEG_FS ? (uint32_t)fs : i->seg == SL_SEG_GS ? (uint32_t)gs : 0;
 
-		*ok = ea + i->size - 1 <= 0xffffffffull;
+		/* Every op here writes, and code segments are not writable. */
+		*ok = ea + i->size - 1 <= 0xffffffffull && i->seg != SL_SEG_CS;
 		return (base + ea) & 0xffffffffull;
 	}
 	if (i->seg == SL_SEG_FS)
