@@ -219,19 +219,18 @@ static void fail_host(struct vcpu *v, const char *call, int r)
 			v->index, call, strerror(-r), -r);
 }
 
+static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
+			   bool replanned);
+
 /*
  * Performs the instruction on guest memory with every other vCPU out of
  * guest mode, deciding again once they are: another vCPU may have changed
  * the page tables or the operand since.
  */
-static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
-			   bool paused);
-
 static enum sl_outcome emulate(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p)
 {
 	struct vm *vm = v->vm;
 	struct kvm_regs regs;
-	enum sl_outcome out;
 	int r;
 
 	pay_ratelimit(v);
@@ -239,9 +238,8 @@ static enum sl_outcome emulate(struct vcpu *v, struct sl_snapshot *s, struct sl_
 		return SL_STOPPED;
 	plan(v, s, p);
 	if (p->kind != SL_PLAN_EMULATE) {
-		out = act(v, s, p, true);
 		vm_resume_others(vm);
-		return out;
+		return act(v, s, p, true);
 	}
 	regs = s->regs;
 	sl_perform(p, &s->mem, &regs);
@@ -256,13 +254,13 @@ static enum sl_outcome emulate(struct vcpu *v, struct sl_snapshot *s, struct sl_
 	return SL_EMULATED;
 }
 
-/* Carries out a plan; `paused` when it was made with the others paused. */
+/* Carries out a plan; `replanned` for emulate()'s second decision. */
 static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
-			   bool paused)
+			   bool replanned)
 {
 	int r;
 
-	if (s->source == SL_SOFTWARE && !paused &&
+	if (s->source == SL_SOFTWARE && !replanned &&
 	    (p->kind == SL_PLAN_INJECT || p->kind == SL_PLAN_EMULATE || p->kind == SL_PLAN_STOP))
 		v->stats.split_locks_detected++;
 	switch (p->kind) {
@@ -286,7 +284,7 @@ static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan
 		}
 		return SL_FAULT_INJECTED;
 	case SL_PLAN_EMULATE:
-		if (paused)
+		if (replanned)
 			return SL_NONE;	/* not reached: emulate() performs it */
 		return emulate(v, s, p);
 	}
