@@ -466,6 +466,65 @@ static void ac_becomes_the_key_fault(void **state)
 	assert_false(vm_stopping(&vm));
 }
 
+/* Reserved bits, a supervisor page at CPL3, and a fetch that faults now. */
+static void ac_becomes_reserved_and_user_faults(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	place_split_xadd(0x20003e);
+	page_flags(0x200000, 1ull << 46, 0);		/* MAXPHYADDR is 46 */
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.nr, 14);
+	assert_int_equal(fake.events.exception.error_code, 0xb);	/* P W RSVD */
+	assert_int_equal(fake.sregs.cr2, 0x20003e);
+	page_flags(0x200000, 0, 1ull << 46);
+
+	/* CPL3 against a supervisor page. */
+	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 3;
+	page_flags(0x200000, 0, PTE_US);
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.error_code, 0x7);	/* P W U */
+	page_flags(0x200000, PTE_US, 0);
+
+	/* The code page became no-execute since the #AC: resume, the CPU says so. */
+	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 0;
+	fake.sregs.efer |= 1ull << 11;
+	page_flags(0x101234, 1ull << 63, 0);
+	fake.set_events_calls = 0;
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(fake.set_regs_calls, 0);
+	assert_false(vm_stopping(&vm));
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+}
+
+/* Compatibility mode: the segment's base, and #SS(0) past SS's limit. */
+static void ac_in_compatibility_mode(void **state)
+{
+	static const uint8_t add_ebp[] = { 0xf0, 0x83, 0x45, 0x00, 0x01 };	/* [ebp+0] */
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	fake.sregs.cs.l = 0;
+	fake.sregs.cs.db = 1;
+	fake.sregs.ss.base = 0x200000;
+	memcpy(ram + 0x101234, add_ebp, sizeof(add_ebp));
+	memcpy(ram + 0x20003e, (uint32_t[]){ 0x11223344 }, 4);
+	fake.regs = (struct kvm_regs){ .rip = 0x101234, .rbp = 0x3e, .rflags = 0x2 };
+	ac_exit(v, 17, false);
+	assert_int_equal(operand_at(0x20003e), 0x11223345);
+	assert_int_equal(fake.regs.rip, 0x101239);
+	fake.regs.rip = 0x101234;
+	fake.sregs.ss.limit = 0x40;
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.nr, 12);
+	assert_int_equal(fake.events.exception.has_error_code, 1);
+	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(operand_at(0x20003e), 0x11223345);
+	assert_false(vm_stopping(&vm));
+}
+
 static void pkru_unreadable(void)
 {
 	place_split_xadd(0x20003e);
@@ -673,6 +732,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ac_becomes_smap_and_gp_faults, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_becomes_the_key_fault, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_stops_without_pkru, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_becomes_reserved_and_user_faults, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_in_compatibility_mode, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(legacy_alignment_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(software_leaves_faults_to_the_cpu, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_on_unknown_instruction_stops, setup_enumerated, teardown),
