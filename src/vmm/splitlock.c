@@ -67,7 +67,11 @@ void splitlock_handle_wrmsr(struct vcpu *v)
 	}
 }
 
-int splitlock_inject(struct vcpu *v, const struct sl_exception *ex)
+/*
+ * Injects an exception as a fault, RIP left on the instruction; CR2 first
+ * for #PF. 0 or -errno.
+ */
+static int inject(struct vcpu *v, const struct sl_exception *ex)
 {
 	struct kvm_vcpu_events ev;
 	struct kvm_sregs sregs;
@@ -271,7 +275,7 @@ static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan
 		stop_uninvited(v, s, p);
 		return SL_STOPPED;
 	case SL_PLAN_INJECT:
-		r = splitlock_inject(v, &p->ex);
+		r = inject(v, &p->ex);
 		if (r) {
 			fail_host(v, p->ex.has_cr2 ? "injecting #PF with KVM_SET_SREGS and KVM_SET_VCPU_EVENTS"
 						   : "injecting an exception with KVM_SET_VCPU_EVENTS", r);

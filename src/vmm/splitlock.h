@@ -39,14 +39,11 @@ void splitlock_handle_wrmsr(struct vcpu *v);
  */
 void splitlock_handle_exception(struct vcpu *v);
 /*
- * --split-lock=emulate: looks at the instruction at RIP before it runs and
- * handles it as a hardware #AC would be if it is a split lock.
+ * --split-lock=emulate: looks at the instruction at RIP before it runs; a
+ * split lock gets #AC if the guest asked for it, else is emulated, and one
+ * the CPU would fault on first (or check for legacy alignment) is left to
+ * the CPU. sl_plan() decides.
  */
 enum sl_outcome splitlock_check(struct vcpu *v);
-/*
- * Injects an exception as a fault, RIP left on the instruction; CR2 first
- * for #PF. 0 or -errno.
- */
-int splitlock_inject(struct vcpu *v, const struct sl_exception *ex);
 
 #endif
