@@ -40,10 +40,13 @@ _Static_assert(sizeof(struct boot_info) == 1u << BI_SIZE_SHIFT, "pvh.S");
 #define ICR_STARTUP         0xc4600u
 
 /*
- * How long the BSP waits for the APs it counted in the MADT: pause loops,
- * each a few ns under KVM and well under a microsecond under TCG. QEMU
- * TCG on these 2-core machines had every AP in after far fewer.
+ * How long the BSP waits for the APs the MADT lists: whichever comes first
+ * of 10^10 TSC ticks (3-10 s at the TSC rates of today's hosts) and 2*10^7
+ * pause loops (a PAUSE can cost microseconds when it exits to a nested
+ * hypervisor, and a TSC's rate is not known here). QEMU, TCG or KVM, had
+ * every AP in within milliseconds.
  */
+#define AP_WAIT_TSC         10000000000ull
 #define AP_WAIT_SPINS       20000000ull
 #define ICR_WAIT_SPINS      1000000ull
 
@@ -345,6 +348,7 @@ static uint32_t start_aps(uint32_t want)
 	size_t tramp_len = (size_t)(pvh_tramp_end - pvh_tramp_start);
 	uint32_t vector = PVH_TRAMPOLINE_ADDR >> 12;
 	uint32_t arrived;
+	uint64_t start;
 	bool sent;
 
 	if (!(apic_base & APIC_BASE_EN)) {
@@ -362,7 +366,12 @@ static uint32_t start_aps(uint32_t want)
 	       apic_send(apic_base, ICR_STARTUP | vector);
 	if (!sent)
 		note("the local APIC never finished sending INIT/SIPI");
-	spin_wait_eq32(&pvh_ap_next, want + 1, sent ? AP_WAIT_SPINS : 0);
+	start = rdtsc();
+	for (uint64_t i = 0; sent && i < AP_WAIT_SPINS && rdtsc() - start < AP_WAIT_TSC; i++) {
+		if (atomic_load_acquire(&pvh_ap_next) == want + 1)
+			break;
+		cpu_relax();
+	}
 	/* Latecomers get an index past any boot_info and park (pvh.S). */
 	arrived = atomic_xchg(&pvh_ap_next, 0x80000000u) - 1;
 	if (arrived > want)
@@ -403,6 +412,8 @@ struct boot_info *pvh_main(uint32_t start_info_paddr)
 	if (count < want)
 		note("the MADT lists %u CPUs; %u fit (VMM_MAX_VCPUS, RAM)", want, count);
 	count = 1 + (count > 1 ? start_aps(count - 1) : 0);
+	note("entered through PVH: hvm_start_info version %u, %u memory map entries, RAM to 0x%llx, %u CPU(s) running, %u in the MADT",
+	     info.version, info.memmap_entries, (unsigned long long)ram_size, count, want);
 
 	for (uint32_t i = 0; i < count; i++)
 		fill_boot_info(&bis[i], i, count, ram_size);
