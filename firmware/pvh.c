@@ -8,6 +8,7 @@
  */
 #include <stddef.h>
 
+#include "acpi.h"
 #include "fw.h"
 #include "internal.h"
 #include "pvh.h"
@@ -131,15 +132,8 @@ static void copy_start_info(uint32_t paddr)
  */
 static uint64_t ram_size_from_memmap(void)
 {
-	uint64_t end = 0;
+	uint64_t end = pvh_ram_end(info.memmap, info.memmap_entries, BOOT_IMAGE_ADDR);
 
-	for (uint32_t i = 0; i < info.memmap_entries; i++) {
-		const struct hvm_memmap_table_entry *e = &info.memmap[i];
-
-		if (e->type == HVM_MEMMAP_TYPE_RAM && e->addr <= BOOT_IMAGE_ADDR &&
-		    BOOT_IMAGE_ADDR < e->addr + e->size)
-			end = e->addr + e->size;
-	}
 	if (!info.memmap_entries) {
 		note("hvm_start_info version %u has no memory map: assuming %llu MiB of RAM",
 		     info.version, VMM_MIN_RAM >> 20);
@@ -184,23 +178,13 @@ static const volatile void *phys(uint64_t pa)
 	return (const volatile void *)(uintptr_t)pa;
 }
 
-static bool acpi_checksum_ok(const void *p, size_t len)
+/* Firmware tables are identity-mapped: all 4 GiB are. */
+static const uint8_t *identity(uint64_t paddr, size_t len, void *ctx)
 {
-	const uint8_t *b = p;
-	uint8_t sum = 0;
-
-	for (size_t i = 0; i < len; i++)
-		sum += b[i];
-	return sum == 0;
-}
-
-static uint64_t rsdp_scan(uint64_t start, uint64_t end)
-{
-	for (uint64_t a = start; a + 20 <= end; a += 16)
-		if (!memcmp((const void *)(uintptr_t)a, "RSD PTR ", 8) &&
-		    acpi_checksum_ok((const void *)(uintptr_t)a, 20))
-			return a;
-	return 0;
+	(void)ctx;
+	if (paddr >= VMM_MAX_RAM || len > VMM_MAX_RAM - paddr)
+		return NULL;
+	return (const uint8_t *)phys(paddr);
 }
 
 /* hvm_start_info's, or where a BIOS leaves it (EBDA, then 0xe0000). */
@@ -212,89 +196,26 @@ static uint64_t find_rsdp(void)
 	if (info.rsdp)
 		return info.rsdp;
 	if (ebda >= 0x80000 && ebda < 0xa0000)
-		a = rsdp_scan(ebda, ebda + 1024);
-	return a ? a : rsdp_scan(0xe0000, 0x100000);
+		a = acpi_rsdp_scan(ebda, ebda + 1024, identity, NULL);
+	return a ? a : acpi_rsdp_scan(0xe0000, 0x100000, identity, NULL);
 }
 
-static const uint8_t *acpi_table(uint64_t addr, const char *sig)
-{
-	const uint8_t *t = (const uint8_t *)(uintptr_t)addr;
-	uint32_t len;
-
-	if (!addr || addr >= VMM_MAX_RAM || memcmp(t, sig, 4))
-		return NULL;
-	memcpy(&len, t + 4, 4);
-	if (len < 36 || len > (1u << 20) || !acpi_checksum_ok(t, len))
-		return NULL;
-	return t;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static const uint8_t *find_madt(uint64_t rsdp_addr)
-{
-	const uint8_t *rsdp = (const uint8_t *)(uintptr_t)rsdp_addr;
-	uint64_t xsdt = 0;
-	const uint8_t *sdt;
-	unsigned width;
-
-	if (rsdp[15] >= 2)
-		memcpy(&xsdt, rsdp + 24, 8);
-	sdt = acpi_table(xsdt, "XSDT");
-	width = 8;
-	if (!sdt) {
-		sdt = acpi_table(le32(rsdp + 16), "RSDT");
-		width = 4;
-	}
-	if (!sdt)
-		return NULL;
-	for (uint32_t off = 36; off + width <= le32(sdt + 4); off += width) {
-		uint64_t entry = 0;
-		const uint8_t *t;
-
-		memcpy(&entry, sdt + off, width);
-		t = acpi_table(entry, "APIC");
-		if (t)
-			return t;
-	}
-	return NULL;
-}
-
-/* Enabled processors in the MADT (local APIC and x2APIC entries), or 0. */
+/* Enabled processors in the MADT, or 0 when there is none. */
 static uint32_t madt_cpu_count(void)
 {
 	uint64_t rsdp = find_rsdp();
 	const uint8_t *madt;
-	uint32_t count = 0, len;
 
 	if (!rsdp) {
 		note("no ACPI RSDP: only the boot CPU runs");
 		return 0;
 	}
-	madt = find_madt(rsdp);
+	madt = acpi_find_madt(rsdp, identity, NULL);
 	if (!madt) {
 		note("no valid ACPI MADT: only the boot CPU runs");
 		return 0;
 	}
-	len = le32(madt + 4);
-	for (uint32_t off = 44; off + 2 <= len;) {
-		uint8_t type = madt[off], elen = madt[off + 1];
-
-		if (elen < 2 || off + elen > len)
-			break;
-		if (type == 0 && elen >= 8 && (le32(madt + off + 4) & 1))
-			count++;
-		if (type == 9 && elen >= 16 && (le32(madt + off + 8) & 1))
-			count++;
-		off += elen;
-	}
-	return count;
+	return acpi_madt_cpus(madt);
 }
 
 static volatile uint32_t *apic_reg(uint64_t base, unsigned reg)
