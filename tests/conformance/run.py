@@ -446,6 +446,19 @@ def write_doc(path, results, lab_kernel):
     for key, what in DIAGS:
         out.append(f"| {md(what)} (`{key}`) | " + " | ".join(
             md(r.get("diags", {}).get(key, "—")) for r in cols) + " |")
+    out += ["", "## Checks that fail somewhere", "",
+            "Each check some configuration fails, with every verdict it got among the runs "
+            "that finished:", ""]
+    ran = [(k, r) for k, r in zip(keys, cols) if r.get("complete")]
+    for rid, what in ROWS:
+        seen = {}
+        for k, r in ran:
+            seen.setdefault(r["rows"].get(rid, ("—", ""))[0], []).append(k)
+        if "fail" in seen:
+            out.append(f"- `{rid}`: " + "; ".join(f"{v} in {', '.join(ks)}"
+                                                 for v, ks in sorted(seen.items())))
+    if not any(ln.startswith("- `") for ln in out[-len(ROWS):]):
+        out.append("None.")
     out += ["", "## Configurations", "",
             "| key | configuration | command | outcome |", "|---|---|---|---|"]
     for k, r in zip(keys, cols):
