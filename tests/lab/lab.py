@@ -308,7 +308,9 @@ def qemu_config():
     return {
         "smp": os.environ.get("VMM_LAB_SMP", "2"),
         "cpu": os.environ.get("VMM_LAB_CPU", "max"),
-        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg"),
+        # One host thread for every vCPU: QEMU 7.2's multi-threaded TCG
+        # freezes L1 when KVM patches the kernel's text (docs/lab.md).
+        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg,thread=single"),
         "mem": os.environ.get("VMM_LAB_MEM", "2G"),
         "append": os.environ.get("VMM_LAB_APPEND", ""),
         "qemu_args": os.environ.get("VMM_LAB_QEMU_ARGS", "").split(),
