@@ -4,6 +4,7 @@ an AMD CPU model that has SVM, so that mainline kvm_amd gives a /dev/kvm
 unlike this machine's own (tests/lab/README.md, docs/lab.md).
 
   lab.py fetch                      download and unpack the kernel (cached)
+  lab.py symbols                    save L1's kallsyms, to name RIPs in a hang
   lab.py run [OPTIONS] DIR SCRIPT   boot, run SCRIPT with busybox sh in /extra
                                     (a copy of DIR), print its output, exit
                                     with its status
@@ -294,6 +295,7 @@ class Result:
         self.evidence = ""         # monitor dump and console tail on a hang
         self.times = {}            # INIT, MODULES, BEGIN, EXIT: host seconds since launch
         self.wall = 0.0
+        self.kernel = None         # L1's uname -r
 
     def last_step(self):
         return self.steps[-1][0] if self.steps else "(none: " + (
@@ -306,14 +308,16 @@ def qemu_config():
     return {
         "smp": os.environ.get("VMM_LAB_SMP", "2"),
         "cpu": os.environ.get("VMM_LAB_CPU", "max"),
-        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg"),
+        # One host thread for every vCPU: QEMU 7.2's multi-threaded TCG
+        # freezes L1 when KVM patches the kernel's text (docs/lab.md).
+        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg,thread=single"),
         "mem": os.environ.get("VMM_LAB_MEM", "2G"),
         "append": os.environ.get("VMM_LAB_APPEND", ""),
         "qemu_args": os.environ.get("VMM_LAB_QEMU_ARGS", "").split(),
     }
 
 
-def monitor_dump(path):
+def monitor_dump(path, symbols=None):
     """What QEMU's monitor says about the vCPUs of a hung L1."""
     out = b""
     try:
@@ -334,10 +338,68 @@ def monitor_dump(path):
     except OSError as e:
         out += f"(monitor: {e})".encode()
     text = out.decode(errors="replace").replace("\r", "")
+    # The instructions each vCPU is at, as the guest's memory holds them now.
+    rips = sorted(set(re.findall(r"RIP=([0-9a-f]{16})", text)))
+    if rips:
+        more = b""
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(path)
+            s.sendall(b"".join(b"x/3i 0x%s\n" % r.encode() for r in rips))
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                try:
+                    d = s.recv(65536)
+                except socket.timeout:
+                    break
+                if not d:
+                    break
+                more += d
+            s.close()
+        except OSError:
+            pass
+        text += "\n" + "\n".join(
+            ln for ln in more.decode(errors="replace").replace("\r", "").splitlines()
+            if re.match(r"0x[0-9a-f]+:", ln))
+    if symbols:
+        # The lab boots with nokaslr, so that System.map names L1's RIPs.
+        text = re.sub(r"RIP=([0-9a-f]{16})", lambda m: f"RIP={m.group(1)} <{symbols(int(m.group(1), 16))}>", text)
+        text = re.sub(r"^0x([0-9a-f]{16}):", lambda m: f"0x{m.group(1)} <{symbols(int(m.group(1), 16))}>:", text, flags=re.M)
     # Keep what tells where each vCPU was: RIP, CS, CR0/CR3/CR4, EFER, halted.
     keep = [ln for ln in text.splitlines()
-            if re.search(r"CPU#|RIP=|^CS |CR0=|EFER=|HLT=|thread_id|^\* ?CPU|^  CPU", ln)]
+            if re.search(r"CPU#|RIP=|^CS |CR0=|EFER=|HLT=|thread_id|^\* ?CPU|^  CPU|^0x[0-9a-f]+( <[^>]*>)?:", ln)]
     return "\n".join(keep) if keep else text[-3000:]
+
+
+def system_map(kroot):
+    """A function that names the kernel symbol an address falls in."""
+    maps = glob.glob(os.path.join(kroot, "boot", "System.map-*"))
+    if not maps:
+        return None
+    syms = []
+    with open(maps[0]) as f:
+        for ln in f:
+            a, t, name = ln.split()[:3]
+            if t in "tTwW":
+                syms.append((int(a, 16), name))
+    if len(syms) < 100:
+        # Debian ships a stub ("The real System.map is in the -dbg package").
+        kallsyms = os.path.join(cache_dir(), "kallsyms-" + os.path.basename(maps[0])[11:])
+        if not os.path.exists(kallsyms):
+            return None
+        with open(kallsyms) as f:
+            syms = [(int(a, 16), n) for a, t, n, *_ in (ln.split() for ln in f) if t in "tTwW"]
+    syms.sort()
+    import bisect
+    keys = [a for a, _ in syms]
+
+    def name(addr):
+        i = bisect.bisect_right(keys, addr) - 1
+        if i < 0 or addr - keys[i] > 0x100000:
+            return "not L1 kernel text: L2 or user"
+        return f"{syms[i][1]}+{addr - keys[i]:#x}"
+    return name
 
 
 def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
@@ -358,7 +420,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                 for d in ("in", "out"):
                     os.mkfifo(os.path.join(run, f"{n}.{d}"))
             mon = os.path.join(run, "mon.sock")
-            append = f"console=ttyS0 quiet loglevel=4 panic=-1 {cfg['append']}".strip()
+            append = f"console=ttyS0 loglevel=5 panic=-1 nokaslr {cfg['append']}".strip()
             cmd = ["timeout", "-s", "KILL", str(int(timeout + boot_stall + 30)),
                    "qemu-system-x86_64", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
                    "-smp", cfg["smp"], "-m", cfg["mem"], "-kernel", vmlinuz,
@@ -403,14 +465,24 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                                 stdout.write(d)
                                 stdout.flush()
                             continue
-                        last = time.monotonic()
                         conbuf += d
                         *lines, conbuf = conbuf.split(b"\n")
                         for ln in lines:
+                            # Only lines from L1's userspace (the heartbeat and
+                            # the other control lines) show that L1 still
+                            # schedules; its kernel may go on printing soft
+                            # lockups after userspace stopped.
+                            if ln.startswith(b"@@LAB "):
+                                last = time.monotonic()
                             handle_console(res, ln.decode(errors="replace").rstrip("\r"),
-                                           last - t0)
+                                           time.monotonic() - t0)
                 if res.hang:
-                    res.evidence = monitor_dump(mon)
+                    # Two looks a second apart: a vCPU whose RIP has not moved
+                    # is stuck on one instruction, one that moved is spinning.
+                    names = system_map(kroot)
+                    res.evidence = monitor_dump(mon, names)
+                    time.sleep(1)
+                    res.evidence += "\n1 s later:\n" + monitor_dump(mon, names)
                     os.killpg(qemu.pid, signal.SIGKILL)
                 qemu.wait()
                 # Drain what QEMU wrote before it exited.
@@ -458,7 +530,8 @@ def handle_console(res, line, t):
     if not m:
         if line.strip() and not line.endswith("reboot: Power down"):
             res.console.append(line)
-            print("lab console: " + line, file=sys.stderr, flush=True)
+            if os.environ.get("VMM_LAB_VERBOSE"):
+                print("lab console: " + line, file=sys.stderr, flush=True)
         return
     what, rest = m.groups()
     if what == "TICK":
@@ -469,7 +542,8 @@ def handle_console(res, line, t):
     if what in ("INIT", "MODULES", "BEGIN"):
         res.times[what] = t
         if what == "INIT":
-            log(f"L1 up after {t:.1f} s: kernel {rest.split()[1] if len(rest.split()) > 1 else '?'}")
+            res.kernel = rest.split()[1] if len(rest.split()) > 1 else None
+            log(f"L1 up after {t:.1f} s: kernel {res.kernel}")
         return
     if what == "EXIT":
         res.times[what] = t
@@ -483,7 +557,7 @@ def describe_hang(res, cfg=None):
     cfg = cfg or qemu_config()
     kind = ("L1 FROZE: no heartbeat from the lab's kernel" if res.hang == "freeze"
             else "TIMEOUT: L1 alive but the script ran past --timeout")
-    tail = "\n".join("  " + ln for ln in res.console[-15:]) or "  (none)"
+    tail = "\n".join("  " + ln for ln in res.console[-60:]) or "  (none)"
     return (f"{kind} after {res.wall:.0f} s; last step reached: {res.last_step()}\n"
             f"config: -cpu {cfg['cpu']} -smp {cfg['smp']} -accel {cfg['accel']}\n"
             f"console tail:\n{tail}\n"
@@ -520,7 +594,7 @@ def cmd_run(a):
         log(describe_hang(res))
         return HANG
     if res.error:
-        log(f"error: {res.error}")
+        log(f"error: {res.error}\nconsole tail:\n" + "\n".join(res.console[-30:]))
         return LAB_ERROR
     log(f"script exited {res.status}; boot to /init {res.times.get('INIT', 0):.1f} s, "
         f"script {res.times['EXIT'] - res.times['BEGIN']:.1f} s, total {res.wall:.1f} s")
@@ -540,11 +614,33 @@ def cmd_fetch(a):
     return 0
 
 
+def cmd_symbols(a):
+    """Boots once to save L1's /proc/kallsyms (nokaslr) into the cache, so
+    that a hang's evidence names the L1 kernel functions the vCPUs were in."""
+    kroot = fetch_kernel()
+    ver = os.path.basename(kernel_files(kroot)[0])[len("vmlinuz-"):]
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "ks.sh")
+        with open(script, "w") as f:
+            f.write("grep ' [tTwW] ' /proc/kallsyms | grep -v '\\['\n")
+        res = boot(os.path.abspath(a.build), None, script, kroot=kroot)
+    if res.status != 0:
+        log("could not read /proc/kallsyms in the lab")
+        return LAB_ERROR
+    path = os.path.join(cache_dir(), "kallsyms-" + ver)
+    with open(path, "wb") as f:
+        f.write(res.output)
+    print(path)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch")
+    sy = sub.add_parser("symbols")
+    sy.add_argument("--build", default=os.path.join(REPO, "build"))
     r = sub.add_parser("run")
     r.add_argument("--build", default=os.path.join(REPO, "build"),
                    help="build dir with vmm and guest.bin (default: build/)")
@@ -557,7 +653,7 @@ def main():
     r.add_argument("dir")
     r.add_argument("script")
     a = ap.parse_args()
-    return {"fetch": cmd_fetch, "run": cmd_run}[a.cmd](a)
+    return {"fetch": cmd_fetch, "run": cmd_run, "symbols": cmd_symbols}[a.cmd](a)
 
 
 if __name__ == "__main__":
