@@ -166,7 +166,7 @@ static void test_enumeration(const struct boot_info *bi)
 	if (cpuid_bit)
 		tap_ok(true, "cpuid: CPUID.(7,0):EDX[30] enumerates IA32_CORE_CAPABILITIES");
 	else
-		tap_skip("EDX[30] is 0: not enumerated, or hidden by a KVM that answers leaf 7 from the host (vmm --host-info tells); reading the MSR anyway",
+		tap_skip("EDX[30] is 0: not enumerated, or hidden by a KVM that answers CPUID leaf 7 from the host (vmm --host-info tells); reading the MSR anyway",
 			 "cpuid: CPUID.(7,0):EDX[30] enumerates IA32_CORE_CAPABILITIES");
 
 	/*
