@@ -67,11 +67,17 @@ __attribute__((weak)) void guest_ap_main(const struct boot_info *bi)
 	(void)bi;
 }
 
+/* Overridden by pvh.c: what the PVH boot had to say, as TAP diagnostics. */
+__attribute__((weak)) void fw_boot_diag(void)
+{
+}
+
 static __attribute__((noreturn)) void bsp_run(const struct boot_info *bi)
 {
 	int status;
 
 	tap_begin();
+	fw_boot_diag();
 	atomic_store_release(&bsp_started, 1);
 	status = guest_main(bi);
 	console_end_line();

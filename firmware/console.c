@@ -1,18 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 #include "console.h"
 
+#include "atomic.h"
 #include "fw_string.h"
 #include "internal.h"
 #include "processor.h"
 #include "vmm_ports.h"
 
+/*
+ * The VMM puts each vCPU's lines out whole. A plain 16550 (QEMU's, under
+ * the PVH entry) does not: two CPUs' `rep outsb` interleave byte by byte,
+ * so pvh.c sets this and lines go out one at a time. The lock is in RAM
+ * that CPL3 can reach, like everything here.
+ */
+bool fw_console_serialize;
+static struct spinlock com1_lock;
+
 static void com1_write(const char *s, size_t len)
 {
+	bool serialize = atomic_load_acquire(&fw_console_serialize);
+
+	if (serialize)
+		spin_lock(&com1_lock);
 	/* CPL3 has no I/O permission: the exception handler does the OUT. */
 	if (read_cs() & 3)
 		fw_user_console_write(s, len);
 	else
 		outsb(PORT_COM1, s, len);
+	if (serialize)
+		spin_unlock(&com1_lock);
 }
 
 static void flush(struct cpu *c)

@@ -4,6 +4,7 @@
 #define FW_INTERNAL_H
 
 #ifndef __ASSEMBLER__
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "percpu.h"
@@ -21,6 +22,12 @@ void desc_init(struct cpu *c);
 
 /* tap.c */
 void tap_begin(void);
+
+/* console.c: lines from different CPUs go out one at a time (pvh.c). */
+extern bool fw_console_serialize;
+
+/* boot.c calls it after "TAP version 13"; pvh.c has the real one. */
+void fw_boot_diag(void);
 
 void fw_start(struct boot_info *bi, uint64_t entry_rsp);
 

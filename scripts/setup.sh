@@ -8,6 +8,7 @@ VMM_PACKAGES=(
 	meson ninja-build pkg-config gcc clang binutils python3
 	libcmocka-dev libcap-dev libseccomp-dev libzydis-dev scdoc
 	libclang-rt-14-dev
+	qemu-system-x86 # tests/conformance: the self-test under QEMU (TCG)
 )
 
 vmm_install_packages() {

@@ -1,0 +1,660 @@
+#!/usr/bin/env python3
+"""The stock-KVM lab: a Debian kernel booted under QEMU's emulator (TCG) with
+an AMD CPU model that has SVM, so that mainline kvm_amd gives a /dev/kvm
+unlike this machine's own (tests/lab/README.md, docs/lab.md).
+
+  lab.py fetch                      download and unpack the kernel (cached)
+  lab.py symbols                    save L1's kallsyms, to name RIPs in a hang
+  lab.py run [OPTIONS] DIR SCRIPT   boot, run SCRIPT with busybox sh in /extra
+                                    (a copy of DIR), print its output, exit
+                                    with its status
+
+Exit status of run: the script's own, or
+  77   the lab cannot be had here (no QEMU, no kernel package), with the reason
+  124  the lab hung: L1 froze (no heartbeat) or the script ran past --timeout;
+       the last step reached is printed
+  125  the lab itself failed (boot, insmod, no /dev/kvm inside)
+"""
+import argparse
+import fcntl
+import glob
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+UNAVAILABLE, HANG, LAB_ERROR = 77, 124, 125
+
+# What the lab needs on the host; xz-utils and zstd unpack compressed modules.
+PACKAGES = {"qemu-system-x86": "qemu-system-x86_64", "busybox-static": None,
+            "cpio": "cpio", "xz-utils": "xz", "zstd": "zstd"}
+# The module that gives /dev/kvm under an AMD CPU model; its depends= fields
+# pull in the rest (the package ships no modules.dep).
+KVM_MODULE = "kvm-amd"
+
+
+class Unavailable(Exception):
+    """The lab cannot be had on this machine: the test skips with this reason."""
+
+
+class LabError(Exception):
+    pass
+
+
+def log(msg):
+    print("lab: " + msg, file=sys.stderr, flush=True)
+
+
+def cache_dir():
+    d = os.environ.get("VMM_LAB_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "vmm-lab")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class Lock:
+    """flock on a file in the cache: one download, and one QEMU, at a time."""
+
+    def __init__(self, name, what):
+        self.path = os.path.join(cache_dir(), name)
+        self.what = what
+
+    def __enter__(self):
+        self.f = open(self.path, "w")
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another lab run ({self.what}, lock {self.path})")
+            fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *a):
+        self.f.close()
+
+
+def installed(pkg):
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg],
+                       capture_output=True, text=True)
+    return r.returncode == 0 and "install ok installed" in r.stdout
+
+
+def ensure_packages():
+    missing = [p for p in PACKAGES if not installed(p)]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise Unavailable(f"packages missing ({' '.join(missing)}) and not root: "
+                          f"sudo apt-get install {' '.join(missing)}")
+    log("installing " + " ".join(missing))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"],
+                ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing):
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0 and cmd[1] == "install":
+            raise Unavailable(f"apt-get install {' '.join(missing)} failed: "
+                              + (r.stderr.strip().splitlines() or ["?"])[-1])
+
+
+def apt_depends(pkg):
+    r = subprocess.run(["apt-cache", "depends", pkg], capture_output=True, text=True)
+    return re.findall(r"^\s+Depends: (\S+)", r.stdout, re.M)
+
+
+def apt_has(pkg):
+    r = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg],
+                       capture_output=True, text=True)
+    return r.returncode == 0 and r.stdout.strip() != ""
+
+
+def kernel_package():
+    """linux-image-VER-amd64-unsigned for the VER that the meta-package
+    (linux-image-amd64 unless VMM_LAB_KERNEL_META says otherwise) names today."""
+    meta = os.environ.get("VMM_LAB_KERNEL_META", "linux-image-amd64")
+    deps = [d for d in apt_depends(meta) if d.startswith("linux-image-")]
+    if not deps and os.geteuid() == 0:
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+        deps = [d for d in apt_depends(meta) if d.startswith("linux-image-")]
+    if not deps:
+        return None
+    image = deps[0]
+    # The signed image and the unsigned one hold the same kernel; QEMU does no
+    # Secure Boot, and the unsigned package needs no signing shim.
+    return image + "-unsigned" if apt_has(image + "-unsigned") else image
+
+
+def fetch_kernel():
+    """Returns the directory the kernel package is unpacked in (cached)."""
+    kdir = os.path.join(cache_dir(), "kernels")
+    os.makedirs(kdir, exist_ok=True)
+    pkg = kernel_package()
+    with Lock("fetch.lock", "kernel download"):
+        if pkg is None:
+            # No apt metadata (not root, no network): use what an earlier
+            # fetch unpacked, if anything.
+            done = sorted(glob.glob(os.path.join(kdir, "*", ".done")))
+            if done:
+                return os.path.dirname(done[-1])
+            raise Unavailable("cannot find the kernel package: `apt-cache depends "
+                              + os.environ.get("VMM_LAB_KERNEL_META", "linux-image-amd64")
+                              + "` names no linux-image (run apt-get update)")
+        r = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg],
+                           capture_output=True, text=True)
+        ver = re.search(r"^Version: (\S+)", r.stdout, re.M).group(1)
+        dest = os.path.join(kdir, f"{pkg}_{ver}")
+        if os.path.exists(os.path.join(dest, ".done")):
+            return dest
+        log(f"fetching {pkg} {ver} from the Debian archive into {kdir}")
+        with tempfile.TemporaryDirectory(dir=kdir) as tmp:
+            os.chmod(tmp, 0o755)
+            r = subprocess.run(["apt-get", "download", f"{pkg}={ver}"], cwd=tmp,
+                               capture_output=True, text=True)
+            debs = glob.glob(os.path.join(tmp, "*.deb"))
+            if r.returncode != 0 or not debs:
+                raise Unavailable(f"apt-get download {pkg} failed: "
+                                  + (r.stderr.strip().splitlines() or ["?"])[-1])
+            shutil.rmtree(dest, ignore_errors=True)
+            subprocess.run(["dpkg", "-x", debs[0], dest], check=True)
+        open(os.path.join(dest, ".done"), "w").close()
+        return dest
+
+
+def kernel_files(kroot):
+    """(vmlinuz, {module name: path}) of an unpacked kernel package."""
+    vmlinuz = sorted(glob.glob(os.path.join(kroot, "boot", "vmlinuz-*")))
+    if not vmlinuz:
+        raise LabError(f"no boot/vmlinuz-* in {kroot}")
+    mods = {}
+    for p in glob.glob(os.path.join(kroot, "lib", "modules", "*", "kernel", "**", "*.ko*"),
+                       recursive=True):
+        name = re.sub(r"\.ko(\.xz|\.zst|\.gz)?$", "", os.path.basename(p)).replace("_", "-")
+        mods[name] = p
+    return vmlinuz[-1], mods
+
+
+def module_bytes(path):
+    if path.endswith(".xz"):
+        return subprocess.run(["xz", "-dc", path], check=True, capture_output=True).stdout
+    if path.endswith(".zst"):
+        return subprocess.run(["zstd", "-dc", path], check=True, capture_output=True).stdout
+    if path.endswith(".gz"):
+        return subprocess.run(["gzip", "-dc", path], check=True, capture_output=True).stdout
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def module_order(mods, want):
+    """Modules to insmod, dependencies first, from their .modinfo depends=."""
+    order, blobs = [], {}
+
+    def visit(name, chain):
+        if name in order:
+            return
+        if name not in mods:
+            raise LabError(f"module {name} (needed by {' <- '.join(chain) or 'the lab'}) "
+                           "is not in the kernel package")
+        blob = module_bytes(mods[name])
+        m = re.search(rb"(?:^|\0)depends=([^\0]*)", blob)
+        for dep in (m.group(1).decode().split(",") if m and m.group(1) else []):
+            visit(dep.replace("_", "-"), chain + [name])
+        order.append(name)
+        blobs[name] = blob
+
+    visit(want, [])
+    return order, blobs
+
+
+def ldd_paths(path):
+    """The libraries (and the loader) a dynamic ELF file needs; [] if static."""
+    r = subprocess.run(["ldd", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        return []
+    return re.findall(r"(?:=> )?(/\S+) \(0x", r.stdout)
+
+
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def put(root, dest, src=None, data=None, mode=0o755):
+    p = os.path.join(root, dest.lstrip("/"))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    if data is None:
+        shutil.copyfile(src, p)  # follows symlinks: the file under the name ldd gave
+    else:
+        with open(p, "wb") as f:
+            f.write(data)
+    os.chmod(p, mode)
+
+
+def build_initramfs(out, build, extra_dir, script, mods_order, mod_blobs):
+    """An uncompressed newc cpio (TCG decompresses slowly) with busybox, the
+    modules, vmm and its libraries, the build's guest.bin, DIR and SCRIPT."""
+    root = tempfile.mkdtemp(prefix="lab-root-", dir=os.path.dirname(out))
+    try:
+        busybox = shutil.which("busybox", path="/bin:/usr/bin") or "/bin/busybox"
+        if ldd_paths(busybox):
+            raise LabError(f"{busybox} is not static (install busybox-static)")
+        put(root, "/bin/busybox", busybox)
+        put(root, "/init", os.path.join(HERE, "init.sh"))
+        put(root, "/lab/bin/lab-step", os.path.join(HERE, "lab-step"))
+        put(root, "/lab/script.sh", script, mode=0o644)
+        for name in mods_order:
+            put(root, f"/lab/modules/{name}.ko", data=mod_blobs[name], mode=0o644)
+        put(root, "/lab/modules.order", data=("\n".join(mods_order) + "\n").encode(), mode=0o644)
+        elves = []
+        vmm = os.path.join(build, "vmm")
+        if not os.path.exists(vmm):
+            raise LabError(f"{vmm} is missing: build first (meson compile -C {build})")
+        put(root, "/bin/vmm", vmm)
+        elves.append(vmm)
+        for rel, dest in (("guest.bin", "/lab/guest.bin"), ("bench/stepbench", "/lab/bin/stepbench")):
+            src = os.path.join(build, rel)
+            if os.path.exists(src):
+                put(root, dest, src, mode=0o755 if "bin/" in dest else 0o644)
+                if is_elf(src) and "bin/" in dest:
+                    elves.append(src)
+        os.makedirs(os.path.join(root, "extra"), exist_ok=True)
+        if extra_dir:
+            for dirpath, _, files in os.walk(extra_dir):
+                for fn in files:
+                    src = os.path.join(dirpath, fn)
+                    rel = os.path.relpath(src, extra_dir)
+                    put(root, "/extra/" + rel, src, mode=os.stat(src).st_mode & 0o777)
+                    if is_elf(src):
+                        elves.append(src)
+        for e in elves:
+            for lib in ldd_paths(e):
+                put(root, lib, lib)
+        with open(out, "wb") as f:
+            find = subprocess.Popen(["find", ".", "-print0"], cwd=root, stdout=subprocess.PIPE)
+            subprocess.run(["cpio", "--null", "-o", "-H", "newc", "--owner=0:0", "--quiet"],
+                           cwd=root, stdin=find.stdout, stdout=f, check=True)
+            find.wait()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class Result:
+    def __init__(self):
+        self.status = None         # the script's exit status, if it got that far
+        self.hang = None           # "freeze" or "timeout"
+        self.error = None          # a lab failure (no boot, insmod, ...)
+        self.steps = []            # (step, L1 uptime) in order
+        self.console = []          # console lines that were not control lines
+        self.output = b""          # the script's output
+        self.evidence = ""         # monitor dump and console tail on a hang
+        self.times = {}            # INIT, MODULES, BEGIN, EXIT: host seconds since launch
+        self.wall = 0.0
+        self.kernel = None         # L1's uname -r
+
+    def last_step(self):
+        return self.steps[-1][0] if self.steps else "(none: " + (
+            "script started" if "BEGIN" in self.times else
+            "modules loaded" if "MODULES" in self.times else
+            "init started" if "INIT" in self.times else "kernel did not reach /init") + ")"
+
+
+def qemu_config():
+    return {
+        "smp": os.environ.get("VMM_LAB_SMP", "2"),
+        "cpu": os.environ.get("VMM_LAB_CPU", "max"),
+        # One host thread for every vCPU: QEMU 7.2's multi-threaded TCG
+        # freezes L1 when KVM patches the kernel's text (docs/lab.md).
+        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg,thread=single"),
+        "mem": os.environ.get("VMM_LAB_MEM", "2G"),
+        "append": os.environ.get("VMM_LAB_APPEND", ""),
+        "qemu_args": os.environ.get("VMM_LAB_QEMU_ARGS", "").split(),
+    }
+
+
+def monitor_dump(path, symbols=None):
+    """What QEMU's monitor says about the vCPUs of a hung L1."""
+    out = b""
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(3)
+        s.connect(path)
+        s.sendall(b"info cpus\ninfo registers -a\n")
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            try:
+                d = s.recv(65536)
+            except socket.timeout:
+                break
+            if not d:
+                break
+            out += d
+        s.close()
+    except OSError as e:
+        out += f"(monitor: {e})".encode()
+    text = out.decode(errors="replace").replace("\r", "")
+    # The instructions each vCPU is at, as the guest's memory holds them now.
+    rips = sorted(set(re.findall(r"RIP=([0-9a-f]{16})", text)))
+    if rips:
+        more = b""
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(path)
+            s.sendall(b"".join(b"x/3i 0x%s\n" % r.encode() for r in rips))
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                try:
+                    d = s.recv(65536)
+                except socket.timeout:
+                    break
+                if not d:
+                    break
+                more += d
+            s.close()
+        except OSError:
+            pass
+        text += "\n" + "\n".join(
+            ln for ln in more.decode(errors="replace").replace("\r", "").splitlines()
+            if re.match(r"0x[0-9a-f]+:", ln))
+    if symbols:
+        # The lab boots with nokaslr, so that System.map names L1's RIPs.
+        text = re.sub(r"RIP=([0-9a-f]{16})", lambda m: f"RIP={m.group(1)} <{symbols(int(m.group(1), 16))}>", text)
+        text = re.sub(r"^0x([0-9a-f]{16}):", lambda m: f"0x{m.group(1)} <{symbols(int(m.group(1), 16))}>:", text, flags=re.M)
+    # Keep what tells where each vCPU was: RIP, CS, CR0/CR3/CR4, EFER, halted.
+    keep = [ln for ln in text.splitlines()
+            if re.search(r"CPU#|RIP=|^CS |CR0=|EFER=|HLT=|thread_id|^\* ?CPU|^  CPU|^0x[0-9a-f]+( <[^>]*>)?:", ln)]
+    return "\n".join(keep) if keep else text[-3000:]
+
+
+def system_map(kroot):
+    """A function that names the kernel symbol an address falls in."""
+    maps = glob.glob(os.path.join(kroot, "boot", "System.map-*"))
+    if not maps:
+        return None
+    syms = []
+    with open(maps[0]) as f:
+        for ln in f:
+            a, t, name = ln.split()[:3]
+            if t in "tTwW":
+                syms.append((int(a, 16), name))
+    if len(syms) < 100:
+        # Debian ships a stub ("The real System.map is in the -dbg package").
+        kallsyms = os.path.join(cache_dir(), "kallsyms-" + os.path.basename(maps[0])[11:])
+        if not os.path.exists(kallsyms):
+            return None
+        with open(kallsyms) as f:
+            syms = [(int(a, 16), n) for a, t, n, *_ in (ln.split() for ln in f) if t in "tTwW"]
+    syms.sort()
+    import bisect
+    keys = [a for a, _ in syms]
+
+    def name(addr):
+        i = bisect.bisect_right(keys, addr) - 1
+        if i < 0 or addr - keys[i] > 0x100000:
+            return "not L1 kernel text: L2 or user"
+        return f"{syms[i][1]}+{addr - keys[i]:#x}"
+    return name
+
+
+def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
+         stdout=None, kroot=None):
+    """Boots the lab once. Streams the script's output to stdout (a binary
+    file, or None to only collect it) and returns a Result."""
+    res = Result()
+    cfg = qemu_config()
+    kroot = kroot or fetch_kernel()
+    vmlinuz, mods = kernel_files(kroot)
+    order, blobs = module_order(mods, KVM_MODULE)
+    with Lock("qemu.lock", "one QEMU at a time"):
+        run = tempfile.mkdtemp(prefix="vmm-lab-")
+        try:
+            initrd = os.path.join(run, "initrd.cpio")
+            build_initramfs(initrd, build, extra_dir, script, order, blobs)
+            for n in ("con", "out"):
+                for d in ("in", "out"):
+                    os.mkfifo(os.path.join(run, f"{n}.{d}"))
+            mon = os.path.join(run, "mon.sock")
+            append = f"console=ttyS0 loglevel=5 panic=-1 nokaslr {cfg['append']}".strip()
+            cmd = ["timeout", "-s", "KILL", str(int(timeout + boot_stall + 30)),
+                   "qemu-system-x86_64", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
+                   "-smp", cfg["smp"], "-m", cfg["mem"], "-kernel", vmlinuz,
+                   "-initrd", initrd, "-append", append, "-display", "none",
+                   "-nodefaults", "-no-reboot",
+                   "-chardev", f"pipe,id=con,path={run}/con",
+                   "-chardev", f"pipe,id=out,path={run}/out",
+                   "-serial", "chardev:con", "-serial", "chardev:out",
+                   "-monitor", f"unix:{mon},server=on,wait=off"] + cfg["qemu_args"]
+            errf = open(os.path.join(run, "qemu.stderr"), "w+")
+            t0 = time.monotonic()
+            qemu = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
+                                    start_new_session=True)
+            # O_RDWR keeps the FIFOs open, so that no EOF is seen before QEMU opens them.
+            fds = {os.open(os.path.join(run, f"{n}.out"), os.O_RDWR | os.O_NONBLOCK): n
+                   for n in ("con", "out")}
+            conbuf = b""
+            last = t0
+            try:
+                while True:
+                    now = time.monotonic()
+                    if qemu.poll() is not None:
+                        break
+                    limit = stall if "INIT" in res.times else boot_stall
+                    if now - last > limit:
+                        res.hang = "freeze"
+                        break
+                    if now - t0 > timeout:
+                        res.hang = "timeout"
+                        break
+                    r, _, _ = select.select(list(fds), [], [], 1.0)
+                    for fd in r:
+                        try:
+                            d = os.read(fd, 65536)
+                        except BlockingIOError:
+                            continue
+                        if not d:
+                            continue
+                        if fds[fd] == "out":
+                            res.output += d
+                            if stdout:
+                                stdout.write(d)
+                                stdout.flush()
+                            continue
+                        conbuf += d
+                        *lines, conbuf = conbuf.split(b"\n")
+                        for ln in lines:
+                            # Only lines from L1's userspace (the heartbeat and
+                            # the other control lines) show that L1 still
+                            # schedules; its kernel may go on printing soft
+                            # lockups after userspace stopped.
+                            if ln.startswith(b"@@LAB "):
+                                last = time.monotonic()
+                            handle_console(res, ln.decode(errors="replace").rstrip("\r"),
+                                           time.monotonic() - t0)
+                if res.hang:
+                    # Two looks a second apart: a vCPU whose RIP has not moved
+                    # is stuck on one instruction, one that moved is spinning.
+                    names = system_map(kroot)
+                    res.evidence = monitor_dump(mon, names)
+                    time.sleep(1)
+                    res.evidence += "\n1 s later:\n" + monitor_dump(mon, names)
+                    os.killpg(qemu.pid, signal.SIGKILL)
+                qemu.wait()
+                # Drain what QEMU wrote before it exited.
+                for fd, n in fds.items():
+                    while True:
+                        try:
+                            d = os.read(fd, 65536)
+                        except BlockingIOError:
+                            break
+                        if not d:
+                            break
+                        if n == "out":
+                            res.output += d
+                            if stdout:
+                                stdout.write(d)
+                                stdout.flush()
+                        else:
+                            conbuf += d
+                for ln in conbuf.split(b"\n"):
+                    if ln:
+                        handle_console(res, ln.decode(errors="replace").rstrip("\r"),
+                                       time.monotonic() - t0)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+                if qemu.poll() is None:
+                    os.killpg(qemu.pid, signal.SIGKILL)
+                    qemu.wait()
+            res.wall = time.monotonic() - t0
+            errf.seek(0)
+            qerr = errf.read().strip()
+            errf.close()
+            if res.hang is None and res.status is None and res.error is None:
+                res.error = (f"QEMU exited {qemu.returncode} before the script finished"
+                             + (f": {qerr.splitlines()[-1]}" if qerr else ""))
+            if qerr and (res.error or res.hang):
+                res.evidence += "\nqemu stderr:\n" + qerr[-2000:]
+        finally:
+            shutil.rmtree(run, ignore_errors=True)
+    return res
+
+
+def handle_console(res, line, t):
+    m = re.match(r"@@LAB (\w+) ?(.*)", line)
+    if not m:
+        if line.strip() and not line.endswith("reboot: Power down"):
+            res.console.append(line)
+            if os.environ.get("VMM_LAB_VERBOSE"):
+                print("lab console: " + line, file=sys.stderr, flush=True)
+        return
+    what, rest = m.groups()
+    if what == "TICK":
+        return
+    if what == "STEP":
+        res.steps.append((rest.rsplit(" ", 1)[0], t))
+        return
+    if what in ("INIT", "MODULES", "BEGIN"):
+        res.times[what] = t
+        if what == "INIT":
+            res.kernel = rest.split()[1] if len(rest.split()) > 1 else None
+            log(f"L1 up after {t:.1f} s: kernel {res.kernel}")
+        return
+    if what == "EXIT":
+        res.times[what] = t
+        res.status = int(rest.split()[0])
+        return
+    if what == "ERROR":
+        res.error = rest
+
+
+def describe_hang(res, cfg=None):
+    cfg = cfg or qemu_config()
+    kind = ("L1 FROZE: no heartbeat from the lab's kernel" if res.hang == "freeze"
+            else "TIMEOUT: L1 alive but the script ran past --timeout")
+    tail = "\n".join("  " + ln for ln in res.console[-60:]) or "  (none)"
+    return (f"{kind} after {res.wall:.0f} s; last step reached: {res.last_step()}\n"
+            f"config: -cpu {cfg['cpu']} -smp {cfg['smp']} -accel {cfg['accel']}\n"
+            f"console tail:\n{tail}\n"
+            f"QEMU's view of the vCPUs:\n{res.evidence}")
+
+
+def cmd_run(a):
+    try:
+        ensure_packages()
+        build = os.path.abspath(a.build)
+        extra = os.path.abspath(a.dir) if a.dir else None
+        if extra and not os.path.isdir(extra):
+            log(f"{a.dir} is not a directory")
+            return 2
+        if not os.path.isfile(a.script):
+            log(f"{a.script}: no such file")
+            return 2
+        attempts = a.retries + 1
+        for i in range(attempts):
+            res = boot(build, extra, a.script, timeout=a.timeout, stall=a.stall,
+                       stdout=sys.stdout.buffer)
+            if res.hang == "freeze" and i + 1 < attempts:
+                log(describe_hang(res))
+                log(f"retrying after the freeze ({i + 2} of {attempts})")
+                continue
+            break
+    except Unavailable as e:
+        log(f"SKIP: {e}")
+        return UNAVAILABLE
+    except LabError as e:
+        log(f"error: {e}")
+        return LAB_ERROR
+    if res.hang:
+        log(describe_hang(res))
+        return HANG
+    if res.error:
+        log(f"error: {res.error}\nconsole tail:\n" + "\n".join(res.console[-30:]))
+        return LAB_ERROR
+    log(f"script exited {res.status}; boot to /init {res.times.get('INIT', 0):.1f} s, "
+        f"script {res.times['EXIT'] - res.times['BEGIN']:.1f} s, total {res.wall:.1f} s")
+    return res.status
+
+
+def cmd_fetch(a):
+    try:
+        ensure_packages()
+        k = fetch_kernel()
+    except Unavailable as e:
+        log(f"SKIP: {e}")
+        return UNAVAILABLE
+    vmlinuz, mods = kernel_files(k)
+    order, _ = module_order(mods, KVM_MODULE)
+    print(f"kernel: {vmlinuz}\nmodules: {' '.join(order)}")
+    return 0
+
+
+def cmd_symbols(a):
+    """Boots once to save L1's /proc/kallsyms (nokaslr) into the cache, so
+    that a hang's evidence names the L1 kernel functions the vCPUs were in."""
+    kroot = fetch_kernel()
+    ver = os.path.basename(kernel_files(kroot)[0])[len("vmlinuz-"):]
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "ks.sh")
+        with open(script, "w") as f:
+            f.write("grep ' [tTwW] ' /proc/kallsyms | grep -v '\\['\n")
+        res = boot(os.path.abspath(a.build), None, script, kroot=kroot)
+    if res.status != 0:
+        log("could not read /proc/kallsyms in the lab")
+        return LAB_ERROR
+    path = os.path.join(cache_dir(), "kallsyms-" + ver)
+    with open(path, "wb") as f:
+        f.write(res.output)
+    print(path)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch")
+    sy = sub.add_parser("symbols")
+    sy.add_argument("--build", default=os.path.join(REPO, "build"))
+    r = sub.add_parser("run")
+    r.add_argument("--build", default=os.path.join(REPO, "build"),
+                   help="build dir with vmm and guest.bin (default: build/)")
+    r.add_argument("--timeout", type=float, default=600,
+                   help="seconds for the whole boot (default 600)")
+    r.add_argument("--stall", type=float, default=30,
+                   help="seconds without a heartbeat that count as a freeze (default 30)")
+    r.add_argument("--retries", type=int, default=0,
+                   help="boot again up to N times after a freeze (default 0)")
+    r.add_argument("dir")
+    r.add_argument("script")
+    a = ap.parse_args()
+    return {"fetch": cmd_fetch, "run": cmd_run, "symbols": cmd_symbols}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
