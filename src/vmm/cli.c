@@ -15,6 +15,7 @@ enum {
 	OPT_STATS,
 	OPT_HOST_INFO,
 	OPT_JSON,
+	OPT_SELF_TEST,
 };
 
 /* One table feeds getopt_long and --help, so the two cannot drift apart. */
@@ -41,6 +42,8 @@ static const struct cli_option {
 	{ "host-info", no_argument, OPT_HOST_INFO, NULL,
 	  "describe what this host and its KVM offer, then exit" },
 	{ "json", no_argument, OPT_JSON, NULL, "with --host-info: print JSON" },
+	{ "self-test", no_argument, OPT_SELF_TEST, NULL,
+	  "boot the installed self-test guest instead of a named image" },
 	{ "quiet", no_argument, 'q', NULL, "no informational lines on stderr" },
 	{ "help", no_argument, 'h', NULL, "show this help and exit" },
 	{ "version", no_argument, 'V', NULL, "show the version and exit" },
@@ -51,6 +54,7 @@ static const struct cli_option {
 void cli_usage(FILE *out)
 {
 	fprintf(out, "usage: vmm [options] guest.bin\n"
+		     "       vmm --self-test [options]\n"
 		     "       vmm --host-info [--json]\n\n"
 		     "Boots guest.bin on /dev/kvm with split-lock detection "
 		     "virtualised per VM.\n\noptions:\n");
@@ -264,6 +268,7 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
 			break;
 		case OPT_HOST_INFO: o->host_info = true; break;
 		case OPT_JSON: o->json = true; break;
+		case OPT_SELF_TEST: o->self_test = true; break;
 		case 'q': o->quiet = true; break;
 		case 'h': return CLI_HELP;
 		case 'V': return CLI_VERSION;
@@ -277,11 +282,13 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
 	}
 	if (o->json && !o->host_info)
 		return fail(err, errlen, "--json only goes with --host-info");
-	if (o->host_info) {
+	if (o->host_info && o->self_test)
+		return fail(err, errlen, "--host-info and --self-test exclude each other");
+	if (o->host_info || o->self_test) {
 		if (optind < argc)
 			return fail(err, errlen,
-				    "--host-info takes no guest image, got '%s'",
-				    argv[optind]);
+				    "--%s takes no guest image, got '%s'",
+				    o->host_info ? "host-info" : "self-test", argv[optind]);
 		return CLI_RUN;
 	}
 	if (optind >= argc)

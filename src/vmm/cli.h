@@ -21,8 +21,9 @@ struct vmm_options {
 	const char *stats_path;       /* --stats=FILE; NULL: stderr */
 	bool host_info;
 	bool json;
+	bool self_test;               /* image: the installed self-test guest */
 	const char *append;           /* guest command line, may be NULL */
-	const char *image;            /* NULL only with --host-info */
+	const char *image;            /* NULL only with --host-info or --self-test */
 };
 
 enum cli_result {

@@ -27,6 +27,10 @@
 #ifndef VMM_VERSION
 #define VMM_VERSION "unknown"
 #endif
+/* Where `meson install` puts the self-test guest (meson.build sets it). */
+#ifndef VMM_SELF_TEST_IMAGE
+#define VMM_SELF_TEST_IMAGE "/usr/local/share/vmm/guest.bin"
+#endif
 
 static const struct kvm_cap_need base_caps[] = {
 	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY", "guest RAM" },
@@ -261,6 +265,33 @@ static void fill_standard_fds(void)
 	}
 }
 
+/*
+ * --self-test: the installed guest, else the one built beside this vmm (a
+ * build tree has build/vmm and build/guest.bin), so that the same command
+ * works installed and uninstalled.
+ */
+static const char *self_test_image(void)
+{
+	static char beside[4096];
+	ssize_t n = readlink("/proc/self/exe", beside, sizeof(beside) - 1);
+	char *slash;
+
+	if (access(VMM_SELF_TEST_IMAGE, R_OK) == 0)
+		return VMM_SELF_TEST_IMAGE;
+	if (n > 0) {
+		beside[n] = '\0';
+		slash = strrchr(beside, '/');
+		if (slash && (size_t)(slash - beside) + sizeof("/guest.bin") <= sizeof(beside)) {
+			strcpy(slash, "/guest.bin");
+			if (access(beside, R_OK) == 0)
+				return beside;
+		}
+	}
+	die(VMM_EXIT_IMAGE, "--self-test: no self-test guest at %s nor beside this vmm; "
+	    "install it with 'meson install' or name an image: vmm [options] guest.bin",
+	    VMM_SELF_TEST_IMAGE);
+}
+
 static void print_stats(const struct vm *vm, FILE *out, const char *path)
 {
 	stats_print_json(out, vm);
@@ -295,6 +326,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (opts.host_info)
 		return host_info(&opts);
+	if (opts.self_test)
+		opts.image = self_test_image();
 	if (opts.stats)
 		stats_out = open_stats(opts.stats_path);
 	/* From here a stop signal is held until the VM runs, then stops it. */

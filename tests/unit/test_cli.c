@@ -56,6 +56,21 @@ static void all_options(void **state)
 	assert_int_equal(o.split_lock, SPLIT_LOCK_ON);
 }
 
+static void self_test(void **state)
+{
+	struct vmm_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--self-test", "-c", "2", "--split-lock=emulate"), CLI_RUN);
+	assert_true(o.self_test);
+	assert_null(o.image);
+	assert_int_equal(o.cpus, 2);
+	assert_int_equal(PARSE(&o, "--self-test", "guest.bin"), CLI_ERROR);
+	assert_int_equal(PARSE(&o, "--self-test", "--host-info"), CLI_ERROR);
+	assert_int_equal(PARSE(&o, "guest.bin"), CLI_RUN);
+	assert_false(o.self_test);
+}
+
 static void help_and_version(void **state)
 {
 	struct vmm_options o;
@@ -194,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults),
 		cmocka_unit_test(all_options),
+		cmocka_unit_test(self_test),
 		cmocka_unit_test(help_and_version),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(long_append),
