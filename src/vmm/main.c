@@ -224,7 +224,6 @@ static void decide_split_lock(struct vm *vm, const struct vmm_options *o)
 	vm->split_lock_enumerated = d.enumerate;
 	vm->split_lock_emulate = o->split_lock == SPLIT_LOCK_EMULATE;
 	ratelimit_init(&vm->split_lock_rate, o->split_lock_ratelimit, o->split_lock_ratelimit);
-	vm->host_mode = sld_mode_name(hi.mode);
 }
 
 /*

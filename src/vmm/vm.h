@@ -76,7 +76,6 @@ struct vm {
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
 	bool step_cpl3;                /* this KVM can single-step CPL3 code */
-	const char *host_mode;         /* for diagnostics, e.g. "fatal" */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
 	pthread_mutex_t lock;          /* guards halted and the cond */

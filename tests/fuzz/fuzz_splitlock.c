@@ -296,7 +296,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_SETUP(runs);
 	FUZZ_SETUP(vm_init_common(&vm, &opts, ncpus, devnull()) == 0);
 	vm.split_lock_enumerated = en;
-	vm.host_mode = "fatal";
 	for (unsigned i = 0; i < ncpus; i++) {
 		vm.vcpus[i].run = &runs[i];
 		vm.vcpus[i].ops = &fake_ops;

@@ -137,7 +137,6 @@ static int setup_vm(bool enumerated)
 	vm.mem = ram;
 	vm.ram_size = RAM;
 	vm.split_lock_enumerated = enumerated;
-	vm.host_mode = "fatal";
 	for (unsigned i = 0; i < 2; i++) {
 		vm.vcpus[i].maxphyaddr = 46;
 		vm.vcpus[i].run = &runs[i];
