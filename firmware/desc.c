@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "processor.h"
 #include "vmm_msr.h"
+#include "x86.h"
 
 #define IDT_VECTORS     256
 #define GATE_INTERRUPT  0x8e  /* present, 64-bit interrupt gate, DPL0 */

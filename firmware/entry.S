@@ -6,9 +6,8 @@
 #include "internal.h"
 #include "percpu.h"
 #include "user.h"
+#include "x86.h"
 
-#define RFLAGS_AC       0x40000
-#define RFLAGS_RESERVED 0x2
 
 	.code64
 
@@ -66,7 +65,7 @@ exc_common:
 	pushq %r15
 	/* A RUN_USER_AC function leaves AC set; the handler must not inherit it. */
 	pushfq
-	andq $~RFLAGS_AC, (%rsp)
+	andq $~X86_RFLAGS_AC, (%rsp)
 	popfq
 	cld
 	movq %rsp, %rdi		/* 22 qwords pushed in all: RSP is 16-aligned */
@@ -111,10 +110,10 @@ run_user:
 	movq %rsp, %gs:CPU_USER_SAVED_RSP
 	pushq $SEL_USER_DS
 	pushq %gs:CPU_USER_STACK
-	movl $RFLAGS_RESERVED, %eax
+	movl $X86_RFLAGS_FIXED, %eax
 	testl $RUN_USER_AC, %edx
 	jz 1f
-	orl $RFLAGS_AC, %eax
+	orl $X86_RFLAGS_AC, %eax
 1:	pushq %rax
 	pushq $SEL_USER_CS
 	leaq user_trampoline(%rip), %rax

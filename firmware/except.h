@@ -19,6 +19,7 @@
 
 #include "percpu.h"
 #include "vmm_msr.h"
+#include "x86.h"
 
 /* exception_vector() when the ASM_TRY instruction did not fault. */
 #define EXC_NONE (-1)

@@ -21,6 +21,7 @@
 #include "user.h"
 #include "vmm_boot.h"
 #include "vmm_msr.h"
+#include "x86.h"
 #include "vmm_ports.h"
 #include "vmm_status.h"
 

@@ -15,6 +15,6 @@ int strcmp(const char *a, const char *b);
 int strncmp(const char *a, const char *b, size_t n);
 char *strstr(const char *haystack, const char *needle);
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#include "array_size.h"
 
 #endif

@@ -5,9 +5,7 @@
 
 #include <stdint.h>
 
-#define X86_CR0_AM      (1ull << 18)
-#define X86_RFLAGS_AC   (1ull << 18)
-#define X86_RFLAGS_IF   (1ull << 9)
+#include "x86.h"
 
 static inline void outb(uint16_t port, uint8_t val)
 {

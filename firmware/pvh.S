@@ -10,20 +10,9 @@
  * first byte of guest.bin, which stays _start.
  */
 #include "pvh.h"
+#include "x86.h"
 
-#define CR0_PE          0x1
-#define CR0_MP          0x2
-#define CR0_ET          0x10
-#define CR0_NE          0x20
-#define CR0_WP          0x10000
-#define CR0_PG          0x80000000
-#define CR4_PAE         0x20
-#define CR4_OSFXSR      0x200
-#define CR4_OSXMMEXCPT  0x400
-#define MSR_EFER        0xc0000080
-#define EFER_LME        0x100
-#define PTE_FLAGS       0x7     /* present, writable, user, as the VMM's */
-#define PDE_2M          0x80
+#define PTE_FLAGS       (X86_PTE_P | X86_PTE_RW | X86_PTE_US) /* as the VMM's */
 
 #define BOOT_PML4_ADDR  0x2000  /* vmm_boot.h; asm cannot include it */
 #define BOOT_INFO_ADDR  0x8000
@@ -44,13 +33,13 @@
 .macro ENTER_LONG_MODE cr3, target
 	movl \cr3, %eax
 	movl %eax, %cr3
-	movl $(CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT), %eax
+	movl $(X86_CR4_PAE | X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT), %eax
 	movl %eax, %cr4
 	movl $MSR_EFER, %ecx
 	rdmsr
-	orl $EFER_LME, %eax
+	orl $X86_EFER_LME, %eax
 	wrmsr
-	movl $(CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_PG), %eax
+	movl $(X86_CR0_PE | X86_CR0_MP | X86_CR0_ET | X86_CR0_NE | X86_CR0_WP | X86_CR0_PG), %eax
 	movl %eax, %cr0
 	ljmp $PVH_SEL_CODE64, $\target
 .endm
@@ -100,7 +89,7 @@ pvh_start32:
 	xorl %ecx, %ecx
 2:	movl %ecx, %eax
 	shll $21, %eax
-	orl $(PTE_FLAGS | PDE_2M), %eax
+	orl $(PTE_FLAGS | X86_PTE_PS), %eax
 	movl %eax, pvh_early_pd(, %ecx, 8)
 	movl $0, pvh_early_pd + 4(, %ecx, 8)
 	incl %ecx
@@ -161,7 +150,7 @@ pvh_tramp_start:
 	movw %ax, %ds
 	lgdtl pvh_tramp_gdtr - pvh_tramp_start
 	movl %cr0, %eax
-	orl $CR0_PE, %eax
+	orl $X86_CR0_PE, %eax
 	movl %eax, %cr0
 	ljmpl $PVH_SEL_CODE32, $pvh_ap32
 	.p2align 2

@@ -12,6 +12,7 @@
 #include "fw.h"
 #include "internal.h"
 #include "pvh.h"
+#include "x86.h"
 
 _Static_assert(offsetof(struct boot_info, cpu_region_base) == BI_REGION_BASE, "pvh.S");
 _Static_assert(offsetof(struct boot_info, cpu_region_size) == BI_REGION_SIZE, "pvh.S");
@@ -20,12 +21,6 @@ _Static_assert(sizeof(struct boot_info) == 1u << BI_SIZE_SHIFT, "pvh.S");
 #define MEMMAP_MAX      128
 #define NOTES_MAX       6
 #define NOTE_LEN        160
-#define PTE_P           0x1ull
-#define PTE_RW          0x2ull
-#define PTE_US          0x4ull
-#define PTE_PWT         0x8ull
-#define PTE_PCD         0x10ull
-#define PTE_PS          0x80ull
 
 #define MSR_APIC_BASE       0x1b
 #define APIC_BASE_EXTD      (1ull << 10)  /* x2APIC mode */
@@ -156,7 +151,7 @@ static void build_page_tables(uint64_t ram_size)
 	uint64_t *pml4 = (uint64_t *)(uintptr_t)BOOT_PML4_ADDR;
 	uint64_t *pdpt = (uint64_t *)(uintptr_t)BOOT_PDPT_ADDR;
 	uint64_t *pd = (uint64_t *)(uintptr_t)BOOT_PD_ADDR;
-	const uint64_t flags = PTE_P | PTE_RW | PTE_US;
+	const uint64_t flags = X86_PTE_P | X86_PTE_RW | X86_PTE_US;
 
 	memset(pml4, 0, 4096);
 	memset(pdpt, 0, 4096);
@@ -166,7 +161,7 @@ static void build_page_tables(uint64_t ram_size)
 	for (uint64_t i = 0; i < BOOT_PD_PAGES * 512; i++) {
 		uint64_t pa = i << 21;
 
-		pd[i] = pa | flags | PTE_PS | (pa >= ram_size ? PTE_PCD | PTE_PWT : 0);
+		pd[i] = pa | flags | X86_PTE_PS | (pa >= ram_size ? X86_PTE_PCD | X86_PTE_PWT : 0);
 	}
 	asm volatile("mov %0, %%cr3" : : "r"((uint64_t)BOOT_PML4_ADDR) : "memory");
 }

@@ -14,15 +14,4 @@
 /* CPUID.(EAX=7,ECX=0):EDX[30] enumerates IA32_CORE_CAPABILITIES. */
 #define CPUID_7_EDX_CORE_CAPABILITIES_BIT 30
 
-#define MSR_GS_BASE                      0xc0000101u
-
-#define X86_VEC_DE   0
-#define X86_VEC_DB   1
-#define X86_VEC_BP   3
-#define X86_VEC_UD   6
-#define X86_VEC_DF   8
-#define X86_VEC_GP   13
-#define X86_VEC_PF   14
-#define X86_VEC_AC   17
-
 #endif

@@ -426,7 +426,7 @@ static int mode_com1_flood(const struct boot_info *bi)
 
 /* ------------------------------------------------------------ unmapped memory */
 
-#define PDE_FLAGS 0x87ull /* present, writable, user, 2 MiB */
+#define PDE_FLAGS (X86_PTE_P | X86_PTE_RW | X86_PTE_US | X86_PTE_PS)
 #define TWO_MIB   (2ull << 20)
 
 /*
@@ -443,7 +443,7 @@ static bool map_identity(uint64_t pa)
 	if (pa >= (uint64_t)BOOT_PD_PAGES << 30)
 		return false;
 	if (!(pdpt[pa >> 30] & 1))
-		pdpt[pa >> 30] = (BOOT_PD_ADDR + (pa >> 30) * 0x1000) | (PDE_FLAGS & 7);
+		pdpt[pa >> 30] = (BOOT_PD_ADDR + (pa >> 30) * 0x1000) | (PDE_FLAGS & ~X86_PTE_PS);
 	if (!(pd[page >> 21] & 1))
 		pd[page >> 21] = page | PDE_FLAGS;
 	/* A new PDPT entry: reload CR3 rather than invlpg. */

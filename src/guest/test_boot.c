@@ -2,10 +2,6 @@
 /* What the VMM promised in vmm_boot.h, as seen from vCPU 0. */
 #include "guest.h"
 
-#define CR0_PE (1ull << 0)
-#define CR0_WP (1ull << 16)
-#define CR0_PG (1ull << 31)
-#define CR4_PAE (1ull << 5)
 
 extern char __image_start[], __image_end[];
 
@@ -52,10 +48,10 @@ static void test_region(const struct boot_info *bi)
 static void test_control_regs(const struct boot_info *bi)
 {
 	uint64_t cr0 = read_cr0(), cr4 = read_cr4();
-	uint64_t want0 = CR0_PE | CR0_WP | CR0_PG | X86_CR0_AM;
+	uint64_t want0 = X86_CR0_PE | X86_CR0_WP | X86_CR0_PG | X86_CR0_AM;
 
 	(void)bi;
-	tap_ok((cr0 & want0) == want0 && (cr4 & CR4_PAE) && read_cr3() == BOOT_PML4_ADDR,
+	tap_ok((cr0 & want0) == want0 && (cr4 & X86_CR4_PAE) && read_cr3() == BOOT_PML4_ADDR,
 	       "CR0 0x%lx has PE WP PG AM, CR4 0x%lx has PAE, CR3 at BOOT_PML4_ADDR",
 	       cr0, cr4);
 }

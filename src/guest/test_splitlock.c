@@ -103,7 +103,6 @@ static bool can_split(const struct locked_op *op)
 }
 
 static const uint64_t seed_lo = 0x8877665544332211ull, seed_hi = 0xffeeddccbbaa9988ull;
-#define ARITH_FLAGS 0x8d5ull
 
 static void seed(void *p, unsigned size)
 {
@@ -137,7 +136,7 @@ static bool same_as_aligned(const struct locked_op *op, uint8_t *p, int *vector)
 	return *vector == EXC_NONE && exception_vector() == EXC_NONE &&
 	       !memcmp(p, ref, op->size) && a.rax == b.rax && a.rbx == b.rbx &&
 	       a.rcx == b.rcx && a.rdx == b.rdx && a.src == b.src &&
-	       (a.flags & ARITH_FLAGS) == (b.flags & ARITH_FLAGS);
+	       (a.flags & X86_RFLAGS_ARITH) == (b.flags & X86_RFLAGS_ARITH);
 }
 
 /* With TEST_CTRL bit 29 set: #AC(0), and memory untouched. */

@@ -24,7 +24,7 @@ uint64_t boot_image_limit(uint64_t ram_size, unsigned cpus)
 
 void boot_build_page_tables(uint8_t *mem, uint64_t ram_size)
 {
-	const uint64_t flags = PTE_P | PTE_RW | PTE_US;
+	const uint64_t flags = X86_PTE_P | X86_PTE_RW | X86_PTE_US;
 	uint64_t pages = (ram_size + (2ull << 20) - 1) >> 21;
 	uint64_t pds = (pages + 511) / 512;
 
@@ -35,7 +35,7 @@ void boot_build_page_tables(uint8_t *mem, uint64_t ram_size)
 	for (uint64_t i = 0; i < pds; i++)
 		put64(mem, BOOT_PDPT_ADDR + i * 8, (BOOT_PD_ADDR + i * 0x1000) | flags);
 	for (uint64_t i = 0; i < pages; i++)
-		put64(mem, BOOT_PD_ADDR + i * 8, (i << 21) | flags | PTE_PS);
+		put64(mem, BOOT_PD_ADDR + i * 8, (i << 21) | flags | X86_PTE_PS);
 }
 
 /* Descriptor fields as the SDM lays them out (vol. 3, 3.4.5). */

@@ -14,24 +14,7 @@
 #include <linux/kvm.h>
 
 #include "vmm_boot.h"
-
-#define X86_CR0_PE  (1ull << 0)
-#define X86_CR0_MP  (1ull << 1)
-#define X86_CR0_ET  (1ull << 4)
-#define X86_CR0_NE  (1ull << 5)
-#define X86_CR0_WP  (1ull << 16)
-#define X86_CR0_AM  (1ull << 18)
-#define X86_CR0_PG  (1ull << 31)
-#define X86_CR4_PAE (1ull << 5)
-#define X86_CR4_OSFXSR (1ull << 9)
-#define X86_CR4_OSXMMEXCPT (1ull << 10)
-#define X86_EFER_LME (1ull << 8)
-#define X86_EFER_LMA (1ull << 10)
-
-#define PTE_P   (1ull << 0)
-#define PTE_RW  (1ull << 1)
-#define PTE_US  (1ull << 2)
-#define PTE_PS  (1ull << 7)
+#include "x86.h"
 
 struct boot_layout {
 	uint64_t ram_size;

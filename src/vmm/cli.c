@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vmm_boot.h"
+#include "array_size.h"
 
 enum {
 	OPT_SPLIT_LOCK = 0x100,
@@ -49,7 +50,7 @@ static const struct cli_option {
 	{ "version", no_argument, 'V', NULL, "show the version and exit" },
 };
 
-#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+#define N_OPTIONS ARRAY_SIZE(options)
 
 void cli_usage(FILE *out)
 {

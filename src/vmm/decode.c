@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "decode.h"
+#include "array_size.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static const struct {
 
 const char *sl_op_name(enum sl_op op)
 {
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
 		if (ops[i].op == op)
 			return ops[i].name;
 	return "?";
@@ -121,7 +122,7 @@ static int source_operand(const ZydisDecodedOperand *o, struct sl_insn *out)
 
 static bool lookup(ZydisMnemonic m, enum sl_op *op)
 {
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ops); i++) {
 		if (ops[i].mnemonic == m) {
 			*op = ops[i].op;
 			return true;

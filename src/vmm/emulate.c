@@ -3,8 +3,8 @@
 
 #include <string.h>
 
+#include "x86.h"
 /* CF PF AF ZF SF OF: the flags these instructions may write. */
-#define ARITH_FLAGS 0x8d5ull
 
 /* struct kvm_regs orders registers its own way; x86 numbers them so. */
 static __u64 *gpr(struct kvm_regs *r, int reg)
@@ -70,23 +70,16 @@ static int64_t sign_extend(uint64_t v, unsigned bytes)
 	return (int64_t)(v << shift) >> shift;
 }
 
-#define CR0_PE     (1ull << 0)
-#define CR0_AM     (1ull << 18)
-#define EFER_LMA   (1ull << 10)
-#define CR4_PKE    (1ull << 22)
-#define RFLAGS_AC  (1ull << 18)
-#define RFLAGS_VM  (1ull << 17)
 
-#define VEC_SS 12
 #define VEC_GP 13
 #define VEC_PF 14
 #define VEC_AC 17
 
 enum sl_mode sl_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
 {
-	if (!(s->cr0 & CR0_PE) || (rflags & RFLAGS_VM))
+	if (!(s->cr0 & X86_CR0_PE) || (rflags & X86_RFLAGS_VM))
 		return SL_MODE_16;
-	if ((s->efer & EFER_LMA) && s->cs.l)
+	if ((s->efer & X86_EFER_LMA) && s->cs.l)
 		return SL_MODE_64;
 	return s->cs.db ? SL_MODE_32 : SL_MODE_16;
 }
@@ -94,9 +87,9 @@ enum sl_mode sl_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
 /* SS.DPL is the CPL on VMX, and what KVM reports as it on SVM. */
 unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags)
 {
-	if (!(s->cr0 & CR0_PE))
+	if (!(s->cr0 & X86_CR0_PE))
 		return 0;
-	if (rflags & RFLAGS_VM)
+	if (rflags & X86_RFLAGS_VM)
 		return 3;
 	return s->ss.dpl;
 }
@@ -146,20 +139,20 @@ bool sl_linear(const struct sl_insn *i, const struct kvm_sregs *s, uint64_t rfla
 	       uint64_t ea, unsigned size, uint64_t *la, struct sl_exception *fault)
 {
 	const struct kvm_segment *sg = segment(s, i->seg);
-	bool real = !(s->cr0 & CR0_PE), ok = true;
+	bool real = !(s->cr0 & X86_CR0_PE), ok = true;
 	uint64_t last = ea + size - 1;
 
 	*fault = (struct sl_exception){
-		.vector = i->seg == SL_SEG_SS ? VEC_SS : VEC_GP,
+		.vector = i->seg == SL_SEG_SS ? X86_VEC_SS : VEC_GP,
 		.has_error_code = !real,
 	};
 	if (i->mode == SL_MODE_64) {
-		struct paging p = { .la57 = s->cr4 & (1ull << 12) };
+		struct paging p = { .la57 = s->cr4 & X86_CR4_LA57 };
 
 		*la = ea + (i->seg == SL_SEG_FS || i->seg == SL_SEG_GS ? sg->base : 0);
 		return paging_canonical(&p, *la) && paging_canonical(&p, *la + size - 1);
 	}
-	if (!real && !(rflags & RFLAGS_VM)) {
+	if (!real && !(rflags & X86_RFLAGS_VM)) {
 		bool code = sg->type & 8;
 
 		/* A null selector, or a write to code or to a read-only segment. */
@@ -193,6 +186,7 @@ bool sl_is_split_lock(const struct sl_insn *i, const struct sl_access *a)
  * flags it produced in `fl`. The stack is moved below the red zone, which
  * the compiler may be using, before pushing anything.
  */
+_Static_assert(X86_RFLAGS_ARITH == 0x8d5, "WITH_FLAGS spells the arithmetic flags out");
 #define WITH_FLAGS(insn)                         \
 	"lea -128(%%rsp), %%rsp\n\t"             \
 	"pushfq\n\t"                             \
@@ -305,7 +299,7 @@ static void execute_cmpxchg_wide(const struct sl_insn *i, struct kvm_regs *r, ui
 	if (i->op == SL_CMPXCHG8B) {
 		op_cmpxchg8b(mem, &a, &d, r->rbx, r->rcx, fl);
 		/* Like any 32-bit register write, a failed compare zero-extends. */
-		if (!(*fl & (1u << 6))) {
+		if (!(*fl & X86_RFLAGS_ZF)) {
 			r->rax = a;
 			r->rdx = d;
 		}
@@ -318,7 +312,7 @@ static void execute_cmpxchg_wide(const struct sl_insn *i, struct kvm_regs *r, ui
 
 void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem)
 {
-	uint64_t fl = r->rflags & ARITH_FLAGS;
+	uint64_t fl = r->rflags & X86_RFLAGS_ARITH;
 	uint64_t src = src_value(i, r), out;
 
 	switch (i->op) {
@@ -345,7 +339,7 @@ void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem)
 		 * The accumulator is written only when the compare fails, so a
 		 * successful 32-bit cmpxchg leaves RAX's upper half alone.
 		 */
-		if (!(fl & (1u << 6)))
+		if (!(fl & X86_RFLAGS_ZF))
 			reg_write_sized(r, 0, false, i->size, out);
 		break;
 	case SL_CMPXCHG8B:
@@ -357,7 +351,7 @@ void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem)
 	case SL_BTC: op_btc(mem, i->size, src & (8ull * i->size - 1), &fl); break;
 	case SL_OP_COUNT: break;
 	}
-	r->rflags = (r->rflags & ~ARITH_FLAGS) | (fl & ARITH_FLAGS);
+	r->rflags = (r->rflags & ~X86_RFLAGS_ARITH) | (fl & X86_RFLAGS_ARITH);
 	r->rip = (r->rip + i->length) &
 		 (i->mode == SL_MODE_64 ? ~0ull : i->mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
 }
@@ -474,7 +468,7 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	memset(p, 0, sizeof(*p));
 	paging_from_sregs(&pg, &s->sregs);
 	pg.cpl = sl_cpl(&s->sregs, s->regs.rflags);
-	pg.ac = s->regs.rflags & RFLAGS_AC;
+	pg.ac = s->regs.rflags & X86_RFLAGS_AC;
 	pg.pkru = s->pkru;
 	pg.maxphyaddr = s->maxphyaddr;
 
@@ -484,7 +478,7 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	 * tells a hardware #AC apart so (vmx_guest_inject_ac()) and reflects it
 	 * to the guest; mirror it for a KVM that did not.
 	 */
-	legacy_ac = pg.cpl == 3 && (s->sregs.cr0 & CR0_AM) && (s->regs.rflags & RFLAGS_AC);
+	legacy_ac = pg.cpl == 3 && (s->sregs.cr0 & X86_CR0_AM) && (s->regs.rflags & X86_RFLAGS_AC);
 
 	if (hw && legacy_ac) {
 		plan_inject(p, &ac0, "legacy alignment check (CPL3, CR0.AM, RFLAGS.AC)");

@@ -12,6 +12,7 @@
 #include "hostinfo.h"
 
 #include "policy.h"
+#include "array_size.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -360,7 +361,7 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 		return;
 	}
 	fprintf(out, LABEL "/dev/kvm, API %d\n", "KVM:", KVM_API_VERSION);
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
 		int v = cap_value(hi, i);
 
 		if (v < 0)
@@ -498,7 +499,7 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	fprintf(out, ",\"kvm\":{\"available\":%s,\"error\":", kvm ? "true" : "false");
 	json_str(out, kvm ? NULL : hi->kvm_error);
 	fputs(",\"caps\":{", out);
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
 		fprintf(out, "%s\"%s\":", i ? "," : "", caps[i].key);
 		json_int_or_null(out, kvm ? cap_value(hi, i) : -1);
 	}

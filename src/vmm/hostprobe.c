@@ -20,6 +20,7 @@
 #include "boot.h"
 #include "cpuid.h"
 #include "vmm_msr.h"
+#include "array_size.h"
 
 /* /proc/cpuinfo grows with the CPU count; this is far beyond any real one. */
 #define PROC_TEXT_MAX (64u << 20)
@@ -240,7 +241,7 @@ static void set_cpl(struct kvm_sregs *s, unsigned cpl)
 {
 	struct kvm_segment *segs[] = { &s->cs, &s->ss, &s->ds, &s->es, &s->fs, &s->gs };
 
-	for (size_t i = 0; i < sizeof(segs) / sizeof(segs[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(segs); i++) {
 		segs[i]->dpl = (uint8_t)cpl;
 		segs[i]->selector = (uint16_t)((segs[i]->selector & ~3u) | cpl);
 	}

@@ -23,6 +23,7 @@
 #include "vm.h"
 #include "vmm_msr.h"
 #include "vmm_status.h"
+#include "array_size.h"
 
 #ifndef VMM_VERSION
 #define VMM_VERSION "unknown"
@@ -81,7 +82,7 @@ static void probe_single_step(struct vm *vm, struct boot_layout *layout)
 	char err[160] = "";
 	int cpl0, cpl3;
 
-	kvm_require(vm->kvm_fd, emulate_caps, sizeof(emulate_caps) / sizeof(emulate_caps[0]));
+	kvm_require(vm->kvm_fd, emulate_caps, ARRAY_SIZE(emulate_caps));
 	if ((kvm_cap(vm->kvm_fd, KVM_CAP_SYNC_REGS) & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) !=
 	    (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS))
 		die(VMM_EXIT_HOST, "this host's KVM cannot sync registers and sregs in the run page, which --split-lock=emulate needs");
@@ -105,14 +106,13 @@ static void setup_vm(struct vm *vm, const struct vmm_options *o,
 
 	if (vm->kvm_fd < 0)
 		vm->kvm_fd = kvm_open();
-	kvm_require(vm->kvm_fd, base_caps, sizeof(base_caps) / sizeof(base_caps[0]));
+	kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps));
 	max = kvm_max_vcpus(vm->kvm_fd);
 	if (o->cpus > max)
 		die(VMM_EXIT_USAGE, "--cpus %u is more than this host's KVM allows (%u)",
 		    o->cpus, max);
 	vm->vm_fd = kvm_create_vm(vm->kvm_fd);
-	kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs,
-			       sizeof(emulated_msrs) / sizeof(emulated_msrs[0]));
+	kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs));
 	kvm_set_memory(vm->vm_fd, 0, 0, vm->mem, vm->ram_size);
 	vm->run_size = kvm_run_size(vm->kvm_fd);
 	cpuid = kvm_supported_cpuid(vm->kvm_fd);

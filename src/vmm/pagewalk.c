@@ -3,13 +3,7 @@
 
 #include <string.h>
 
-#define PTE_P   (1ull << 0)
-#define PTE_RW  (1ull << 1)
-#define PTE_US  (1ull << 2)
-#define PTE_A   (1ull << 5)
-#define PTE_D   (1ull << 6)
-#define PTE_PS  (1ull << 7)
-#define PTE_XD  (1ull << 63)
+#include "x86.h"
 
 const char *walk_result_name(enum walk_result r)
 {
@@ -43,12 +37,12 @@ static uint64_t reserved_bits(const struct paging *p, unsigned level, uint64_t e
 	uint64_t r = 0x000ffffffffff000ull & ~phys_mask(p);
 
 	if (!p->nxe)
-		r |= PTE_XD;
+		r |= X86_PTE_XD;
 	if (level >= 4)
-		r |= PTE_PS;
-	else if (level == 3 && (e & PTE_PS))
+		r |= X86_PTE_PS;
+	else if (level == 3 && (e & X86_PTE_PS))
 		r |= 0x3fffe000ull;      /* bits 29:13 of a 1 GiB page */
-	else if (level == 2 && (e & PTE_PS))
+	else if (level == 2 && (e & X86_PTE_PS))
 		r |= 0x1fe000ull;        /* bits 20:13 of a 2 MiB page */
 	return r;
 }
@@ -59,12 +53,12 @@ static uint32_t access_bits(const struct paging *p, unsigned access)
 	uint32_t ec = 0;
 
 	if (access & WALK_WRITE)
-		ec |= PF_W;
+		ec |= X86_PF_W;
 	if (p->cpl == 3)
-		ec |= PF_U;
+		ec |= X86_PF_U;
 	/* As KVM reports it: I/D only where NXE or SMEP give fetches rules. */
 	if ((access & WALK_FETCH) && (p->nxe || p->smep))
-		ec |= PF_ID;
+		ec |= X86_PF_I;
 	return ec;
 }
 
@@ -121,24 +115,24 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 			return WALK_OUTSIDE_RAM;
 		e = __atomic_load_n((uint64_t *)(m->base + addr), __ATOMIC_RELAXED);
 		w->ent_gpa[w->nents++] = addr;
-		if (!(e & PTE_P)) {
+		if (!(e & X86_PTE_P)) {
 			w->error_code = access_bits(p, access);
 			return WALK_FAULT;
 		}
 		if (e & reserved_bits(p, level, e)) {
-			w->error_code = access_bits(p, access) | PF_P | PF_RSVD;
+			w->error_code = access_bits(p, access) | X86_PF_P | X86_PF_RSVD;
 			return WALK_FAULT;
 		}
-		user_page = user_page && (e & PTE_US);
-		writable = writable && (e & PTE_RW);
-		nx = nx || (p->nxe && (e & PTE_XD));
+		user_page = user_page && (e & X86_PTE_US);
+		writable = writable && (e & X86_PTE_RW);
+		nx = nx || (p->nxe && (e & X86_PTE_XD));
 		span = 1ull << (12 + 9 * (level - 1));
-		if (level == 1 || ((level == 2 || level == 3) && (e & PTE_PS)))
+		if (level == 1 || ((level == 2 || level == 3) && (e & X86_PTE_PS)))
 			break;
 		table = e;
 	}
 	if (!permitted(p, access, user_page, writable, nx, (unsigned)(e >> 59) & 15, &pk)) {
-		w->error_code = access_bits(p, access) | PF_P | (pk ? PF_PK : 0);
+		w->error_code = access_bits(p, access) | X86_PF_P | (pk ? X86_PF_PK : 0);
 		return WALK_FAULT;
 	}
 	w->gpa = (e & phys_mask(p) & ~(span - 1)) | (la & (span - 1));
@@ -150,7 +144,7 @@ void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write
 {
 	for (unsigned i = 0; i < w->nents; i++) {
 		uint64_t *pe = (uint64_t *)(m->base + w->ent_gpa[i]);
-		uint64_t bits = PTE_A | (write && i == w->nents - 1 ? PTE_D : 0);
+		uint64_t bits = X86_PTE_A | (write && i == w->nents - 1 ? X86_PTE_D : 0);
 
 		/* Only store when a bit is missing: other vCPUs share the tables. */
 		if ((__atomic_load_n(pe, __ATOMIC_RELAXED) & bits) != bits)
@@ -161,14 +155,14 @@ void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write
 void paging_from_sregs(struct paging *p, const struct kvm_sregs *s)
 {
 	*p = (struct paging){
-		.enabled = s->cr0 & (1ull << 31),
-		.long_mode = s->efer & (1ull << 10),
-		.la57 = s->cr4 & (1ull << 12),
-		.wp = s->cr0 & (1ull << 16),
-		.nxe = s->efer & (1ull << 11),
-		.smep = s->cr4 & (1ull << 20),
-		.smap = s->cr4 & (1ull << 21),
-		.pke = s->cr4 & (1ull << 22),
+		.enabled = s->cr0 & X86_CR0_PG,
+		.long_mode = s->efer & X86_EFER_LMA,
+		.la57 = s->cr4 & X86_CR4_LA57,
+		.wp = s->cr0 & X86_CR0_WP,
+		.nxe = s->efer & X86_EFER_NXE,
+		.smep = s->cr4 & X86_CR4_SMEP,
+		.smap = s->cr4 & X86_CR4_SMAP,
+		.pke = s->cr4 & X86_CR4_PKE,
 		.cr3 = s->cr3,
 		.cpl = s->cs.dpl,
 	};

@@ -42,12 +42,6 @@ struct paging {
 #define WALK_FETCH  2u
 
 /* #PF error code bits (SDM vol. 3 4.7). */
-#define PF_P     (1u << 0)
-#define PF_W     (1u << 1)
-#define PF_U     (1u << 2)
-#define PF_RSVD  (1u << 3)
-#define PF_ID    (1u << 4)
-#define PF_PK    (1u << 5)
 
 enum walk_result {
 	WALK_OK,

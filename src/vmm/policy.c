@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hostinfo.h"
+#include "array_size.h"
 
 static const char *const names[] = {
 	[SPLIT_LOCK_INHERIT] = "inherit",
@@ -15,14 +16,14 @@ static const char *const names[] = {
 
 const char *split_lock_policy_name(enum split_lock_policy p)
 {
-	if ((unsigned)p < sizeof(names) / sizeof(names[0]))
+	if ((unsigned)p < ARRAY_SIZE(names))
 		return names[p];
 	return "?";
 }
 
 int split_lock_policy_parse(const char *s, enum split_lock_policy *out)
 {
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(names); i++) {
 		if (strcmp(s, names[i]) == 0) {
 			*out = (enum split_lock_policy)i;
 			return 0;

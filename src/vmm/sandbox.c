@@ -2,6 +2,7 @@
 /* For REG_RSI: the SIGSYS handler names the refused ioctl request. */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "array_size.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,18 +107,17 @@ static const struct sandbox_ioctl kvm_ioctls[] = {
 	  "--split-lock=emulate turns single-stepping off at CPL3 and back on at CPL0" },
 };
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 const struct sandbox_rule *sandbox_rules(size_t *n)
 {
-	*n = COUNT(base_rules);
+	*n = ARRAY_SIZE(base_rules);
 	return base_rules;
 }
 
 const struct sandbox_rule *sandbox_sanitizer_rules(size_t *n)
 {
 #ifdef SANDBOX_SANITIZER
-	*n = COUNT(sanitizer_rules);
+	*n = ARRAY_SIZE(sanitizer_rules);
 	return sanitizer_rules;
 #else
 	*n = 0;
@@ -127,7 +127,7 @@ const struct sandbox_rule *sandbox_sanitizer_rules(size_t *n)
 
 const struct sandbox_ioctl *sandbox_ioctls(size_t *n)
 {
-	*n = COUNT(kvm_ioctls);
+	*n = ARRAY_SIZE(kvm_ioctls);
 	return kvm_ioctls;
 }
 
@@ -146,7 +146,7 @@ const struct sandbox_rule *sandbox_find(const char *name)
 	const struct sandbox_rule *extra = sandbox_sanitizer_rules(&n);
 	const struct sandbox_rule *r = extra ? find_in(extra, n, name) : NULL;
 
-	return r ? r : find_in(base_rules, COUNT(base_rules), name);
+	return r ? r : find_in(base_rules, ARRAY_SIZE(base_rules), name);
 }
 
 /*
@@ -293,7 +293,7 @@ static void add(scmp_filter_ctx ctx, const struct sandbox_rule *rule)
 		break;
 	case SANDBOX_KVM_IOCTL:
 		/* The kernel takes the request as an unsigned int: compare those 32 bits. */
-		for (size_t i = 0; i < COUNT(kvm_ioctls); i++) {
+		for (size_t i = 0; i < ARRAY_SIZE(kvm_ioctls); i++) {
 			arg = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, kvm_ioctls[i].request);
 			add_rule(ctx, SCMP_ACT_ALLOW, rule->name, nr, kvm_ioctls[i].name, 1, &arg);
 		}
@@ -356,7 +356,7 @@ static void install_filter(void)
 	if (r < 0)
 		die_errno("seccomp_attr_set(SCMP_FLTATR_CTL_TSYNC)", -r, NULL);
 
-	for (size_t i = 0; i < COUNT(base_rules); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(base_rules); i++)
 		if (!extra || !find_in(extra, nextra, base_rules[i].name))
 			add(ctx, &base_rules[i]);
 	for (size_t i = 0; i < nextra; i++)

@@ -12,6 +12,7 @@
 #include "vcpu.h"
 #include "log.h"
 #include "vmm_msr.h"
+#include "x86.h"
 #include "vmm_status.h"
 
 enum ac_action splitlock_decide_ac(const struct msr_state *msrs)

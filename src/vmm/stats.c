@@ -5,6 +5,7 @@
 
 #include "policy.h"
 #include "vm.h"
+#include "array_size.h"
 
 const char *stats_exit_name(uint32_t reason)
 {
@@ -30,7 +31,7 @@ const char *stats_exit_name(uint32_t reason)
 		[KVM_EXIT_X86_BUS_LOCK] = "x86_bus_lock",
 	};
 
-	if (reason < sizeof(names) / sizeof(names[0]) && names[reason])
+	if (reason < ARRAY_SIZE(names) && names[reason])
 		return names[reason];
 	return NULL;
 }

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "vmm_status.h"
+#include "array_size.h"
 
 static uint64_t mono_ns(void)
 {
@@ -277,7 +278,7 @@ void vm_stop_signals(sigset_t *set)
 	};
 
 	sigemptyset(set);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		sigaddset(set, sigs[i]);
 	/* glibc keeps the lowest real-time signals for itself: SIGRTMIN is above them. */
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)

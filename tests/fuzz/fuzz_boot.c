@@ -31,6 +31,7 @@
 #include "boot.h"
 #include "loader.h"
 #include "vmm_boot.h"
+#include "array_size.h"
 
 #define PATTERN 0x5a
 #define MEM_SIZE BOOT_IMAGE_ADDR
@@ -65,22 +66,22 @@ static int walk(uint64_t cr3, uint64_t va, uint64_t *pa)
 
 	FUZZ_CHECK((cr3 & 0xfff) == 0, "CR3 0x%" PRIx64 " is not page-aligned", cr3);
 	e = get64(cr3 + ((va >> 39) & 511) * 8);
-	if (!(e & PTE_P))
+	if (!(e & X86_PTE_P))
 		return -1;
 	check_entry(e, "PML4", va);
-	FUZZ_CHECK((e & (PTE_RW | PTE_US)) == (PTE_RW | PTE_US) && !(e & PTE_PS),
+	FUZZ_CHECK((e & (X86_PTE_RW | X86_PTE_US)) == (X86_PTE_RW | X86_PTE_US) && !(e & X86_PTE_PS),
 		   "PML4 entry 0x%" PRIx64, e);
 	e = get64((e & 0xffffffffff000ull) + ((va >> 30) & 511) * 8);
-	if (!(e & PTE_P))
+	if (!(e & X86_PTE_P))
 		return -1;
 	check_entry(e, "PDPT", va);
-	FUZZ_CHECK((e & (PTE_RW | PTE_US)) == (PTE_RW | PTE_US) && !(e & PTE_PS),
+	FUZZ_CHECK((e & (X86_PTE_RW | X86_PTE_US)) == (X86_PTE_RW | X86_PTE_US) && !(e & X86_PTE_PS),
 		   "PDPT entry 0x%" PRIx64 " (1 GiB pages are not used)", e);
 	e = get64((e & 0xffffffffff000ull) + ((va >> 21) & 511) * 8);
-	if (!(e & PTE_P))
+	if (!(e & X86_PTE_P))
 		return -1;
 	check_entry(e, "PD", va);
-	FUZZ_CHECK((e & (PTE_RW | PTE_US | PTE_PS)) == (PTE_RW | PTE_US | PTE_PS),
+	FUZZ_CHECK((e & (X86_PTE_RW | X86_PTE_US | X86_PTE_PS)) == (X86_PTE_RW | X86_PTE_US | X86_PTE_PS),
 		   "PD entry 0x%" PRIx64 " for 0x%" PRIx64 " is not a writable user 2 MiB page", e, va);
 	FUZZ_CHECK((e & 0x1fe000) == 0, "2 MiB PD entry 0x%" PRIx64 " has reserved bits 20:13", e);
 	*pa = (e & 0xfffffffe00000ull) | (va & 0x1fffff);
@@ -164,7 +165,7 @@ static void check_info(const struct boot_layout *l, unsigned cpu, bool valid_lay
 		   bi.cpu_region_base == l->ram_size - (uint64_t)(cpu + 1) * BOOT_CPU_REGION_SIZE,
 		   "boot_info %u region 0x%" PRIx64, cpu, bi.cpu_region_base);
 	FUZZ_CHECK(bi.flags == 0 && bi.reserved0 == 0, "boot_info %u flags", cpu);
-	for (size_t i = 0; i < sizeof(bi.reserved) / sizeof(bi.reserved[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(bi.reserved); i++)
 		FUZZ_CHECK(bi.reserved[i] == 0, "boot_info %u reserved[%zu]", cpu, i);
 	FUZZ_CHECK(memcmp(bi.cmdline, l->cmdline ? l->cmdline : "", cmdlen) == 0,
 		   "boot_info %u cmdline", cpu);
@@ -209,7 +210,7 @@ static void check_rest_untouched(unsigned cpus)
 	};
 	uint64_t at = 0;
 
-	for (size_t i = 0; i < sizeof(written) / sizeof(written[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(written); i++) {
 		FUZZ_SETUP(written[i].from >= at);	/* the list is in order */
 		check_untouched(at, written[i].from);
 		at = written[i].to;
@@ -266,7 +267,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			UINT64_MAX,
 		};
 
-		for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(edges); i++)
 			check_address(edges[i], ram_size);
 	}
 	for (unsigned i = 0; i < MAX_ADDRS && in.n; i++) {

@@ -38,11 +38,9 @@
 
 #include "decode.h"
 #include "emulate.h"
+#include "x86.h"
+#include "array_size.h"
 
-#define FL_CF (1ull << 0)
-#define FL_ZF (1ull << 6)
-#define FL_SF (1ull << 7)
-#define ARITH 0x8d5ull
 
 static const uint64_t edges[] = {
 	0, 1, 2, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
@@ -57,7 +55,7 @@ static uint64_t reg_value(struct fuzz_in *in)
 
 	if (sel >= 0x80)
 		return fuzz_u64(in);
-	return edges[sel % (sizeof(edges) / sizeof(edges[0]))];
+	return edges[sel % ARRAY_SIZE(edges)];
 }
 
 static uint64_t mask_of(unsigned size)
@@ -176,7 +174,7 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 {
 	unsigned sz = i->size;
 	uint64_t mask = mask_of(sz), m = load(mem, sz) & mask, s = src_of(i, r) & mask;
-	uint64_t cf = r->rflags & FL_CF, res = 0, sign = 1ull << (8 * (sz > 8 ? 8 : sz) - 1);
+	uint64_t cf = r->rflags & X86_RFLAGS_CF, res = 0, sign = 1ull << (8 * (sz > 8 ? 8 : sz) - 1);
 	bool set_res = true;
 
 	*known = 0;
@@ -201,27 +199,27 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 		write_sized(r, i->src_reg, i->src_high8, sz, m);
 		break;
 	case SL_CMPXCHG:
-		*known = FL_ZF;
+		*known = X86_RFLAGS_ZF;
 		if ((r->rax & mask) == m) {
 			res = s;
-			*fl |= FL_ZF;
+			*fl |= X86_RFLAGS_ZF;
 		} else {
 			res = m;
-			*fl &= ~FL_ZF;
+			*fl &= ~X86_RFLAGS_ZF;
 			write_sized(r, 0, false, sz, m);
 		}
 		break;
 	case SL_CMPXCHG8B: {
 		uint64_t want = (r->rdx << 32) | (uint32_t)r->rax;
 
-		*known = FL_ZF;
+		*known = X86_RFLAGS_ZF;
 		m = load(mem, 8);
 		if (m == want) {
 			res = (r->rcx << 32) | (uint32_t)r->rbx;
-			*fl |= FL_ZF;
+			*fl |= X86_RFLAGS_ZF;
 		} else {
 			res = m;
-			*fl &= ~FL_ZF;
+			*fl &= ~X86_RFLAGS_ZF;
 			r->rax = (uint32_t)m;
 			r->rdx = m >> 32;
 		}
@@ -230,24 +228,24 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 	case SL_CMPXCHG16B: {
 		uint64_t lo = load(mem, 8), hi = load(mem + 8, 8);
 
-		*known = FL_ZF;
+		*known = X86_RFLAGS_ZF;
 		set_res = false;
 		if (lo == r->rax && hi == r->rdx) {
 			store(mem, 8, r->rbx);
 			store(mem + 8, 8, r->rcx);
-			*fl |= FL_ZF;
+			*fl |= X86_RFLAGS_ZF;
 		} else {
 			r->rax = lo;
 			r->rdx = hi;
-			*fl &= ~FL_ZF;
+			*fl &= ~X86_RFLAGS_ZF;
 		}
 		break;
 	}
 	case SL_BTS: case SL_BTR: case SL_BTC: {
 		uint64_t bit = 1ull << (s & (8ull * sz - 1));
 
-		*known = FL_CF;
-		*fl = (*fl & ~FL_CF) | ((m & bit) ? FL_CF : 0);
+		*known = X86_RFLAGS_CF;
+		*fl = (*fl & ~X86_RFLAGS_CF) | ((m & bit) ? X86_RFLAGS_CF : 0);
 		res = i->op == SL_BTS ? m | bit : i->op == SL_BTR ? m & ~bit : m ^ bit;
 		break;
 	}
@@ -263,8 +261,8 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 	switch (i->op) {
 	case SL_ADD: case SL_ADC: case SL_SUB: case SL_SBB: case SL_AND: case SL_OR:
 	case SL_XOR: case SL_NEG: case SL_INC: case SL_DEC: case SL_XADD:
-		*known |= FL_ZF | FL_SF;
-		*fl = (*fl & ~(FL_ZF | FL_SF)) | (res == 0 ? FL_ZF : 0) | (res & sign ? FL_SF : 0);
+		*known |= X86_RFLAGS_ZF | X86_RFLAGS_SF;
+		*fl = (*fl & ~(X86_RFLAGS_ZF | X86_RFLAGS_SF)) | (res == 0 ? X86_RFLAGS_ZF : 0) | (res & sign ? X86_RFLAGS_SF : 0);
 		break;
 	default:
 		break;
@@ -272,25 +270,25 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 	/* Carries: CF of ADD/SUB and friends (INC and DEC keep it). */
 	switch (i->op) {
 	case SL_ADD: case SL_XADD:
-		*known |= FL_CF;
-		*fl = (*fl & ~FL_CF) | (res < m ? FL_CF : 0);
+		*known |= X86_RFLAGS_CF;
+		*fl = (*fl & ~X86_RFLAGS_CF) | (res < m ? X86_RFLAGS_CF : 0);
 		break;
 	case SL_SUB:
-		*known |= FL_CF;
-		*fl = (*fl & ~FL_CF) | (s > m ? FL_CF : 0);
+		*known |= X86_RFLAGS_CF;
+		*fl = (*fl & ~X86_RFLAGS_CF) | (s > m ? X86_RFLAGS_CF : 0);
 		break;
 	case SL_AND: case SL_OR: case SL_XOR:
-		*known |= FL_CF;
-		*fl &= ~FL_CF;
+		*known |= X86_RFLAGS_CF;
+		*fl &= ~X86_RFLAGS_CF;
 		break;
 	case SL_INC: case SL_DEC: case SL_NOT: case SL_XCHG:
-		*known |= FL_CF;	/* unchanged */
+		*known |= X86_RFLAGS_CF;	/* unchanged */
 		break;
 	default:
 		break;
 	}
 	if (i->op == SL_NOT || i->op == SL_XCHG) {
-		*known = ARITH;		/* no flag changes at all */
+		*known = X86_RFLAGS_ARITH;		/* no flag changes at all */
 	}
 }
 
@@ -345,7 +343,7 @@ static void one_mode(const struct sl_insn *ip, const struct kvm_regs *rp, uint64
 		   got.r15 == want.r15,
 		   "%s: registers differ (RAX 0x%llx want 0x%llx, RDX 0x%llx want 0x%llx)",
 		   sl_op_name(i.op), got.rax, want.rax, got.rdx, want.rdx);
-	FUZZ_CHECK((got.rflags & ~ARITH) == (r.rflags & ~ARITH), "%s changed RFLAGS 0x%llx -> 0x%llx",
+	FUZZ_CHECK((got.rflags & ~X86_RFLAGS_ARITH) == (r.rflags & ~X86_RFLAGS_ARITH), "%s changed RFLAGS 0x%llx -> 0x%llx",
 		   sl_op_name(i.op), r.rflags, got.rflags);
 	FUZZ_CHECK((got.rflags & known) == (fl & known), "%s: RFLAGS 0x%llx, reference 0x%" PRIx64
 		   " in bits 0x%" PRIx64, sl_op_name(i.op), got.rflags, fl, known);

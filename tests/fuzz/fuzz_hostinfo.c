@@ -26,6 +26,7 @@
 
 #include "hostinfo.h"
 #include "policy.h"
+#include "array_size.h"
 
 /* --------------------------------------------------------- references */
 
@@ -198,7 +199,7 @@ static void check_policy(const struct host_info *hi)
 
 	FUZZ_CHECK(split_lock_host_can_deliver(hi) == fatal, "can_deliver on a %s host",
 		   sld_mode_name(hi->mode));
-	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(policies); i++) {
 		struct split_lock_decision d;
 		enum split_lock_policy p = policies[i];
 

@@ -39,14 +39,8 @@
 #include "fuzz.h"
 
 #include "pagewalk.h"
+#include "x86.h"
 
-#define E_P   (1ull << 0)
-#define E_RW  (1ull << 1)
-#define E_US  (1ull << 2)
-#define E_A   (1ull << 5)
-#define E_D   (1ull << 6)
-#define E_PS  (1ull << 7)
-#define E_ADDR 0x000ffffffffff000ull
 
 struct ref {
 	enum walk_result r;
@@ -102,7 +96,7 @@ static void ref_walk(const uint8_t *ram, uint64_t size, const struct paging *p, 
 			return;
 		}
 		out->used[out->nused++] = at;
-		if (!(e & E_P)) {
+		if (!(e & X86_PTE_P)) {
 			out->r = WALK_FAULT;
 			out->ec = acc;
 			return;
@@ -111,22 +105,22 @@ static void ref_walk(const uint8_t *ram, uint64_t size, const struct paging *p, 
 		if (!p->nxe)
 			rsvd |= e & (1ull << 63);
 		if (level >= 4)
-			rsvd |= e & E_PS;
-		if (level == 3 && (e & E_PS))
+			rsvd |= e & X86_PTE_PS;
+		if (level == 3 && (e & X86_PTE_PS))
 			rsvd |= e & (((1ull << 30) - 1) & ~((1ull << 13) - 1));
-		if (level == 2 && (e & E_PS))
+		if (level == 2 && (e & X86_PTE_PS))
 			rsvd |= e & (((1ull << 21) - 1) & ~((1ull << 13) - 1));
 		if (rsvd) {
 			out->r = WALK_FAULT;
 			out->ec = acc | 1 | 8;
 			return;
 		}
-		user = user && (e & E_US);
-		writable = writable && (e & E_RW);
+		user = user && (e & X86_PTE_US);
+		writable = writable && (e & X86_PTE_RW);
 		xd = xd || (p->nxe && (e >> 63));
 		span = 1ull << (12 + 9 * (level - 1));
 		/* A PS bit ends the walk at the PDPT (1 GiB) and PD (2 MiB). */
-		if ((level == 3 || level == 2) && (e & E_PS))
+		if ((level == 3 || level == 2) && (e & X86_PTE_PS))
 			break;
 		table = e;
 	}
@@ -159,9 +153,9 @@ static void ref_apply(uint8_t *ram, const struct ref *w, bool write)
 		uint64_t e;
 
 		memcpy(&e, ram + w->used[i], 8);
-		e |= E_A;
+		e |= X86_PTE_A;
 		if (write && i == w->nused - 1)
-			e |= E_D;
+			e |= X86_PTE_D;
 		memcpy(ram + w->used[i], &e, 8);
 	}
 }

@@ -45,6 +45,7 @@
 #include "splitlock.h"
 #include "vm.h"
 #include "vmm_msr.h"
+#include "x86.h"
 #include "vmm_status.h"
 
 static struct {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "boot.h"
+#include "array_size.h"
 
 static uint64_t get64(const uint8_t *mem, uint64_t addr)
 {
@@ -24,13 +25,13 @@ static int translate(const uint8_t *mem, uint64_t cr3, uint64_t va, uint64_t *pa
 {
 	uint64_t e = get64(mem, cr3 + ((va >> 39) & 511) * 8);
 
-	if (!(e & PTE_P) || !(e & PTE_US) || !(e & PTE_RW))
+	if (!(e & X86_PTE_P) || !(e & X86_PTE_US) || !(e & X86_PTE_RW))
 		return -1;
 	e = get64(mem, (e & ~0xfffull) + ((va >> 30) & 511) * 8);
-	if (!(e & PTE_P))
+	if (!(e & X86_PTE_P))
 		return -1;
 	e = get64(mem, (e & ~0xfffull) + ((va >> 21) & 511) * 8);
-	if (!(e & PTE_P) || !(e & PTE_PS) || !(e & PTE_US))
+	if (!(e & X86_PTE_P) || !(e & X86_PTE_PS) || !(e & X86_PTE_US))
 		return -1;
 	*pa = (e & ~0x1fffffull & ((1ull << 52) - 1)) | (va & 0x1fffff);
 	return 0;
@@ -42,7 +43,7 @@ static void identity_map(void **state)
 					  (3ull << 30) + (6ull << 20), 4ull << 30 };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		uint8_t *mem = calloc(1, 0x10000);
 		uint64_t pa;
 

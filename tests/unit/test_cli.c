@@ -9,13 +9,14 @@
 
 #include "cli.h"
 #include "vmm_boot.h"
+#include "array_size.h"
 
 static char err[256];
 
 #define PARSE(opts, ...)                                                     \
 	({                                                                   \
 		char *argv_[] = { "vmm", __VA_ARGS__, NULL };                \
-		cli_parse((int)(sizeof(argv_) / sizeof(argv_[0])) - 1, argv_, \
+		cli_parse((int)ARRAY_SIZE(argv_) - 1, argv_, \
 			  (opts), err, sizeof(err));                         \
 	})
 
@@ -114,7 +115,7 @@ static void bad_input(void **state)
 	};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *argv[6] = { "vmm" };
 		struct vmm_options o;
 		int argc = 1;
@@ -162,13 +163,13 @@ static void seconds(void **state)
 	uint64_t ms;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
 		ms = 0;
 		if (cli_parse_seconds(good[i].s, &ms) != 0 || ms != good[i].ms)
 			fail_msg("'%s': %llu ms, want %llu", good[i].s, (unsigned long long)ms,
 				 (unsigned long long)good[i].ms);
 	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		if (cli_parse_seconds(bad[i], &ms) == 0)
 			fail_msg("'%s' accepted as %llu ms", bad[i], (unsigned long long)ms);
 }

@@ -19,6 +19,7 @@
 #include "decode.h"
 #include "emulate.h"
 #include "vmm_boot.h"
+#include "array_size.h"
 
 struct ctx {
 	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rflags;
@@ -143,7 +144,6 @@ static int teardown(void **state)
 }
 
 #define AREA 64          /* bytes around the operand, for register bit offsets */
-#define ARITH 0x8d5ull
 
 static void random_ctx(struct ctx *c, const struct insn_case *ic, uint8_t *mem)
 {
@@ -153,7 +153,7 @@ static void random_ctx(struct ctx *c, const struct insn_case *ic, uint8_t *mem)
 	c->rdx = rnd();
 	c->rsi = rnd();
 	/* 0x202: IF as the host has it, plus random arithmetic flags. */
-	c->rflags = 0x202 | (rnd() & ARITH);
+	c->rflags = 0x202 | (rnd() & X86_RFLAGS_ARITH);
 	if (ic->bit_reg) {
 		/* A signed offset that stays within +-AREA/2 bytes of [rdi]. */
 		int64_t bit = (int64_t)(rnd() % (AREA * 8)) - AREA * 4;
@@ -224,9 +224,9 @@ static void one_run(const struct insn_case *ic, const struct sl_insn *si)
 			 ic->what, (unsigned long long)n.rax, r.rax, (unsigned long long)n.rbx, r.rbx,
 			 (unsigned long long)n.rcx, r.rcx, (unsigned long long)n.rdx, r.rdx,
 			 (unsigned long long)n.rsi, r.rsi);
-	if ((n.rflags & ARITH) != (r.rflags & ARITH))
+	if ((n.rflags & X86_RFLAGS_ARITH) != (r.rflags & X86_RFLAGS_ARITH))
 		fail_msg("%s: flags 0x%llx natively, 0x%llx emulated (from 0x%llx)", ic->what,
-			 (unsigned long long)(n.rflags & ARITH), r.rflags & ARITH,
+			 (unsigned long long)(n.rflags & X86_RFLAGS_ARITH), r.rflags & X86_RFLAGS_ARITH,
 			 (unsigned long long)c.rflags);
 	assert_int_equal(r.rip, 0x1000 + ic->len);
 }
@@ -234,7 +234,7 @@ static void one_run(const struct insn_case *ic, const struct sl_insn *si)
 static void matches_host_cpu(void **state)
 {
 	(void)state;
-	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
 		const struct insn_case *ic = &cases[k];
 		struct sl_insn si;
 
@@ -265,7 +265,7 @@ static void not_locked_rmw(void **state)
 	struct sl_insn si;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(others); i++)
 		assert_int_equal(sl_decode(SL_MODE_64, others[i].b, others[i].len, &si), -1);
 	assert_false(sl_maybe_locked(SL_MODE_64, others[0].b, others[0].len));
 	assert_false(sl_maybe_locked(SL_MODE_64, others[1].b, others[1].len));
@@ -593,7 +593,7 @@ static void long_mode_faults(void **state)
 static void mmio_operand(void **state)
 {
 	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
-	uint64_t pde = 0x40000000ull | PTE_P | PTE_RW | PTE_US | PTE_PS;
+	uint64_t pde = 0x40000000ull | X86_PTE_P | X86_PTE_RW | X86_PTE_US | X86_PTE_PS;
 	struct sl_plan sw, hw;
 
 	(void)state;

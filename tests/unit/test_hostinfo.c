@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hostinfo.h"
+#include "array_size.h"
 
 /* ------------------------------------------------------------ captures */
 
@@ -117,7 +118,7 @@ static void cpuinfo_unusable(void **state)
 	struct host_info hi;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
 		hostinfo_init(&hi);
 		/* A previous good parse must not leak into a failed one. */
 		assert_int_equal(hostinfo_parse_cpuinfo(&hi, cpuinfo_both), 0);
@@ -199,7 +200,7 @@ static void cmdline(void **state)
 	struct host_info hi;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const struct cmdline_case *c = &cases[i];
 
 		hostinfo_init(&hi);
@@ -233,7 +234,7 @@ static void mitigate(void **state)
 	assert_int_equal(hi.split_lock_mitigate, 1);
 	assert_int_equal(hostinfo_parse_mitigate(&hi, "0"), 0);
 	assert_int_equal(hi.split_lock_mitigate, 0);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		hi.split_lock_mitigate = 1;
 		if (hostinfo_parse_mitigate(&hi, bad[i]) != -1 || hi.split_lock_mitigate != -1)
 			fail_msg("mitigate text %zu accepted", i);
@@ -262,7 +263,7 @@ static void finish_matrix(void **state)
 	struct host_info hi;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		for (int flag = 0; flag < 2; flag++) {
 			for (int bld = 0; bld < 2; bld++) {
 				enum sld_mode want = flag ? rows[i].with_flag : SLD_MODE_NONE;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pagewalk.h"
+#include "x86.h"
 
 #define P  0x1ull
 #define RW 0x2ull
@@ -118,9 +119,9 @@ static void faults(void **state)
 	assert_int_equal(wk(&p, 0x202000, 0, &gpa, &left), WALK_FAULT);
 	assert_int_equal(ec, 0);
 	assert_int_equal(wk(&p, 0x202000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_W);
+	assert_int_equal(ec, X86_PF_W);
 	assert_int_equal(wk(&user, 0x202000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_W | PF_U);
+	assert_int_equal(ec, X86_PF_W | X86_PF_U);
 	assert_int_equal(wk(&p, 0x1000000000ull, 0, &gpa, &left), WALK_FAULT);
 	assert_int_equal(ec, 0);
 	/* Bits 63:47 must copy bit 47; otherwise no walk happens at all. */
@@ -129,15 +130,15 @@ static void faults(void **state)
 	/* Supervisor read-only page: reads fine, writes need CR0.WP clear. */
 	assert_int_equal(wk(&p, 0x201000, 0, &gpa, &left), WALK_OK);
 	assert_int_equal(wk(&p, 0x201000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_W);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W);
 	assert_int_equal(wk(&nowp, 0x201000, WALK_WRITE, &gpa, &left), WALK_OK);
 	/* CPL3: supervisor pages are out of bounds, read-only is read-only even without WP. */
 	assert_int_equal(wk(&user, 0x201000, 0, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_U);
+	assert_int_equal(ec, X86_PF_P | X86_PF_U);
 	user.wp = false;
 	set(0x4000, 3, 0x603000 | P | US);
 	assert_int_equal(wk(&user, 0x203000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_W | PF_U);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W | X86_PF_U);
 	assert_int_equal(wk(&user, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
 	/* A table outside RAM. */
 	assert_int_equal(wk(&p, 0x80000000ull, 0, &gpa, &left), WALK_OUTSIDE_RAM);
@@ -153,24 +154,24 @@ static void reserved_bits(void **state)
 	/* An address bit at MAXPHYADDR in the PTE. */
 	set(0x4000, 0, 0x600000 | (1ull << 40) | P | RW | US);
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_W | PF_RSVD);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W | X86_PF_RSVD);
 	p.maxphyaddr = 46;
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x600000 | (1ull << 40));
 	/* XD is reserved without EFER.NXE. */
 	set(0x4000, 0, 0x600000 | (1ull << 63) | P | RW | US);
 	assert_int_equal(wk(&p, 0x200000, 0, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_RSVD);
+	assert_int_equal(ec, X86_PF_P | X86_PF_RSVD);
 	p.nxe = true;
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
 	/* PS in a PML4E; bits 20:13 of a 2 MiB page; bits 29:13 of a 1 GiB page. */
 	set(0x1000, 0, 0x2000 | P | RW | US | PS);
 	assert_int_equal(wk(&p, 0x200000, 0, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_RSVD);
+	assert_int_equal(ec, X86_PF_P | X86_PF_RSVD);
 	set(0x1000, 0, 0x2000 | P | RW | US);
 	set(0x3000, 0, 0x0 | (1ull << 13) | P | RW | US | PS);
 	assert_int_equal(wk(&p, 0x1000, 0, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_RSVD);
+	assert_int_equal(ec, X86_PF_P | X86_PF_RSVD);
 	set(0x2000, 1, 0x0 | (1ull << 21) | P | RW | US | PS);
 	assert_int_equal(wk(&p, 0x40000000, 0, &gpa, &left), WALK_FAULT);
 	/* A not-present entry has no reserved bits. */
@@ -188,14 +189,14 @@ static void execute_and_supervisor_rules(void **state)
 	p.nxe = user.nxe = true;
 	set(0x4000, 0, 0x600000 | (1ull << 63) | P | RW | US);
 	assert_int_equal(wk(&p, 0x200000, WALK_FETCH, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_ID);
+	assert_int_equal(ec, X86_PF_P | X86_PF_I);
 	assert_int_equal(wk(&user, 0x200000, WALK_FETCH, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_U | PF_ID);
+	assert_int_equal(ec, X86_PF_P | X86_PF_U | X86_PF_I);
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
 	/* I/D is reported only where NXE or SMEP give fetches rules. */
 	set(0x4000, 2, 0);
 	assert_int_equal(wk(&p, 0x202000, WALK_FETCH, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_ID);
+	assert_int_equal(ec, X86_PF_I);
 	p.nxe = false;
 	assert_int_equal(wk(&p, 0x202000, WALK_FETCH, &gpa, &left), WALK_FAULT);
 	assert_int_equal(ec, 0);
@@ -204,11 +205,11 @@ static void execute_and_supervisor_rules(void **state)
 	assert_int_equal(wk(&p, 0x200000, WALK_FETCH, &gpa, &left), WALK_OK);
 	p.smep = true;
 	assert_int_equal(wk(&p, 0x200000, WALK_FETCH, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_ID);
+	assert_int_equal(ec, X86_PF_P | X86_PF_I);
 	/* SMAP: no supervisor data access to a user page unless RFLAGS.AC. */
 	p.smap = true;
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_W);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W);
 	p.ac = true;
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
 	assert_int_equal(wk(&p, 0x201000, WALK_WRITE, &gpa, &left), WALK_FAULT);
@@ -226,15 +227,15 @@ static void protection_keys(void **state)
 	user.pkru = p.pkru = 2u << 10;			/* WD for key 5 */
 	assert_int_equal(wk(&user, 0x200000, 0, &gpa, &left), WALK_OK);
 	assert_int_equal(wk(&user, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_W | PF_U | PF_PK);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W | X86_PF_U | X86_PF_PK);
 	/* A supervisor write heeds WD only with CR0.WP. */
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_W | PF_PK);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W | X86_PF_PK);
 	p.wp = false;
 	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
 	user.pkru = 1u << 10;				/* AD for key 5 */
 	assert_int_equal(wk(&user, 0x200000, 0, &gpa, &left), WALK_FAULT);
-	assert_int_equal(ec, PF_P | PF_U | PF_PK);
+	assert_int_equal(ec, X86_PF_P | X86_PF_U | X86_PF_PK);
 	/* Fetches, other keys, supervisor pages and CR4.PKE clear: no keys. */
 	assert_int_equal(wk(&user, 0x200000, WALK_FETCH, &gpa, &left), WALK_OK);
 	user.pkru = 3u << 8;

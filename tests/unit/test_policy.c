@@ -10,6 +10,7 @@
 
 #include "hostinfo.h"
 #include "policy.h"
+#include "array_size.h"
 
 struct row {
 	enum split_lock_policy policy;
@@ -40,7 +41,7 @@ static const struct row table[] = {
 static void decision_table(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
 		struct host_info hi;
 		struct split_lock_decision d;
 

@@ -29,9 +29,9 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "array_size.h"
 #include "vmm_status.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static void run_loop_needs_are_allowed(void **state)
 {
@@ -57,7 +57,7 @@ static void run_loop_needs_are_allowed(void **state)
 	const struct sandbox_rule *base = sandbox_rules(&n);
 
 	(void)state;
-	for (size_t i = 0; i < COUNT(need); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(need); i++) {
 		const struct sandbox_rule *r = sandbox_find(need[i].name);
 
 		if (!r)
@@ -92,10 +92,10 @@ static void dangerous_calls_are_refused(void **state)
 	const struct sandbox_rule *base = sandbox_rules(&n);
 
 	(void)state;
-	for (size_t i = 0; i < COUNT(never); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(never); i++)
 		if (sandbox_find(never[i]))
 			fail_msg("%s is allowed", never[i]);
-	for (size_t i = 0; i < COUNT(not_in_base); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(not_in_base); i++)
 		for (size_t j = 0; j < n; j++)
 			if (strcmp(base[j].name, not_in_base[i]) == 0)
 				fail_msg("%s is in the release allow list", not_in_base[i]);
@@ -138,7 +138,7 @@ static void kvm_ioctls(void **state)
 	const struct sandbox_ioctl *io = sandbox_ioctls(&n);
 
 	(void)state;
-	for (size_t i = 0; i < COUNT(need); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(need); i++) {
 		size_t j = 0;
 
 		while (j < n && io[j].request != need[i])
@@ -147,7 +147,7 @@ static void kvm_ioctls(void **state)
 			fail_msg("ioctl 0x%lx is not allowed", need[i]);
 	}
 	for (size_t j = 0; j < n; j++) {
-		for (size_t i = 0; i < COUNT(never); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(never); i++)
 			if (io[j].request == never[i])
 				fail_msg("%s is allowed", io[j].name);
 		assert_true(io[j].why && *io[j].why);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "serial.h"
+#include "array_size.h"
 
 static struct serial s;
 static int pipefd[2];
@@ -103,7 +104,7 @@ static void flush_at_the_buffer_edge(void **state)
 	size_t w = 0;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		memset(text, 'a' + (int)i, sizes[i]);
 		text[sizes[i]] = '\0';
 		put(0, text);

@@ -20,6 +20,7 @@
 #include "splitlock.h"
 #include "vm.h"
 #include "vmm_msr.h"
+#include "x86.h"
 #include "vmm_status.h"
 
 /* ---- fake KVM: records what the handler asked of it */
@@ -402,7 +403,7 @@ static void ac_becomes_the_page_fault(void **state)
 
 	/* The first page read-only with CR0.WP: a protection fault at the operand. */
 	place_split_xadd(0x20003e);
-	page_flags(0x200000, 0, PTE_RW);
+	page_flags(0x200000, 0, X86_PTE_RW);
 	ac_exit(v, 17, false);
 	assert_int_equal(fake.sregs.cr2, 0x20003e);
 	assert_int_equal(fake.events.exception.error_code, 0x3);
@@ -481,10 +482,10 @@ static void ac_becomes_reserved_and_user_faults(void **state)
 
 	/* CPL3 against a supervisor page. */
 	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 3;
-	page_flags(0x200000, 0, PTE_US);
+	page_flags(0x200000, 0, X86_PTE_US);
 	ac_exit(v, 17, false);
 	assert_int_equal(fake.events.exception.error_code, 0x7);	/* P W U */
-	page_flags(0x200000, PTE_US, 0);
+	page_flags(0x200000, X86_PTE_US, 0);
 
 	/* The code page became no-execute since the #AC: resume, the CPU says so. */
 	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 0;
@@ -582,7 +583,7 @@ static void software_leaves_faults_to_the_cpu(void **state)
 	place_split_xadd(RAM - 2);
 	assert_int_equal(splitlock_check(v), SL_NONE);
 	place_split_xadd(0x20003e);
-	page_flags(0x200000, 0, PTE_RW);
+	page_flags(0x200000, 0, X86_PTE_RW);
 	assert_int_equal(splitlock_check(v), SL_NONE);
 	/* Even when the guest asked for #AC: the fault comes first. */
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
@@ -590,7 +591,7 @@ static void software_leaves_faults_to_the_cpu(void **state)
 	assert_int_equal(fake.set_events_calls, 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* An instruction on a no-execute page is not even fetched. */
-	page_flags(0x200000, PTE_RW, 0);
+	page_flags(0x200000, X86_PTE_RW, 0);
 	page_flags(0x101234, 1ull << 63, 0);
 	fake.sregs.efer |= 1ull << 11;
 	wrmsr(v, MSR_TEST_CTRL, 0);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "vm.h"
+#include "array_size.h"
 
 #define MS 1000000ull
 #define SEC 1000000000ull
@@ -274,9 +275,9 @@ static void every_fatal_signal_stops_the_vm(void **state)
 		/* glibc's own real-time signals, below SIGRTMIN. */
 		if (sig > SIGSYS && sig < SIGRTMIN)
 			continue;
-		for (size_t i = 0; i < sizeof(harmless) / sizeof(harmless[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(harmless); i++)
 			excepted |= sig == harmless[i];
-		for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(kept); i++)
 			excepted |= sig == kept[i];
 		if (excepted == (sigismember(&set, sig) == 1))
 			fail_msg("signal %d (%s) is %sa stop signal", sig, strsignal(sig),

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Facts of the x86-64 architecture (Intel SDM vol. 3, AMD APM vol. 2) that
+ * the VMM, the guest runtime and the tests share: exception vectors, MSR
+ * numbers, control-register, RFLAGS and paging-entry bits. The project's
+ * own ABI (split-lock MSR model, ports, boot protocol) lives in the vmm_*.h
+ * headers beside this one. Usable from C and from assembly.
+ */
+#ifndef VMM_X86_H
+#define VMM_X86_H
+
+#ifdef __ASSEMBLER__
+#define X86_BIT(n) (1 << (n))
+#else
+#define X86_BIT(n) (1ull << (n))
+#endif
+
+/* Exception vectors. */
+#define X86_VEC_DE   0
+#define X86_VEC_DB   1
+#define X86_VEC_BP   3
+#define X86_VEC_UD   6
+#define X86_VEC_DF   8
+#define X86_VEC_TS   10
+#define X86_VEC_NP   11
+#define X86_VEC_SS   12
+#define X86_VEC_GP   13
+#define X86_VEC_PF   14
+#define X86_VEC_AC   17
+
+/* Architectural MSRs (no u suffix: assembly includes them too). */
+#define MSR_EFER                0xc0000080
+#define MSR_FS_BASE             0xc0000100
+#define MSR_GS_BASE             0xc0000101
+
+/* CR0. */
+#define X86_CR0_PE   X86_BIT(0)
+#define X86_CR0_MP   X86_BIT(1)
+#define X86_CR0_ET   X86_BIT(4)
+#define X86_CR0_NE   X86_BIT(5)
+#define X86_CR0_WP   X86_BIT(16)
+#define X86_CR0_AM   X86_BIT(18)
+#define X86_CR0_PG   X86_BIT(31)
+
+/* CR4. */
+#define X86_CR4_PAE        X86_BIT(5)
+#define X86_CR4_OSFXSR     X86_BIT(9)
+#define X86_CR4_OSXMMEXCPT X86_BIT(10)
+#define X86_CR4_LA57       X86_BIT(12)
+#define X86_CR4_SMEP       X86_BIT(20)
+#define X86_CR4_SMAP       X86_BIT(21)
+#define X86_CR4_PKE        X86_BIT(22)
+
+/* EFER. */
+#define X86_EFER_LME X86_BIT(8)
+#define X86_EFER_LMA X86_BIT(10)
+#define X86_EFER_NXE X86_BIT(11)
+
+/* RFLAGS. */
+#define X86_RFLAGS_CF    X86_BIT(0)
+#define X86_RFLAGS_FIXED X86_BIT(1)     /* reads as 1 */
+#define X86_RFLAGS_PF    X86_BIT(2)
+#define X86_RFLAGS_AF    X86_BIT(4)
+#define X86_RFLAGS_ZF    X86_BIT(6)
+#define X86_RFLAGS_SF    X86_BIT(7)
+#define X86_RFLAGS_TF    X86_BIT(8)
+#define X86_RFLAGS_IF    X86_BIT(9)
+#define X86_RFLAGS_DF    X86_BIT(10)
+#define X86_RFLAGS_OF    X86_BIT(11)
+#define X86_RFLAGS_RF    X86_BIT(16)
+#define X86_RFLAGS_VM    X86_BIT(17)
+#define X86_RFLAGS_AC    X86_BIT(18)
+/* The six status flags that arithmetic writes: OF SF ZF AF PF CF (0x8d5). */
+#define X86_RFLAGS_ARITH (X86_RFLAGS_OF | X86_RFLAGS_SF | X86_RFLAGS_ZF | \
+			  X86_RFLAGS_AF | X86_RFLAGS_PF | X86_RFLAGS_CF)
+
+/* Paging-structure entries (4-level and 5-level long mode). */
+#define X86_PTE_P    X86_BIT(0)
+#define X86_PTE_RW   X86_BIT(1)
+#define X86_PTE_US   X86_BIT(2)
+#define X86_PTE_PWT  X86_BIT(3)
+#define X86_PTE_PCD  X86_BIT(4)
+#define X86_PTE_A    X86_BIT(5)
+#define X86_PTE_D    X86_BIT(6)
+#define X86_PTE_PS   X86_BIT(7)
+#define X86_PTE_XD   X86_BIT(63)
+#define X86_PTE_ADDR 0x000ffffffffff000ull
+
+/* #PF error code. */
+#define X86_PF_P     X86_BIT(0)
+#define X86_PF_W     X86_BIT(1)
+#define X86_PF_U     X86_BIT(2)
+#define X86_PF_RSVD  X86_BIT(3)
+#define X86_PF_I     X86_BIT(4)
+#define X86_PF_PK    X86_BIT(5)
+
+#endif
