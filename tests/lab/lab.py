@@ -658,6 +658,9 @@ def main():
     r.add_argument("dir")
     r.add_argument("script")
     a = ap.parse_args()
+    # meson test's timeout sends SIGTERM: unwind, so that QEMU (in a session
+    # of its own) is killed on the way out and not left to its KILL timer.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return {"fetch": cmd_fetch, "run": cmd_run, "symbols": cmd_symbols}[a.cmd](a)
 
 

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -37,7 +38,7 @@ for _p in POLICIES:
     for _n in (1, 2):
         CASES[f"selftest-{_p}-{_n}cpu"] = f"{_p} {_n}"
 CASES["concurrent-emulate-off"] = "emulate off"
-BOOT_TIMEOUT = 420  # seconds for one boot; the suite takes about a minute
+BOOT_TIMEOUT = 300  # seconds for one boot; the suite takes about a minute
 # The self-test's checks of the legacy alignment check (CR0.AM, RFLAGS.AC=1,
 # CPL3, a misaligned access), recognised by what they say, not by number:
 # they need a CPU that raises that #AC, which probe-ac measures.
@@ -399,6 +400,9 @@ def main():
                     help="judge the results of the last boot, whichever run made them")
     ap.add_argument("case", nargs="?", choices=list(CASES))
     a = ap.parse_args()
+    # meson test's timeout sends SIGTERM: unwind, so that QEMU (in a session
+    # of its own) is killed on the way out and not left to its KILL timer.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build = os.path.abspath(a.build)
     r = results(build, a.fresh or (a.all and not a.cached), a.cached)
     r["cases"] = cases_of(r)
