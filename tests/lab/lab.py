@@ -296,6 +296,7 @@ class Result:
         self.times = {}            # INIT, MODULES, BEGIN, EXIT: host seconds since launch
         self.wall = 0.0
         self.kernel = None         # L1's uname -r
+        self.panic = False         # L1's kernel panicked (QEMU exits: -no-reboot)
 
     def last_step(self):
         return self.steps[-1][0] if self.steps else "(none: " + (
@@ -516,8 +517,11 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
             qerr = errf.read().strip()
             errf.close()
             if res.hang is None and res.status is None and res.error is None:
+                panic = [ln for ln in res.console if "Kernel panic" in ln]
+                res.panic = bool(panic)
                 res.error = (f"QEMU exited {qemu.returncode} before the script finished"
-                             + (f": {qerr.splitlines()[-1]}" if qerr else ""))
+                             + (f": {qerr.splitlines()[-1]}" if qerr else "")
+                             + (f"; L1 {panic[0].split('] ', 1)[-1]}" if panic else ""))
             if qerr and (res.error or res.hang):
                 res.evidence += "\nqemu stderr:\n" + qerr[-2000:]
         finally:
@@ -579,9 +583,10 @@ def cmd_run(a):
         for i in range(attempts):
             res = boot(build, extra, a.script, timeout=a.timeout, stall=a.stall,
                        stdout=sys.stdout.buffer)
-            if res.hang == "freeze" and i + 1 < attempts:
-                log(describe_hang(res))
-                log(f"retrying after the freeze ({i + 2} of {attempts})")
+            if (res.hang == "freeze" or res.panic) and i + 1 < attempts:
+                log(describe_hang(res) if res.hang else
+                    f"error: {res.error}\nconsole tail:\n" + "\n".join(res.console[-30:]))
+                log(f"retrying after the {'freeze' if res.hang else 'panic'} ({i + 2} of {attempts})")
                 continue
             break
     except Unavailable as e:
@@ -653,6 +658,9 @@ def main():
     r.add_argument("dir")
     r.add_argument("script")
     a = ap.parse_args()
+    # meson test's timeout sends SIGTERM: unwind, so that QEMU (in a session
+    # of its own) is killed on the way out and not left to its KILL timer.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return {"fetch": cmd_fetch, "run": cmd_run, "symbols": cmd_symbols}[a.cmd](a)
 
 
