@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Split-lock detection architecture, as in the 2019 v8 series (seeds 003, 006). */
+/*
+ * Split-lock detection architecture, as the 2019 split-lock series v8
+ * defines it (patches 05/15 "x86/msr-index: Define MSR_IA32_CORE_CAPABILITY
+ * and split lock detection bit" and 09/15 "x86/split_lock: Define MSR
+ * TEST_CTL register") and the Intel SDM documents it.
+ */
 #ifndef VMM_MSR_H
 #define VMM_MSR_H
 

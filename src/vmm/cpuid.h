@@ -11,7 +11,8 @@ struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t 
 /*
  * Per-vCPU identity (APIC IDs in leaves 1, 0xb, 0x1f) and
  * CPUID.(7,0):EDX[30], which every guest sees: IA32_CORE_CAPABILITIES
- * exists on every VM of this VMM, as in seed 007.
+ * exists on every VM of this VMM, as KVM itself enumerates it in the 2019
+ * split-lock series v8, patch 11/15 "kvm/x86: Emulate MSR IA32_CORE_CAPABILITY".
  */
 void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu);
 

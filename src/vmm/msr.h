@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The two MSRs the VMM emulates per vCPU, as pure code. Semantics follow
- * seeds 007 and 008: CORE_CAPABILITIES is read-only and enumerates split-lock
+ * the 2019 split-lock series v8 (Fenghua Yu, Xiaoyao Li), patches 11/15
+ * "kvm/x86: Emulate MSR IA32_CORE_CAPABILITY" and 12/15 "kvm/vmx: Emulate
+ * MSR TEST_CTL", and the Intel SDM's MSR tables: CORE_CAPABILITIES is read-only and enumerates split-lock
  * detection in bit 5; TEST_CTRL is writable only in the bits that
  * CORE_CAPABILITIES promises (bit 29), and with no such bit every access
- * faults, like vmx->msr_test_ctl_mask == 0 in seed 008.
+ * faults, like vmx->msr_test_ctl_mask == 0 in patch 12/15.
  */
 #ifndef VMM_MSR_MODEL_H
 #define VMM_MSR_MODEL_H
