@@ -148,6 +148,9 @@ void exec_insn(const struct exec_req *req, struct exec_result *res);
 /* Prints the result: vector/error/CR2, every register that changed, flags. */
 void print_result(const char *label, const struct exec_req *req,
 		  const struct exec_result *res);
+/* One line: outcome, the operand's first bytes, a hash of all the rest. */
+void print_compact(const char *label, const struct exec_req *req,
+		   const struct exec_result *res, uint64_t addr, unsigned size);
 /* Prints len bytes at va (through the RAM behind it for window addresses). */
 void print_mem(const char *label, uint64_t va, size_t len);
 
@@ -159,6 +162,9 @@ void print_mem(const char *label, uint64_t va, size_t len);
 void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 	    uint64_t addr, uint32_t seed);
 void seed_regs(struct exec_regs *r, uint32_t seed);
+
+/* FNV-1a. */
+uint32_t fnv(const uint8_t *p, size_t n);
 
 /* xorshift, so that both runs see the same "random" values. */
 uint64_t rnd_next(uint64_t *state);

@@ -159,32 +159,62 @@ static uint8_t *backing(uint64_t va)
 	return NULL;
 }
 
+/*
+ * Page by page, so that the backing is looked up once per page: CPL0 code
+ * is emulated on some hosts and single-stepped under emulate, so every
+ * instruction here counts.
+ */
 void win_fill(uint64_t va, size_t len, uint32_t seed)
 {
 	uint64_t s = seed | (uint64_t)seed << 32;
 
-	for (size_t i = 0; i < len; i++) {
-		uint64_t a = va + i;
-		uint8_t *p = backing(a);
-		uint8_t v = (uint8_t)(rnd_next(&s) >> 24);
+	while (len) {
+		size_t chunk = 4096 - (va & 0xfff);
+		uint8_t *p;
 
+		if (chunk > len)
+			chunk = len;
+		p = backing(va);
 		/* The last RAM page is vCPU 0's stack: only its top 8 bytes are dead. */
-		if (p && (uint64_t)p >= ram_size - 4096 && (uint64_t)p < ram_size - 8)
-			continue;
-		if (p)
-			*p = v;
+		if (p && (uint64_t)p + chunk > ram_size - 8 && (uint64_t)p < ram_size) {
+			size_t skip = (uint64_t)p < ram_size - 8 ? ram_size - 8 - (uint64_t)p : 0;
+
+			p += skip;
+			chunk -= skip;
+			va += skip;
+			len -= skip;
+		}
+		for (size_t i = 0; i < chunk; i += 8) {
+			uint64_t v = rnd_next(&s);
+
+			if (p)
+				memcpy(p + i, &v, chunk - i < 8 ? chunk - i : 8);
+		}
+		va += chunk;
+		len -= chunk;
 	}
 }
 
 bool win_read(uint64_t va, void *buf, size_t len)
 {
+	uint8_t *out = buf;
 	bool all = true;
 
-	for (size_t i = 0; i < len; i++) {
-		uint8_t *p = backing(va + i);
+	while (len) {
+		size_t chunk = 4096 - (va & 0xfff);
+		uint8_t *p;
 
-		((uint8_t *)buf)[i] = p ? *p : 0;
+		if (chunk > len)
+			chunk = len;
+		p = backing(va);
+		if (p)
+			memcpy(out, p, chunk);
+		else
+			memset(out, 0, chunk);
 		all = all && p;
+		out += chunk;
+		va += chunk;
+		len -= chunk;
 	}
 	return all;
 }
@@ -345,7 +375,7 @@ void print_result(const char *label, const struct exec_req *req,
 	printf(" fl=%03lx\n", (unsigned long)(res->out.r[R_FLAGS] & ARITH_FLAGS));
 }
 
-static uint32_t fnv(const uint8_t *p, size_t n)
+uint32_t fnv(const uint8_t *p, size_t n)
 {
 	uint32_t h = 2166136261u;
 
@@ -448,4 +478,38 @@ void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 	print_result(label, req, &res);
 	snprintf(memlabel, sizeof(memlabel), "%s mem", label);
 	print_mem(memlabel, addr - 4, 16);
+}
+
+/*
+ * One short line for big sweeps: the outcome in words, then one hash over
+ * everything else that can be observed (registers as the mode sees them,
+ * arithmetic flags, the operand's two cache lines).
+ */
+void print_compact(const char *label, const struct exec_req *req,
+		   const struct exec_result *res, uint64_t addr, unsigned size)
+{
+	struct {
+		uint64_t regs[R_COUNT];
+		uint8_t lines[128];
+	} obs;
+	uint8_t op[8] = { 0 };
+	bool narrow = req->mode != MODE_64;
+
+	memset(&obs, 0, sizeof(obs));
+	for (unsigned i = 0; i < R_COUNT; i++) {
+		if (i == R_SP || (narrow && i >= R_8 && i < R_FLAGS))
+			continue;
+		obs.regs[i] = narrow ? (uint32_t)res->out.r[i] : res->out.r[i];
+	}
+	obs.regs[R_FLAGS] = res->out.r[R_FLAGS] & ARITH_FLAGS;
+	win_read(addr & ~63ull, obs.lines, sizeof(obs.lines));
+	win_read(addr, op, size > 8 ? 8 : size);
+	printf("%s: ", label);
+	if (res->vector == EXC_NONE)
+		printf("ok");
+	else
+		printf("%s %lx", exception_mnemonic((unsigned)res->vector), res->error_code);
+	if (res->vector == X86_VEC_PF)
+		printf(" cr2=%lx", res->cr2);
+	printf(" op=%lx h=%08x\n", *(uint64_t *)op, fnv((const uint8_t *)&obs, sizeof(obs)));
 }
