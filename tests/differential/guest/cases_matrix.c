@@ -119,19 +119,25 @@ static unsigned encode(const struct combo *c, uint8_t *b, unsigned *addr_reg)
 
 static void label_of(const struct combo *c, char *buf, size_t size)
 {
-	char pre[40] = "";
 	size_t n = 0;
 
-	for (unsigned i = 0; i < c->nextra; i++)
-		n += (size_t)snprintf(pre + n, sizeof(pre) - n, "%02x ", c->extra[i]);
-	snprintf(buf, size, "%s%s%s%s.%u%s", c->lock == LOCK_FIRST ? "lock " : "",
-		 pre, c->lock == LOCK_LAST ? "lock " : "", c->f->name, c->size * 8,
-		 c->ext_regs ? " r9/r10" : "");
-	if (c->f->cmp) {
-		size_t l = strlen(buf);
-
-		snprintf(buf + l, size - l, c->equal ? " eq" : " ne");
+	(void)size;
+	if (c->lock == LOCK_FIRST)
+		n = put_str(buf, n, "lock ");
+	for (unsigned i = 0; i < c->nextra; i++) {
+		n = put_hex(buf, n, c->extra[i]);
+		buf[n++] = ' ';
 	}
+	if (c->lock == LOCK_LAST)
+		n = put_str(buf, n, "lock ");
+	n = put_str(buf, n, c->f->name);
+	buf[n++] = '.';
+	n = put_str(buf, n, c->size == 1 ? "8" : c->size == 2 ? "16" : c->size == 4 ? "32" : "64");
+	if (c->ext_regs)
+		n = put_str(buf, n, " r9/r10");
+	if (c->f->cmp)
+		n = put_str(buf, n, c->equal ? " eq" : " ne");
+	buf[n] = 0;
 }
 
 /* The linear address a segment override adds in this mode. */

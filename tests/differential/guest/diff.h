@@ -163,6 +163,10 @@ void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 	    uint64_t addr, uint32_t seed);
 void seed_regs(struct exec_regs *r, uint32_t seed);
 
+/* Cheap line building: appends to line at n (keep it under 160), returns n. */
+size_t put_str(char *line, size_t n, const char *s);
+size_t put_hex(char *line, size_t n, uint64_t v);
+
 /* FNV-1a. */
 uint32_t fnv(const uint8_t *p, size_t n);
 

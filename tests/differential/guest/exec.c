@@ -56,6 +56,31 @@ uint64_t rnd_next(uint64_t *s)
 	return x;
 }
 
+/*
+ * Copies in qwords: rep movsb (the runtime's memcpy) is one single-step
+ * per byte under emulate, and this code runs for every combination.
+ */
+static void copy_fast(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	for (; n >= 8; n -= 8, d += 8, s += 8)
+		*(volatile uint64_t *)d = *(const uint64_t *)s;
+	for (; n; n--)
+		*d++ = *s++;
+}
+
+static void zero_fast(void *dst, size_t n)
+{
+	uint8_t *d = dst;
+
+	for (; n >= 8; n -= 8, d += 8)
+		*(volatile uint64_t *)d = 0;
+	for (; n; n--)
+		*d++ = 0;
+}
+
 /* --------------------------------------------------------------- paging */
 #define PTE_ADDR 0x000ffffffffff000ull
 #define PTE_PS   0x80ull
@@ -188,7 +213,7 @@ void win_fill(uint64_t va, size_t len, uint32_t seed)
 			uint64_t v = rnd_next(&s);
 
 			if (p)
-				memcpy(p + i, &v, chunk - i < 8 ? chunk - i : 8);
+				copy_fast(p + i, &v, chunk - i < 8 ? chunk - i : 8);
 		}
 		va += chunk;
 		len -= chunk;
@@ -208,9 +233,9 @@ bool win_read(uint64_t va, void *buf, size_t len)
 			chunk = len;
 		p = backing(va);
 		if (p)
-			memcpy(out, p, chunk);
+			copy_fast(out, p, chunk);
 		else
-			memset(out, 0, chunk);
+			zero_fast(out, chunk);
 		all = all && p;
 		out += chunk;
 		va += chunk;
@@ -323,7 +348,7 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & ARITH_FLAGS) | 0x2 |
 			     (req->ac ? X86_RFLAGS_AC : 0);
-	memset(&exec_out, 0, sizeof(exec_out));
+	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
 	barrier();
 	if (req->cpl == 3)
@@ -375,13 +400,14 @@ void print_result(const char *label, const struct exec_req *req,
 	printf(" fl=%03lx\n", (unsigned long)(res->out.r[R_FLAGS] & ARITH_FLAGS));
 }
 
+/* FNV-1a over qwords (n a multiple of 8), folded to 32 bits. */
 uint32_t fnv(const uint8_t *p, size_t n)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = 14695981039346656037ull;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	for (size_t i = 0; i + 8 <= n; i += 8)
+		h = (h ^ *(const uint64_t *)(p + i)) * 1099511628211ull;
+	return (uint32_t)(h ^ h >> 32);
 }
 
 void print_mem(const char *label, uint64_t va, size_t len)
@@ -480,6 +506,27 @@ void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 	print_mem(memlabel, addr - 4, 16);
 }
 
+size_t put_str(char *line, size_t n, const char *s)
+{
+	while (*s && n < 140)
+		line[n++] = *s++;
+	return n;
+}
+
+size_t put_hex(char *line, size_t n, uint64_t v)
+{
+	char tmp[16];
+	unsigned k = 0;
+
+	do {
+		tmp[k++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (k)
+		line[n++] = tmp[--k];
+	return n;
+}
+
 /*
  * One short line for big sweeps: the outcome in words, then one hash over
  * everything else that can be observed (registers as the mode sees them,
@@ -495,7 +542,7 @@ void print_compact(const char *label, const struct exec_req *req,
 	uint8_t op[8] = { 0 };
 	bool narrow = req->mode != MODE_64;
 
-	memset(&obs, 0, sizeof(obs));
+	zero_fast(&obs, sizeof(obs));
 	for (unsigned i = 0; i < R_COUNT; i++) {
 		if (i == R_SP || (narrow && i >= R_8 && i < R_FLAGS))
 			continue;
@@ -504,12 +551,27 @@ void print_compact(const char *label, const struct exec_req *req,
 	obs.regs[R_FLAGS] = res->out.r[R_FLAGS] & ARITH_FLAGS;
 	win_read(addr & ~63ull, obs.lines, sizeof(obs.lines));
 	win_read(addr, op, size > 8 ? 8 : size);
-	printf("%s: ", label);
-	if (res->vector == EXC_NONE)
-		printf("ok");
-	else
-		printf("%s %lx", exception_mnemonic((unsigned)res->vector), res->error_code);
-	if (res->vector == X86_VEC_PF)
-		printf(" cr2=%lx", res->cr2);
-	printf(" op=%lx h=%08x\n", *(uint64_t *)op, fnv((const uint8_t *)&obs, sizeof(obs)));
+	/* Built by hand: vsnprintf costs several times more single-steps. */
+	{
+		char line[160];
+		size_t n = 0;
+
+		n = put_str(line, n, label);
+		n = put_str(line, n, ": ");
+		if (res->vector == EXC_NONE) {
+			n = put_str(line, n, "ok");
+		} else {
+			n = put_str(line, n, exception_mnemonic((unsigned)res->vector));
+			n = put_str(line, n, " ");
+			n = put_hex(line, n, res->error_code);
+			n = put_str(line, n, " cr2=");
+			n = put_hex(line, n, res->cr2);
+		}
+		n = put_str(line, n, " op=");
+		n = put_hex(line, n, *(uint64_t *)op);
+		n = put_str(line, n, " h=");
+		n = put_hex(line, n, fnv((const uint8_t *)&obs, sizeof(obs)));
+		line[n++] = '\n';
+		console_write(line, n);
+	}
 }
