@@ -20,6 +20,7 @@ SEQ(seq_drx_data);
 SEQ(seq_movss_data);
 SEQ(seq_200);
 SEQ(seq_200_mixed);
+SEQ(seq_tf_popss_compat);
 extern char seq_drx_exec_target[];
 extern uint64_t seq_ss_value;
 void seq_hlt_forever(void);
@@ -75,6 +76,14 @@ static int tf_movss(const struct boot_info *bi)
 	dbg_reset();
 	run_seq("tf mov-ss cpl0", seq_tf_movss, seq_tf_movss_start, 0, 1000);
 	run_seq("tf mov-ss cpl3", seq_tf_movss, seq_tf_movss_start, 3, 1000);
+	return 0;
+}
+
+static int tf_popss(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	run_seq("tf pop-ss compat cpl0", seq_tf_popss_compat, seq_tf_popss_compat_start, 0, 1000);
 	return 0;
 }
 
@@ -221,6 +230,7 @@ static const struct diff_case cases[] = {
 	{ "step-tf-cpl0", tf_basic },
 	{ "step-tf-cpl3", tf_basic_cpl3 },
 	{ "step-tf-mov-ss-shadow", tf_movss },
+	{ "step-tf-pop-ss-shadow-compat", tf_popss },
 	{ "step-tf-sti-shadow", tf_sti },
 	{ "step-int3-cpl3", int3 },
 	{ "step-icebp-cpl3", icebp },

@@ -494,7 +494,7 @@ void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 {
 	struct exec_result res;
 	uint64_t l0 = (addr & ~63ull) - 64;
-	char memlabel[48];
+	char memlabel[96];
 
 	seed_regs(&req->in, seed);
 	if (addr_reg < R_COUNT)

@@ -136,6 +136,48 @@ SEQ seq_200_mixed
 	.endr
 	ret
 
+/*
+ * POP SS exists in compatibility mode only: the same sequence there, with
+ * MOV SS too. Entered and left by far transfers; #DB is handled in 64-bit
+ * mode and returns here.
+ */
+#define SEL_K_CODE32 0x38
+	.data
+	.p2align 3
+seq_popss_back:	.long 2f
+		.word 0x08
+	.text
+SEQ seq_tf_popss_compat
+	pushq %rbx
+	movl $0x10, %eax	/* flat kernel data: a null DS faults outside 64-bit mode */
+	movl %eax, %ds
+	pushq $SEL_K_CODE32
+	leaq 1f(%rip), %rax
+	pushq %rax
+	lretq
+	.code32
+1:	pushfl
+	orl $TF, (%esp)
+	popfl
+	nop
+	pushl %ss
+	popl %ss
+	lock addl $1, (%edi)
+	nop
+	movl %ss, %ebx
+	movl %ebx, %ss
+	lock addl $1, (%edi)
+	nop
+	pushfl
+	andl $~TF, (%esp)
+	popfl
+	ljmp *%cs:seq_popss_back
+	.code64
+2:	xorl %eax, %eax
+	movl %eax, %ds
+	popq %rbx
+	ret
+
 /* HLT with interrupts off: nothing can wake it. */
 	.globl seq_hlt_forever
 seq_hlt_forever:
