@@ -103,7 +103,7 @@ bool win_read(uint64_t va, void *buf, size_t len);
 #define SEL_U_CODE32  0x43  /* CS.L=0 CS.D=1, DPL3 */
 #define SEL_K_DATA_B  0x48  /* data, base/limit from seg_set_data(), DPL0 */
 #define SEL_U_DATA_B  0x53  /* the same, DPL3 */
-#define SEL_K_CODE16  0x58  /* CS.L=0 CS.D=0, DPL0 */
+#define SEL_K_CODE16  0x58  /* CS.L=0 CS.D=0, DPL0, 64 KiB at exec.S's exec_page16 */
 #define SEL_U_CODE16  0x63  /* CS.L=0 CS.D=0, DPL3 */
 void gdt_init(void);
 /* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */

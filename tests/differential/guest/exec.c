@@ -272,6 +272,14 @@ void seg_set_data(uint32_t base, uint32_t limit)
 	gdt[SEL_U_DATA_B >> 3] = data_desc(base, limit, 3);
 }
 
+extern uint8_t exec_page16[64];
+
+static uint64_t code16_desc(uint32_t base, unsigned dpl)
+{
+	return 0xffff | ((uint64_t)(base & 0xffffff) << 16) |
+	       ((uint64_t)(0x9a | dpl << 5) << 40) | ((uint64_t)(base >> 24) << 56);
+}
+
 void gdt_init(void)
 {
 	struct dtr d = { sizeof(gdt) - 1, (uint64_t)gdt };
@@ -279,8 +287,9 @@ void gdt_init(void)
 	memcpy(gdt, this_cpu()->gdt, sizeof(this_cpu()->gdt));
 	gdt[SEL_K_CODE32 >> 3] = 0x00cf9a000000ffffull;
 	gdt[SEL_U_CODE32 >> 3] = 0x00cffa000000ffffull;
-	gdt[SEL_K_CODE16 >> 3] = 0x008f9a000000ffffull;
-	gdt[SEL_U_CODE16 >> 3] = 0x008ffa000000ffffull;
+	/* 64 KiB at exec_page16, byte granular, CS.D=0. */
+	gdt[SEL_K_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 0);
+	gdt[SEL_U_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 3);
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }
@@ -291,6 +300,7 @@ extern uint64_t exec_code, exec_cs;
 extern uint16_t exec_ds, exec_es, exec_fs;
 extern uint8_t exec_farptr[6];
 extern uint8_t exec_buf64[64], exec_buf32[64];
+extern char exec_back32[];
 extern char exec_back64[];
 void exec_run64(void);
 void exec_run32(void);
@@ -311,6 +321,23 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 	unsigned n = req->len;
 	uint16_t back_cs = req->cpl ? SEL_USER_CS : SEL_KERNEL_CS;
 
+	if (req->mode == MODE_16) {
+		/* 66 2e ff 2e 38 00: ljmp *%cs:0x38 (m16:32), after it and at 0x30. */
+		static const uint8_t back[6] = { 0x66, 0x2e, 0xff, 0x2e, 0x38, 0x00 };
+		uint32_t target = (uint32_t)(uint64_t)exec_back32;
+
+		memcpy(exec_page16, req->insn, n);
+		memcpy(exec_page16 + n, back, 6);
+		memcpy(exec_page16 + 0x30, back, 6);
+		memcpy(exec_page16 + 0x38, &target, 4);
+		memcpy(exec_page16 + 0x3c, &back_cs, 2);
+		exec_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		exec_ds = req->ds;
+		exec_es = req->es;
+		exec_fs = req->fs;
+		code = 0;
+		goto run;
+	}
 	if (!code)
 		code = (uint64_t)(req->mode == MODE_64 ? exec_buf64 : exec_buf32);
 	buf = backing(code);
@@ -336,14 +363,12 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 		buf[n + 2] = 0x2d;
 		memcpy(buf + n + 3, &fp, 4);
 		memcpy(exec_farptr + 4, &back_cs, 2);
-		if (req->mode == MODE_32)
-			exec_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
-		else
-			exec_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		exec_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
 		exec_ds = req->ds;
 		exec_es = req->es;
 		exec_fs = req->fs;
 	}
+run:
 	exec_code = code;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & ARITH_FLAGS) | 0x2 |
