@@ -178,6 +178,23 @@ SEQ seq_tf_popss_compat
 	popq %rbx
 	ret
 
+/*
+ * A #GP handler whose first and third instructions are split locks, then
+ * the runtime's own handler. Events the VMM injects (a #GP for a write to
+ * IA32_CORE_CAPABILITIES) enter it as well as the CPU's own #GP.
+ */
+	.data
+	.p2align 6
+	.globl gp_area
+gp_area:	.skip 128
+	.text
+	.globl gp_split_stub
+gp_split_stub:
+	lock addl $1, gp_area + 62(%rip)
+	nop
+	lock addl $1, gp_area + 62(%rip)
+	jmp *fw_exc_stubs + 13 * 8(%rip)
+
 /* HLT with interrupts off: nothing can wake it. */
 	.globl seq_hlt_forever
 seq_hlt_forever:
