@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from difftest import SKIP, kvm_usable, run_vmm  # noqa: E402
+from difftest import SKIP, kvm_usable, oracle_problem, run_vmm  # noqa: E402
 
 # guest/diff.h
 R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI = range(8)
@@ -259,7 +259,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--show", type=int, default=20, help="divergences to print in full")
     a = ap.parse_args()
-    why = kvm_usable()
+    why = kvm_usable() or oracle_problem(a.vmm)
     if why:
         print(f"SKIP: {why}")
         return SKIP
