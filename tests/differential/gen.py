@@ -88,7 +88,9 @@ def gen_case(rng, idx):
     elif digit == "bt":
         digit = rng.choice([4, 5, 6, 7])
     lock = rng.random() < (0.85 if lockable else 0.15)
-    reg_form = rng.random() < 0.04           # mod=11: LOCK is #UD, no memory
+    # mod=11: LOCK is #UD, no memory. Not CMPXCHG8B at CPL0: on the
+    # project's hosts KVM's CPL0 emulator fails on it (exit 68, both policies).
+    reg_form = rng.random() < 0.04 and not (name == "cmpxchg8b" and c.cpl == 0)
     prefixes = []
     seg = 0
     flat_override = False
@@ -278,14 +280,14 @@ def main():
             emu = run_batch(a, tmp, batch, "emulate")
             launches += 2
             rl, el = record_lines(ref.out), record_lines(emu.out)
+            # Records the oracle got through; one it could not is a generator bug.
+            done = len(batch)
             if ref.status != 0 or len(rl) != len(batch):
-                # The oracle itself did not get through: a generator bug.
-                last = min(max(rl) + 1 if rl else 0, len(batch) - 1)
-                broken.append((batch[last], ref))
-                pos += last + 1
-                continue
-            stop = len(batch)
-            for i, c in enumerate(batch):
+                done = min(max(rl) + 1 if rl else 0, len(batch) - 1)
+                if all(b.idx != batch[done].idx for b, _ in broken):
+                    broken.append((batch[done], ref))
+            stop = done
+            for i, c in enumerate(batch[:done]):
                 if i not in el:
                     # emulate ended here: this record diverged, resume after it.
                     divergent.append((c, rl[i], f"(emulate ended: status {emu.status}; "
@@ -296,9 +298,9 @@ def main():
                 compared += 1
                 if el[i] != rl[i]:
                     divergent.append((c, rl[i], el[i]))
-            if stop == len(batch) and emu.status != ref.status:
+            if done == len(batch) and stop == len(batch) and emu.status != ref.status:
                 divergent.append((batch[-1], f"status {ref.status}", f"status {emu.status}"))
-            pos += stop
+            pos += stop + (1 if stop == done < len(batch) else 0)
     print(f"gen.py --seed {a.seed} --count {a.count}: {a.count} cases run, {compared} compared, "
           f"{len(divergent)} divergences, {len(broken)} cases the inherit run could not finish, "
           f"{launches} VM launches")
