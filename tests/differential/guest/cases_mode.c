@@ -64,6 +64,9 @@ static int compat_lock_add(const struct boot_info *bi, unsigned cpl)
 	run32("compat lock inc byte", incb, 3, cpl, R_BX, LINE_SPLIT, ds, 7);
 	run32("compat lock xadd dword, line split", xadd, 4, cpl, R_BX, LINE_SPLIT, ds, 8);
 	run32("compat lock cmpxchg8b, line split", c8b, 4, cpl, R_SI, LINE_SPLIT - 2, ds, 9);
+	/* All but the byte increment cross a line. */
+	if (cpl == 0)
+		printf("# split locks at CPL0: 5\n");
 	return 0;
 }
 
@@ -311,6 +314,9 @@ static int code16(const struct boot_info *bi, unsigned cpl)
 	run16("16-bit cs: lock xadd word, page split", xadd, 4, cpl, R_BX, (PAGE_SPLIT + 1) & 0xffff,
 	      (uint32_t)(PAGE_SPLIT & ~0xffffull), 34);
 	seg_set_data(0, 0xffffffff);
+	/* Split locks made: add word, add dword, add word (%ebx), xadd. */
+	if (cpl == 0)
+		printf("# split locks at CPL0: 4\n");
 	return 0;
 }
 
@@ -344,6 +350,7 @@ static int code16_bt_wrap(const struct boot_info *bi)
 	print_result("16-bit cs: lock bts, bit offset -256+5 wraps below 0", &req, &res);
 	print_mem("wrapped target", t - 4, 16);
 	seg_set_data(0, 0xffffffff);
+	printf("# split locks at CPL0: 1\n");
 	return 0;
 }
 
