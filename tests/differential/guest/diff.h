@@ -208,7 +208,8 @@ static inline uint64_t read_dr6(void)
 	return v;
 }
 
-/* Whether this VM single-steps CPL0 only (boot_info says so). */
-bool split_lock_cpl0_only(void);
-
+/*
+ * Never print boot_info.flags (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY) or the
+ * split-lock enumeration: they differ between the two policies by design.
+ */
 #endif

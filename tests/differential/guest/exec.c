@@ -28,11 +28,6 @@ void wrpkru(uint32_t v)
 	asm volatile(".byte 0x0f, 0x01, 0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
 }
 
-bool split_lock_cpl0_only(void)
-{
-	return this_cpu()->boot->flags & BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
-}
-
 int diff_skip(const char *fmt, ...)
 {
 	va_list ap;
