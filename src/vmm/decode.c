@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "decode.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include <Zydis/Zydis.h>
@@ -39,13 +40,14 @@ const char *sl_op_name(enum sl_op op)
 	return "?";
 }
 
-bool sl_maybe_locked(const uint8_t *b, size_t len)
+bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len)
 {
 	size_t i = 0;
 
 	/*
-	 * Legacy prefixes and REX bytes in any order: a REX that is not last
-	 * is ignored by the CPU, but the instruction still decodes.
+	 * Legacy prefixes and, in 64-bit mode only, REX bytes in any order: a
+	 * REX that is not last is ignored by the CPU, but the instruction
+	 * still decodes. Elsewhere 0x40-0x4f are INC and DEC.
 	 */
 	for (; i < len && i < SL_INSN_MAX; i++) {
 		if (b[i] == 0xf0)
@@ -55,7 +57,7 @@ bool sl_maybe_locked(const uint8_t *b, size_t len)
 		case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
 			continue;
 		}
-		if ((b[i] & 0xf0) == 0x40)
+		if (mode == SL_MODE_64 && (b[i] & 0xf0) == 0x40)
 			continue;
 		break;
 	}
@@ -84,8 +86,15 @@ static int gpr(ZydisRegister r, bool *high8)
 static int memory_operand(const ZydisDecodedOperand *o, struct sl_insn *out)
 {
 	out->size = o->size / 8;
-	out->seg = o->mem.segment == ZYDIS_REGISTER_FS ? SL_SEG_FS :
-		   o->mem.segment == ZYDIS_REGISTER_GS ? SL_SEG_GS : SL_SEG_NONE;
+	switch (o->mem.segment) {
+	case ZYDIS_REGISTER_ES: out->seg = SL_SEG_ES; break;
+	case ZYDIS_REGISTER_CS: out->seg = SL_SEG_CS; break;
+	case ZYDIS_REGISTER_SS: out->seg = SL_SEG_SS; break;
+	case ZYDIS_REGISTER_DS: out->seg = SL_SEG_DS; break;
+	case ZYDIS_REGISTER_FS: out->seg = SL_SEG_FS; break;
+	case ZYDIS_REGISTER_GS: out->seg = SL_SEG_GS; break;
+	default: return -1;
+	}
 	out->base = gpr(o->mem.base, NULL);
 	out->index = gpr(o->mem.index, NULL);
 	out->scale = o->mem.scale ? o->mem.scale : 1;
@@ -121,26 +130,44 @@ static bool lookup(ZydisMnemonic m, enum sl_op *op)
 	return false;
 }
 
-int sl_decode(const uint8_t *b, size_t len, struct sl_insn *out)
+/*
+ * One decoder per mode, set up once for every vCPU thread. Compatibility
+ * mode decodes as 32-bit protected mode does for these instructions.
+ */
+static ZydisDecoder decoders[3];
+static bool decoders_ok;
+static pthread_once_t decoders_once = PTHREAD_ONCE_INIT;
+
+static void decoders_init(void)
 {
-	static ZydisDecoder decoder;
-	static bool ready;
+	decoders_ok =
+		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[SL_MODE_64], ZYDIS_MACHINE_MODE_LONG_64,
+					      ZYDIS_STACK_WIDTH_64)) &&
+		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[SL_MODE_32], ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
+					      ZYDIS_STACK_WIDTH_32)) &&
+		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[SL_MODE_16], ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
+					      ZYDIS_STACK_WIDTH_16));
+}
+
+int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out)
+{
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
 	unsigned mem_at, src_at;
+	ZyanStatus status;
 
-	if (!ready) {
-		/* Idempotent and cheap; a race would write the same bytes. */
-		if (ZYAN_FAILED(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64,
-						 ZYDIS_STACK_WIDTH_64)))
-			return -1;
-		ready = true;
-	}
-	if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, b, len, &insn, o)))
+	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
+	    (unsigned)mode > SL_MODE_16)
+		return -1;
+	status = ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o);
+	if (status == ZYDIS_STATUS_NO_MORE_DATA)
+		return SL_DECODE_TRUNCATED;
+	if (ZYAN_FAILED(status))
 		return -1;
 	memset(out, 0, sizeof(*out));
 	if (!lookup(insn.mnemonic, &out->op))
 		return -1;
+	out->mode = mode;
 	out->length = insn.length;
 	out->addr_size = insn.address_width / 8;
 	out->locked_by_prefix = insn.attributes & ZYDIS_ATTRIB_HAS_LOCK;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Recognising split-lock candidates: locked read-modify-write instructions
- * with a memory operand, decoded by Zydis. Pure code.
+ * with a memory operand, decoded by Zydis in the mode the CPU is in. Pure
+ * code.
  */
 #ifndef VMM_DECODE_H
 #define VMM_DECODE_H
@@ -24,7 +25,16 @@ enum sl_op {
 #define SL_REG_NONE  (-1)
 #define SL_REG_RIP   16
 
-enum sl_seg { SL_SEG_NONE, SL_SEG_FS, SL_SEG_GS };
+/*
+ * The code size the CPU decodes in: 64-bit mode (EFER.LMA and CS.L), else
+ * CS.D's 32 or 16 bits (compatibility mode, protected mode; real and
+ * virtual-8086 mode are 16). It sets the default operand and address
+ * sizes, and whether 0x40-0x4f are REX prefixes or INC/DEC.
+ */
+enum sl_mode { SL_MODE_64, SL_MODE_32, SL_MODE_16 };
+
+/* Segment registers by their x86 encoding. */
+enum sl_seg { SL_SEG_ES, SL_SEG_CS, SL_SEG_SS, SL_SEG_DS, SL_SEG_FS, SL_SEG_GS };
 
 enum sl_src { SL_SRC_NONE, SL_SRC_REG, SL_SRC_IMM };
 
@@ -32,8 +42,9 @@ struct sl_insn {
 	enum sl_op op;
 	unsigned length;        /* instruction bytes */
 	unsigned size;          /* memory operand bytes: 1, 2, 4, 8 or 16 */
-	unsigned addr_size;     /* 4 or 8 */
-	enum sl_seg seg;
+	enum sl_mode mode;      /* the mode it was decoded in */
+	unsigned addr_size;     /* 2, 4 or 8 */
+	enum sl_seg seg;        /* the override, or DS or SS by default */
 	int base, index;        /* SL_REG_* or 0-15 */
 	unsigned scale;
 	int64_t disp;
@@ -48,9 +59,15 @@ struct sl_insn {
  * Cheap look at raw bytes, to spare a full decode for the many instructions
  * a single-stepped guest runs: false means they cannot start a locked RMW.
  */
-bool sl_maybe_locked(const uint8_t *b, size_t len);
-/* 0 and *out for a locked RMW with a memory operand; -1 otherwise. */
-int sl_decode(const uint8_t *b, size_t len, struct sl_insn *out);
+bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len);
+/*
+ * 0 and *out for a locked RMW with a memory operand in `mode`;
+ * SL_DECODE_TRUNCATED when the bytes end before the instruction does; -1
+ * otherwise (other instructions, and what the CPU answers with #UD).
+ * Thread-safe.
+ */
+#define SL_DECODE_TRUNCATED (-2)
+int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out);
 const char *sl_op_name(enum sl_op op);
 
 #endif

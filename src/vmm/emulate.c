@@ -70,11 +70,45 @@ static int64_t sign_extend(uint64_t v, unsigned bytes)
 	return (int64_t)(v << shift) >> shift;
 }
 
-struct sl_access sl_operand(const struct sl_insn *i, const struct kvm_regs *r,
-			    uint64_t fs_base, uint64_t gs_base)
+#define CR0_PE     (1ull << 0)
+#define CR0_AM     (1ull << 18)
+#define EFER_LMA   (1ull << 10)
+#define CR4_PKE    (1ull << 22)
+#define RFLAGS_AC  (1ull << 18)
+#define RFLAGS_VM  (1ull << 17)
+
+#define VEC_SS 12
+#define VEC_GP 13
+#define VEC_PF 14
+#define VEC_AC 17
+
+enum sl_mode sl_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
+{
+	if (!(s->cr0 & CR0_PE) || (rflags & RFLAGS_VM))
+		return SL_MODE_16;
+	if ((s->efer & EFER_LMA) && s->cs.l)
+		return SL_MODE_64;
+	return s->cs.db ? SL_MODE_32 : SL_MODE_16;
+}
+
+/* SS.DPL is the CPL on VMX, and what KVM reports as it on SVM. */
+unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags)
+{
+	if (!(s->cr0 & CR0_PE))
+		return 0;
+	if (rflags & RFLAGS_VM)
+		return 3;
+	return s->ss.dpl;
+}
+
+static uint64_t size_mask(unsigned bytes)
+{
+	return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
+}
+
+uint64_t sl_effective(const struct sl_insn *i, const struct kvm_regs *r)
 {
 	uint64_t ea = (uint64_t)i->disp;
-	struct sl_access a = { .size = i->size };
 
 	if (i->base == SL_REG_RIP)
 		ea += r->rip + i->length;
@@ -82,8 +116,6 @@ struct sl_access sl_operand(const struct sl_insn *i, const struct kvm_regs *r,
 		ea += sl_reg_get(r, i->base);
 	if (i->index != SL_REG_NONE)
 		ea += sl_reg_get(r, i->index) * i->scale;
-	if (i->addr_size == 4)
-		ea &= 0xffffffffull;
 	/* Register bit offsets are signed and reach beyond the operand. */
 	if ((i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) && i->src == SL_SRC_REG) {
 		int64_t bit = sign_extend(src_value(i, r), i->size);
@@ -94,12 +126,54 @@ struct sl_access sl_operand(const struct sl_insn *i, const struct kvm_regs *r,
 		 */
 		ea += (uint64_t)((bit >> 3) & -(int64_t)i->size);
 	}
-	if (i->seg == SL_SEG_FS)
-		ea += fs_base;
-	else if (i->seg == SL_SEG_GS)
-		ea += gs_base;
-	a.la = ea;
-	return a;
+	return ea & size_mask(i->addr_size);
+}
+
+static const struct kvm_segment *segment(const struct kvm_sregs *s, enum sl_seg seg)
+{
+	switch (seg) {
+	case SL_SEG_ES: return &s->es;
+	case SL_SEG_CS: return &s->cs;
+	case SL_SEG_SS: return &s->ss;
+	case SL_SEG_FS: return &s->fs;
+	case SL_SEG_GS: return &s->gs;
+	case SL_SEG_DS: break;
+	}
+	return &s->ds;
+}
+
+bool sl_linear(const struct sl_insn *i, const struct kvm_sregs *s, uint64_t rflags,
+	       uint64_t ea, unsigned size, uint64_t *la, struct sl_exception *fault)
+{
+	const struct kvm_segment *sg = segment(s, i->seg);
+	bool real = !(s->cr0 & CR0_PE), ok = true;
+	uint64_t last = ea + size - 1;
+
+	*fault = (struct sl_exception){
+		.vector = i->seg == SL_SEG_SS ? VEC_SS : VEC_GP,
+		.has_error_code = !real,
+	};
+	if (i->mode == SL_MODE_64) {
+		struct paging p = { .la57 = s->cr4 & (1ull << 12) };
+
+		*la = ea + (i->seg == SL_SEG_FS || i->seg == SL_SEG_GS ? sg->base : 0);
+		return paging_canonical(&p, *la) && paging_canonical(&p, *la + size - 1);
+	}
+	if (!real && !(rflags & RFLAGS_VM)) {
+		bool code = sg->type & 8;
+
+		/* A null selector, or a write to code or to a read-only segment. */
+		if (sg->unusable || code || !(sg->type & 2))
+			ok = false;
+		else if (sg->type & 4)		/* expand-down: above the limit */
+			ok = ea > sg->limit && last <= (sg->db ? 0xffffffffull : 0xffffull);
+		else
+			ok = last <= sg->limit;
+	} else {
+		ok = last <= sg->limit;
+	}
+	*la = (sg->base + ea) & 0xffffffffull;
+	return ok;
 }
 
 bool sl_crosses_line(uint64_t la, unsigned size)
@@ -284,5 +358,256 @@ void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem)
 	case SL_OP_COUNT: break;
 	}
 	r->rflags = (r->rflags & ~ARITH_FLAGS) | (fl & ARITH_FLAGS);
-	r->rip += i->length;
+	r->rip = (r->rip + i->length) &
+		 (i->mode == SL_MODE_64 ? ~0ull : i->mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
+}
+
+/* ---- the decision */
+
+static void plan_stop(struct sl_plan *p, const char *why)
+{
+	p->kind = SL_PLAN_STOP;
+	p->why = why;
+}
+
+static void plan_native(struct sl_plan *p, const char *why)
+{
+	p->kind = SL_PLAN_NATIVE;
+	p->why = why;
+}
+
+static void plan_inject(struct sl_plan *p, const struct sl_exception *ex, const char *why)
+{
+	p->kind = SL_PLAN_INJECT;
+	p->ex = *ex;
+	p->why = why;
+}
+
+static const struct sl_exception ac0 = { .vector = VEC_AC, .has_error_code = true };
+
+/*
+ * Instruction bytes at CS:RIP as the CPU fetches them, page by page, up to
+ * where a fetch would fault, leave RAM or pass CS's limit; the walks are
+ * kept for their accessed bits.
+ */
+static void fetch(const struct sl_snapshot *s, const struct paging *pg, enum sl_mode mode,
+		  struct sl_plan *p)
+{
+	uint64_t la = s->regs.rip, want = SL_INSN_MAX;
+
+	if (mode != SL_MODE_64) {
+		uint64_t ip = s->regs.rip & (mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
+
+		want = ip > s->sregs.cs.limit ? 0 : s->sregs.cs.limit - ip + 1;
+		if (want > SL_INSN_MAX)
+			want = SL_INSN_MAX;
+		else
+			p->fetch_faults = true;	/* past the limit: #GP */
+		la = (s->sregs.cs.base + ip) & 0xffffffffull;
+	}
+	while (p->nbytes < want && p->nfetch < 2) {
+		struct walk *w = &p->fetch[p->nfetch];
+		uint64_t chunk = want - p->nbytes;
+
+		enum walk_result r = pagewalk(&s->mem, pg, la + p->nbytes, WALK_FETCH, w);
+
+		if (r == WALK_FAULT || r == WALK_NONCANONICAL)
+			p->fetch_faults = true;
+		if (r != WALK_OK || w->gpa >= s->mem.size)
+			break;
+		p->nfetch++;
+		if (chunk > w->page_left)
+			chunk = w->page_left;
+		if (chunk > s->mem.size - w->gpa)
+			chunk = s->mem.size - w->gpa;
+		memcpy(p->bytes + p->nbytes, s->mem.base + w->gpa, (size_t)chunk);
+		p->nbytes += (size_t)chunk;
+	}
+}
+
+/*
+ * The operand's pages: walks both, first page first as the CPU does, and
+ * fills p->part. Returns WALK_OK or the first failure, with *cr2 the first
+ * byte of the page that faulted.
+ */
+static enum walk_result walk_operand(const struct sl_snapshot *s, const struct paging *pg,
+				     struct sl_plan *p, uint64_t *cr2)
+{
+	uint64_t la = p->access.la;
+	unsigned done = 0;
+	enum walk_result r;
+
+	p->nparts = 0;
+	while (done < p->access.size) {
+		struct walk *w = &p->op[p->nparts];
+		struct sl_part *part = &p->part[p->nparts];
+
+		*cr2 = la;
+		r = pagewalk(&s->mem, pg, la, WALK_WRITE, w);
+		if (r != WALK_OK)
+			return r;
+		part->gpa = w->gpa;
+		part->len = p->access.size - done < w->page_left ? p->access.size - done
+								 : (unsigned)w->page_left;
+		part->ram = w->gpa < s->mem.size && s->mem.size - w->gpa >= part->len;
+		p->nparts++;
+		done += part->len;
+		la += part->len;
+		/* Outside 64-bit mode linear addresses are 32 bits. */
+		if (p->insn.mode != SL_MODE_64)
+			la &= 0xffffffffull;
+	}
+	return WALK_OK;
+}
+
+void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
+{
+	enum sl_mode mode = sl_cpu_mode(&s->sregs, s->regs.rflags);
+	bool hw = s->source == SL_HARDWARE;
+	struct sl_exception fault;
+	struct paging pg;
+	enum walk_result r;
+	uint64_t ea, cr2 = 0;
+	bool legacy_ac;
+	int d;
+
+	memset(p, 0, sizeof(*p));
+	paging_from_sregs(&pg, &s->sregs);
+	pg.cpl = sl_cpl(&s->sregs, s->regs.rflags);
+	pg.ac = s->regs.rflags & RFLAGS_AC;
+	pg.pkru = s->pkru;
+	pg.maxphyaddr = s->maxphyaddr;
+
+	/*
+	 * Legacy alignment checking raises #AC(0) for any misaligned access at
+	 * CPL3 with CR0.AM and RFLAGS.AC, whatever TEST_CTRL says. KVM itself
+	 * tells a hardware #AC apart so (vmx_guest_inject_ac()) and reflects it
+	 * to the guest; mirror it for a KVM that did not.
+	 */
+	legacy_ac = pg.cpl == 3 && (s->sregs.cr0 & CR0_AM) && (s->regs.rflags & RFLAGS_AC);
+
+	if (hw && legacy_ac) {
+		plan_inject(p, &ac0, "legacy alignment check (CPL3, CR0.AM, RFLAGS.AC)");
+		return;
+	}
+	/* On the hardware path #AC is what the CPU raised: the guest asked for it. */
+	if (hw && s->ac_requested) {
+		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
+		return;
+	}
+	if (pg.enabled && !pg.long_mode) {
+		plan_stop(p, "the guest uses 32-bit or PAE paging, which the split-lock emulator does not walk");
+		return;
+	}
+
+	fetch(s, &pg, mode, p);
+	if (!p->nbytes && !hw)
+		return;		/* the fetch faults: the CPU says so */
+	if (!hw && !sl_maybe_locked(mode, p->bytes, p->nbytes))
+		return;
+	d = sl_decode(mode, p->bytes, p->nbytes, &p->insn);
+	/*
+	 * The CPU fetched it before raising #AC, so the tables changed since:
+	 * re-entering lets the CPU raise the fetch fault itself. Only then:
+	 * resuming on anything else would meet the same #AC again.
+	 */
+	if (d == SL_DECODE_TRUNCATED && hw && p->fetch_faults) {
+		plan_native(p, "the instruction fetch faults now: the CPU raises it on re-entry");
+		return;
+	}
+	if (d) {
+		if (hw)
+			plan_stop(p, "it is not a locked read-modify-write the VMM can emulate");
+		return;
+	}
+	p->decoded = true;
+
+	ea = sl_effective(&p->insn, &s->regs);
+	p->access.size = p->insn.size;
+	if (!sl_linear(&p->insn, &s->sregs, s->regs.rflags, ea, p->insn.size, &p->access.la,
+		       &fault)) {
+		if (!hw) {
+			plan_native(p, "a segment fault comes first");
+			return;
+		}
+		plan_inject(p, &fault, "segment fault");
+		return;
+	}
+	if (!sl_is_split_lock(&p->insn, &p->access)) {
+		if (hw)
+			plan_stop(p, "the #AC is not at a split lock the VMM can see");
+		return;
+	}
+	if (legacy_ac) {
+		plan_native(p, "the legacy alignment check comes first");
+		return;
+	}
+	if (pg.pke && !s->pkru_known) {
+		p->needs_pkru = true;
+		if (hw)
+			plan_stop(p, "PKRU could not be read");
+		else
+			plan_native(p, "PKRU could not be read: the CPU checks the keys");
+		return;
+	}
+
+	r = walk_operand(s, &pg, p, &cr2);
+	if (r == WALK_FAULT) {
+		if (!hw) {
+			plan_native(p, "a page fault comes first");
+			return;
+		}
+		fault = (struct sl_exception){ .vector = VEC_PF, .has_error_code = true,
+					       .error_code = p->op[p->nparts].error_code,
+					       .has_cr2 = true, .cr2 = cr2 };
+		plan_inject(p, &fault, "page fault");
+		return;
+	}
+	if (r != WALK_OK) {
+		if (hw)
+			plan_stop(p, walk_result_name(r));
+		else
+			plan_native(p, walk_result_name(r));
+		return;
+	}
+	if (!hw && (!p->part[0].ram || (p->nparts > 1 && !p->part[1].ram))) {
+		plan_native(p, "the operand is MMIO: KVM emulates it as without the VMM");
+		return;
+	}
+	if (s->ac_requested) {
+		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
+		return;
+	}
+	p->kind = SL_PLAN_EMULATE;
+	p->why = "split lock";
+}
+
+void sl_plan_fetched(const struct sl_plan *p, const struct guest_mem *m)
+{
+	for (unsigned i = 0; i < p->nfetch; i++)
+		pagewalk_set_ad(m, &p->fetch[i], false);
+}
+
+void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_regs *r)
+{
+	uint8_t op[16] __attribute__((aligned(16)));
+	unsigned off = 0;
+
+	sl_plan_fetched(p, m);
+	for (unsigned i = 0; i < p->nparts; i++)
+		pagewalk_set_ad(m, &p->op[i], true);
+	for (unsigned i = 0; i < p->nparts; i++) {
+		if (p->part[i].ram)
+			memcpy(op + off, m->base + p->part[i].gpa, p->part[i].len);
+		else
+			memset(op + off, 0xff, p->part[i].len);
+		off += p->part[i].len;
+	}
+	sl_execute(&p->insn, r, op);
+	off = 0;
+	for (unsigned i = 0; i < p->nparts; i++) {
+		if (p->part[i].ram)
+			memcpy(m->base + p->part[i].gpa, op + off, p->part[i].len);
+		off += p->part[i].len;
+	}
 }

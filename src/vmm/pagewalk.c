@@ -9,85 +9,153 @@
 #define PTE_A   (1ull << 5)
 #define PTE_D   (1ull << 6)
 #define PTE_PS  (1ull << 7)
-#define PTE_ADDR 0x000ffffffffff000ull
+#define PTE_XD  (1ull << 63)
 
 const char *walk_result_name(enum walk_result r)
 {
 	switch (r) {
 	case WALK_OK: return "ok";
-	case WALK_NOT_PRESENT: return "page not present";
-	case WALK_PROTECTION: return "page protection";
-	case WALK_OUTSIDE_RAM: return "outside guest RAM";
+	case WALK_FAULT: return "page fault";
+	case WALK_OUTSIDE_RAM: return "page table outside guest RAM";
 	case WALK_UNSUPPORTED: return "unsupported paging mode";
 	case WALK_NONCANONICAL: return "non-canonical address";
 	}
 	return "?";
 }
 
-static uint64_t *entry(const struct guest_mem *m, uint64_t table, unsigned idx)
+bool paging_canonical(const struct paging *p, uint64_t la)
 {
-	uint64_t addr = (table & PTE_ADDR) + idx * 8ull;
+	unsigned shift = p->la57 ? 7 : 16;
 
-	if (addr + 8 > m->size)
-		return NULL;
-	return (uint64_t *)(m->base + addr);
+	return (uint64_t)((int64_t)(la << shift) >> shift) == la;
 }
 
-enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p,
-			  uint64_t la, bool write, uint64_t *gpa, uint64_t *page_left)
+static uint64_t phys_mask(const struct paging *p)
 {
-	static const unsigned shifts[] = { 39, 30, 21, 12 };
-	uint64_t table = p->cr3, e = 0;
-	bool user_ok = true, write_ok = true;
-	uint64_t *ents[4];
-	unsigned level;
+	unsigned bits = p->maxphyaddr && p->maxphyaddr < 52 ? p->maxphyaddr : 52;
 
+	return ((1ull << bits) - 1) & ~0xfffull;
+}
+
+/* Reserved bits of a present entry at `level` (1 = PTE ... 5 = PML5E). */
+static uint64_t reserved_bits(const struct paging *p, unsigned level, uint64_t e)
+{
+	uint64_t r = 0x000ffffffffff000ull & ~phys_mask(p);
+
+	if (!p->nxe)
+		r |= PTE_XD;
+	if (level >= 4)
+		r |= PTE_PS;
+	else if (level == 3 && (e & PTE_PS))
+		r |= 0x3fffe000ull;      /* bits 29:13 of a 1 GiB page */
+	else if (level == 2 && (e & PTE_PS))
+		r |= 0x1fe000ull;        /* bits 20:13 of a 2 MiB page */
+	return r;
+}
+
+/* The error code bits that describe the access itself, not the fault. */
+static uint32_t access_bits(const struct paging *p, unsigned access)
+{
+	uint32_t ec = 0;
+
+	if (access & WALK_WRITE)
+		ec |= PF_W;
+	if (p->cpl == 3)
+		ec |= PF_U;
+	/* As KVM reports it: I/D only where NXE or SMEP give fetches rules. */
+	if ((access & WALK_FETCH) && (p->nxe || p->smep))
+		ec |= PF_ID;
+	return ec;
+}
+
+/* SDM vol. 3 4.6: whether the translation allows the access; *pk for PKRU. */
+static bool permitted(const struct paging *p, unsigned access, bool user_page,
+		      bool writable, bool nx, unsigned pkey, bool *pk)
+{
+	bool write = access & WALK_WRITE, fetch = access & WALK_FETCH;
+	bool ok = true;
+
+	if (p->cpl == 3) {
+		if (!user_page || (write && !writable) || (fetch && nx))
+			ok = false;
+	} else if (fetch) {
+		if (nx || (user_page && p->smep))
+			ok = false;
+	} else {
+		if (user_page && p->smap && !p->ac)
+			ok = false;
+		if (write && !writable && p->wp)
+			ok = false;
+	}
+	/* Keys apply to data accesses to user pages, at any CPL, as KVM models it. */
+	*pk = false;
+	if (p->pke && user_page && !fetch) {
+		bool ad = (p->pkru >> (2 * pkey)) & 1, wd = (p->pkru >> (2 * pkey + 1)) & 1;
+
+		*pk = ad || (write && wd && (p->cpl == 3 || p->wp));
+	}
+	return ok && !*pk;
+}
+
+enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			  unsigned access, struct walk *w)
+{
+	unsigned levels = p->la57 ? 5 : 4, level;
+	uint64_t table = p->cr3, e = 0, span = 0;
+	bool user_page = true, writable = true, nx = false, pk;
+
+	memset(w, 0, sizeof(*w));
 	if (!p->enabled) {
-		*gpa = la & 0xffffffffull;
-		*page_left = 0x1000 - (la & 0xfff);
-		return *gpa < m->size ? WALK_OK : WALK_OUTSIDE_RAM;
+		w->gpa = la & 0xffffffffull;
+		w->page_left = 0x1000 - (la & 0xfff);
+		return WALK_OK;
 	}
 	if (!p->long_mode)
 		return WALK_UNSUPPORTED;
-	if ((uint64_t)((int64_t)(la << 16) >> 16) != la)
+	if (!paging_canonical(p, la))
 		return WALK_NONCANONICAL;
-	for (level = 0; level < 4; level++) {
-		uint64_t *pe = entry(m, table, (la >> shifts[level]) & 511);
+	for (level = levels; level >= 1; level--) {
+		uint64_t addr = (table & phys_mask(p)) + ((la >> (12 + 9 * (level - 1))) & 511) * 8;
 
-		if (!pe)
+		if (addr > m->size || m->size - addr < 8)
 			return WALK_OUTSIDE_RAM;
-		ents[level] = pe;
-		memcpy(&e, pe, sizeof(e));
-		if (!(e & PTE_P))
-			return WALK_NOT_PRESENT;
-		user_ok = user_ok && (e & PTE_US);
-		write_ok = write_ok && (e & PTE_RW);
-		if (level > 0 && level < 3 && (e & PTE_PS))
+		e = __atomic_load_n((uint64_t *)(m->base + addr), __ATOMIC_RELAXED);
+		w->ent_gpa[w->nents++] = addr;
+		if (!(e & PTE_P)) {
+			w->error_code = access_bits(p, access);
+			return WALK_FAULT;
+		}
+		if (e & reserved_bits(p, level, e)) {
+			w->error_code = access_bits(p, access) | PF_P | PF_RSVD;
+			return WALK_FAULT;
+		}
+		user_page = user_page && (e & PTE_US);
+		writable = writable && (e & PTE_RW);
+		nx = nx || (p->nxe && (e & PTE_XD));
+		span = 1ull << (12 + 9 * (level - 1));
+		if (level == 1 || ((level == 2 || level == 3) && (e & PTE_PS)))
 			break;
 		table = e;
 	}
-	if (level == 4)
-		level = 3;
-	if (p->cpl == 3 && !user_ok)
-		return WALK_PROTECTION;
-	if (write && !write_ok && (p->cpl == 3 || p->wp))
-		return WALK_PROTECTION;
-	{
-		uint64_t span = 1ull << shifts[level];
-		uint64_t frame = e & PTE_ADDR & ~(span - 1);
-
-		*gpa = frame | (la & (span - 1));
-		*page_left = span - (la & (span - 1));
+	if (!permitted(p, access, user_page, writable, nx, (unsigned)(e >> 59) & 15, &pk)) {
+		w->error_code = access_bits(p, access) | PF_P | (pk ? PF_PK : 0);
+		return WALK_FAULT;
 	}
-	if (*gpa >= m->size)
-		return WALK_OUTSIDE_RAM;
-	/* Only store when a bit is missing: walks happen on every single-step. */
-	for (unsigned i = 0; i <= level; i++)
-		if (!(__atomic_load_n(ents[i], __ATOMIC_RELAXED) & PTE_A))
-			__atomic_fetch_or(ents[i], PTE_A, __ATOMIC_RELAXED);
-	if (write && !(__atomic_load_n(ents[level], __ATOMIC_RELAXED) & PTE_D))
-		__atomic_fetch_or(ents[level], PTE_D, __ATOMIC_RELAXED);
+	w->gpa = (e & phys_mask(p) & ~(span - 1)) | (la & (span - 1));
+	w->page_left = span - (la & (span - 1));
 	return WALK_OK;
+}
+
+void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write)
+{
+	for (unsigned i = 0; i < w->nents; i++) {
+		uint64_t *pe = (uint64_t *)(m->base + w->ent_gpa[i]);
+		uint64_t bits = PTE_A | (write && i == w->nents - 1 ? PTE_D : 0);
+
+		/* Only store when a bit is missing: other vCPUs share the tables. */
+		if ((__atomic_load_n(pe, __ATOMIC_RELAXED) & bits) != bits)
+			__atomic_fetch_or(pe, bits, __ATOMIC_RELAXED);
+	}
 }
 
 void paging_from_sregs(struct paging *p, const struct kvm_sregs *s)
@@ -95,7 +163,12 @@ void paging_from_sregs(struct paging *p, const struct kvm_sregs *s)
 	*p = (struct paging){
 		.enabled = s->cr0 & (1ull << 31),
 		.long_mode = s->efer & (1ull << 10),
+		.la57 = s->cr4 & (1ull << 12),
 		.wp = s->cr0 & (1ull << 16),
+		.nxe = s->efer & (1ull << 11),
+		.smep = s->cr4 & (1ull << 20),
+		.smap = s->cr4 & (1ull << 21),
+		.pke = s->cr4 & (1ull << 22),
 		.cr3 = s->cr3,
 		.cpl = s->cs.dpl,
 	};
@@ -107,15 +180,15 @@ size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t
 	size_t done = 0;
 
 	while (done < len) {
-		uint64_t gpa, left;
+		struct walk w;
 		size_t chunk;
 
-		if (pagewalk(m, p, la + done, false, &gpa, &left) != WALK_OK)
+		if (pagewalk(m, p, la + done, WALK_FETCH, &w) != WALK_OK || w.gpa >= m->size)
 			break;
-		chunk = len - done < left ? len - done : (size_t)left;
-		if (gpa + chunk > m->size)
-			chunk = (size_t)(m->size - gpa);
-		memcpy(buf + done, m->base + gpa, chunk);
+		chunk = len - done < w.page_left ? len - done : (size_t)w.page_left;
+		if (chunk > m->size - w.gpa)
+			chunk = (size_t)(m->size - w.gpa);
+		memcpy(buf + done, m->base + w.gpa, chunk);
 		done += chunk;
 	}
 	return done;

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Guest page-table walk over the VMM's mapping of guest RAM, as pure code:
- * 4-level long-mode paging with 4 KiB, 2 MiB and 1 GiB pages, or no paging
- * at all. The split-lock emulator needs it to find an operand's bytes.
+ * 4- and 5-level (CR4.LA57) long-mode paging with 4 KiB, 2 MiB and 1 GiB
+ * pages, or no paging at all, with the permission checks of the Intel SDM
+ * vol. 3 4.6 (U/S, R/W with CR0.WP, XD with EFER.NXE, SMEP, SMAP,
+ * protection keys) and its reserved bits (4.5.4, MAXPHYADDR). The
+ * split-lock emulator needs it to find an operand's bytes and, where the
+ * CPU would fault, the #PF error code the CPU would give.
  */
 #ifndef VMM_PAGEWALK_H
 #define VMM_PAGEWALK_H
@@ -20,34 +24,70 @@ struct guest_mem {
 
 struct paging {
 	bool enabled;        /* CR0.PG */
-	bool long_mode;      /* EFER.LMA: 4-level; anything else is refused */
+	bool long_mode;      /* EFER.LMA; paging without it (32-bit, PAE) is refused */
+	bool la57;           /* CR4.LA57: five levels, 57-bit linear addresses */
 	bool wp;             /* CR0.WP: supervisor writes honour R/W */
+	bool nxe;            /* EFER.NXE: bit 63 is XD, else reserved */
+	bool smep, smap;     /* CR4.SMEP, CR4.SMAP */
+	bool ac;             /* RFLAGS.AC: SMAP lets explicit supervisor accesses through */
+	bool pke;            /* CR4.PKE: PKRU applies to user pages */
+	uint32_t pkru;
+	unsigned maxphyaddr; /* CPUID.80000008H:EAX[7:0]; 0 means 52 */
 	uint64_t cr3;
 	unsigned cpl;
 };
 
+/* Access kinds for pagewalk(); a write is a read-modify-write's check too. */
+#define WALK_WRITE  1u
+#define WALK_FETCH  2u
+
+/* #PF error code bits (SDM vol. 3 4.7). */
+#define PF_P     (1u << 0)
+#define PF_W     (1u << 1)
+#define PF_U     (1u << 2)
+#define PF_RSVD  (1u << 3)
+#define PF_ID    (1u << 4)
+#define PF_PK    (1u << 5)
+
 enum walk_result {
 	WALK_OK,
-	WALK_NOT_PRESENT,    /* the guest would take #PF */
-	WALK_PROTECTION,     /* ditto: user or write access denied */
-	WALK_OUTSIDE_RAM,    /* a table or the page is not in guest RAM */
+	WALK_FAULT,          /* the CPU would raise #PF with walk.error_code */
+	WALK_OUTSIDE_RAM,    /* a paging-structure entry is not in guest RAM */
 	WALK_UNSUPPORTED,    /* a paging mode this walker does not know */
-	WALK_NONCANONICAL,   /* bits 63:47 differ: the guest would take #GP */
+	WALK_NONCANONICAL,   /* the CPU raises #GP (or #SS) before any walk */
+};
+
+struct walk {
+	uint64_t gpa;         /* WALK_OK: may lie beyond RAM (MMIO) */
+	uint64_t page_left;   /* bytes from gpa to the end of its page */
+	uint32_t error_code;  /* WALK_FAULT */
+	/* The entries used, for pagewalk_set_ad() once the access happens. */
+	uint64_t ent_gpa[5];
+	unsigned nents;
 };
 
 /*
- * Translates one linear address. With `write`, checks write permission and,
- * like the CPU, sets the accessed and dirty bits it passes; otherwise sets
- * accessed bits only. *page_left is how many bytes remain in that page.
+ * Translates one linear address for an access of kind `access` (WALK_*
+ * bits) with no side effect: accessed and dirty bits are set only by
+ * pagewalk_set_ad(), once the caller knows the whole access succeeds.
  */
-enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p,
-			  uint64_t la, bool write, uint64_t *gpa, uint64_t *page_left);
+enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			  unsigned access, struct walk *w);
+/* Sets the accessed bits of a successful walk's entries, dirty for a write. */
+void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write);
 const char *walk_result_name(enum walk_result r);
+/* Whether la is canonical for the paging mode (48 or 57 bits). */
+bool paging_canonical(const struct paging *p, uint64_t la);
 
+/*
+ * The paging state in sregs; RFLAGS.AC, PKRU and MAXPHYADDR come from
+ * elsewhere and are left for the caller.
+ */
 void paging_from_sregs(struct paging *p, const struct kvm_sregs *s);
 /*
- * Reads up to len bytes at a linear address, page by page; returns how many
- * it could (fewer where a page is missing). Sets accessed bits like a fetch.
+ * Reads up to len bytes at a linear address as instruction fetches, page
+ * by page; returns how many it could (fewer where a fetch would fault or
+ * leave RAM). No side effect on guest memory.
  */
 size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t la,
 		     uint8_t *buf, size_t len);

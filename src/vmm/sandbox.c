@@ -102,6 +102,8 @@ static const struct sandbox_ioctl kvm_ioctls[] = {
 	{ KVM_SET_VCPU_EVENTS, "KVM_SET_VCPU_EVENTS", "#AC injection" },
 	{ KVM_TRANSLATE, "KVM_TRANSLATE", "the bytes at RIP in dumps and split-lock stops" },
 	{ KVM_SET_REGS, "KVM_SET_REGS", "completing an emulated split lock after a hardware #AC" },
+	{ KVM_SET_SREGS, "KVM_SET_SREGS", "CR2 for a #PF given in place of a hardware split-lock #AC" },
+	{ KVM_GET_XSAVE, "KVM_GET_XSAVE", "PKRU, for the protection-key check of a split lock's operand" },
 	{ KVM_SET_GUEST_DEBUG, "KVM_SET_GUEST_DEBUG",
 	  "--split-lock=emulate turns single-stepping off at CPL3 and back on at CPL0" },
 };

@@ -67,23 +67,45 @@ void splitlock_handle_wrmsr(struct vcpu *v)
 	}
 }
 
-int splitlock_inject_ac(struct vcpu *v)
+/*
+ * Injects an exception as a fault, RIP left on the instruction; CR2 first
+ * for #PF. 0 or -errno.
+ */
+static int inject(struct vcpu *v, const struct sl_exception *ex)
 {
 	struct kvm_vcpu_events ev;
-	int r = v->ops->get_events(v, &ev);
+	struct kvm_sregs sregs;
+	int r;
 
+	/*
+	 * An injected (not pending) #PF is delivered as it stands, so CR2 goes
+	 * in first, through sregs: that needs no KVM_CAP_EXCEPTION_PAYLOAD and
+	 * is what stock KVM does with an exception whose payload was delivered.
+	 */
+	if (ex->has_cr2) {
+		r = v->ops->get_sregs(v, &sregs);
+		if (!r) {
+			sregs.cr2 = ex->cr2;
+			r = v->ops->set_sregs(v, &sregs);
+		}
+		if (r)
+			return r;
+	}
+	r = v->ops->get_events(v, &ev);
 	if (r)
 		return r;
 	/*
-	 * injected rather than pending, with has_error_code: measured on the
-	 * project's hosts, pending without KVM_CAP_EXCEPTION_PAYLOAD is dropped
-	 * and has_error_code = 0 corrupts the guest's frame.
+	 * injected rather than pending, with the error code the vector has:
+	 * measured on the project's hosts, pending without
+	 * KVM_CAP_EXCEPTION_PAYLOAD is dropped and #AC without its error code
+	 * corrupts the guest's frame.
 	 */
+	ev.flags &= ~(uint32_t)KVM_VCPUEVENT_VALID_PAYLOAD;
 	ev.exception.injected = 1;
 	ev.exception.pending = 0;
-	ev.exception.nr = X86_VEC_AC;
-	ev.exception.has_error_code = 1;
-	ev.exception.error_code = 0;
+	ev.exception.nr = ex->vector;
+	ev.exception.has_error_code = ex->has_error_code;
+	ev.exception.error_code = ex->error_code;
 	ev.exception_has_payload = 0;
 	ev.exception_payload = 0;
 	return v->ops->set_events(v, &ev);
@@ -97,53 +119,44 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Everything known about one caught split lock, for handling and messages. */
-struct caught {
-	enum sl_source source;
-	uint64_t rip;                 /* of the instruction; regs.rip moves on */
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
-	struct paging paging;
-	uint8_t bytes[SL_INSN_MAX];
-	size_t nbytes;
-	bool decoded;
-	struct sl_insn insn;
-	struct sl_access access;
-};
-
-static void describe(const struct caught *c, char *buf, size_t len)
+static void describe(const struct sl_plan *p, uint64_t rip, char *buf, size_t len)
 {
 	char bytes[64];
 
-	dump_format_bytes(bytes, sizeof(bytes), c->bytes,
-			  c->decoded ? c->insn.length : c->nbytes);
-	if (c->decoded)
+	dump_format_bytes(bytes, sizeof(bytes), p->bytes, p->decoded ? p->insn.length : p->nbytes);
+	if (p->decoded)
 		snprintf(buf, len, "split lock at RIP 0x%llx (%s%s, %u bytes at 0x%llx, bytes %s)",
-			 (unsigned long long)c->rip,
-			 c->insn.locked_by_prefix ? "lock " : "", sl_op_name(c->insn.op),
-			 c->access.size, (unsigned long long)c->access.la, bytes);
+			 (unsigned long long)rip,
+			 p->insn.locked_by_prefix ? "lock " : "", sl_op_name(p->insn.op),
+			 p->access.size, (unsigned long long)p->access.la, bytes);
 	else
 		snprintf(buf, len, "split lock at RIP 0x%llx (bytes %s)",
-			 (unsigned long long)c->rip, bytes);
+			 (unsigned long long)rip, bytes);
 }
 
-static void stop_uninvited(struct vcpu *v, const struct caught *c, const char *why)
+static void stop_uninvited(struct vcpu *v, const struct sl_snapshot *s, const struct sl_plan *p)
 {
 	char what[256];
 
 	v->stats.split_lock_stops++;
 	if (!vm_stop(v->vm, VMM_EXIT_SPLIT_LOCK))
 		return;
-	describe(c, what, sizeof(what));
+	if (s->source == SL_SOFTWARE && !p->decoded) {
+		fprintf(stderr, "vmm: error: vCPU %u: --split-lock=emulate cannot check the instruction at RIP 0x%llx: %s\n",
+			v->index, (unsigned long long)s->regs.rip, p->why);
+		vcpu_dump(v);
+		return;
+	}
+	describe(p, s->regs.rip, what, sizeof(what));
 	fprintf(stderr,
 		"vmm: error: vCPU %u: %s that the guest did not ask #AC for (its TEST_CTRL bit 29 is clear), "
 		"and the VMM cannot complete it: %s. Align the guest's locked operand within one 64-byte cache line, "
 		"or have the guest set TEST_CTRL bit 29 to handle #AC itself\n",
-		v->index, what, why);
+		v->index, what, p->why);
 	vcpu_dump(v);
 }
 
-static void warn_emulated(struct vcpu *v, const struct caught *c)
+static void warn_emulated(struct vcpu *v, const struct sl_snapshot *s, const struct sl_plan *p)
 {
 	char what[256];
 
@@ -151,7 +164,7 @@ static void warn_emulated(struct vcpu *v, const struct caught *c)
 		v->warn_suppressed++;
 		return;
 	}
-	describe(c, what, sizeof(what));
+	describe(p, s->regs.rip, what, sizeof(what));
 	if (v->warn_suppressed)
 		warn("vCPU %u: %s emulated; the guest did not ask for #AC (%llu more since the last line)",
 		     v->index, what, (unsigned long long)v->warn_suppressed);
@@ -179,116 +192,124 @@ static void pay_ratelimit(struct vcpu *v)
 		;
 }
 
-/*
- * Performs the instruction on guest memory with every other vCPU out of
- * guest mode. NULL on success, else why it could not.
- */
-static const char *emulate(struct vcpu *v, struct caught *c)
+/* The decision's inputs, read from the vCPU. false if KVM failed. */
+static bool snapshot(struct vcpu *v, enum sl_source source, struct sl_snapshot *s)
 {
-	struct vm *vm = v->vm;
-	struct guest_mem m = { vm->mem, vm->ram_size };
-	uint8_t op[16] __attribute__((aligned(16)));
-	uint64_t gpa[2] = { 0, 0 }, left = 0;
-	unsigned first;
-	enum walk_result w;
-	const char *why = NULL;
-
-	if (!vm_pause_others(vm, v))
-		return "the VM is stopping";
-	w = pagewalk(&m, &c->paging, c->access.la, true, &gpa[0], &left);
-	first = left < c->access.size ? (unsigned)left : c->access.size;
-	if (w == WALK_OK && first < c->access.size)
-		w = pagewalk(&m, &c->paging, c->access.la + first, true, &gpa[1], &left);
-	if (w != WALK_OK) {
-		why = walk_result_name(w);
-		goto out;
-	}
-	if (gpa[0] + first > vm->ram_size ||
-	    (first < c->access.size && gpa[1] + (c->access.size - first) > vm->ram_size)) {
-		why = "operand outside guest RAM";
-		goto out;
-	}
-	memcpy(op, vm->mem + gpa[0], first);
-	memcpy(op + first, vm->mem + gpa[1], c->access.size - first);
-	sl_execute(&c->insn, &c->regs, op);
-	memcpy(vm->mem + gpa[0], op, first);
-	memcpy(vm->mem + gpa[1], op + first, c->access.size - first);
-	if (v->ops->set_regs(v, &c->regs))
-		why = "KVM_SET_REGS failed";
-out:
-	vm_resume_others(vm);
-	return why;
+	memset(s, 0, sizeof(*s));
+	s->source = source;
+	s->ac_requested = splitlock_decide_ac(&v->msrs) == AC_INJECT;
+	s->maxphyaddr = v->maxphyaddr;
+	s->mem = (struct guest_mem){ v->vm->mem, v->vm->ram_size };
+	return v->ops->get_regs(v, &s->regs) == 0 && v->ops->get_sregs(v, &s->sregs) == 0;
 }
 
-/* The one decision for a split lock, however it was caught. */
-static enum sl_outcome handle_caught(struct vcpu *v, struct caught *c)
+/*
+ * sl_plan(), reading PKRU (an XSAVE read, too dear for every step) only
+ * when the decision needs it.
+ */
+static void plan(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p)
 {
-	const char *why;
+	sl_plan(s, p);
+	if (p->needs_pkru && v->ops->get_pkru && v->ops->get_pkru(v, &s->pkru) == 0) {
+		s->pkru_known = true;
+		sl_plan(s, p);
+	}
+}
+
+static void fail_host(struct vcpu *v, const char *call, int r)
+{
+	if (vm_stop(v->vm, VMM_EXIT_HOST))
+		fprintf(stderr, "vmm: error: vCPU %u: %s failed: %s (errno %d)\n",
+			v->index, call, strerror(-r), -r);
+}
+
+static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
+			   bool replanned);
+
+/*
+ * Performs the instruction on guest memory with every other vCPU out of
+ * guest mode, deciding again once they are: another vCPU may have changed
+ * the page tables or the operand since.
+ */
+static enum sl_outcome emulate(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p)
+{
+	struct vm *vm = v->vm;
+	struct kvm_regs regs;
 	int r;
 
-	if (c->source == SL_SOFTWARE)
-		v->stats.split_locks_detected++;
-	if (splitlock_decide_ac(&v->msrs) == AC_INJECT) {
-		r = splitlock_inject_ac(v);
-		if (r) {
-			if (vm_stop(v->vm, VMM_EXIT_HOST))
-				fprintf(stderr, "vmm: error: vCPU %u: injecting #AC with KVM_SET_VCPU_EVENTS failed: %s (errno %d)\n",
-					v->index, strerror(-r), -r);
-			return SL_STOPPED;
-		}
-		v->stats.ac_injected++;
-		return SL_AC_INJECTED;
-	}
-	if (!c->decoded) {
-		stop_uninvited(v, c, "it is not a locked read-modify-write the VMM can emulate");
-		return SL_STOPPED;
-	}
 	pay_ratelimit(v);
-	why = emulate(v, c);
-	if (why) {
-		if (!vm_stopping(v->vm))
-			stop_uninvited(v, c, why);
+	if (!vm_pause_others(vm, v))
+		return SL_STOPPED;
+	plan(v, s, p);
+	if (p->kind != SL_PLAN_EMULATE) {
+		vm_resume_others(vm);
+		return act(v, s, p, true);
+	}
+	regs = s->regs;
+	sl_perform(p, &s->mem, &regs);
+	r = v->ops->set_regs(v, &regs);
+	vm_resume_others(vm);
+	if (r) {
+		fail_host(v, "KVM_SET_REGS", r);
 		return SL_STOPPED;
 	}
 	v->stats.split_locks_emulated++;
-	warn_emulated(v, c);
+	warn_emulated(v, s, p);
 	return SL_EMULATED;
 }
 
-static bool load_state(struct vcpu *v, struct caught *c)
+/* Carries out a plan; `replanned` for emulate()'s second decision. */
+static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
+			   bool replanned)
 {
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	int r;
 
-	if (v->ops->get_regs(v, &c->regs) || v->ops->get_sregs(v, &c->sregs))
-		return false;
-	c->rip = c->regs.rip;
-	paging_from_sregs(&c->paging, &c->sregs);
-	c->nbytes = pagewalk_read(&m, &c->paging, c->regs.rip, c->bytes, sizeof(c->bytes));
-	return true;
-}
-
-static void decode_caught(struct caught *c)
-{
-	c->decoded = c->nbytes && sl_decode(c->bytes, c->nbytes, &c->insn) == 0;
-	if (c->decoded)
-		c->access = sl_operand(&c->insn, &c->regs, c->sregs.fs.base, c->sregs.gs.base);
+	if (s->source == SL_SOFTWARE && !replanned &&
+	    (p->kind == SL_PLAN_INJECT || p->kind == SL_PLAN_EMULATE || p->kind == SL_PLAN_STOP))
+		v->stats.split_locks_detected++;
+	switch (p->kind) {
+	case SL_PLAN_NONE:
+	case SL_PLAN_NATIVE:
+		return SL_NONE;
+	case SL_PLAN_STOP:
+		stop_uninvited(v, s, p);
+		return SL_STOPPED;
+	case SL_PLAN_INJECT:
+		r = inject(v, &p->ex);
+		if (r) {
+			fail_host(v, p->ex.has_cr2 ? "injecting #PF with KVM_SET_SREGS and KVM_SET_VCPU_EVENTS"
+						   : "injecting an exception with KVM_SET_VCPU_EVENTS", r);
+			return SL_STOPPED;
+		}
+		sl_plan_fetched(p, &s->mem);
+		if (p->ex.vector == X86_VEC_AC) {
+			v->stats.ac_injected++;
+			return SL_AC_INJECTED;
+		}
+		return SL_FAULT_INJECTED;
+	case SL_PLAN_EMULATE:
+		if (replanned)
+			return SL_NONE;	/* not reached: emulate() performs it */
+		return emulate(v, s, p);
+	}
+	return SL_NONE;
 }
 
 enum sl_outcome splitlock_check(struct vcpu *v)
 {
-	struct caught c = { .source = SL_SOFTWARE };
+	struct sl_snapshot s;
+	struct sl_plan p;
 
-	if (!load_state(v, &c) || !c.nbytes || !sl_maybe_locked(c.bytes, c.nbytes))
+	if (!snapshot(v, SL_SOFTWARE, &s))
 		return SL_NONE;
-	decode_caught(&c);
-	if (!c.decoded || !sl_is_split_lock(&c.insn, &c.access))
-		return SL_NONE;
-	return handle_caught(v, &c);
+	plan(v, &s, &p);
+	return act(v, &s, &p, false);
 }
 
 void splitlock_handle_exception(struct vcpu *v)
 {
-	struct caught c = { .source = SL_HARDWARE };
+	struct sl_snapshot s;
+	struct sl_plan p;
 	bool sigbus = v->sigbus != 0;
 	uint32_t vector = v->run->ex.exception;
 
@@ -301,12 +322,12 @@ void splitlock_handle_exception(struct vcpu *v)
 				v->index, vector, v->run->ex.error_code);
 		return;
 	}
-	if (!load_state(v, &c)) {
+	if (!snapshot(v, SL_HARDWARE, &s)) {
 		if (vm_stop(v->vm, VMM_EXIT_HOST))
 			fprintf(stderr, "vmm: error: vCPU %u: reading registers after a split-lock #AC failed\n",
 				v->index);
 		return;
 	}
-	decode_caught(&c);
-	handle_caught(v, &c);
+	plan(v, &s, &p);
+	act(v, &s, &p, false);
 }

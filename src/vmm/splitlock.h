@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emulate.h"
 #include "vm.h"
 
 /* What to do with a split lock; pure, see splitlock_decide_ac(). */
@@ -18,15 +19,10 @@ enum ac_action {
 	AC_EMULATE,         /* it did not: complete the instruction for it */
 };
 
-/* How a split lock was caught. */
-enum sl_source {
-	SL_HARDWARE,        /* #AC exit from a split_lock_detect=fatal host */
-	SL_SOFTWARE,        /* --split-lock=emulate's single-step check */
-};
-
 enum sl_outcome {
-	SL_NONE,            /* no split lock at RIP */
+	SL_NONE,            /* no split lock at RIP, or one the CPU faults on first */
 	SL_AC_INJECTED,
+	SL_FAULT_INJECTED,  /* the fault the CPU would raise instead (#PF, #GP, #SS) */
 	SL_EMULATED,        /* done, RIP moved on: check the next one too */
 	SL_STOPPED,         /* the VM is stopping */
 };
@@ -37,18 +33,17 @@ void splitlock_handle_rdmsr(struct vcpu *v);
 void splitlock_handle_wrmsr(struct vcpu *v);
 /*
  * KVM_EXIT_EXCEPTION: a hardware split-lock #AC is injected when the guest
- * asked for it, else emulated; what cannot be emulated stops the VM.
+ * asked for it (or it is a legacy alignment check), replaced by the fault
+ * the operand would take without detection, else emulated; what cannot be
+ * emulated stops the VM. sl_plan() decides.
  */
 void splitlock_handle_exception(struct vcpu *v);
 /*
- * --split-lock=emulate: looks at the instruction at RIP before it runs and
- * handles it as a hardware #AC would be if it is a split lock.
+ * --split-lock=emulate: looks at the instruction at RIP before it runs; a
+ * split lock gets #AC if the guest asked for it, else is emulated, and one
+ * the CPU would fault on first (or check for legacy alignment) is left to
+ * the CPU. sl_plan() decides.
  */
 enum sl_outcome splitlock_check(struct vcpu *v);
-/*
- * Injects #AC as a fault: error code 0, RIP left on the instruction.
- * 0 or -errno.
- */
-int splitlock_inject_ac(struct vcpu *v);
 
 #endif

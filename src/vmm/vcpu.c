@@ -104,6 +104,41 @@ static int sync_set_regs(struct vcpu *v, const struct kvm_regs *regs)
 	return 0;
 }
 
+static int kvm_set_sregs(struct vcpu *v, const struct kvm_sregs *sregs)
+{
+	return ioctl(v->fd, KVM_SET_SREGS, sregs) < 0 ? -errno : 0;
+}
+
+static int sync_set_sregs(struct vcpu *v, const struct kvm_sregs *sregs)
+{
+	v->run->s.regs.sregs = *sregs;
+	v->run->kvm_dirty_regs |= KVM_SYNC_X86_SREGS;
+	return 0;
+}
+
+/*
+ * KVM_GET_XSAVE's buffer is the standard (non-compacted) XSAVE layout at
+ * the host's offsets: PKRU sits where CPUID.(0xd,9):EBX says, and is in its
+ * init state, 0, when XSTATE_BV bit 9 is clear.
+ */
+static int kvm_get_pkru(struct vcpu *v, uint32_t *pkru)
+{
+	struct kvm_xsave xs;
+	uint32_t a = 0xd, b, c = 9, d;
+	uint64_t bv;
+
+	asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	if (!a || b + 4 > sizeof(xs.region))
+		return -ENOTSUP;
+	if (ioctl(v->fd, KVM_GET_XSAVE, &xs) < 0)
+		return -errno;
+	memcpy(&bv, (uint8_t *)xs.region + 512, sizeof(bv));
+	*pkru = 0;
+	if (bv & (1ull << 9))
+		memcpy(pkru, (uint8_t *)xs.region + b, sizeof(*pkru));
+	return 0;
+}
+
 static int kvm_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
 {
 	return ioctl(v->fd, KVM_GET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
@@ -122,6 +157,8 @@ static const struct vcpu_ops kvm_vcpu_ops = {
 	.get_events = kvm_get_events,
 	.set_events = kvm_set_events,
 	.set_regs = kvm_set_regs,
+	.set_sregs = kvm_set_sregs,
+	.get_pkru = kvm_get_pkru,
 	.read_virt = read_guest_virt,
 };
 
@@ -131,6 +168,8 @@ static const struct vcpu_ops sync_vcpu_ops = {
 	.get_events = kvm_get_events,
 	.set_events = kvm_set_events,
 	.set_regs = sync_set_regs,
+	.set_sregs = sync_set_sregs,
+	.get_pkru = kvm_get_pkru,
 	.read_virt = read_guest_virt,
 };
 
@@ -155,6 +194,9 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 
 	memcpy(cpuid, supported, cpuid_size);
 	cpuid_fixup(cpuid, v->index);
+	/* Without leaf 0x80000008, MAXPHYADDR is 36 (SDM vol. 3 4.1.4). */
+	v->maxphyaddr = cpuid_find(cpuid, 0x80000008, 0) ?
+			cpuid_find(cpuid, 0x80000008, 0)->eax & 0xff : 36;
 	KVM_IOCTL(v->fd, KVM_SET_CPUID2, cpuid);
 	free(cpuid);
 

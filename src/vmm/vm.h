@@ -38,6 +38,10 @@ struct vcpu_ops {
 	int (*get_events)(struct vcpu *v, struct kvm_vcpu_events *ev);
 	int (*set_events)(struct vcpu *v, const struct kvm_vcpu_events *ev);
 	int (*set_regs)(struct vcpu *v, const struct kvm_regs *regs);
+	/* CR2 before injecting #PF: KVM_SET_SREGS, or the run page's copy. */
+	int (*set_sregs)(struct vcpu *v, const struct kvm_sregs *sregs);
+	/* PKRU, from the XSAVE area (component 9): no sregs field holds it. */
+	int (*get_pkru)(struct vcpu *v, uint32_t *pkru);
 	/* Bytes at a guest-virtual address; returns how many it could read. */
 	size_t (*read_virt)(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
 };
@@ -51,6 +55,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
+	unsigned maxphyaddr;           /* its CPUID.80000008H:EAX[7:0]: reserved PTE bits */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */

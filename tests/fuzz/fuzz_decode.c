@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The split-lock decoder (decode.c, Zydis glue). The input is the
- * instruction bytes, in a buffer of exactly their length.
+ * instruction bytes, in a buffer of exactly their length, decoded in each
+ * of 64-bit, 32-bit and 16-bit mode.
  *
  * Oracles:
  *  - sl_maybe_locked, the cheap filter, never says no to bytes that
  *    sl_decode accepts (its header's promise);
  *  - an accepted instruction is well formed: a known op, length within the
  *    input and SL_INSN_MAX, a 1/2/4/8/16-byte operand (16 exactly for
- *    CMPXCHG16B, 8 for CMPXCHG8B), 4- or 8-byte addressing, registers in
- *    range (RIP only as a base), scale 1/2/4/8, the source kind each op
+ *    CMPXCHG16B, only in 64-bit mode; 8 for CMPXCHG8B), 4- or 8-byte
+ *    addressing in 64-bit mode and 2 or 4 elsewhere, a segment register,
+ *    registers in range (RIP only as a base, in 64-bit mode), scale 1/2/4/8, the source kind each op
  *    takes, AH..BH only for byte operands, LOCK-prefixed unless XCHG, and
- *    the LOCK flag set exactly when an F0 byte is among its prefixes;
+ *    the LOCK flag set exactly when an F0 byte is among its prefixes
+ *    (REX bytes are prefixes only in 64-bit mode);
  *  - decoding depends on the instruction's own bytes only: the same
  *    answer from exactly `length` bytes, no answer from one byte fewer.
  */
@@ -19,20 +22,20 @@
 
 #include "decode.h"
 
-static bool is_prefix(uint8_t b)
+static bool is_prefix(enum sl_mode mode, uint8_t b)
 {
 	switch (b) {
 	case 0xf0: case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e:
 	case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
 		return true;
 	}
-	return (b & 0xf0) == 0x40;	/* REX, in 64-bit mode */
+	return mode == SL_MODE_64 && (b & 0xf0) == 0x40;	/* REX */
 }
 
 static bool same(const struct sl_insn *a, const struct sl_insn *b)
 {
 	return a->op == b->op && a->length == b->length && a->size == b->size &&
-	       a->addr_size == b->addr_size && a->seg == b->seg && a->base == b->base &&
+	       a->mode == b->mode && a->addr_size == b->addr_size && a->seg == b->seg && a->base == b->base &&
 	       a->index == b->index && a->scale == b->scale && a->disp == b->disp &&
 	       a->src == b->src && a->src_reg == b->src_reg && a->src_high8 == b->src_high8 &&
 	       a->imm == b->imm && a->locked_by_prefix == b->locked_by_prefix;
@@ -54,9 +57,12 @@ static void check_insn(const uint8_t *b, size_t len, const struct sl_insn *i)
 	FUZZ_CHECK(i->op != SL_CMPXCHG8B || i->size == 8, "cmpxchg8b with %u bytes", i->size);
 	FUZZ_CHECK(!(i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) || i->size >= 2,
 		   "%s on a byte", sl_op_name(i->op));
-	FUZZ_CHECK(i->addr_size == 4 || i->addr_size == 8, "address size %u", i->addr_size);
-	FUZZ_CHECK(i->seg == SL_SEG_NONE || i->seg == SL_SEG_FS || i->seg == SL_SEG_GS,
-		   "segment %d", (int)i->seg);
+	FUZZ_CHECK(i->size != 16 || i->mode == SL_MODE_64, "16-byte operand outside 64-bit mode");
+	FUZZ_CHECK(i->mode == SL_MODE_64 ? i->addr_size == 4 || i->addr_size == 8
+					 : i->addr_size == 2 || i->addr_size == 4,
+		   "address size %u in mode %d", i->addr_size, (int)i->mode);
+	FUZZ_CHECK((unsigned)i->seg <= SL_SEG_GS, "segment %d", (int)i->seg);
+	FUZZ_CHECK(i->base != SL_REG_RIP || i->mode == SL_MODE_64, "RIP-relative outside 64-bit mode");
 	FUZZ_CHECK(i->base == SL_REG_NONE || i->base == SL_REG_RIP ||
 		   (i->base >= 0 && i->base < 16), "base %d", i->base);
 	FUZZ_CHECK(i->index == SL_REG_NONE || (i->index >= 0 && i->index < 16), "index %d", i->index);
@@ -84,27 +90,26 @@ static void check_insn(const uint8_t *b, size_t len, const struct sl_insn *i)
 			   "high-byte source %d for a %u-byte operand", i->src_reg, i->size);
 	FUZZ_CHECK(i->locked_by_prefix || i->op == SL_XCHG, "%s without LOCK", sl_op_name(i->op));
 
-	for (p = 0; p < i->length && is_prefix(b[p]); p++)
+	for (p = 0; p < i->length && is_prefix(i->mode, b[p]); p++)
 		lock_byte |= b[p] == 0xf0;
 	FUZZ_CHECK(p < i->length, "the instruction is all prefixes");
 	FUZZ_CHECK(lock_byte == i->locked_by_prefix, "LOCK flag %d, F0 among the prefixes %d",
 		   i->locked_by_prefix, lock_byte);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void one_mode(enum sl_mode mode, const uint8_t *data, size_t size)
 {
 	struct sl_insn a, b;
 	bool maybe;
 	uint8_t *exact;
 
-	if (size > 64)
-		return 0;
-	maybe = sl_maybe_locked(data, size);
+	maybe = sl_maybe_locked(mode, data, size);
 	memset(&a, 0, sizeof(a));
-	if (sl_decode(data, size, &a) != 0)
-		return 0;
-	FUZZ_CHECK(maybe, "sl_maybe_locked said no to a locked RMW (%s, %u bytes)",
-		   sl_op_name(a.op), a.length);
+	if (sl_decode(mode, data, size, &a) != 0)
+		return;
+	FUZZ_CHECK(a.mode == mode, "decoded in mode %d, asked %d", (int)a.mode, (int)mode);
+	FUZZ_CHECK(maybe, "sl_maybe_locked said no to a locked RMW (%s, %u bytes, mode %d)",
+		   sl_op_name(a.op), a.length, (int)mode);
 	check_insn(data, size, &a);
 
 	/* The instruction alone, in a buffer of its own size, decodes the same. */
@@ -112,11 +117,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_SETUP(exact);
 	memcpy(exact, data, a.length);
 	memset(&b, 0x55, sizeof(b));
-	FUZZ_CHECK(sl_decode(exact, a.length, &b) == 0 && same(&a, &b),
+	FUZZ_CHECK(sl_decode(mode, exact, a.length, &b) == 0 && same(&a, &b),
 		   "decoding %u bytes alone differs", a.length);
-	FUZZ_CHECK(sl_maybe_locked(exact, a.length), "sl_maybe_locked depends on trailing bytes");
-	FUZZ_CHECK(sl_decode(exact, a.length - 1, &b) != 0, "%u bytes decode from %u",
-		   a.length, a.length - 1);
+	FUZZ_CHECK(sl_maybe_locked(mode, exact, a.length), "sl_maybe_locked depends on trailing bytes");
+	FUZZ_CHECK(sl_decode(mode, exact, a.length - 1, &b) == SL_DECODE_TRUNCATED,
+		   "%u bytes decode from %u, or are not called truncated", a.length, a.length - 1);
 	free(exact);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 64)
+		return 0;
+	one_mode(SL_MODE_64, data, size);
+	one_mode(SL_MODE_32, data, size);
+	one_mode(SL_MODE_16, data, size);
 	return 0;
 }

@@ -6,15 +6,20 @@
  * Input: 19 register values (RAX..R15, RIP, RFLAGS, then FS and GS bases),
  * each a selector byte that picks one of a table of edge values (0, -1,
  * INT64_MIN, 2^31, ...) or, from 0x80 on, the next 8 bytes; 16 bytes of
- * operand memory; then the instruction bytes. Inputs that sl_decode turns
- * down are skipped (fuzz-decode covers those).
+ * operand memory; then the instruction bytes, decoded in each of 64-bit,
+ * 32-bit and 16-bit mode. Inputs that sl_decode turns down are skipped
+ * (fuzz-decode covers those).
  *
  * Oracles:
- *  - sl_operand: the address is disp + base (RIP after the instruction) +
- *    index * scale, cut to 32 bits with 32-bit addressing, moved by the
- *    word a register bit offset selects (floor(offset / bits), computed in
- *    128-bit arithmetic) for BTS/BTR/BTC, plus the FS/GS base; the size is
- *    the operand's;
+ *  - sl_effective and sl_linear: the address is disp + base (RIP after the
+ *    instruction) + index * scale, moved by the word a register bit offset
+ *    selects (floor(offset / bits), computed in 128-bit arithmetic) for
+ *    BTS/BTR/BTC, cut to the address size; in 64-bit mode plus the FS/GS
+ *    base and refused exactly when its first or last byte is not canonical;
+ *    elsewhere, with flat 4 GiB segments whose FS and GS bases are the
+ *    input's low halves, plus the base cut to 32 bits and refused exactly
+ *    when the last byte passes the limit or the segment is CS (a code
+ *    segment, not writable);
  *  - sl_crosses_line is "first and last byte in different 64-byte lines";
  *  - sl_execute: RIP moves past the instruction; memory holds the result
  *    the reference computes for every op (ADD..XOR with CF in, NOT, NEG,
@@ -94,7 +99,7 @@ static uint64_t src_of(const struct sl_insn *i, const struct kvm_regs *r)
 }
 
 static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
-			    uint64_t fs, uint64_t gs)
+			    uint64_t fs, uint64_t gs, bool *ok)
 {
 	uint64_t ea = (uint64_t)i->disp;
 	const __u64 *gprs[16] = {
@@ -108,19 +113,42 @@ static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
 		ea += *gprs[i->base];
 	if (i->index >= 0)
 		ea += *gprs[i->index] * i->scale;
-	if (i->addr_size == 4)
-		ea = (uint32_t)ea;
 	if ((i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) && i->src == SL_SRC_REG) {
 		__int128 bit = sext(src_of(i, r), i->size), bits = 8 * (__int128)i->size;
 		__int128 word = bit >= 0 ? bit / bits : -((-bit + bits - 1) / bits);
 
 		ea += (uint64_t)(word * i->size);
 	}
+	ea &= mask_of(i->addr_size);
+	if (i->mode != SL_MODE_64) {
+		uint64_t base = i->seg == SL_SEG_FS ? (uint32_t)fs : i->seg == SL_SEG_GS ? (uint32_t)gs : 0;
+
+		/* Every op here writes, and code segments are not writable. */
+		*ok = ea + i->size - 1 <= 0xffffffffull && i->seg != SL_SEG_CS;
+		return (base + ea) & 0xffffffffull;
+	}
 	if (i->seg == SL_SEG_FS)
 		ea += fs;
 	else if (i->seg == SL_SEG_GS)
 		ea += gs;
+	*ok = ((int64_t)(ea << 16) >> 16) == (int64_t)ea &&
+	      ((int64_t)((ea + i->size - 1) << 16) >> 16) == (int64_t)(ea + i->size - 1);
 	return ea;
+}
+
+/* Long mode, paging, CS for `mode`; flat writable data segments. */
+static void sregs_for(enum sl_mode mode, uint64_t fs, uint64_t gs, struct kvm_sregs *s)
+{
+	struct kvm_segment data = { .limit = 0xffffffff, .type = 3, .present = 1, .db = 1, .s = 1 };
+
+	memset(s, 0, sizeof(*s));
+	s->cr0 = 0x80000011;
+	s->efer = 0x500;
+	s->cs = (struct kvm_segment){ .limit = 0xffffffff, .type = 11, .present = 1, .s = 1,
+				      .l = mode == SL_MODE_64, .db = mode == SL_MODE_32 };
+	s->ds = s->es = s->ss = s->fs = s->gs = data;
+	s->fs.base = mode == SL_MODE_64 ? fs : (uint32_t)fs;
+	s->gs.base = mode == SL_MODE_64 ? gs : (uint32_t)gs;
 }
 
 /* x86 register write of `size` bytes. */
@@ -266,36 +294,28 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+
+static void one_mode(const struct sl_insn *ip, const struct kvm_regs *rp, uint64_t fs, uint64_t gs,
+		     const uint8_t *memory)
 {
-	struct fuzz_in in = fuzz_in(data, size);
-	struct kvm_regs r, got, want;
-	uint64_t fs, gs, fl, known;
-	uint8_t memory[16];
+	struct sl_insn i = *ip;
+	struct kvm_regs r = *rp, got, want;
+	struct kvm_sregs sregs;
+	struct sl_exception fault;
 	uint8_t buf[64] __attribute__((aligned(16))), ref[64];
-	struct sl_insn i;
-	struct sl_access a;
+	struct sl_access a = { .size = i.size };
+	uint64_t fl, known, want_la;
+	bool ok, want_ok;
 
-	memset(&r, 0, sizeof(r));
-	r.rax = reg_value(&in); r.rcx = reg_value(&in); r.rdx = reg_value(&in);
-	r.rbx = reg_value(&in); r.rsp = reg_value(&in); r.rbp = reg_value(&in);
-	r.rsi = reg_value(&in); r.rdi = reg_value(&in); r.r8 = reg_value(&in);
-	r.r9 = reg_value(&in); r.r10 = reg_value(&in); r.r11 = reg_value(&in);
-	r.r12 = reg_value(&in); r.r13 = reg_value(&in); r.r14 = reg_value(&in);
-	r.r15 = reg_value(&in); r.rip = reg_value(&in);
-	r.rflags = (reg_value(&in) & 0x3f7fd7ull) | 0x2;	/* defined bits, IF and TF as they come */
-	fs = reg_value(&in);
-	gs = reg_value(&in);
-	memset(memory, 0, sizeof(memory));
-	fuzz_bytes(&in, memory, sizeof(memory));
-	if (in.n > SL_INSN_MAX + 1 || sl_decode(in.p, in.n, &i) != 0)
-		return 0;
-
-	a = sl_operand(&i, &r, fs, gs);
-	FUZZ_CHECK(a.size == i.size, "access of %u bytes for a %u-byte operand", a.size, i.size);
-	FUZZ_CHECK(a.la == ref_address(&i, &r, fs, gs),
-		   "%s: address 0x%" PRIx64 ", reference 0x%" PRIx64, sl_op_name(i.op), a.la,
-		   ref_address(&i, &r, fs, gs));
+	sregs_for(i.mode, fs, gs, &sregs);
+	FUZZ_CHECK(sl_cpu_mode(&sregs, r.rflags & ~(1ull << 17)) == i.mode, "mode");
+	ok = sl_linear(&i, &sregs, r.rflags & ~(1ull << 17), sl_effective(&i, &r), i.size, &a.la, &fault);
+	want_la = ref_address(&i, &r, fs, gs, &want_ok);
+	FUZZ_CHECK(ok == want_ok, "%s: segment check %d, reference %d", sl_op_name(i.op), ok, want_ok);
+	FUZZ_CHECK(a.la == want_la, "%s: address 0x%" PRIx64 ", reference 0x%" PRIx64,
+		   sl_op_name(i.op), a.la, want_la);
+	FUZZ_CHECK(ok || (fault.vector == (i.seg == SL_SEG_SS ? 12 : 13) && fault.has_error_code &&
+			  fault.error_code == 0), "fault %u", fault.vector);
 	FUZZ_CHECK(sl_crosses_line(a.la, a.size) ==
 		   (a.la / SL_CACHE_LINE !=
 		    ((unsigned __int128)a.la + a.size - 1) / SL_CACHE_LINE),
@@ -309,7 +329,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sl_execute(&i, &got, buf);
 	fl = r.rflags;
 	ref_execute(&i, &want, ref, &fl, &known);
-	want.rip += i.length;
+	want.rip = (want.rip + i.length) & (i.mode == SL_MODE_64 ? ~0ull :
+					    i.mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
 
 	FUZZ_CHECK(memcmp(buf, ref, i.size) == 0, "%s (%u bytes): memory differs from the reference",
 		   sl_op_name(i.op), i.size);
@@ -328,5 +349,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   sl_op_name(i.op), r.rflags, got.rflags);
 	FUZZ_CHECK((got.rflags & known) == (fl & known), "%s: RFLAGS 0x%llx, reference 0x%" PRIx64
 		   " in bits 0x%" PRIx64, sl_op_name(i.op), got.rflags, fl, known);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = fuzz_in(data, size);
+	struct kvm_regs r;
+	uint64_t fs, gs;
+	uint8_t memory[16];
+	struct sl_insn i;
+
+	memset(&r, 0, sizeof(r));
+	r.rax = reg_value(&in); r.rcx = reg_value(&in); r.rdx = reg_value(&in);
+	r.rbx = reg_value(&in); r.rsp = reg_value(&in); r.rbp = reg_value(&in);
+	r.rsi = reg_value(&in); r.rdi = reg_value(&in); r.r8 = reg_value(&in);
+	r.r9 = reg_value(&in); r.r10 = reg_value(&in); r.r11 = reg_value(&in);
+	r.r12 = reg_value(&in); r.r13 = reg_value(&in); r.r14 = reg_value(&in);
+	r.r15 = reg_value(&in); r.rip = reg_value(&in);
+	r.rflags = (reg_value(&in) & 0x3f7fd7ull) | 0x2;	/* defined bits, IF and TF as they come */
+	fs = reg_value(&in);
+	gs = reg_value(&in);
+	memset(memory, 0, sizeof(memory));
+	fuzz_bytes(&in, memory, sizeof(memory));
+	if (in.n > SL_INSN_MAX + 1)
+		return 0;
+	for (int mode = SL_MODE_64; mode <= SL_MODE_16; mode++)
+		if (sl_decode((enum sl_mode)mode, in.p, in.n, &i) == 0)
+			one_mode(&i, &r, fs, gs, memory);
 	return 0;
 }

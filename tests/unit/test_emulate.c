@@ -11,11 +11,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "boot.h"
 #include "decode.h"
 #include "emulate.h"
+#include "vmm_boot.h"
 
 struct ctx {
 	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rflags;
@@ -167,6 +170,23 @@ static void random_ctx(struct ctx *c, const struct insn_case *ic, uint8_t *mem)
 	}
 }
 
+static bool operand_ok;	/* the last operand() passed the canonical check */
+
+/* Where si's operand is in 64-bit mode with these FS and GS bases. */
+static struct sl_access operand(const struct sl_insn *si, const struct kvm_regs *r,
+				uint64_t fs_base, uint64_t gs_base)
+{
+	struct kvm_sregs s = { .cr0 = 0x80000011, .efer = 0x500, .cs = { .l = 1 } };
+	struct sl_exception fault;
+	struct sl_access a = { .size = si->size };
+
+	s.fs.base = fs_base;
+	s.gs.base = gs_base;
+	assert_int_equal(sl_cpu_mode(&s, r->rflags), SL_MODE_64);
+	operand_ok = sl_linear(si, &s, r->rflags, sl_effective(si, r), si->size, &a.la, &fault);
+	return a;
+}
+
 static void one_run(const struct insn_case *ic, const struct sl_insn *si)
 {
 	uint8_t native_mem[2 * AREA] __attribute__((aligned(16)));
@@ -188,7 +208,7 @@ static void one_run(const struct insn_case *ic, const struct sl_insn *si)
 	r.rdi = (uint64_t)(uintptr_t)(emu_mem + AREA);
 	r.rflags = c.rflags;
 	r.rip = 0x1000;
-	a = sl_operand(si, &r, 0, 0);
+	a = operand(si, &r, 0, 0);
 	off = (int64_t)(a.la - r.rdi);
 	assert_true(off >= -AREA && off + a.size <= AREA);
 	assert_int_equal(a.size, ic->size);
@@ -218,12 +238,12 @@ static void matches_host_cpu(void **state)
 		const struct insn_case *ic = &cases[k];
 		struct sl_insn si;
 
-		if (sl_decode(ic->bytes, ic->len, &si))
+		if (sl_decode(SL_MODE_64, ic->bytes, ic->len, &si))
 			fail_msg("%s: not decoded as a locked RMW", ic->what);
 		assert_int_equal(si.op, ic->op);
 		assert_int_equal(si.size, ic->size);
 		assert_int_equal(si.length, ic->len);
-		assert_true(sl_maybe_locked(ic->bytes, ic->len));
+		assert_true(sl_maybe_locked(SL_MODE_64, ic->bytes, ic->len));
 		memcpy(jit, ic->bytes, ic->len);
 		jit[ic->len] = 0xc3;	/* ret */
 		for (int i = 0; i < 500; i++)
@@ -246,10 +266,10 @@ static void not_locked_rmw(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
-		assert_int_equal(sl_decode(others[i].b, others[i].len, &si), -1);
-	assert_false(sl_maybe_locked(others[0].b, others[0].len));
-	assert_false(sl_maybe_locked(others[1].b, others[1].len));
-	assert_false(sl_maybe_locked(others[2].b, others[2].len));
+		assert_int_equal(sl_decode(SL_MODE_64, others[i].b, others[i].len, &si), -1);
+	assert_false(sl_maybe_locked(SL_MODE_64, others[0].b, others[0].len));
+	assert_false(sl_maybe_locked(SL_MODE_64, others[1].b, others[1].len));
+	assert_false(sl_maybe_locked(SL_MODE_64, others[2].b, others[2].len));
 }
 
 /* The cheap filter may say yes too often, never too rarely. */
@@ -268,9 +288,9 @@ static void prefilter_has_no_false_negatives(void **state)
 			b[j] = (uint8_t)rnd();
 		for (unsigned j = 0; j < np; j++)
 			b[j] = prefixes[rnd() % sizeof(prefixes)];
-		if (sl_decode(b, sizeof(b), &si) == 0) {
+		if (sl_decode(SL_MODE_64, b, sizeof(b), &si) == 0) {
 			decoded++;
-			if (!sl_maybe_locked(b, sizeof(b)))
+			if (!sl_maybe_locked(SL_MODE_64, b, sizeof(b)))
 				fail_msg("prefilter rejects a locked %s", sl_op_name(si.op));
 		}
 	}
@@ -289,40 +309,41 @@ static void operand_addresses(void **state)
 	static const uint8_t bts_neg[] = { 0xf0, 0x0f, 0xab, 0x0f };       /* bts [rdi], ecx */
 
 	(void)state;
-	assert_int_equal(sl_decode(sib, sizeof(sib), &si), 0);
-	a = sl_operand(&si, &r, 0, 0);
+	assert_int_equal(sl_decode(SL_MODE_64, sib, sizeof(sib), &si), 0);
+	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1000 + 0x10 * 4 + 0x10);
-	assert_int_equal(sl_decode(riprel, sizeof(riprel), &si), 0);
-	a = sl_operand(&si, &r, 0, 0);
+	assert_int_equal(sl_decode(SL_MODE_64, riprel, sizeof(riprel), &si), 0);
+	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x200000 + sizeof(riprel) + 0x100);
-	assert_int_equal(sl_decode(fs, sizeof(fs), &si), 0);
-	a = sl_operand(&si, &r, 0x7000000, 0x9000000);
+	assert_int_equal(sl_decode(SL_MODE_64, fs, sizeof(fs), &si), 0);
+	a = operand(&si, &r, 0x7000000, 0x9000000);
 	assert_int_equal(a.la, 0x1ffffffff0ull + 0x7000000);
-	assert_int_equal(sl_decode(a32, sizeof(a32), &si), 0);
-	a = sl_operand(&si, &r, 0, 0);
+	assert_int_equal(sl_decode(SL_MODE_64, a32, sizeof(a32), &si), 0);
+	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0xfffffff0ull);
 	/* Bit -1 is bit 31 of the dword below [rdi]. */
 	r.rcx = (uint64_t)-1;
-	assert_int_equal(sl_decode(bts_neg, sizeof(bts_neg), &si), 0);
-	a = sl_operand(&si, &r, 0, 0);
+	assert_int_equal(sl_decode(SL_MODE_64, bts_neg, sizeof(bts_neg), &si), 0);
+	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1ffffffff0ull - 4);
 	r.rcx = 64;
-	a = sl_operand(&si, &r, 0, 0);
+	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1ffffffff0ull + 8);
 	/* The most negative offsets, which must not overflow on the way. */
 	r.rcx = 0x80000000u;			/* ecx = INT32_MIN: -2^28 bytes */
-	a = sl_operand(&si, &r, 0, 0);
+	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1ffffffff0ull - (1ull << 28));
 	{
 		static const uint8_t bts64[] = { 0xf0, 0x48, 0x0f, 0xab, 0x07 };  /* bts [rdi], rax */
 
-		assert_int_equal(sl_decode(bts64, sizeof(bts64), &si), 0);
+		assert_int_equal(sl_decode(SL_MODE_64, bts64, sizeof(bts64), &si), 0);
 		r.rax = 0x8000000000000000ull;
 		r.rdi = 0x100000;
-		a = sl_operand(&si, &r, 0, 0);
+		a = operand(&si, &r, 0, 0);
 		assert_int_equal(a.la, 0xf000000000100000ull);
+		assert_false(operand_ok);	/* not canonical: #GP */
 		r.rax = 0x8000000000000018ull;
-		a = sl_operand(&si, &r, 0, 0);
+		a = operand(&si, &r, 0, 0);
 		assert_int_equal(a.la, 0xf000000000100000ull);
 	}
 }
@@ -341,6 +362,297 @@ static void line_rule(void **state)
 	assert_false(sl_crosses_line(0x1000, 4));
 }
 
+/* ---- the decision, on guest RAM with the boot protocol's identity map */
+
+#define RAM (4ull << 20)
+static uint8_t *ram;
+static struct sl_snapshot snap;
+
+static int setup_guest(void **state)
+{
+	(void)state;
+	ram = calloc(1, RAM);
+	if (!ram)
+		return -1;
+	boot_build_page_tables(ram, RAM);
+	memset(&snap, 0, sizeof(snap));
+	snap.mem = (struct guest_mem){ ram, RAM };
+	snap.maxphyaddr = 46;
+	boot_init_sregs(&snap.sregs);
+	snap.regs.rflags = 0x2;
+	return 0;
+}
+
+static int teardown_guest(void **state)
+{
+	(void)state;
+	free(ram);
+	return 0;
+}
+
+/* Compatibility mode: 32-bit code under the 64-bit kernel's page tables. */
+static void compat_mode(void)
+{
+	snap.sregs.cs.l = 0;
+	snap.sregs.cs.db = 1;
+}
+
+static void code(uint64_t rip, const void *bytes, size_t n)
+{
+	memcpy(ram + rip, bytes, n);
+	snap.regs.rip = rip;
+}
+
+static uint32_t at(uint64_t gpa)
+{
+	uint32_t v;
+
+	memcpy(&v, ram + gpa, 4);
+	return v;
+}
+
+static void plan_both(struct sl_plan *sw, struct sl_plan *hw)
+{
+	uint8_t *before = malloc(RAM);
+
+	assert_non_null(before);
+	memcpy(before, ram, RAM);
+	snap.source = SL_SOFTWARE;
+	sl_plan(&snap, sw);
+	snap.source = SL_HARDWARE;
+	sl_plan(&snap, hw);
+	/* Deciding never writes guest memory, accessed bits included. */
+	assert_memory_equal(before, ram, RAM);
+	free(before);
+}
+
+/* lock add dword [ebx], 1 with a DS base: the linear address has it. */
+static void compat_segment_base(void **state)
+{
+	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
+	struct sl_plan sw, hw;
+
+	(void)state;
+	compat_mode();
+	snap.sregs.ds.base = 0x300000;
+	snap.regs.rbx = 0x3e;
+	code(0x101000, add, sizeof(add));
+	memcpy(ram + 0x30003e, (uint32_t[]){ 0x11111111 }, 4);
+	memcpy(ram + 0x3e, (uint32_t[]){ 0x22222222 }, 4);
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(hw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.insn.mode, SL_MODE_32);
+	assert_int_equal(sw.access.la, 0x30003e);
+	assert_int_equal(sw.nparts, 1);
+	assert_int_equal(sw.part[0].gpa, 0x30003e);
+	sl_perform(&sw, &snap.mem, &snap.regs);
+	assert_int_equal(at(0x30003e), 0x11111112);
+	assert_int_equal(at(0x3e), 0x22222222);
+	assert_int_equal(snap.regs.rip, 0x101004);
+	/* Accessed and dirty bits once performed: the 2 MiB page's PDE. */
+	assert_true(at(BOOT_PD_ADDR + 8) & 0x60);
+}
+
+/* REX does not exist outside 64-bit mode: 48 is DEC EAX, and LOCK on it #UD. */
+static void compat_has_no_rex(void **state)
+{
+	static const uint8_t rex_add[] = { 0xf0, 0x48, 0x01, 0x03 };
+	struct sl_plan sw, hw;
+
+	(void)state;
+	compat_mode();
+	snap.regs.rbx = 0x20003e;
+	code(0x101000, rex_add, sizeof(rex_add));
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NONE);
+	assert_false(sw.decoded);
+	assert_int_equal(hw.kind, SL_PLAN_STOP);
+	/* The same bytes are a 64-bit lock add in 64-bit mode. */
+	snap.sregs.cs.l = 1;
+	snap.sregs.cs.db = 0;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.access.size, 8);
+}
+
+/* Limits, types and usability, with #GP(0) or #SS(0) on the hardware path. */
+static void compat_segment_faults(void **state)
+{
+	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* [ebx] */
+	static const uint8_t add_ebp[] = { 0xf0, 0x83, 0x45, 0x00, 0x01 }; /* [ebp+0]: SS */
+	static const uint8_t add_cs[] = { 0x2e, 0xf0, 0x83, 0x03, 0x01 };  /* cs:[ebx] */
+	struct sl_plan sw, hw;
+
+	(void)state;
+	compat_mode();
+	snap.regs.rbx = snap.regs.rbp = 0x20003e;
+	code(0x101000, add, sizeof(add));
+	snap.sregs.ds.limit = 0x200040;		/* the last byte is 0x200041 */
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
+	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.ex.vector, 13);
+	assert_true(hw.ex.has_error_code);
+	assert_int_equal(hw.ex.error_code, 0);
+	assert_false(hw.ex.has_cr2);
+	snap.sregs.ds.limit = 0x200041;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+
+	snap.sregs.ss.limit = 0x200040;
+	code(0x101000, add_ebp, sizeof(add_ebp));
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.ex.vector, 12);
+
+	/* Expand-down: offsets above the limit are the valid ones. */
+	snap.sregs.ds.type = 0x7;
+	snap.sregs.ds.limit = 0x1fffff;
+	code(0x101000, add, sizeof(add));
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, SL_PLAN_EMULATE);
+	snap.sregs.ds.limit = 0x200040;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.ex.vector, 13);
+
+	/* A read-only data segment, a null one, and a write through CS. */
+	snap.sregs.ds.type = 0x1;
+	snap.sregs.ds.limit = 0xffffffff;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	snap.sregs.ds.type = 0x3;
+	snap.sregs.ds.unusable = 1;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	snap.sregs.ds.unusable = 0;
+	code(0x101000, add_cs, sizeof(add_cs));
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.ex.vector, 13);
+}
+
+/* Address-size wrap, BT register offsets included, and IP wrap. */
+static void wraps(void **state)
+{
+	static const uint8_t bts[] = { 0x67, 0xf0, 0x0f, 0xab, 0x0f };  /* bts [edi], ecx */
+	static const uint8_t add16[] = { 0x67, 0xf0, 0x01, 0x07 };      /* add [bx], eax */
+	struct sl_insn si;
+	struct kvm_regs r = { .rdi = 0x1fffffff0ull, .rcx = 0x200, .rbx = 0x1fffe };
+
+	(void)state;
+	assert_int_equal(sl_decode(SL_MODE_64, bts, sizeof(bts), &si), 0);
+	assert_int_equal(si.addr_size, 4);
+	/* 0xfffffff0 + 512 / 8 wraps at 32 bits. */
+	assert_int_equal(sl_effective(&si, &r), 0x30);
+	assert_int_equal(sl_decode(SL_MODE_32, add16, sizeof(add16), &si), 0);
+	assert_int_equal(si.addr_size, 2);
+	assert_int_equal(sl_effective(&si, &r), 0xfffe);
+	/* EIP wraps at 32 bits outside 64-bit mode. */
+	{
+		static const uint8_t add[] = { 0xf0, 0x01, 0x03 };
+		uint8_t mem[16] __attribute__((aligned(16))) = { 0 };
+
+		assert_int_equal(sl_decode(SL_MODE_32, add, sizeof(add), &si), 0);
+		r.rip = 0xfffffffe;
+		sl_execute(&si, &r, mem);
+		assert_int_equal(r.rip, 1);
+	}
+}
+
+/* 64-bit mode: FS base, non-canonical #GP(0), stack references #SS(0). */
+static void long_mode_faults(void **state)
+{
+	static const uint8_t fs_add[] = { 0x64, 0xf0, 0x01, 0x03 };       /* fs:[rbx] */
+	static const uint8_t rsp_add[] = { 0xf0, 0x01, 0x04, 0x24 };      /* [rsp] */
+	struct sl_plan sw, hw;
+
+	(void)state;
+	snap.sregs.fs.base = 0x200000;
+	snap.regs.rbx = 0x3e;
+	code(0x101000, fs_add, sizeof(fs_add));
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.access.la, 0x20003e);
+	snap.regs.rbx = 0x7fffffdffffeull;	/* the last byte is not canonical */
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
+	assert_int_equal(hw.ex.vector, 13);
+	snap.regs.rsp = 0x800000000000ull - 2;
+	code(0x101000, rsp_add, sizeof(rsp_add));
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.ex.vector, 12);
+}
+
+/*
+ * An operand half in RAM, half where no RAM is: KVM's MMIO reads all-ones
+ * and drops writes. The software path leaves it to KVM; the hardware path
+ * does the same itself.
+ */
+static void mmio_operand(void **state)
+{
+	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
+	uint64_t pde = 0x40000000ull | PTE_P | PTE_RW | PTE_US | PTE_PS;
+	struct sl_plan sw, hw;
+
+	(void)state;
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);	/* 0x200000 -> 1 GiB: no RAM */
+	snap.regs.rbx = 0x1ffffe;
+	memcpy(ram + 0x1ffffe, "\x10\x20", 2);
+	code(0x101000, add, sizeof(add));
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
+	assert_int_equal(hw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(hw.nparts, 2);
+	assert_true(hw.part[0].ram);
+	assert_false(hw.part[1].ram);
+	assert_int_equal(hw.part[1].gpa, 0x40000000ull);
+	sl_perform(&hw, &snap.mem, &snap.regs);
+	/* 0xffff2010 + 1 */
+	assert_int_equal(ram[0x1ffffe], 0x11);
+	assert_int_equal(ram[0x1fffff], 0x20);
+}
+
+/* The guest asked for #AC: injected, except where a fault comes first. */
+static void ac_requested(void **state)
+{
+	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
+	struct sl_plan sw, hw;
+
+	(void)state;
+	snap.ac_requested = true;
+	snap.regs.rbx = 0x20003e;
+	code(0x101000, add, sizeof(add));
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_INJECT);
+	assert_int_equal(sw.ex.vector, 17);
+	assert_int_equal(hw.ex.vector, 17);
+	assert_true(sw.ex.has_error_code);
+	snap.regs.rbx = RAM - 2;		/* second page not present */
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
+	assert_int_equal(hw.ex.vector, 17);	/* the CPU raised #AC already */
+	/* Not a split lock at all: nothing to do on the software path. */
+	snap.regs.rbx = 0x200000;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NONE);
+}
+
+/* A misaligned CMPXCHG16B raises #GP and never locks. */
+static void cmpxchg16b_misaligned(void **state)
+{
+	static const uint8_t c16[] = { 0xf0, 0x48, 0x0f, 0xc7, 0x0b };
+	struct sl_plan sw, hw;
+
+	(void)state;
+	snap.regs.rbx = 0x200038;
+	code(0x101000, c16, sizeof(c16));
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, SL_PLAN_NONE);
+	assert_int_equal(hw.kind, SL_PLAN_STOP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +661,14 @@ int main(void)
 		cmocka_unit_test(prefilter_has_no_false_negatives),
 		cmocka_unit_test(operand_addresses),
 		cmocka_unit_test(line_rule),
+		cmocka_unit_test(wraps),
+		cmocka_unit_test_setup_teardown(compat_segment_base, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(compat_has_no_rex, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(compat_segment_faults, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(long_mode_faults, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(mmio_operand, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(ac_requested, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(cmpxchg16b_misaligned, setup_guest, teardown_guest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

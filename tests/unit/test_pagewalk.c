@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The guest page-table walker on hand-built tables of every page size. */
+/*
+ * The guest page-table walker on hand-built tables of every page size: each
+ * #PF error code bit, reserved bits, keys, five levels.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,21 +75,38 @@ static struct paging pg(unsigned cpl, bool wp)
 				.cr3 = 0x1000, .cpl = cpl };
 }
 
+static uint32_t ec;	/* the last walk's #PF error code */
+
+static enum walk_result wk(const struct paging *p, uint64_t la, unsigned access,
+			   uint64_t *gpa, uint64_t *left)
+{
+	struct walk w;
+	enum walk_result r = pagewalk(&mem, p, la, access, &w);
+
+	*gpa = w.gpa;
+	*left = w.page_left;
+	ec = w.error_code;
+	return r;
+}
+
 static void page_sizes(void **state)
 {
 	struct paging p = pg(0, true);
 	uint64_t gpa, left;
 
 	(void)state;
-	assert_int_equal(pagewalk(&mem, &p, 0x123456, false, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&p, 0x123456, 0, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x123456);
 	assert_int_equal(left, 0x200000 - 0x123456);
-	assert_int_equal(pagewalk(&mem, &p, 0x200ff8, false, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&p, 0x200ff8, 0, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x600ff8);
 	assert_int_equal(left, 8);
-	assert_int_equal(pagewalk(&mem, &p, 0x40000010, false, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&p, 0x40000010, 0, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x10);
 	assert_int_equal(left, (1ull << 30) - 0x10);
+	/* A page beyond RAM translates: what is there is for the caller (MMIO). */
+	assert_int_equal(wk(&p, 0x40000000ull + RAM, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, RAM);
 }
 
 static void faults(void **state)
@@ -95,37 +115,180 @@ static void faults(void **state)
 	uint64_t gpa, left;
 
 	(void)state;
-	assert_int_equal(pagewalk(&mem, &p, 0x202000, false, &gpa, &left), WALK_NOT_PRESENT);
-	assert_int_equal(pagewalk(&mem, &p, 0x1000000000ull, false, &gpa, &left), WALK_NOT_PRESENT);
+	assert_int_equal(wk(&p, 0x202000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, 0);
+	assert_int_equal(wk(&p, 0x202000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_W);
+	assert_int_equal(wk(&user, 0x202000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_W | PF_U);
+	assert_int_equal(wk(&p, 0x1000000000ull, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, 0);
 	/* Bits 63:47 must copy bit 47; otherwise no walk happens at all. */
-	assert_int_equal(pagewalk(&mem, &p, 0x0000800000000000ull, false, &gpa, &left), WALK_NONCANONICAL);
-	assert_int_equal(pagewalk(&mem, &p, 0xf000000000100000ull, false, &gpa, &left), WALK_NONCANONICAL);
+	assert_int_equal(wk(&p, 0x0000800000000000ull, 0, &gpa, &left), WALK_NONCANONICAL);
+	assert_int_equal(wk(&p, 0xf000000000100000ull, 0, &gpa, &left), WALK_NONCANONICAL);
 	/* Supervisor read-only page: reads fine, writes need CR0.WP clear. */
-	assert_int_equal(pagewalk(&mem, &p, 0x201000, false, &gpa, &left), WALK_OK);
-	assert_int_equal(pagewalk(&mem, &p, 0x201000, true, &gpa, &left), WALK_PROTECTION);
-	assert_int_equal(pagewalk(&mem, &nowp, 0x201000, true, &gpa, &left), WALK_OK);
-	assert_int_equal(pagewalk(&mem, &user, 0x201000, false, &gpa, &left), WALK_PROTECTION);
-	assert_int_equal(pagewalk(&mem, &user, 0x200000, true, &gpa, &left), WALK_OK);
-	/* A table outside RAM, and a mapping of memory that is not there. */
-	assert_int_equal(pagewalk(&mem, &p, 0x80000000ull, false, &gpa, &left), WALK_OUTSIDE_RAM);
-	assert_int_equal(pagewalk(&mem, &p, 0x40000000ull + RAM, false, &gpa, &left), WALK_OUTSIDE_RAM);
+	assert_int_equal(wk(&p, 0x201000, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&p, 0x201000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_W);
+	assert_int_equal(wk(&nowp, 0x201000, WALK_WRITE, &gpa, &left), WALK_OK);
+	/* CPL3: supervisor pages are out of bounds, read-only is read-only even without WP. */
+	assert_int_equal(wk(&user, 0x201000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_U);
+	user.wp = false;
+	set(0x4000, 3, 0x603000 | P | US);
+	assert_int_equal(wk(&user, 0x203000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_W | PF_U);
+	assert_int_equal(wk(&user, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	/* A table outside RAM. */
+	assert_int_equal(wk(&p, 0x80000000ull, 0, &gpa, &left), WALK_OUTSIDE_RAM);
 }
 
-static void accessed_and_dirty(void **state)
+static void reserved_bits(void **state)
 {
 	struct paging p = pg(0, true);
 	uint64_t gpa, left;
 
 	(void)state;
-	assert_int_equal(pagewalk(&mem, &p, 0x200010, false, &gpa, &left), WALK_OK);
+	p.maxphyaddr = 40;
+	/* An address bit at MAXPHYADDR in the PTE. */
+	set(0x4000, 0, 0x600000 | (1ull << 40) | P | RW | US);
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_W | PF_RSVD);
+	p.maxphyaddr = 46;
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x600000 | (1ull << 40));
+	/* XD is reserved without EFER.NXE. */
+	set(0x4000, 0, 0x600000 | (1ull << 63) | P | RW | US);
+	assert_int_equal(wk(&p, 0x200000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_RSVD);
+	p.nxe = true;
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	/* PS in a PML4E; bits 20:13 of a 2 MiB page; bits 29:13 of a 1 GiB page. */
+	set(0x1000, 0, 0x2000 | P | RW | US | PS);
+	assert_int_equal(wk(&p, 0x200000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_RSVD);
+	set(0x1000, 0, 0x2000 | P | RW | US);
+	set(0x3000, 0, 0x0 | (1ull << 13) | P | RW | US | PS);
+	assert_int_equal(wk(&p, 0x1000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_RSVD);
+	set(0x2000, 1, 0x0 | (1ull << 21) | P | RW | US | PS);
+	assert_int_equal(wk(&p, 0x40000000, 0, &gpa, &left), WALK_FAULT);
+	/* A not-present entry has no reserved bits. */
+	set(0x4000, 2, 0xffffffffffff0000ull);
+	assert_int_equal(wk(&p, 0x202000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, 0);
+}
+
+static void execute_and_supervisor_rules(void **state)
+{
+	struct paging p = pg(0, true), user = pg(3, true);
+	uint64_t gpa, left;
+
+	(void)state;
+	p.nxe = user.nxe = true;
+	set(0x4000, 0, 0x600000 | (1ull << 63) | P | RW | US);
+	assert_int_equal(wk(&p, 0x200000, WALK_FETCH, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_ID);
+	assert_int_equal(wk(&user, 0x200000, WALK_FETCH, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_U | PF_ID);
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	/* I/D is reported only where NXE or SMEP give fetches rules. */
+	set(0x4000, 2, 0);
+	assert_int_equal(wk(&p, 0x202000, WALK_FETCH, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_ID);
+	p.nxe = false;
+	assert_int_equal(wk(&p, 0x202000, WALK_FETCH, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, 0);
+	/* SMEP: no supervisor fetch from a user page. */
+	set(0x4000, 0, 0x600000 | P | RW | US);
+	assert_int_equal(wk(&p, 0x200000, WALK_FETCH, &gpa, &left), WALK_OK);
+	p.smep = true;
+	assert_int_equal(wk(&p, 0x200000, WALK_FETCH, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_ID);
+	/* SMAP: no supervisor data access to a user page unless RFLAGS.AC. */
+	p.smap = true;
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_W);
+	p.ac = true;
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&p, 0x201000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+}
+
+static void protection_keys(void **state)
+{
+	struct paging p = pg(0, true), user = pg(3, true);
+	uint64_t gpa, left;
+
+	(void)state;
+	/* Key 5 on the user page at 0x200000. */
+	set(0x4000, 0, 0x600000 | (5ull << 59) | P | RW | US);
+	user.pke = p.pke = true;
+	user.pkru = p.pkru = 2u << 10;			/* WD for key 5 */
+	assert_int_equal(wk(&user, 0x200000, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&user, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_W | PF_U | PF_PK);
+	/* A supervisor write heeds WD only with CR0.WP. */
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_W | PF_PK);
+	p.wp = false;
+	assert_int_equal(wk(&p, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	user.pkru = 1u << 10;				/* AD for key 5 */
+	assert_int_equal(wk(&user, 0x200000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, PF_P | PF_U | PF_PK);
+	/* Fetches, other keys, supervisor pages and CR4.PKE clear: no keys. */
+	assert_int_equal(wk(&user, 0x200000, WALK_FETCH, &gpa, &left), WALK_OK);
+	user.pkru = 3u << 8;
+	assert_int_equal(wk(&user, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+	p.pkru = ~0u;
+	assert_int_equal(wk(&p, 0x201000, 0, &gpa, &left), WALK_OK);
+	user.pkru = ~0u;
+	user.pke = false;
+	assert_int_equal(wk(&user, 0x200000, WALK_WRITE, &gpa, &left), WALK_OK);
+}
+
+static void five_levels(void **state)
+{
+	struct paging p = pg(0, true);
+	uint64_t gpa, left;
+
+	(void)state;
+	/* PML5 at 0x5000: entry 1 -> the PML4 at 0x1000, for la 1 << 48. */
+	set(0x5000, 1, 0x1000 | P | RW | US);
+	p.la57 = true;
+	p.cr3 = 0x5000;
+	assert_int_equal(wk(&p, (1ull << 48) | 0x200ff8, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x600ff8);
+	/* Canonical at 57 bits, not at 48. */
+	assert_int_equal(wk(&p, 0x0100000000000000ull, 0, &gpa, &left), WALK_NONCANONICAL);
+	assert_true(paging_canonical(&p, 0xff00000000000000ull));
+	p.la57 = false;
+	assert_false(paging_canonical(&p, 1ull << 48));
+	p.la57 = true;
+	assert_int_equal(wk(&p, 0x200000, 0, &gpa, &left), WALK_FAULT);
+}
+
+static void accessed_and_dirty(void **state)
+{
+	struct paging p = pg(0, true);
+	struct walk w;
+
+	(void)state;
+	/* Walking alone leaves the tables alone. */
+	assert_int_equal(pagewalk(&mem, &p, 0x200010, WALK_WRITE, &w), WALK_OK);
+	assert_false(get(0x1000, 0) & A);
+	assert_false(get(0x4000, 0) & (A | D));
+	pagewalk_set_ad(&mem, &w, false);
 	assert_true(get(0x1000, 0) & A);
 	assert_true(get(0x2000, 0) & A);
 	assert_true(get(0x3000, 1) & A);
 	assert_true(get(0x4000, 0) & A);
 	assert_false(get(0x4000, 0) & D);
-	assert_int_equal(pagewalk(&mem, &p, 0x200010, true, &gpa, &left), WALK_OK);
+	pagewalk_set_ad(&mem, &w, true);
 	assert_true(get(0x4000, 0) & D);
 	assert_false(get(0x3000, 1) & D);	/* only the leaf is dirty */
+	/* A walk that faults records no entry past the fault. */
+	assert_int_equal(pagewalk(&mem, &p, 0x202000, WALK_WRITE, &w), WALK_FAULT);
+	assert_int_equal(w.nents, 4);
 }
 
 static void no_paging_and_reads(void **state)
@@ -136,11 +299,12 @@ static void no_paging_and_reads(void **state)
 	uint8_t buf[16];
 
 	(void)state;
-	assert_int_equal(pagewalk(&mem, &off, 0x5000, true, &gpa, &left), WALK_OK);
+	assert_int_equal(wk(&off, 0x5000, WALK_WRITE, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x5000);
-	assert_int_equal(pagewalk(&mem, &off, RAM, false, &gpa, &left), WALK_OUTSIDE_RAM);
+	assert_int_equal(wk(&off, 0x100005000ull, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x5000);		/* linear addresses are 32 bits */
 	p.long_mode = false;
-	assert_int_equal(pagewalk(&mem, &p, 0, false, &gpa, &left), WALK_UNSUPPORTED);
+	assert_int_equal(wk(&p, 0, 0, &gpa, &left), WALK_UNSUPPORTED);
 	/* A read across 4 KiB pages that map to different frames. */
 	p = pg(0, true);
 	memset(ram + 0x600ff8, 0xaa, 8);
@@ -148,8 +312,12 @@ static void no_paging_and_reads(void **state)
 	assert_int_equal(pagewalk_read(&mem, &p, 0x200ff8, buf, 16), 16);
 	assert_int_equal(buf[7], 0xaa);
 	assert_int_equal(buf[8], 0xbb);
-	/* Stops at a page that is not present. */
+	/* Stops at a page that is not present, and at one that is not executable. */
 	assert_int_equal(pagewalk_read(&mem, &p, 0x201ffc, buf, 16), 4);
+	p.nxe = true;
+	set(0x4000, 1, 0x601000 | P | (1ull << 63));
+	assert_int_equal(pagewalk_read(&mem, &p, 0x200ff8, buf, 16), 8);
+	assert_int_equal(pagewalk_read(&mem, &off, RAM - 4, buf, 16), 4);
 }
 
 int main(void)
@@ -157,6 +325,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(page_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(faults, setup, teardown),
+		cmocka_unit_test_setup_teardown(reserved_bits, setup, teardown),
+		cmocka_unit_test_setup_teardown(execute_and_supervisor_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(protection_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(five_levels, setup, teardown),
 		cmocka_unit_test_setup_teardown(accessed_and_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_paging_and_reads, setup, teardown),
 	};

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "boot.h"
+#include "vmm_boot.h"
 #include "splitlock.h"
 #include "vm.h"
 #include "vmm_msr.h"
@@ -27,6 +28,10 @@ static struct {
 	int set_events_calls;
 	int set_events_error;
 	int set_regs_calls;
+	int set_sregs_calls;
+	int get_pkru_calls;
+	int get_pkru_error;
+	uint32_t pkru;
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
 } fake;
@@ -54,6 +59,22 @@ static int fake_set_regs(struct vcpu *v, const struct kvm_regs *r)
 	fake.set_regs_calls++;
 	fake.regs = *r;
 	return 0;
+}
+
+static int fake_set_sregs(struct vcpu *v, const struct kvm_sregs *s)
+{
+	(void)v;
+	fake.set_sregs_calls++;
+	fake.sregs = *s;
+	return 0;
+}
+
+static int fake_get_pkru(struct vcpu *v, uint32_t *pkru)
+{
+	(void)v;
+	fake.get_pkru_calls++;
+	*pkru = fake.pkru;
+	return -fake.get_pkru_error;
 }
 
 static int fake_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
@@ -91,6 +112,8 @@ static const struct vcpu_ops fake_ops = {
 	.get_events = fake_get_events,
 	.set_events = fake_set_events,
 	.set_regs = fake_set_regs,
+	.set_sregs = fake_set_sregs,
+	.get_pkru = fake_get_pkru,
 	.read_virt = fake_read_virt,
 };
 
@@ -116,6 +139,7 @@ static int setup_vm(bool enumerated)
 	vm.split_lock_enumerated = enumerated;
 	vm.host_mode = "fatal";
 	for (unsigned i = 0; i < 2; i++) {
+		vm.vcpus[i].maxphyaddr = 46;
 		vm.vcpus[i].run = &runs[i];
 		vm.vcpus[i].ops = &fake_ops;
 		msr_reset(&vm.vcpus[i].msrs);
@@ -331,10 +355,259 @@ static void emulation_warns_with_rip(void **state)
 	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (lock xadd, 4 bytes at 0x20003e, bytes f0 0f c1 07) emulated"));
 }
 
+/* The 2 MiB page at 0x200000, as the boot protocol maps it, with other flags. */
+static void page_flags(uint64_t la, uint64_t set, uint64_t clear)
+{
+	uint64_t e;
+
+	memcpy(&e, ram + BOOT_PD_ADDR + (la >> 21) * 8, 8);
+	e = (e | set) & ~clear;
+	memcpy(ram + BOOT_PD_ADDR + (la >> 21) * 8, &e, 8);
+}
+
+static uint32_t operand_at(uint64_t gpa)
+{
+	uint32_t v;
+
+	memcpy(&v, ram + gpa, 4);
+	return v;
+}
+
+/*
+ * A hardware #AC whose operand's second page is not present: without
+ * split-lock detection the CPU raises #PF for the write, with CR2 at the
+ * first byte of that page. The VMM gives the guest that fault instead.
+ */
+static void ac_becomes_the_page_fault(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	place_split_xadd(RAM - 2);
+	fake.sregs.cr2 = 0x1234;
+	ac_exit(v, 17, true);
+	assert_false(vm_stopping(&vm));
+	assert_int_equal(fake.set_regs_calls, 0);
+	assert_int_equal(fake.set_sregs_calls, 1);
+	assert_int_equal(fake.sregs.cr2, RAM);
+	assert_int_equal(fake.events.exception.injected, 1);
+	assert_int_equal(fake.events.exception.nr, 14);
+	assert_int_equal(fake.events.exception.has_error_code, 1);
+	assert_int_equal(fake.events.exception.error_code, 0x2);	/* not present, write */
+	memcpy(ram + RAM - 2, "\x44\x33", 2);
+	ac_exit(v, 17, false);
+	assert_int_equal(ram[RAM - 2], 0x44);		/* nothing written */
+	assert_int_equal(ram[RAM - 1], 0x33);
+	assert_int_equal(v->stats.split_locks_emulated, 0);
+	assert_int_equal(v->stats.ac_injected, 0);
+
+	/* The first page read-only with CR0.WP: a protection fault at the operand. */
+	place_split_xadd(0x20003e);
+	page_flags(0x200000, 0, PTE_RW);
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.sregs.cr2, 0x20003e);
+	assert_int_equal(fake.events.exception.error_code, 0x3);
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	/* Without CR0.WP, CPL0 writes through. */
+	fake.sregs.cr0 &= ~X86_CR0_WP;
+	ac_exit(v, 17, false);
+	assert_int_equal(operand_at(0x20003e), 0x11223349);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+	assert_false(vm_stopping(&vm));
+}
+
+/* SMAP, and a non-canonical operand (#GP(0), no CR2). */
+static void ac_becomes_smap_and_gp_faults(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	place_split_xadd(0x20003e);
+	fake.sregs.cr4 |= 1ull << 21;		/* SMAP; the page is a user page */
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.nr, 14);
+	assert_int_equal(fake.events.exception.error_code, 0x3);
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	fake.regs.rflags |= 1ull << 18;		/* RFLAGS.AC lets CPL0 through */
+	ac_exit(v, 17, false);
+	assert_int_equal(operand_at(0x20003e), 0x11223349);
+
+	place_split_xadd(0x800000000000ull - 2);
+	fake.set_sregs_calls = 0;
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.nr, 13);
+	assert_int_equal(fake.events.exception.has_error_code, 1);
+	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(fake.set_sregs_calls, 0);
+	assert_false(vm_stopping(&vm));
+}
+
+/* Protection keys: PKRU is read from the vCPU only when CR4.PKE needs it. */
+static void ac_becomes_the_key_fault(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	place_split_xadd(0x20003e);
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.get_pkru_calls, 0);
+	place_split_xadd(0x20003e);
+	fake.sregs.cr4 |= 1ull << 22;		/* PKE; the page has key 0 */
+	fake.pkru = 2;				/* WD for key 0 */
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.get_pkru_calls, 1);
+	assert_int_equal(fake.events.exception.nr, 14);
+	assert_int_equal(fake.events.exception.error_code, 0x23);	/* P W PK */
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	/* Keys do not bind a supervisor write with CR0.WP clear. */
+	fake.sregs.cr0 &= ~X86_CR0_WP;
+	ac_exit(v, 17, false);
+	assert_int_equal(operand_at(0x20003e), 0x11223349);
+	assert_false(vm_stopping(&vm));
+}
+
+/* Reserved bits, a supervisor page at CPL3, and a fetch that faults now. */
+static void ac_becomes_reserved_and_user_faults(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	place_split_xadd(0x20003e);
+	page_flags(0x200000, 1ull << 46, 0);		/* MAXPHYADDR is 46 */
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.nr, 14);
+	assert_int_equal(fake.events.exception.error_code, 0xb);	/* P W RSVD */
+	assert_int_equal(fake.sregs.cr2, 0x20003e);
+	page_flags(0x200000, 0, 1ull << 46);
+
+	/* CPL3 against a supervisor page. */
+	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 3;
+	page_flags(0x200000, 0, PTE_US);
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.error_code, 0x7);	/* P W U */
+	page_flags(0x200000, PTE_US, 0);
+
+	/* The code page became no-execute since the #AC: resume, the CPU says so. */
+	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 0;
+	fake.sregs.efer |= 1ull << 11;
+	page_flags(0x101234, 1ull << 63, 0);
+	fake.set_events_calls = 0;
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(fake.set_regs_calls, 0);
+	assert_false(vm_stopping(&vm));
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+}
+
+/* Compatibility mode: the segment's base, and #SS(0) past SS's limit. */
+static void ac_in_compatibility_mode(void **state)
+{
+	static const uint8_t add_ebp[] = { 0xf0, 0x83, 0x45, 0x00, 0x01 };	/* [ebp+0] */
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	fake.sregs.cs.l = 0;
+	fake.sregs.cs.db = 1;
+	fake.sregs.ss.base = 0x200000;
+	memcpy(ram + 0x101234, add_ebp, sizeof(add_ebp));
+	memcpy(ram + 0x20003e, (uint32_t[]){ 0x11223344 }, 4);
+	fake.regs = (struct kvm_regs){ .rip = 0x101234, .rbp = 0x3e, .rflags = 0x2 };
+	ac_exit(v, 17, false);
+	assert_int_equal(operand_at(0x20003e), 0x11223345);
+	assert_int_equal(fake.regs.rip, 0x101239);
+	fake.regs.rip = 0x101234;
+	fake.sregs.ss.limit = 0x40;
+	ac_exit(v, 17, false);
+	assert_int_equal(fake.events.exception.nr, 12);
+	assert_int_equal(fake.events.exception.has_error_code, 1);
+	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(operand_at(0x20003e), 0x11223345);
+	assert_false(vm_stopping(&vm));
+}
+
+static void pkru_unreadable(void)
+{
+	place_split_xadd(0x20003e);
+	fake.sregs.cr4 |= 1ull << 22;
+	fake.get_pkru_error = 5;
+	ac_exit(&vm.vcpus[0], 17, false);
+}
+
+static void ac_stops_without_pkru(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	capture_stderr(pkru_unreadable, out, sizeof(out));
+	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
+	assert_non_null(strstr(out, "cannot complete it: PKRU could not be read"));
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+}
+
+/*
+ * Legacy alignment checking (CPL3, CR0.AM, RFLAGS.AC) raises #AC whatever
+ * TEST_CTRL says, and before any split lock: the hardware #AC is passed on,
+ * and --split-lock=emulate leaves the instruction to the CPU.
+ */
+static void legacy_alignment_check(void **state)
+{
+	struct vcpu *v = &vm.vcpus[0];
+
+	(void)state;
+	place_split_xadd(0x20003e);
+	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 3;
+	fake.sregs.cr0 |= X86_CR0_AM;
+	fake.regs.rflags |= 1ull << 18;
+	ac_exit(v, 17, true);
+	assert_int_equal(fake.events.exception.nr, 17);
+	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(v->stats.ac_injected, 1);
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	fake.set_events_calls = 0;
+	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	/* Without RFLAGS.AC it is a split lock again. */
+	fake.regs.rflags &= ~(1ull << 18);
+	assert_int_equal(splitlock_check(v), SL_EMULATED);
+	assert_int_equal(operand_at(0x20003e), 0x11223349);
+	assert_false(vm_stopping(&vm));
+}
+
+/* --split-lock=emulate leaves every faulting split lock to the CPU. */
+static void software_leaves_faults_to_the_cpu(void **state)
+{
+	struct vcpu *v = &vm.vcpus[1];
+
+	(void)state;
+	place_split_xadd(RAM - 2);
+	assert_int_equal(splitlock_check(v), SL_NONE);
+	place_split_xadd(0x20003e);
+	page_flags(0x200000, 0, PTE_RW);
+	assert_int_equal(splitlock_check(v), SL_NONE);
+	/* Even when the guest asked for #AC: the fault comes first. */
+	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	/* An instruction on a no-execute page is not even fetched. */
+	page_flags(0x200000, PTE_RW, 0);
+	page_flags(0x101234, 1ull << 63, 0);
+	fake.sregs.efer |= 1ull << 11;
+	wrmsr(v, MSR_TEST_CTRL, 0);
+	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	page_flags(0x101234, 0, 1ull << 63);
+	assert_int_equal(splitlock_check(v), SL_EMULATED);
+	assert_int_equal(v->stats.split_locks_detected, 1);
+	assert_false(vm_stopping(&vm));
+}
+
 static void unemulatable(void)
 {
-	/* The operand's second page is beyond RAM: no page-table entry. */
-	place_split_xadd(RAM - 2);
+	/* 32-bit paging without long mode: not walked. */
+	place_split_xadd(0x20003e);
+	fake.sregs.efer &= ~X86_EFER_LMA;
 	ac_exit(&vm.vcpus[0], 17, false);
 }
 
@@ -349,9 +622,9 @@ static void ac_stops_when_it_cannot_emulate(void **state)
 	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
 	assert_int_equal(fake.set_regs_calls, 0);
 	assert_int_equal(v->stats.split_lock_stops, 1);
-	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (lock xadd, 4 bytes at 0x3ffffe, bytes f0 0f c1 07)"));
+	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (bytes"));
 	assert_non_null(strstr(out, "TEST_CTRL bit 29 is clear"));
-	assert_non_null(strstr(out, "cannot complete it: page not present"));
+	assert_non_null(strstr(out, "cannot complete it: the guest uses 32-bit or PAE paging"));
 	assert_non_null(strstr(out, "registers:"));
 }
 
@@ -455,6 +728,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ac_emulated_when_not_asked, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(emulation_warns_with_rip, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_stops_when_it_cannot_emulate, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_becomes_the_page_fault, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_becomes_smap_and_gp_faults, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_becomes_the_key_fault, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_stops_without_pkru, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_becomes_reserved_and_user_faults, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_in_compatibility_mode, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(legacy_alignment_check, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(software_leaves_faults_to_the_cpu, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_on_unknown_instruction_stops, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(software_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decoder glue in each CPU mode: default operand and address sizes,
+ * REX only in 64-bit mode, default segments, truncated input, and a first
+ * use from several threads at once.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <string.h>
+
+#include "decode.h"
+
+static struct sl_insn dec(enum sl_mode mode, const uint8_t *b, size_t n, int want)
+{
+	struct sl_insn si;
+
+	memset(&si, 0, sizeof(si));
+	assert_int_equal(sl_decode(mode, b, n, &si), want);
+	return si;
+}
+
+#define DEC(mode, want, ...) \
+	dec(mode, (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ }), want)
+
+static void sizes_per_mode(void **state)
+{
+	struct sl_insn si;
+
+	(void)state;
+	/* lock add [ebx]/[rbx]/[bp+di], eax/ax */
+	si = DEC(SL_MODE_64, 0, 0xf0, 0x01, 0x03);
+	assert_int_equal(si.size, 4);
+	assert_int_equal(si.addr_size, 8);
+	assert_int_equal(si.mode, SL_MODE_64);
+	si = DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x03);
+	assert_int_equal(si.size, 4);
+	assert_int_equal(si.addr_size, 4);
+	si = DEC(SL_MODE_16, 0, 0xf0, 0x01, 0x03);
+	assert_int_equal(si.size, 2);
+	assert_int_equal(si.addr_size, 2);
+	/* 0x66 and 0x67 flip the defaults both ways. */
+	si = DEC(SL_MODE_16, 0, 0x66, 0x67, 0xf0, 0x01, 0x03);
+	assert_int_equal(si.size, 4);
+	assert_int_equal(si.addr_size, 4);
+	si = DEC(SL_MODE_32, 0, 0x67, 0xf0, 0x01, 0x07);	/* [bx] */
+	assert_int_equal(si.addr_size, 2);
+	assert_int_equal(si.base, 3);
+	si = DEC(SL_MODE_64, 0, 0x67, 0xf0, 0x01, 0x07);	/* [edi] */
+	assert_int_equal(si.addr_size, 4);
+	assert_int_equal(si.base, 7);
+}
+
+static void rex_only_in_64_bit_mode(void **state)
+{
+	static const uint8_t rex_add[] = { 0xf0, 0x48, 0x01, 0x03 };
+	static const uint8_t rex_first[] = { 0x48, 0xf0, 0x01, 0x03 };
+	static const uint8_t c16b[] = { 0xf0, 0x48, 0x0f, 0xc7, 0x0b };
+	struct sl_insn si;
+
+	(void)state;
+	si = DEC(SL_MODE_64, 0, 0xf0, 0x48, 0x01, 0x03);
+	assert_int_equal(si.size, 8);
+	/* Elsewhere 0x48 is DEC EAX: LOCK DEC reg is #UD, not a split lock. */
+	assert_int_equal(sl_decode(SL_MODE_32, rex_add, sizeof(rex_add), &si), -1);
+	assert_int_equal(sl_decode(SL_MODE_16, rex_add, sizeof(rex_add), &si), -1);
+	assert_int_equal(sl_decode(SL_MODE_32, c16b, sizeof(c16b), &si), -1);
+	/* The cheap filter agrees: a leading 0x48 is an opcode there. */
+	assert_true(sl_maybe_locked(SL_MODE_64, rex_first, sizeof(rex_first)));
+	assert_false(sl_maybe_locked(SL_MODE_32, rex_first, sizeof(rex_first)));
+	assert_true(sl_maybe_locked(SL_MODE_32, rex_add, sizeof(rex_add)));
+}
+
+static void segments(void **state)
+{
+	struct sl_insn si;
+
+	(void)state;
+	assert_int_equal(DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x03).seg, SL_SEG_DS);
+	assert_int_equal(DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x45, 0x00).seg, SL_SEG_SS);	/* [ebp] */
+	assert_int_equal(DEC(SL_MODE_64, 0, 0xf0, 0x01, 0x04, 0x24).seg, SL_SEG_SS);	/* [rsp] */
+	assert_int_equal(DEC(SL_MODE_16, 0, 0xf0, 0x01, 0x02).seg, SL_SEG_SS);	/* [bp+si] */
+	assert_int_equal(DEC(SL_MODE_32, 0, 0x26, 0xf0, 0x01, 0x03).seg, SL_SEG_ES);
+	assert_int_equal(DEC(SL_MODE_32, 0, 0x2e, 0xf0, 0x01, 0x03).seg, SL_SEG_CS);
+	assert_int_equal(DEC(SL_MODE_64, 0, 0x65, 0xf0, 0x01, 0x03).seg, SL_SEG_GS);
+	si = DEC(SL_MODE_64, 0, 0xf0, 0x01, 0x05, 0, 0, 0, 0);
+	assert_int_equal(si.base, SL_REG_RIP);
+	/* No RIP-relative addressing outside 64-bit mode: disp32 alone. */
+	si = DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x05, 0x10, 0, 0, 0);
+	assert_int_equal(si.base, SL_REG_NONE);
+	assert_int_equal(si.disp, 0x10);
+}
+
+static void truncated(void **state)
+{
+	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct sl_insn si;
+
+	(void)state;
+	for (size_t n = 0; n < sizeof(xadd); n++)
+		assert_int_equal(sl_decode(SL_MODE_64, xadd, n, &si), SL_DECODE_TRUNCATED);
+	assert_int_equal(sl_decode(SL_MODE_64, xadd, sizeof(xadd), &si), 0);
+	assert_int_equal(sl_decode(SL_MODE_64, (const uint8_t[]){ 0x90 }, 1, &si), -1);
+}
+
+static void *decode_many(void *arg)
+{
+	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct sl_insn si;
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < 1000; i++)
+		bad += sl_decode((enum sl_mode)(i % 3), xadd, sizeof(xadd), &si) != 0 ||
+		       si.op != SL_XADD;
+	return (void *)bad;
+}
+
+/* The decoders are set up once, whichever vCPU thread decodes first. */
+static void first_use_from_threads(void **state)
+{
+	pthread_t t[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, decode_many, NULL), 0);
+	for (int i = 0; i < 4; i++) {
+		void *bad;
+
+		assert_int_equal(pthread_join(t[i], &bad), 0);
+		assert_null(bad);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		/* First, while the decoders are still unset. */
+		cmocka_unit_test(first_use_from_threads),
+		cmocka_unit_test(sizes_per_mode),
+		cmocka_unit_test(rex_only_in_64_bit_mode),
+		cmocka_unit_test(segments),
+		cmocka_unit_test(truncated),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
