@@ -64,6 +64,9 @@ static int compat_lock_add(const struct boot_info *bi, unsigned cpl)
 	run32("compat lock inc byte", incb, 3, cpl, R_BX, LINE_SPLIT, ds, 7);
 	run32("compat lock xadd dword, line split", xadd, 4, cpl, R_BX, LINE_SPLIT, ds, 8);
 	run32("compat lock cmpxchg8b, line split", c8b, 4, cpl, R_SI, LINE_SPLIT - 2, ds, 9);
+	/* All but the byte increment cross a line. */
+	if (cpl == 0)
+		printf("# split locks at CPL0: 5\n");
 	return 0;
 }
 
@@ -268,7 +271,93 @@ static int riprel(const struct boot_info *bi)
 	return 0;
 }
 
+/*
+ * A 16-bit code segment (CS.L=0, CS.D=0): 16-bit operands and addresses by
+ * default, 0x66 and 0x67 switch to 32 bits; BT* offsets wrap at 64 KiB.
+ */
+static void run16(const char *label, const uint8_t *insn, unsigned len, unsigned cpl,
+		  unsigned addr_reg, uint64_t reg_value, uint32_t ds_base, uint32_t seed)
+{
+	struct exec_req req = { .mode = MODE_16, .cpl = cpl, .insn = insn, .len = len };
+
+	struct exec_result res;
+	uint64_t linear = ds_base + (insn[0] == 0x67 || insn[1] == 0x67 ?
+				     (uint32_t)reg_value : (uint16_t)reg_value);
+	char memlabel[80];
+
+	seg_set_data(ds_base, 0xffffffff);
+	req.ds = req.es = req.fs = cpl ? SEL_U_DATA_B : SEL_K_DATA_B;
+	seed_regs(&req.in, seed);
+	req.in.r[addr_reg] = reg_value;
+	win_fill((linear & ~63ull) - 64, 256, seed);
+	exec_insn(&req, &res);
+	print_result(label, &req, &res);
+	snprintf(memlabel, sizeof(memlabel), "%s mem", label);
+	print_mem(memlabel, linear - 4, 16);
+}
+
+static int code16(const struct boot_info *bi, unsigned cpl)
+{
+	static const uint8_t addw[] = { 0xf0, 0x01, 0x07 };             /* lock add %ax,(%bx) */
+	static const uint8_t addl[] = { 0x66, 0xf0, 0x01, 0x07 };       /* lock add %eax,(%bx) */
+	static const uint8_t add_ebx[] = { 0xf0, 0x67, 0x01, 0x03 };    /* lock add %ax,(%ebx) */
+	static const uint8_t dec_ax[] = { 0xf0, 0x48, 0x01, 0x07 };     /* lock dec ax: #UD */
+	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };       /* lock xadd %ax,(%bx) */
+	uint64_t t = LINE_SPLIT + 1;   /* a word at 63: across the line */
+	uint32_t base = (uint32_t)(t & ~0xffffull);
+
+	(void)bi;
+	run16("16-bit cs: lock add word (%bx)", addw, 3, cpl, R_BX, 0xabcd0000 | (t & 0xffff), base, 30);
+	run16("16-bit cs: 66 lock add dword (%bx)", addl, 4, cpl, R_BX, 0xabcd0000 | ((t - 2) & 0xffff), base, 31);
+	run16("16-bit cs: 67 lock add word (%ebx)", add_ebx, 4, cpl, R_BX, (uint32_t)(t - base), base, 32);
+	run16("16-bit cs: f0 48 (lock dec ax)", dec_ax, 4, cpl, R_BX, t & 0xffff, base, 33);
+	run16("16-bit cs: lock xadd word, page split", xadd, 4, cpl, R_BX, (PAGE_SPLIT + 1) & 0xffff,
+	      (uint32_t)(PAGE_SPLIT & ~0xffffull), 34);
+	seg_set_data(0, 0xffffffff);
+	/* Split locks made: add word, add dword, add word (%ebx), xadd. */
+	if (cpl == 0)
+		printf("# split locks at CPL0: 4\n");
+	return 0;
+}
+
+static int code16_cpl0(const struct boot_info *bi)
+{
+	return code16(bi, 0);
+}
+
+static int code16_cpl3(const struct boot_info *bi)
+{
+	return code16(bi, 3);
+}
+
+/* lock bts %si,(%bx) in a 16-bit segment: the word offset wraps at 64 KiB. */
+static int code16_bt_wrap(const struct boot_info *bi)
+{
+	static const uint8_t bts[] = { 0xf0, 0x0f, 0xab, 0x37 };
+	struct exec_req req = { .mode = MODE_16, .insn = bts, .len = 4 };
+	struct exec_result res;
+	uint64_t t = LINE_SPLIT + 1;               /* what (bx + (si >> 4) * 2) & 0xffff must hit */
+	uint32_t base = (uint32_t)(t - 0xfff0);
+
+	(void)bi;
+	seg_set_data(base, 0xffffffff);
+	req.ds = req.es = req.fs = SEL_K_DATA_B;
+	seed_regs(&req.in, 35);
+	req.in.r[R_BX] = 0x0010;                   /* 0x10 - 0x20 wraps to 0xfff0 */
+	req.in.r[R_SI] = (uint16_t)-0x100 | 0x5;   /* -16 words, bit 5 */
+	win_fill(t - 64, 128, 35);
+	exec_insn(&req, &res);
+	print_result("16-bit cs: lock bts, bit offset -256+5 wraps below 0", &req, &res);
+	print_mem("wrapped target", t - 4, 16);
+	seg_set_data(0, 0xffffffff);
+	printf("# split locks at CPL0: 1\n");
+	return 0;
+}
+
 static const struct diff_case cases[] = {
+	{ "mode-code16-cpl0", code16_cpl0 },
+	{ "mode-code16-cpl3", code16_cpl3 },
+	{ "mode-code16-bt-wrap", code16_bt_wrap },
 	{ "mode-compat-rex-is-dec", rex_is_dec },
 	{ "mode-compat-cpl0", compat_cpl0 },
 	{ "mode-compat-cpl3", compat_cpl3 },

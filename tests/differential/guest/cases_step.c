@@ -20,6 +20,7 @@ SEQ(seq_drx_data);
 SEQ(seq_movss_data);
 SEQ(seq_200);
 SEQ(seq_200_mixed);
+SEQ(seq_tf_popss_compat);
 extern char seq_drx_exec_target[];
 extern uint64_t seq_ss_value;
 void seq_hlt_forever(void);
@@ -75,6 +76,14 @@ static int tf_movss(const struct boot_info *bi)
 	dbg_reset();
 	run_seq("tf mov-ss cpl0", seq_tf_movss, seq_tf_movss_start, 0, 1000);
 	run_seq("tf mov-ss cpl3", seq_tf_movss, seq_tf_movss_start, 3, 1000);
+	return 0;
+}
+
+static int tf_popss(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	run_seq("tf pop-ss compat cpl0", seq_tf_popss_compat, seq_tf_popss_compat_start, 0, 1000);
 	return 0;
 }
 
@@ -182,6 +191,47 @@ static int b2b_200_mixed(const struct boot_info *bi)
 	return back_to_back(bi, seq_200_mixed, "50 x (add, xadd, inc, xchg)");
 }
 
+/*
+ * The first instruction of an exception handler is checked like any
+ * other, whether the CPU raised the exception or the VMM injected it.
+ */
+extern uint8_t gp_area[128];
+void gp_split_stub(void);
+
+static int handler_first(const struct boot_info *bi)
+{
+	struct {
+		uint16_t off0, sel;
+		uint8_t ist, type;
+		uint16_t off1;
+		uint32_t off2, zero;
+	} *idt = (void *)(this_cpu()->region_base + PERCPU_IDT_OFF), saved;
+	uint64_t h = (uint64_t)gp_split_stub;
+	uint32_t before, after;
+	int injected = 0, raised = 0;
+
+	(void)bi;
+	saved = idt[X86_VEC_GP];
+	idt[X86_VEC_GP].off0 = (uint16_t)h;
+	idt[X86_VEC_GP].off1 = (uint16_t)(h >> 16);
+	idt[X86_VEC_GP].off2 = (uint32_t)(h >> 32);
+	memcpy(&before, gp_area + 62, 4);
+	for (int i = 0; i < 5; i++) {
+		/* Filtered MSR: the VMM answers and KVM injects the #GP. */
+		injected += wrmsr_safe(MSR_IA32_CORE_CAPABILITIES, 0) == X86_VEC_GP;
+		/* Non-canonical load: the CPU's own #GP. */
+		asm volatile(ASM_TRY("1f") "movq (%0), %%rax\n\t" "1:"
+			     : : "r"(0x8000000000000000ull) : "rax", "memory");
+		raised += exception_vector() == X86_VEC_GP;
+	}
+	memcpy(&after, gp_area + 62, 4);
+	idt[X86_VEC_GP] = saved;
+	printf("#GP: %d injected, %d raised; split-lock counter %u -> %u\n",
+	       injected, raised, before, after);
+	printf("# split locks at CPL0: %u\n", after - before);
+	return 0;
+}
+
 /* Status 70 when every vCPU halts: HLT must halt under any policy. */
 static int hlt_all(const struct boot_info *bi)
 {
@@ -221,6 +271,7 @@ static const struct diff_case cases[] = {
 	{ "step-tf-cpl0", tf_basic },
 	{ "step-tf-cpl3", tf_basic_cpl3 },
 	{ "step-tf-mov-ss-shadow", tf_movss },
+	{ "step-tf-pop-ss-shadow-compat", tf_popss },
 	{ "step-tf-sti-shadow", tf_sti },
 	{ "step-int3-cpl3", int3 },
 	{ "step-icebp-cpl3", icebp },
@@ -229,6 +280,7 @@ static const struct diff_case cases[] = {
 	{ "step-mov-ss-data-breakpoint", movss_data },
 	{ "step-200-back-to-back", b2b_200 },
 	{ "step-200-back-to-back-mixed", b2b_200_mixed },
+	{ "step-split-lock-first-in-handler", handler_first },
 	{ "step-hlt-all-halted", hlt_all },
 	{ "step-hlt-ap-stays-halted", hlt_ap },
 };

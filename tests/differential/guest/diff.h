@@ -103,7 +103,7 @@ bool win_read(uint64_t va, void *buf, size_t len);
 #define SEL_U_CODE32  0x43  /* CS.L=0 CS.D=1, DPL3 */
 #define SEL_K_DATA_B  0x48  /* data, base/limit from seg_set_data(), DPL0 */
 #define SEL_U_DATA_B  0x53  /* the same, DPL3 */
-#define SEL_K_CODE16  0x58  /* CS.L=0 CS.D=0, DPL0 */
+#define SEL_K_CODE16  0x58  /* CS.L=0 CS.D=0, DPL0, 64 KiB at exec.S's exec_page16 */
 #define SEL_U_CODE16  0x63  /* CS.L=0 CS.D=0, DPL3 */
 void gdt_init(void);
 /* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */
@@ -148,6 +148,9 @@ void exec_insn(const struct exec_req *req, struct exec_result *res);
 /* Prints the result: vector/error/CR2, every register that changed, flags. */
 void print_result(const char *label, const struct exec_req *req,
 		  const struct exec_result *res);
+/* One line: outcome, the operand's first bytes, a hash of all the rest. */
+void print_compact(const char *label, const struct exec_req *req,
+		   const struct exec_result *res, uint64_t addr, unsigned size);
 /* Prints len bytes at va (through the RAM behind it for window addresses). */
 void print_mem(const char *label, uint64_t va, size_t len);
 
@@ -159,6 +162,13 @@ void print_mem(const char *label, uint64_t va, size_t len);
 void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 	    uint64_t addr, uint32_t seed);
 void seed_regs(struct exec_regs *r, uint32_t seed);
+
+/* Cheap line building: appends to line at n (keep it under 160), returns n. */
+size_t put_str(char *line, size_t n, const char *s);
+size_t put_hex(char *line, size_t n, uint64_t v);
+
+/* FNV-1a. */
+uint32_t fnv(const uint8_t *p, size_t n);
 
 /* xorshift, so that both runs see the same "random" values. */
 uint64_t rnd_next(uint64_t *state);
@@ -198,7 +208,8 @@ static inline uint64_t read_dr6(void)
 	return v;
 }
 
-/* Whether this VM single-steps CPL0 only (boot_info says so). */
-bool split_lock_cpl0_only(void);
-
+/*
+ * Never print boot_info.flags (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY) or the
+ * split-lock enumeration: they differ between the two policies by design.
+ */
 #endif

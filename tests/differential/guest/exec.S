@@ -38,10 +38,22 @@ exec_buf64:	.skip 64, 0xcc
 	.p2align 6
 exec_buf32:	.skip 64, 0xcc
 
+/*
+ * MODE_16's page: a 16-bit code segment (CS.D=0) has a 64 KiB reach, so its
+ * base is this page and everything it jumps to is inside it: the
+ * instruction at offset 0 and its way back, a fault fixup at 0x30 and the
+ * m16:32 pointer both use (exec.c writes them).
+ */
+	.section .data.exec16, "aw"
+	.p2align 12
+	.globl exec_page16
+exec_page16:	.skip 64, 0xcc
+
 	.pushsection .ex_table, "a"
 	.balign 8
 	.quad exec_buf64, exec_fault64
 	.quad exec_buf32, exec_fault32
+	.quad 0, 0x30			/* MODE_16: RIP is the offset in exec_page16 */
 	/* Instructions placed in the test window (exec_req.code_va). */
 	.quad 0xc0000000 + 4096 * 4, exec_fault64
 	.quad 0xc0000000 + 4096 * 5 - 2, exec_fault64
@@ -145,6 +157,7 @@ exec_run32:
 	popfq
 	lretq
 
+	.globl exec_back32
 exec_back32:
 	STORE_REGS
 	xorl %eax, %eax

@@ -28,11 +28,6 @@ void wrpkru(uint32_t v)
 	asm volatile(".byte 0x0f, 0x01, 0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
 }
 
-bool split_lock_cpl0_only(void)
-{
-	return this_cpu()->boot->flags & BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
-}
-
 int diff_skip(const char *fmt, ...)
 {
 	va_list ap;
@@ -54,6 +49,31 @@ uint64_t rnd_next(uint64_t *s)
 	x ^= x << 17;
 	*s = x;
 	return x;
+}
+
+/*
+ * Copies in qwords: rep movsb (the runtime's memcpy) is one single-step
+ * per byte under emulate, and this code runs for every combination.
+ */
+static void copy_fast(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	for (; n >= 8; n -= 8, d += 8, s += 8)
+		*(volatile uint64_t *)d = *(const uint64_t *)s;
+	for (; n; n--)
+		*d++ = *s++;
+}
+
+static void zero_fast(void *dst, size_t n)
+{
+	uint8_t *d = dst;
+
+	for (; n >= 8; n -= 8, d += 8)
+		*(volatile uint64_t *)d = 0;
+	for (; n; n--)
+		*d++ = 0;
 }
 
 /* --------------------------------------------------------------- paging */
@@ -159,32 +179,62 @@ static uint8_t *backing(uint64_t va)
 	return NULL;
 }
 
+/*
+ * Page by page, so that the backing is looked up once per page: CPL0 code
+ * is emulated on some hosts and single-stepped under emulate, so every
+ * instruction here counts.
+ */
 void win_fill(uint64_t va, size_t len, uint32_t seed)
 {
 	uint64_t s = seed | (uint64_t)seed << 32;
 
-	for (size_t i = 0; i < len; i++) {
-		uint64_t a = va + i;
-		uint8_t *p = backing(a);
-		uint8_t v = (uint8_t)(rnd_next(&s) >> 24);
+	while (len) {
+		size_t chunk = 4096 - (va & 0xfff);
+		uint8_t *p;
 
+		if (chunk > len)
+			chunk = len;
+		p = backing(va);
 		/* The last RAM page is vCPU 0's stack: only its top 8 bytes are dead. */
-		if (p && (uint64_t)p >= ram_size - 4096 && (uint64_t)p < ram_size - 8)
-			continue;
-		if (p)
-			*p = v;
+		if (p && (uint64_t)p + chunk > ram_size - 8 && (uint64_t)p < ram_size) {
+			size_t skip = (uint64_t)p < ram_size - 8 ? ram_size - 8 - (uint64_t)p : 0;
+
+			p += skip;
+			chunk -= skip;
+			va += skip;
+			len -= skip;
+		}
+		for (size_t i = 0; i < chunk; i += 8) {
+			uint64_t v = rnd_next(&s);
+
+			if (p)
+				copy_fast(p + i, &v, chunk - i < 8 ? chunk - i : 8);
+		}
+		va += chunk;
+		len -= chunk;
 	}
 }
 
 bool win_read(uint64_t va, void *buf, size_t len)
 {
+	uint8_t *out = buf;
 	bool all = true;
 
-	for (size_t i = 0; i < len; i++) {
-		uint8_t *p = backing(va + i);
+	while (len) {
+		size_t chunk = 4096 - (va & 0xfff);
+		uint8_t *p;
 
-		((uint8_t *)buf)[i] = p ? *p : 0;
+		if (chunk > len)
+			chunk = len;
+		p = backing(va);
+		if (p)
+			copy_fast(out, p, chunk);
+		else
+			zero_fast(out, chunk);
 		all = all && p;
+		out += chunk;
+		va += chunk;
+		len -= chunk;
 	}
 	return all;
 }
@@ -217,6 +267,14 @@ void seg_set_data(uint32_t base, uint32_t limit)
 	gdt[SEL_U_DATA_B >> 3] = data_desc(base, limit, 3);
 }
 
+extern uint8_t exec_page16[64];
+
+static uint64_t code16_desc(uint32_t base, unsigned dpl)
+{
+	return 0xffff | ((uint64_t)(base & 0xffffff) << 16) |
+	       ((uint64_t)(0x9a | dpl << 5) << 40) | ((uint64_t)(base >> 24) << 56);
+}
+
 void gdt_init(void)
 {
 	struct dtr d = { sizeof(gdt) - 1, (uint64_t)gdt };
@@ -224,8 +282,9 @@ void gdt_init(void)
 	memcpy(gdt, this_cpu()->gdt, sizeof(this_cpu()->gdt));
 	gdt[SEL_K_CODE32 >> 3] = 0x00cf9a000000ffffull;
 	gdt[SEL_U_CODE32 >> 3] = 0x00cffa000000ffffull;
-	gdt[SEL_K_CODE16 >> 3] = 0x008f9a000000ffffull;
-	gdt[SEL_U_CODE16 >> 3] = 0x008ffa000000ffffull;
+	/* 64 KiB at exec_page16, byte granular, CS.D=0. */
+	gdt[SEL_K_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 0);
+	gdt[SEL_U_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 3);
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }
@@ -236,6 +295,7 @@ extern uint64_t exec_code, exec_cs;
 extern uint16_t exec_ds, exec_es, exec_fs;
 extern uint8_t exec_farptr[6];
 extern uint8_t exec_buf64[64], exec_buf32[64];
+extern char exec_back32[];
 extern char exec_back64[];
 void exec_run64(void);
 void exec_run32(void);
@@ -256,6 +316,23 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 	unsigned n = req->len;
 	uint16_t back_cs = req->cpl ? SEL_USER_CS : SEL_KERNEL_CS;
 
+	if (req->mode == MODE_16) {
+		/* 66 2e ff 2e 38 00: ljmp *%cs:0x38 (m16:32), after it and at 0x30. */
+		static const uint8_t back[6] = { 0x66, 0x2e, 0xff, 0x2e, 0x38, 0x00 };
+		uint32_t target = (uint32_t)(uint64_t)exec_back32;
+
+		memcpy(exec_page16, req->insn, n);
+		memcpy(exec_page16 + n, back, 6);
+		memcpy(exec_page16 + 0x30, back, 6);
+		memcpy(exec_page16 + 0x38, &target, 4);
+		memcpy(exec_page16 + 0x3c, &back_cs, 2);
+		exec_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		exec_ds = req->ds;
+		exec_es = req->es;
+		exec_fs = req->fs;
+		code = 0;
+		goto run;
+	}
 	if (!code)
 		code = (uint64_t)(req->mode == MODE_64 ? exec_buf64 : exec_buf32);
 	buf = backing(code);
@@ -281,19 +358,17 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 		buf[n + 2] = 0x2d;
 		memcpy(buf + n + 3, &fp, 4);
 		memcpy(exec_farptr + 4, &back_cs, 2);
-		if (req->mode == MODE_32)
-			exec_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
-		else
-			exec_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		exec_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
 		exec_ds = req->ds;
 		exec_es = req->es;
 		exec_fs = req->fs;
 	}
+run:
 	exec_code = code;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & ARITH_FLAGS) | 0x2 |
 			     (req->ac ? X86_RFLAGS_AC : 0);
-	memset(&exec_out, 0, sizeof(exec_out));
+	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
 	barrier();
 	if (req->cpl == 3)
@@ -345,13 +420,14 @@ void print_result(const char *label, const struct exec_req *req,
 	printf(" fl=%03lx\n", (unsigned long)(res->out.r[R_FLAGS] & ARITH_FLAGS));
 }
 
-static uint32_t fnv(const uint8_t *p, size_t n)
+/* FNV-1a over qwords (n a multiple of 8), folded to 32 bits. */
+uint32_t fnv(const uint8_t *p, size_t n)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = 14695981039346656037ull;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	for (size_t i = 0; i + 8 <= n; i += 8)
+		h = (h ^ *(const uint64_t *)(p + i)) * 1099511628211ull;
+	return (uint32_t)(h ^ h >> 32);
 }
 
 void print_mem(const char *label, uint64_t va, size_t len)
@@ -438,7 +514,7 @@ void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 {
 	struct exec_result res;
 	uint64_t l0 = (addr & ~63ull) - 64;
-	char memlabel[48];
+	char memlabel[96];
 
 	seed_regs(&req->in, seed);
 	if (addr_reg < R_COUNT)
@@ -448,4 +524,74 @@ void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
 	print_result(label, req, &res);
 	snprintf(memlabel, sizeof(memlabel), "%s mem", label);
 	print_mem(memlabel, addr - 4, 16);
+}
+
+size_t put_str(char *line, size_t n, const char *s)
+{
+	while (*s && n < 140)
+		line[n++] = *s++;
+	return n;
+}
+
+size_t put_hex(char *line, size_t n, uint64_t v)
+{
+	char tmp[16];
+	unsigned k = 0;
+
+	do {
+		tmp[k++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (k)
+		line[n++] = tmp[--k];
+	return n;
+}
+
+/*
+ * One short line for big sweeps: the outcome in words, then one hash over
+ * everything else that can be observed (registers as the mode sees them,
+ * arithmetic flags, the operand's two cache lines).
+ */
+void print_compact(const char *label, const struct exec_req *req,
+		   const struct exec_result *res, uint64_t addr, unsigned size)
+{
+	struct {
+		uint64_t regs[R_COUNT];
+		uint8_t lines[128];
+	} obs;
+	uint8_t op[8] = { 0 };
+	bool narrow = req->mode != MODE_64;
+
+	zero_fast(&obs, sizeof(obs));
+	for (unsigned i = 0; i < R_COUNT; i++) {
+		if (i == R_SP || (narrow && i >= R_8 && i < R_FLAGS))
+			continue;
+		obs.regs[i] = narrow ? (uint32_t)res->out.r[i] : res->out.r[i];
+	}
+	obs.regs[R_FLAGS] = res->out.r[R_FLAGS] & ARITH_FLAGS;
+	win_read(addr & ~63ull, obs.lines, sizeof(obs.lines));
+	win_read(addr, op, size > 8 ? 8 : size);
+	/* Built by hand: vsnprintf costs several times more single-steps. */
+	{
+		char line[160];
+		size_t n = 0;
+
+		n = put_str(line, n, label);
+		n = put_str(line, n, ": ");
+		if (res->vector == EXC_NONE) {
+			n = put_str(line, n, "ok");
+		} else {
+			n = put_str(line, n, exception_mnemonic((unsigned)res->vector));
+			n = put_str(line, n, " ");
+			n = put_hex(line, n, res->error_code);
+			n = put_str(line, n, " cr2=");
+			n = put_hex(line, n, res->cr2);
+		}
+		n = put_str(line, n, " op=");
+		n = put_hex(line, n, *(uint64_t *)op);
+		n = put_str(line, n, " h=");
+		n = put_hex(line, n, fnv((const uint8_t *)&obs, sizeof(obs)));
+		line[n++] = '\n';
+		console_write(line, n);
+	}
 }

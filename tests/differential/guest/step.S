@@ -136,6 +136,65 @@ SEQ seq_200_mixed
 	.endr
 	ret
 
+/*
+ * POP SS exists in compatibility mode only: the same sequence there, with
+ * MOV SS too. Entered and left by far transfers; #DB is handled in 64-bit
+ * mode and returns here.
+ */
+#define SEL_K_CODE32 0x38
+	.data
+	.p2align 3
+seq_popss_back:	.long 2f
+		.word 0x08
+	.text
+SEQ seq_tf_popss_compat
+	pushq %rbx
+	movl $0x10, %eax	/* flat kernel data: a null DS faults outside 64-bit mode */
+	movl %eax, %ds
+	pushq $SEL_K_CODE32
+	leaq 1f(%rip), %rax
+	pushq %rax
+	lretq
+	.code32
+1:	pushfl
+	orl $TF, (%esp)
+	popfl
+	nop
+	pushl %ss
+	popl %ss
+	lock addl $1, (%edi)
+	nop
+	movl %ss, %ebx
+	movl %ebx, %ss
+	lock addl $1, (%edi)
+	nop
+	pushfl
+	andl $~TF, (%esp)
+	popfl
+	ljmp *%cs:seq_popss_back
+	.code64
+2:	xorl %eax, %eax
+	movl %eax, %ds
+	popq %rbx
+	ret
+
+/*
+ * A #GP handler whose first and third instructions are split locks, then
+ * the runtime's own handler. Events the VMM injects (a #GP for a write to
+ * IA32_CORE_CAPABILITIES) enter it as well as the CPU's own #GP.
+ */
+	.data
+	.p2align 6
+	.globl gp_area
+gp_area:	.skip 128
+	.text
+	.globl gp_split_stub
+gp_split_stub:
+	lock addl $1, gp_area + 62(%rip)
+	nop
+	lock addl $1, gp_area + 62(%rip)
+	jmp *fw_exc_stubs + 13 * 8(%rip)
+
 /* HLT with interrupts off: nothing can wake it. */
 	.globl seq_hlt_forever
 seq_hlt_forever:
