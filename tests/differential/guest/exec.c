@@ -77,8 +77,6 @@ static void zero_fast(void *dst, size_t n)
 }
 
 /* --------------------------------------------------------------- paging */
-#define PTE_ADDR 0x000ffffffffff000ull
-#define PTE_PS   0x80ull
 
 static uint64_t win_pd[512] __attribute__((aligned(4096)));
 static uint64_t win_pt[512] __attribute__((aligned(4096)));
@@ -87,7 +85,7 @@ static uint64_t ram_size;
 
 static uint64_t *table(uint64_t entry)
 {
-	return (uint64_t *)(entry & PTE_ADDR);
+	return (uint64_t *)(entry & X86_PTE_ADDR);
 }
 
 static void flush_tlb(void)
@@ -158,7 +156,7 @@ void identity_user(bool user)
 			continue;
 		pd = table(pdpt[i]);
 		for (unsigned j = 0; j < 512; j++)
-			if ((pd[j] & 1) && (pd[j] & PTE_PS))
+			if ((pd[j] & 1) && (pd[j] & X86_PTE_PS))
 				pd[j] = user ? pd[j] | 4 : pd[j] & ~4ull;
 	}
 	flush_tlb();
@@ -366,7 +364,7 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 run:
 	exec_code = code;
 	exec_in = req->in;
-	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & ARITH_FLAGS) | 0x2 |
+	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & X86_RFLAGS_ARITH) | 0x2 |
 			     (req->ac ? X86_RFLAGS_AC : 0);
 	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
@@ -417,7 +415,7 @@ void print_result(const char *label, const struct exec_req *req,
 		if (a != b)
 			printf(" %s=%lx", reg_names[i], b);
 	}
-	printf(" fl=%03lx\n", (unsigned long)(res->out.r[R_FLAGS] & ARITH_FLAGS));
+	printf(" fl=%03lx\n", (unsigned long)(res->out.r[R_FLAGS] & X86_RFLAGS_ARITH));
 }
 
 /* FNV-1a over qwords (n a multiple of 8), folded to 32 bits. */
@@ -506,7 +504,7 @@ void seed_regs(struct exec_regs *r, uint32_t seed)
 		r->r[i] = rnd_next(&s);
 	/* Small bit offsets so that BT* stays near the operand. */
 	r->r[R_SI] = (r->r[R_SI] & 0x1f) + 1;
-	r->r[R_FLAGS] &= ARITH_FLAGS;
+	r->r[R_FLAGS] &= X86_RFLAGS_ARITH;
 }
 
 void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
@@ -568,7 +566,7 @@ void print_compact(const char *label, const struct exec_req *req,
 			continue;
 		obs.regs[i] = narrow ? (uint32_t)res->out.r[i] : res->out.r[i];
 	}
-	obs.regs[R_FLAGS] = res->out.r[R_FLAGS] & ARITH_FLAGS;
+	obs.regs[R_FLAGS] = res->out.r[R_FLAGS] & X86_RFLAGS_ARITH;
 	win_read(addr & ~63ull, obs.lines, sizeof(obs.lines));
 	win_read(addr, op, size > 8 ? 8 : size);
 	/* Built by hand: vsnprintf costs several times more single-steps. */
