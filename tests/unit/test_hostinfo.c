@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "hostinfo.h"
 #include "array_size.h"
 
@@ -296,17 +297,16 @@ static void mode_names(void **state)
 
 /* ------------------------------------------------------------ output */
 
+/* What fn prints for hi, to free. */
 static char *capture(void (*fn)(FILE *, const struct host_info *), const struct host_info *hi)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct capture c;
 
-	assert_non_null(f);
-	fn(f, hi);
-	assert_int_equal(fclose(f), 0);
-	assert_non_null(buf);
-	return buf;
+	assert_int_equal(capture_open(&c), 0);
+	fn(c.f, hi);
+	assert_int_equal(capture_close(&c), 0);
+	assert_non_null(c.buf);
+	return c.buf;
 }
 
 /* A strict RFC 8259 checker; p advances past the value it accepts. */
