@@ -3,6 +3,7 @@
  * The split-lock exit handlers driven through a fake KVM layer: MSR exits
  * as KVM fills the run page, and #AC exits with and without the SIGBUS.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -548,6 +549,30 @@ static void ac_on_unknown_instruction_stops(void **state)
 	assert_int_equal(fv.vm.status, VMM_EXIT_SPLIT_LOCK);
 	assert_non_null(strstr(out, "(bytes 90 90 90"));
 	assert_non_null(strstr(out, "not a locked read-modify-write"));
+	/* The dump reads the bytes at RIP through the page walker, as the CPU fetches. */
+	assert_non_null(strstr(out, "bytes at RIP: 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90\n"));
+	free(out);
+}
+
+static void registers_unreadable(void)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	place_split_xadd(v, 0x20003e);
+	FAKE_FAIL(fake_vcpu(v), get_sregs) = EIO;
+	ac_exit(v, 17, false);
+}
+
+static void ac_stops_when_registers_unreadable(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = caught(registers_unreadable);
+	assert_int_equal(fv.vm.status, VMM_EXIT_HOST);
+	assert_non_null(strstr(out, "reading registers after a split-lock #AC failed"));
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	assert_int_equal(fv.vm.vcpus[0].stats.split_locks_emulated, 0);
 	free(out);
 }
 
@@ -648,6 +673,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(legacy_alignment_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(software_leaves_faults_to_the_cpu, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_on_unknown_instruction_stops, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_stops_when_registers_unreadable, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(software_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(injection_failure_stops, setup_enumerated, teardown),
