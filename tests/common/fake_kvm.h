@@ -19,7 +19,10 @@
 /*
  * An op's slot in struct vcpu_ops, e.g. FAKE_OP(set_events): the index of
  * its call counter and of its injected error. A member vm.h gains gets a
- * slot by itself; fake_vm_init() refuses to run while it has no fake.
+ * slot, a counter and an error by itself; its fake is one FAKE_GET or
+ * FAKE_SET line (or a function) and one line in fake_ops, both in
+ * fake_kvm.c, plus a field below for state it keeps. Until then
+ * fake_vm_init() refuses to run and says which member lacks a fake.
  */
 typedef void (*fake_fn)(void);
 #define FAKE_OP(op) (offsetof(struct vcpu_ops, op) / sizeof(fake_fn))
