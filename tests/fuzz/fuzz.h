@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ------------------------------------------------------------ checks */
@@ -127,36 +129,21 @@ static inline char *fuzz_cstr(struct fuzz_in *in)
 /* ------------------------------------------------------------ stderr */
 
 /*
- * vmm's diagnostics go through the stdio stream stderr; the sanitizers and
- * FUZZ_CHECK write to file descriptor 2 directly. Pointing the stream at a
- * memory buffer for the duration of a call silences vmm (libFuzzer would
- * otherwise spend its time printing) and lets the harness read what it said,
- * while crash reports still reach the terminal.
+ * stderr caught in memory for the duration of a call (tests/common/
+ * capture.h): vmm is silenced (libFuzzer would otherwise spend its time
+ * printing) and the harness reads what it said, while crash reports,
+ * written to file descriptor 2, still reach the terminal. After
+ * fuzz_capture_end(), c->buf (c->len bytes, NUL-terminated) is the
+ * caller's to free.
  */
-struct fuzz_capture {
-	FILE *saved;
-	FILE *mem;
-	char *buf;
-	size_t len;
-};
-
-static inline void fuzz_capture_begin(struct fuzz_capture *c)
+static inline void fuzz_capture_begin(struct capture *c)
 {
-	fflush(stderr);
-	c->saved = stderr;
-	c->buf = NULL;
-	c->len = 0;
-	c->mem = open_memstream(&c->buf, &c->len);
-	FUZZ_SETUP(c->mem);
-	stderr = c->mem;
+	FUZZ_SETUP(capture_stderr(c) == 0);
 }
 
-/* Restores stderr; c->buf (NUL-terminated, c->len bytes) is the caller's to free. */
-static inline void fuzz_capture_end(struct fuzz_capture *c)
+static inline void fuzz_capture_end(struct capture *c)
 {
-	stderr = c->saved;
-	FUZZ_SETUP(fclose(c->mem) == 0);
-	c->mem = NULL;
+	FUZZ_SETUP(capture_close(c) == 0);
 }
 
 /* ------------------------------------------------------------ json.c */

@@ -102,7 +102,7 @@ static void one_exit(struct vm *vm, struct model *m, unsigned cpu, bool in_dir, 
 	uint8_t *data;
 	struct vcpu *v = &vm->vcpus[cpu];
 	bool first = m->status < 0, com1 = port >= PORT_COM1 && port <= PORT_COM1 + 7;
-	struct fuzz_capture cap;
+	struct capture cap;
 
 	FUZZ_SETUP(run);
 	_Static_assert(sizeof(struct kvm_run) <= DATA_OFFSET, "kvm_run fits before the data");

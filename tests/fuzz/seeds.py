@@ -177,20 +177,56 @@ msr("other-indices", [(0x14, 0x10, 0), (0x15, 0xc0000080, 1), (0x1c, 0x80, B29),
 msr("toggle", [(0x05, 0, B29), (0x00, 0, 0), (0x04, 0, 0), (0x25, 0, 0xffffffff), (0x03, 0, 0), (0x07, 0, 0)])
 
 # ------------------------------------------------------------------ splitlock
-# u8 set-up, kvm_vcpu_events (64 bytes), records: u8 kind, u32 raw, u64 value, u8 fake
+# u8 set-up, kvm_vcpu_events (64 bytes), records: u8 kind, u32 raw, u64 value, u8 fake; an exception
+# record goes on with u8 CPU state, u64 every GPR, u8 n, n instruction bytes written at RIP
+# (kind bit 6 clear: RIP = 0x100000 + value % 1 MiB; bit 7 clear: GPRs % 2 MiB).
 EVENTS = 64
+FAIL = {"get_regs": 1, "get_sregs": 2, "get_events": 3, "set_events": 4, "set_sregs": 5, "set_regs": 6,
+        "get_pkru": 7}
+
+
+def msr_rec(kind, raw=0, value=0):
+    return u8(kind) + u32(raw) + u64(value) + u8(0)
+
+
+def ac_rec(cpu=0, rip=0x1234, insn="", gpr=0, sigbus=False, fail=None, vector=None, cpu_state=0,
+           pkru=0, raw_rip=False, raw_gpr=False):
+    kind = 0x02 | (cpu << 2) | (0x20 if vector is not None else 0) | (0x40 if raw_rip else 0) | \
+        (0x80 if raw_gpr else 0)
+    code = bytes.fromhex(insn)
+    return (u8(kind) + u32(vector if vector is not None else pkru) + u64(rip) +
+            u8((1 if sigbus else 0) | (FAIL[fail] << 1 if fail else 0)) +
+            u8(cpu_state) + u64(gpr) + u8(len(code)) + code)
 
 
 def sl(name, setup, recs, events=bytes(EVENTS)):
-    write("splitlock", name, u8(setup) + events + b"".join(u8(k) + u32(r) + u64(v) + u8(f) for k, r, v, f in recs))
+    write("splitlock", name, u8(setup) + events + b"".join(recs))
 
-sl("arm-and-inject", 0x05, [(0x81, 0, B29, 0), (0x02, 0, 0x101234, 0x41), (0x20, 0, 0, 0), (0x00, 0, 0, 0)],
+XADD = "f00fc107"           # lock xadd [rdi], eax
+SPLIT = 0x1ffe              # + 0x100000 for RIP: the operand is at GPR value
+CPL3, AM, AC, PKE, NOWP, SMAP, RO, COMPAT = 1, 2, 4, 8, 16, 32, 64, 128
+sl("arm-and-inject", 0x05, [msr_rec(0x81, 0, B29), ac_rec(rip=0x1234, insn=XADD, gpr=0x10003e, sigbus=True),
+                            msr_rec(0x20), msr_rec(0x00)],
    events=bytes([1, 0x80, 1, 0]) + bytes([0xff] * (EVENTS - 4)))
-sl("uninvited-stop", 0x04, [(0x02, 0, 0x101234, 0x41), (0x06, 0, 0x2000, 0xf0)])
-sl("not-enumerated", 0x03, [(0x01, 0, B29, 0), (0x00, 0, 0, 0), (0x24, 0, 0, 0), (0x09, 0, 0, 0)])
-sl("other-vector", 0x05, [(0x22, 13, 0x100000, 0), (0x22, 6, 0, 1)])
-sl("inject-fails", 0x05, [(0x81, 0, B29, 0), (0x02, 0, 0x100000, 0x04), (0x02, 0, 0x100000, 0x02)])
-sl("unexpected-exits", 0x06, [(0x40, 0x10, 0, 0), (0x10, 1, 0, 0), (0x51, 0x33, 5, 0), (0x74, 0xcf, 0, 0)])
+sl("emulate-xadd", 0x04, [ac_rec(rip=0x1234, insn=XADD, gpr=0x10803e, sigbus=True),
+                          ac_rec(rip=0x1234, insn="f0480fb10e", gpr=0x10803c)])
+sl("uninvited-stop", 0x04, [ac_rec(rip=0x1234, insn="909090"), ac_rec(cpu=1, rip=0x2000, insn=XADD, gpr=0x10803e)])
+sl("not-enumerated", 0x03, [msr_rec(0x01, 0, B29), msr_rec(0x00), msr_rec(0x24), msr_rec(0x09)])
+sl("other-vector", 0x05, [ac_rec(vector=13, rip=0x100000), ac_rec(vector=6, sigbus=True)])
+sl("inject-fails", 0x05, [msr_rec(0x81, 0, B29), ac_rec(insn=XADD, fail="set_events"),
+                          ac_rec(insn=XADD, fail="get_events")])
+sl("registers-fail", 0x05, [ac_rec(insn=XADD, gpr=0x10803e, fail="get_regs"), ac_rec(insn=XADD, fail="get_sregs")])
+sl("set-regs-fails", 0x04, [ac_rec(insn=XADD, gpr=0x10803e, fail="set_regs"), ac_rec(insn=XADD, gpr=0x10803e)])
+sl("page-fault-at-ram-end", 0x04, [ac_rec(insn=XADD, gpr=0x1ffffe), ac_rec(insn=XADD, gpr=0x1ffffe, fail="set_sregs"),
+                                   ac_rec(insn=XADD, gpr=0x10803e, cpu_state=RO)])
+sl("keys-and-smap", 0x04, [ac_rec(insn=XADD, gpr=0x10803e, cpu_state=PKE, pkru=2),
+                           ac_rec(insn=XADD, gpr=0x10803e, cpu_state=PKE, fail="get_pkru"),
+                           ac_rec(insn=XADD, gpr=0x10803e, cpu_state=SMAP)])
+sl("legacy-and-compat", 0x05, [ac_rec(insn=XADD, gpr=0x10803e, cpu_state=CPL3 | AM | AC),
+                               ac_rec(cpu=1, insn="f0834500" + "01", gpr=0x10803e, cpu_state=COMPAT)])
+sl("non-canonical-rip", 0x04, [ac_rec(rip=0x800000000000, raw_rip=True, insn=XADD),
+                               ac_rec(rip=0x1ffe, insn=XADD, gpr=0xffff800000000000, raw_gpr=True)])
+sl("unexpected-exits", 0x06, [msr_rec(0x40, 0x10), msr_rec(0x10, 1), msr_rec(0x51, 0x33, 5), msr_rec(0x74, 0xcf)])
 
 # ------------------------------------------------------------------ ioport
 # u8 set-up, records: u8 cpu|IN<<2, u8 port (0-7 COM1+n, 8-11 exit, else u16 port follows),

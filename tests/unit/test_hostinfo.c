@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "hostinfo.h"
 #include "array_size.h"
 
@@ -296,17 +297,16 @@ static void mode_names(void **state)
 
 /* ------------------------------------------------------------ output */
 
-static char *capture(void (*fn)(FILE *, const struct host_info *), const struct host_info *hi)
+/* What fn prints for hi, to free. */
+static char *printed(void (*fn)(FILE *, const struct host_info *), const struct host_info *hi)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct capture c;
 
-	assert_non_null(f);
-	fn(f, hi);
-	assert_int_equal(fclose(f), 0);
-	assert_non_null(buf);
-	return buf;
+	assert_int_equal(capture_open(&c), 0);
+	fn(c.f, hi);
+	assert_int_equal(capture_close(&c), 0);
+	assert_non_null(c.buf);
+	return c.buf;
 }
 
 /* A strict RFC 8259 checker; p advances past the value it accepts. */
@@ -495,7 +495,7 @@ static void json_here(void **state)
 
 	(void)state;
 	machine_like_here(&hi);
-	out = capture(hostinfo_print_json, &hi);
+	out = printed(hostinfo_print_json, &hi);
 	if (!json_valid(out))
 		fail_msg("invalid JSON: %s", out);
 	assert_string_equal(out,
@@ -522,7 +522,7 @@ static void json_fatal_and_ratelimit(void **state)
 	hostinfo_parse_cmdline(&hi, "ro split_lock_detect=fatal\n");
 	hostinfo_finish(&hi);
 	hi.cpuid_7_edx30_reaches_guest = 1;
-	out = capture(hostinfo_print_json, &hi);
+	out = printed(hostinfo_print_json, &hi);
 	assert_true(json_valid(out));
 	assert_has(out, "\"cpu\":{\"read\":true,\"split_lock_detect\":true,\"bus_lock_detect\":true}");
 	assert_has(out, "\"cmdline\":{\"read\":true,\"split_lock_detect\":\"fatal\",\"malformed\":false,\"ratelimit\":null}");
@@ -533,7 +533,7 @@ static void json_fatal_and_ratelimit(void **state)
 
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=ratelimit:64");
 	hostinfo_finish(&hi);
-	out = capture(hostinfo_print_json, &hi);
+	out = printed(hostinfo_print_json, &hi);
 	assert_true(json_valid(out));
 	assert_has(out, "\"split_lock_detect\":\"ratelimit:64\",\"malformed\":false,\"ratelimit\":64}");
 	assert_has(out, "\"mode\":\"ratelimit\",\"can_deliver_ac\":false");
@@ -541,7 +541,7 @@ static void json_fatal_and_ratelimit(void **state)
 
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=ratelimit:0");
 	hostinfo_finish(&hi);
-	out = capture(hostinfo_print_json, &hi);
+	out = printed(hostinfo_print_json, &hi);
 	assert_true(json_valid(out));
 	assert_has(out, "\"split_lock_detect\":\"ratelimit:0\",\"malformed\":true,\"ratelimit\":null}");
 	assert_has(out, "\"mode\":\"warn\"");
@@ -558,7 +558,7 @@ static void json_escaping(void **state)
 	hostinfo_finish(&hi);
 	snprintf(hi.kvm_error, sizeof(hi.kvm_error), "open \"/dev/kvm\": C:\\path\ttab\nline\x01");
 	snprintf(hi.probe_error, sizeof(hi.probe_error), "no usable /dev/kvm");
-	out = capture(hostinfo_print_json, &hi);
+	out = printed(hostinfo_print_json, &hi);
 	if (!json_valid(out))
 		fail_msg("invalid JSON: %s", out);
 	assert_has(out, "\"error\":\"open \\\"/dev/kvm\\\": C:\\\\path\\ttab\\nline\\u0001\"");
@@ -575,7 +575,7 @@ static void json_escaping(void **state)
 	hostinfo_init(&hi);
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=\xff\xfe\xc3\xa9x\x7f\xe2\x82");
 	hostinfo_finish(&hi);
-	out = capture(hostinfo_print_json, &hi);
+	out = printed(hostinfo_print_json, &hi);
 	if (!json_valid(out))
 		fail_msg("invalid JSON: %s", out);
 	assert_has(out, "\"split_lock_detect\":\"\\ufffd\\ufffd\xc3\xa9x\\u007f\\ufffd\\ufffd\"");
@@ -589,7 +589,7 @@ static void text_report(void **state)
 
 	(void)state;
 	machine_like_here(&hi);
-	out = capture(hostinfo_print, &hi);
+	out = printed(hostinfo_print, &hi);
 	assert_has(out, "CPU flags:                    split_lock_detect no, bus_lock_detect no\n");
 	assert_has(out, "split_lock_detect not given");
 	assert_has(out, "effective mode:               none: ");
@@ -605,7 +605,7 @@ static void text_report(void **state)
 	hostinfo_finish(&hi);
 	hi.cpuid_7_edx30_reaches_guest = -1;
 	snprintf(hi.probe_error, sizeof(hi.probe_error), "KVM_CREATE_VM: Too many open files (errno 24)");
-	out = capture(hostinfo_print, &hi);
+	out = printed(hostinfo_print, &hi);
 	assert_has(out, "effective mode:               fatal: a guest split lock stops the guest");
 	assert_has(out, "split-lock #AC delivery:      yes (");
 	assert_has(out, "CPUID probe:                  not run: KVM_CREATE_VM: Too many open files (errno 24)\n");
@@ -614,7 +614,7 @@ static void text_report(void **state)
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=sometimes");
 	hostinfo_finish(&hi);
 	snprintf(hi.kvm_error, sizeof(hi.kvm_error), "open /dev/kvm: No such file or directory");
-	out = capture(hostinfo_print, &hi);
+	out = printed(hostinfo_print, &hi);
 	assert_has(out, "split_lock_detect=sometimes, which the kernel ignores (keeps warn)");
 	assert_has(out, "effective mode:               warn: ");
 	assert_has(out, "split-lock #AC delivery:      no (");

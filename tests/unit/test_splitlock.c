@@ -3,19 +3,20 @@
  * The split-lock exit handlers driven through a fake KVM layer: MSR exits
  * as KVM fills the run page, and #AC exits with and without the SIGBUS.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "boot.h"
+#include "capture.h"
+#include "fake_kvm.h"
 #include "vmm_boot.h"
 #include "splitlock.h"
 #include "vm.h"
@@ -23,127 +24,17 @@
 #include "x86.h"
 #include "vmm_status.h"
 
-/* ---- fake KVM: records what the handler asked of it */
-static struct {
-	struct kvm_vcpu_events events;
-	int set_events_calls;
-	int set_events_error;
-	int set_regs_calls;
-	int set_sregs_calls;
-	int get_pkru_calls;
-	int get_pkru_error;
-	uint32_t pkru;
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
-} fake;
-
 #define RAM (4ull << 20)
+
+static struct fake_vm fv;
 static uint8_t *ram;
-
-static int fake_get_regs(struct vcpu *v, struct kvm_regs *r)
-{
-	(void)v;
-	*r = fake.regs;
-	return 0;
-}
-
-static int fake_get_sregs(struct vcpu *v, struct kvm_sregs *s)
-{
-	(void)v;
-	*s = fake.sregs;
-	return 0;
-}
-
-static int fake_set_regs(struct vcpu *v, const struct kvm_regs *r)
-{
-	(void)v;
-	fake.set_regs_calls++;
-	fake.regs = *r;
-	return 0;
-}
-
-static int fake_set_sregs(struct vcpu *v, const struct kvm_sregs *s)
-{
-	(void)v;
-	fake.set_sregs_calls++;
-	fake.sregs = *s;
-	return 0;
-}
-
-static int fake_get_pkru(struct vcpu *v, uint32_t *pkru)
-{
-	(void)v;
-	fake.get_pkru_calls++;
-	*pkru = fake.pkru;
-	return -fake.get_pkru_error;
-}
-
-static int fake_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
-{
-	(void)v;
-	*ev = fake.events;
-	return 0;
-}
-
-static int fake_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
-{
-	(void)v;
-	fake.set_events_calls++;
-	if (fake.set_events_error)
-		return -fake.set_events_error;
-	fake.events = *ev;
-	return 0;
-}
-
-/* The boot protocol's identity map: virtual is physical below RAM's end. */
-static size_t fake_read_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
-{
-	(void)v;
-	if (gva >= RAM)
-		return 0;
-	if (len > RAM - gva)
-		len = RAM - gva;
-	memcpy(buf, ram + gva, len);
-	return len;
-}
-
-static const struct vcpu_ops fake_ops = {
-	.get_regs = fake_get_regs,
-	.get_sregs = fake_get_sregs,
-	.get_events = fake_get_events,
-	.set_events = fake_set_events,
-	.set_regs = fake_set_regs,
-	.set_sregs = fake_set_sregs,
-	.get_pkru = fake_get_pkru,
-	.read_virt = fake_read_virt,
-};
-
-static struct vmm_options opts;
-static struct vm vm;
-static struct kvm_run runs[2];
 
 static int setup_vm(bool enumerated)
 {
-	int devnull = open("/dev/null", O_WRONLY);
-
-	memset(&fake, 0, sizeof(fake));
-	memset(runs, 0, sizeof(runs));
-	if (devnull < 0 || vm_init_common(&vm, &opts, 2, devnull))
+	if (fake_vm_init(&fv, 2, RAM))
 		return -1;
-	ram = calloc(1, RAM);
-	if (!ram)
-		return -1;
-	boot_build_page_tables(ram, RAM);
-	boot_init_sregs(&fake.sregs);
-	vm.mem = ram;
-	vm.ram_size = RAM;
-	vm.split_lock_enumerated = enumerated;
-	for (unsigned i = 0; i < 2; i++) {
-		vm.vcpus[i].maxphyaddr = 46;
-		vm.vcpus[i].run = &runs[i];
-		vm.vcpus[i].ops = &fake_ops;
-		msr_reset(&vm.vcpus[i].msrs);
-	}
+	fv.vm.split_lock_enumerated = enumerated;
+	ram = fv.vm.mem;
 	return 0;
 }
 
@@ -162,9 +53,7 @@ static int setup_not_enumerated(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	close(vm.serial.fd);
-	vm_destroy_common(&vm);
-	free(ram);
+	fake_vm_destroy(&fv);
 	return 0;
 }
 
@@ -190,7 +79,7 @@ static void wrmsr(struct vcpu *v, uint32_t index, uint64_t data)
 
 static void msr_exits_enumerated(void **state)
 {
-	struct vcpu *v0 = &vm.vcpus[0], *v1 = &vm.vcpus[1];
+	struct vcpu *v0 = &fv.vm.vcpus[0], *v1 = &fv.vm.vcpus[1];
 
 	(void)state;
 	rdmsr(v0, MSR_IA32_CORE_CAPABILITIES);
@@ -218,12 +107,12 @@ static void msr_exits_enumerated(void **state)
 	assert_int_equal(v0->stats.msr_writes[STATS_MSR_CORE_CAPABILITIES], 1);
 	assert_int_equal(v0->stats.gp_injected, 2);
 	assert_int_equal(v1->stats.gp_injected, 0);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 static void msr_exits_not_enumerated(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
 
 	(void)state;
 	rdmsr(v, MSR_IA32_CORE_CAPABILITIES);
@@ -240,7 +129,7 @@ static void msr_exits_not_enumerated(void **state)
 
 static void unexpected_msr_exit_gets_gp(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
 
 	(void)state;
 	rdmsr(v, 0x10);
@@ -249,7 +138,7 @@ static void unexpected_msr_exit_gets_gp(void **state)
 	v->run->msr.index = MSR_TEST_CTRL;
 	splitlock_handle_rdmsr(v);
 	assert_int_equal(v->run->msr.error, 1);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 static void ac_exit(struct vcpu *v, uint32_t vector, bool sigbus)
@@ -263,19 +152,20 @@ static void ac_exit(struct vcpu *v, uint32_t vector, bool sigbus)
 
 static void ac_injected_when_asked(void **state)
 {
-	struct vcpu *v = &vm.vcpus[1];
+	struct vcpu *v = &fv.vm.vcpus[1];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
-	fake.events.exception.pending = 1;	/* stale state must not survive */
+	f->events.exception.pending = 1;	/* stale state must not survive */
 	ac_exit(v, 17, true);
-	assert_false(vm_stopping(&vm));
-	assert_int_equal(fake.set_events_calls, 1);
-	assert_int_equal(fake.events.exception.injected, 1);
-	assert_int_equal(fake.events.exception.pending, 0);
-	assert_int_equal(fake.events.exception.nr, 17);
-	assert_int_equal(fake.events.exception.has_error_code, 1);
-	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_false(vm_stopping(&fv.vm));
+	assert_int_equal(FAKE_CALLS(f, set_events), 1);
+	assert_int_equal(f->events.exception.injected, 1);
+	assert_int_equal(f->events.exception.pending, 0);
+	assert_int_equal(f->events.exception.nr, 17);
+	assert_int_equal(f->events.exception.has_error_code, 1);
+	assert_int_equal(f->events.exception.error_code, 0);
 	assert_int_equal(v->stats.ac_injected, 1);
 	assert_int_equal(v->stats.sigbus, 1);
 	assert_int_equal(v->sigbus, 0);
@@ -285,55 +175,48 @@ static void ac_injected_when_asked(void **state)
 	assert_int_equal(v->stats.sigbus, 1);
 }
 
-/* Runs fn with stderr sent to a buffer. */
-static void capture_stderr(void (*fn)(void), char *buf, size_t len)
+/* Runs fn with stderr caught; what it printed, to free. */
+static char *caught(void (*fn)(void))
 {
-	FILE *tmp = tmpfile();
-	int saved = dup(STDERR_FILENO);
-	size_t n;
+	struct capture c;
 
-	assert_non_null(tmp);
-	fflush(stderr);
-	dup2(fileno(tmp), STDERR_FILENO);
+	assert_int_equal(capture_stderr(&c), 0);
 	fn();
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	rewind(tmp);
-	n = fread(buf, 1, len - 1, tmp);
-	buf[n] = '\0';
-	fclose(tmp);
+	assert_int_equal(capture_close(&c), 0);
+	return c.buf;
 }
 
 /* lock xadd [rdi], eax with [rdi] across the line at 0x200040. */
-static void place_split_xadd(uint64_t rdi)
+static void place_split_xadd(struct vcpu *v, uint64_t rdi)
 {
 	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	memcpy(ram + 0x101234, lock_xadd, sizeof(lock_xadd));
-	fake.regs.rip = 0x101234;
-	fake.regs.rdi = rdi;
-	fake.regs.rax = 5;
-	fake.regs.rflags = 0x2;
+	f->regs.rip = 0x101234;
+	f->regs.rdi = rdi;
+	f->regs.rax = 5;
+	f->regs.rflags = 0x2;
 	if (rdi + 4 <= RAM)
 		memcpy(ram + rdi, (uint32_t[]){ 0x11223344 }, 4);
 }
 
 static void ac_emulated_when_not_asked(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 	uint32_t result;
 
 	(void)state;
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	ac_exit(v, 17, true);
-	assert_false(vm_stopping(&vm));
-	assert_int_equal(fake.set_events_calls, 0);
-	assert_int_equal(fake.set_regs_calls, 1);
+	assert_false(vm_stopping(&fv.vm));
+	assert_int_equal(FAKE_CALLS(f, set_events), 0);
+	assert_int_equal(FAKE_CALLS(f, set_regs), 1);
 	memcpy(&result, ram + 0x20003e, 4);
 	assert_int_equal(result, 0x11223349);
-	assert_int_equal(fake.regs.rax, 0x11223344);
-	assert_int_equal(fake.regs.rip, 0x101238);
+	assert_int_equal(f->regs.rax, 0x11223344);
+	assert_int_equal(f->regs.rip, 0x101238);
 	assert_int_equal(v->stats.split_locks_emulated, 1);
 	assert_int_equal(v->stats.split_locks_detected, 0);	/* hardware caught it */
 	assert_int_equal(v->stats.sigbus, 1);
@@ -341,18 +224,21 @@ static void ac_emulated_when_not_asked(void **state)
 
 static void emulated_warning(void)
 {
-	place_split_xadd(0x20003e);
-	ac_exit(&vm.vcpus[0], 17, false);
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	place_split_xadd(v, 0x20003e);
+	ac_exit(v, 17, false);
 }
 
 /* The warn-mode line names the instruction's own RIP, not the next one. */
 static void emulation_warns_with_rip(void **state)
 {
-	char out[1024];
+	char *out;
 
 	(void)state;
-	capture_stderr(emulated_warning, out, sizeof(out));
+	out = caught(emulated_warning);
 	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (lock xadd, 4 bytes at 0x20003e, bytes f0 0f c1 07) emulated"));
+	free(out);
 }
 
 /* The 2 MiB page at 0x200000, as the boot protocol maps it, with other flags. */
@@ -380,20 +266,21 @@ static uint32_t operand_at(uint64_t gpa)
  */
 static void ac_becomes_the_page_fault(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	place_split_xadd(RAM - 2);
-	fake.sregs.cr2 = 0x1234;
+	place_split_xadd(v, RAM - 2);
+	f->sregs.cr2 = 0x1234;
 	ac_exit(v, 17, true);
-	assert_false(vm_stopping(&vm));
-	assert_int_equal(fake.set_regs_calls, 0);
-	assert_int_equal(fake.set_sregs_calls, 1);
-	assert_int_equal(fake.sregs.cr2, RAM);
-	assert_int_equal(fake.events.exception.injected, 1);
-	assert_int_equal(fake.events.exception.nr, 14);
-	assert_int_equal(fake.events.exception.has_error_code, 1);
-	assert_int_equal(fake.events.exception.error_code, 0x2);	/* not present, write */
+	assert_false(vm_stopping(&fv.vm));
+	assert_int_equal(FAKE_CALLS(f, set_regs), 0);
+	assert_int_equal(FAKE_CALLS(f, set_sregs), 1);
+	assert_int_equal(f->sregs.cr2, RAM);
+	assert_int_equal(f->events.exception.injected, 1);
+	assert_int_equal(f->events.exception.nr, 14);
+	assert_int_equal(f->events.exception.has_error_code, 1);
+	assert_int_equal(f->events.exception.error_code, 0x2);	/* not present, write */
 	memcpy(ram + RAM - 2, "\x44\x33", 2);
 	ac_exit(v, 17, false);
 	assert_int_equal(ram[RAM - 2], 0x44);		/* nothing written */
@@ -402,100 +289,103 @@ static void ac_becomes_the_page_fault(void **state)
 	assert_int_equal(v->stats.ac_injected, 0);
 
 	/* The first page read-only with CR0.WP: a protection fault at the operand. */
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	page_flags(0x200000, 0, X86_PTE_RW);
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.sregs.cr2, 0x20003e);
-	assert_int_equal(fake.events.exception.error_code, 0x3);
+	assert_int_equal(f->sregs.cr2, 0x20003e);
+	assert_int_equal(f->events.exception.error_code, 0x3);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* Without CR0.WP, CPL0 writes through. */
-	fake.sregs.cr0 &= ~X86_CR0_WP;
+	f->sregs.cr0 &= ~X86_CR0_WP;
 	ac_exit(v, 17, false);
 	assert_int_equal(operand_at(0x20003e), 0x11223349);
 	assert_int_equal(v->stats.split_locks_emulated, 1);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 /* SMAP, and a non-canonical operand (#GP(0), no CR2). */
 static void ac_becomes_smap_and_gp_faults(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	place_split_xadd(0x20003e);
-	fake.sregs.cr4 |= 1ull << 21;		/* SMAP; the page is a user page */
+	place_split_xadd(v, 0x20003e);
+	f->sregs.cr4 |= 1ull << 21;		/* SMAP; the page is a user page */
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.events.exception.nr, 14);
-	assert_int_equal(fake.events.exception.error_code, 0x3);
+	assert_int_equal(f->events.exception.nr, 14);
+	assert_int_equal(f->events.exception.error_code, 0x3);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
-	fake.regs.rflags |= 1ull << 18;		/* RFLAGS.AC lets CPL0 through */
+	f->regs.rflags |= 1ull << 18;		/* RFLAGS.AC lets CPL0 through */
 	ac_exit(v, 17, false);
 	assert_int_equal(operand_at(0x20003e), 0x11223349);
 
-	place_split_xadd(0x800000000000ull - 2);
-	fake.set_sregs_calls = 0;
+	place_split_xadd(v, 0x800000000000ull - 2);
+	FAKE_CALLS(f, set_sregs) = 0;
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.events.exception.nr, 13);
-	assert_int_equal(fake.events.exception.has_error_code, 1);
-	assert_int_equal(fake.events.exception.error_code, 0);
-	assert_int_equal(fake.set_sregs_calls, 0);
-	assert_false(vm_stopping(&vm));
+	assert_int_equal(f->events.exception.nr, 13);
+	assert_int_equal(f->events.exception.has_error_code, 1);
+	assert_int_equal(f->events.exception.error_code, 0);
+	assert_int_equal(FAKE_CALLS(f, set_sregs), 0);
+	assert_false(vm_stopping(&fv.vm));
 }
 
 /* Protection keys: PKRU is read from the vCPU only when CR4.PKE needs it. */
 static void ac_becomes_the_key_fault(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.get_pkru_calls, 0);
-	place_split_xadd(0x20003e);
-	fake.sregs.cr4 |= 1ull << 22;		/* PKE; the page has key 0 */
-	fake.pkru = 2;				/* WD for key 0 */
+	assert_int_equal(FAKE_CALLS(f, get_pkru), 0);
+	place_split_xadd(v, 0x20003e);
+	f->sregs.cr4 |= 1ull << 22;		/* PKE; the page has key 0 */
+	f->pkru = 2;				/* WD for key 0 */
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.get_pkru_calls, 1);
-	assert_int_equal(fake.events.exception.nr, 14);
-	assert_int_equal(fake.events.exception.error_code, 0x23);	/* P W PK */
+	assert_int_equal(FAKE_CALLS(f, get_pkru), 1);
+	assert_int_equal(f->events.exception.nr, 14);
+	assert_int_equal(f->events.exception.error_code, 0x23);	/* P W PK */
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* Keys do not bind a supervisor write with CR0.WP clear. */
-	fake.sregs.cr0 &= ~X86_CR0_WP;
+	f->sregs.cr0 &= ~X86_CR0_WP;
 	ac_exit(v, 17, false);
 	assert_int_equal(operand_at(0x20003e), 0x11223349);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 /* Reserved bits, a supervisor page at CPL3, and a fetch that faults now. */
 static void ac_becomes_reserved_and_user_faults(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	page_flags(0x200000, 1ull << 46, 0);		/* MAXPHYADDR is 46 */
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.events.exception.nr, 14);
-	assert_int_equal(fake.events.exception.error_code, 0xb);	/* P W RSVD */
-	assert_int_equal(fake.sregs.cr2, 0x20003e);
+	assert_int_equal(f->events.exception.nr, 14);
+	assert_int_equal(f->events.exception.error_code, 0xb);	/* P W RSVD */
+	assert_int_equal(f->sregs.cr2, 0x20003e);
 	page_flags(0x200000, 0, 1ull << 46);
 
 	/* CPL3 against a supervisor page. */
-	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 3;
+	f->sregs.cs.dpl = f->sregs.ss.dpl = 3;
 	page_flags(0x200000, 0, X86_PTE_US);
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.events.exception.error_code, 0x7);	/* P W U */
+	assert_int_equal(f->events.exception.error_code, 0x7);	/* P W U */
 	page_flags(0x200000, X86_PTE_US, 0);
 
 	/* The code page became no-execute since the #AC: resume, the CPU says so. */
-	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 0;
-	fake.sregs.efer |= 1ull << 11;
+	f->sregs.cs.dpl = f->sregs.ss.dpl = 0;
+	f->sregs.efer |= 1ull << 11;
 	page_flags(0x101234, 1ull << 63, 0);
-	fake.set_events_calls = 0;
+	FAKE_CALLS(f, set_events) = 0;
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.set_events_calls, 0);
-	assert_int_equal(fake.set_regs_calls, 0);
-	assert_false(vm_stopping(&vm));
+	assert_int_equal(FAKE_CALLS(f, set_events), 0);
+	assert_int_equal(FAKE_CALLS(f, set_regs), 0);
+	assert_false(vm_stopping(&fv.vm));
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 }
 
@@ -503,45 +393,50 @@ static void ac_becomes_reserved_and_user_faults(void **state)
 static void ac_in_compatibility_mode(void **state)
 {
 	static const uint8_t add_ebp[] = { 0xf0, 0x83, 0x45, 0x00, 0x01 };	/* [ebp+0] */
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	fake.sregs.cs.l = 0;
-	fake.sregs.cs.db = 1;
-	fake.sregs.ss.base = 0x200000;
+	f->sregs.cs.l = 0;
+	f->sregs.cs.db = 1;
+	f->sregs.ss.base = 0x200000;
 	memcpy(ram + 0x101234, add_ebp, sizeof(add_ebp));
 	memcpy(ram + 0x20003e, (uint32_t[]){ 0x11223344 }, 4);
-	fake.regs = (struct kvm_regs){ .rip = 0x101234, .rbp = 0x3e, .rflags = 0x2 };
+	f->regs = (struct kvm_regs){ .rip = 0x101234, .rbp = 0x3e, .rflags = 0x2 };
 	ac_exit(v, 17, false);
 	assert_int_equal(operand_at(0x20003e), 0x11223345);
-	assert_int_equal(fake.regs.rip, 0x101239);
-	fake.regs.rip = 0x101234;
-	fake.sregs.ss.limit = 0x40;
+	assert_int_equal(f->regs.rip, 0x101239);
+	f->regs.rip = 0x101234;
+	f->sregs.ss.limit = 0x40;
 	ac_exit(v, 17, false);
-	assert_int_equal(fake.events.exception.nr, 12);
-	assert_int_equal(fake.events.exception.has_error_code, 1);
-	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(f->events.exception.nr, 12);
+	assert_int_equal(f->events.exception.has_error_code, 1);
+	assert_int_equal(f->events.exception.error_code, 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223345);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 static void pkru_unreadable(void)
 {
-	place_split_xadd(0x20003e);
-	fake.sregs.cr4 |= 1ull << 22;
-	fake.get_pkru_error = 5;
-	ac_exit(&vm.vcpus[0], 17, false);
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
+
+	place_split_xadd(v, 0x20003e);
+	f->sregs.cr4 |= 1ull << 22;
+	FAKE_FAIL(f, get_pkru) = 5;
+	ac_exit(v, 17, false);
 }
 
 static void ac_stops_without_pkru(void **state)
 {
-	char out[4096];
+	char *out;
 
 	(void)state;
-	capture_stderr(pkru_unreadable, out, sizeof(out));
-	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
+	out = caught(pkru_unreadable);
+	assert_int_equal(fv.vm.status, VMM_EXIT_SPLIT_LOCK);
 	assert_non_null(strstr(out, "cannot complete it: PKRU could not be read"));
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	free(out);
 }
 
 /*
@@ -551,160 +446,201 @@ static void ac_stops_without_pkru(void **state)
  */
 static void legacy_alignment_check(void **state)
 {
-	struct vcpu *v = &vm.vcpus[0];
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	place_split_xadd(0x20003e);
-	fake.sregs.cs.dpl = fake.sregs.ss.dpl = 3;
-	fake.sregs.cr0 |= X86_CR0_AM;
-	fake.regs.rflags |= 1ull << 18;
+	place_split_xadd(v, 0x20003e);
+	f->sregs.cs.dpl = f->sregs.ss.dpl = 3;
+	f->sregs.cr0 |= X86_CR0_AM;
+	f->regs.rflags |= 1ull << 18;
 	ac_exit(v, 17, true);
-	assert_int_equal(fake.events.exception.nr, 17);
-	assert_int_equal(fake.events.exception.error_code, 0);
+	assert_int_equal(f->events.exception.nr, 17);
+	assert_int_equal(f->events.exception.error_code, 0);
 	assert_int_equal(v->stats.ac_injected, 1);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
-	fake.set_events_calls = 0;
+	FAKE_CALLS(f, set_events) = 0;
 	assert_int_equal(splitlock_check(v), SL_NONE);
-	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(FAKE_CALLS(f, set_events), 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* Without RFLAGS.AC it is a split lock again. */
-	fake.regs.rflags &= ~(1ull << 18);
+	f->regs.rflags &= ~(1ull << 18);
 	assert_int_equal(splitlock_check(v), SL_EMULATED);
 	assert_int_equal(operand_at(0x20003e), 0x11223349);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 /* --split-lock=emulate leaves every faulting split lock to the CPU. */
 static void software_leaves_faults_to_the_cpu(void **state)
 {
-	struct vcpu *v = &vm.vcpus[1];
+	struct vcpu *v = &fv.vm.vcpus[1];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	place_split_xadd(RAM - 2);
+	place_split_xadd(v, RAM - 2);
 	assert_int_equal(splitlock_check(v), SL_NONE);
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	page_flags(0x200000, 0, X86_PTE_RW);
 	assert_int_equal(splitlock_check(v), SL_NONE);
 	/* Even when the guest asked for #AC: the fault comes first. */
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
 	assert_int_equal(splitlock_check(v), SL_NONE);
-	assert_int_equal(fake.set_events_calls, 0);
+	assert_int_equal(FAKE_CALLS(f, set_events), 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* An instruction on a no-execute page is not even fetched. */
 	page_flags(0x200000, X86_PTE_RW, 0);
 	page_flags(0x101234, 1ull << 63, 0);
-	fake.sregs.efer |= 1ull << 11;
+	f->sregs.efer |= 1ull << 11;
 	wrmsr(v, MSR_TEST_CTRL, 0);
 	assert_int_equal(splitlock_check(v), SL_NONE);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	page_flags(0x101234, 0, 1ull << 63);
 	assert_int_equal(splitlock_check(v), SL_EMULATED);
 	assert_int_equal(v->stats.split_locks_detected, 1);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 static void unemulatable(void)
 {
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
+
 	/* 32-bit paging without long mode: not walked. */
-	place_split_xadd(0x20003e);
-	fake.sregs.efer &= ~X86_EFER_LMA;
-	ac_exit(&vm.vcpus[0], 17, false);
+	place_split_xadd(v, 0x20003e);
+	f->sregs.efer &= ~X86_EFER_LMA;
+	ac_exit(v, 17, false);
 }
 
 static void ac_stops_when_it_cannot_emulate(void **state)
 {
-	char out[4096];
-	struct vcpu *v = &vm.vcpus[0];
+	char *out;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
 
 	(void)state;
-	capture_stderr(unemulatable, out, sizeof(out));
-	assert_true(vm_stopping(&vm));
-	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
-	assert_int_equal(fake.set_regs_calls, 0);
+	out = caught(unemulatable);
+	assert_true(vm_stopping(&fv.vm));
+	assert_int_equal(fv.vm.status, VMM_EXIT_SPLIT_LOCK);
+	assert_int_equal(FAKE_CALLS(f, set_regs), 0);
 	assert_int_equal(v->stats.split_lock_stops, 1);
 	assert_non_null(strstr(out, "vCPU 0: split lock at RIP 0x101234 (bytes"));
 	assert_non_null(strstr(out, "TEST_CTRL bit 29 is clear"));
 	assert_non_null(strstr(out, "cannot complete it: the guest uses 32-bit or PAE paging"));
 	assert_non_null(strstr(out, "registers:"));
+	free(out);
 }
 
 static void undecodable(void)
 {
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
+
 	memset(ram + 0x101234, 0x90, 16);
-	fake.regs.rip = 0x101234;
-	ac_exit(&vm.vcpus[0], 17, false);
+	f->regs.rip = 0x101234;
+	ac_exit(v, 17, false);
 }
 
 static void ac_on_unknown_instruction_stops(void **state)
 {
-	char out[4096];
+	char *out;
 
 	(void)state;
-	capture_stderr(undecodable, out, sizeof(out));
-	assert_int_equal(vm.status, VMM_EXIT_SPLIT_LOCK);
+	out = caught(undecodable);
+	assert_int_equal(fv.vm.status, VMM_EXIT_SPLIT_LOCK);
 	assert_non_null(strstr(out, "(bytes 90 90 90"));
 	assert_non_null(strstr(out, "not a locked read-modify-write"));
+	/* The dump reads the bytes at RIP through the page walker, as the CPU fetches. */
+	assert_non_null(strstr(out, "bytes at RIP: 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90\n"));
+	free(out);
+}
+
+static void registers_unreadable(void)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	place_split_xadd(v, 0x20003e);
+	FAKE_FAIL(fake_vcpu(v), get_sregs) = EIO;
+	ac_exit(v, 17, false);
+}
+
+static void ac_stops_when_registers_unreadable(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = caught(registers_unreadable);
+	assert_int_equal(fv.vm.status, VMM_EXIT_HOST);
+	assert_non_null(strstr(out, "reading registers after a split-lock #AC failed"));
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	assert_int_equal(fv.vm.vcpus[0].stats.split_locks_emulated, 0);
+	free(out);
 }
 
 /* --split-lock=emulate's check before an instruction runs. */
 static void software_check(void **state)
 {
-	struct vcpu *v = &vm.vcpus[1];
+	struct vcpu *v = &fv.vm.vcpus[1];
+	struct fake_vcpu *f = fake_vcpu(v);
 	uint32_t result;
 
 	(void)state;
-	place_split_xadd(0x200000);		/* inside one line */
+	place_split_xadd(v, 0x200000);		/* inside one line */
 	assert_int_equal(splitlock_check(v), SL_NONE);
 	memset(ram + 0x101234, 0x90, 4);	/* not a locked op */
 	assert_int_equal(splitlock_check(v), SL_NONE);
 
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	assert_int_equal(splitlock_check(v), SL_EMULATED);
 	memcpy(&result, ram + 0x20003e, 4);
 	assert_int_equal(result, 0x11223349);
 	assert_int_equal(v->stats.split_locks_detected, 1);
 
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
-	place_split_xadd(0x20003e);
+	place_split_xadd(v, 0x20003e);
 	assert_int_equal(splitlock_check(v), SL_AC_INJECTED);
-	assert_int_equal(fake.events.exception.nr, 17);
+	assert_int_equal(f->events.exception.nr, 17);
 	memcpy(&result, ram + 0x20003e, 4);
 	assert_int_equal(result, 0x11223344);	/* a fault: nothing written */
 	assert_int_equal(v->stats.split_locks_detected, 2);
-	assert_false(vm_stopping(&vm));
+	assert_false(vm_stopping(&fv.vm));
 }
 
 static void other_vector_stops(void)
 {
-	ac_exit(&vm.vcpus[0], 13, false);
+	ac_exit(&fv.vm.vcpus[0], 13, false);
 }
 
 static void other_exception_is_unhandled(void **state)
 {
-	char out[1024];
+	char *out;
 
 	(void)state;
-	capture_stderr(other_vector_stops, out, sizeof(out));
-	assert_int_equal(vm.status, VMM_EXIT_UNHANDLED);
+	out = caught(other_vector_stops);
+	assert_int_equal(fv.vm.status, VMM_EXIT_UNHANDLED);
 	assert_non_null(strstr(out, "exception 13"));
+	free(out);
 }
 
 static void inject_fails(void)
 {
-	wrmsr(&vm.vcpus[0], MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
-	fake.set_events_error = 22;
-	ac_exit(&vm.vcpus[0], 17, false);
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
+
+	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
+	FAKE_FAIL(f, set_events) = 22;
+	ac_exit(v, 17, false);
 }
 
 static void injection_failure_stops(void **state)
 {
-	char out[1024];
+	char *out;
 
 	(void)state;
-	capture_stderr(inject_fails, out, sizeof(out));
-	assert_int_equal(vm.status, VMM_EXIT_HOST);
+	out = caught(inject_fails);
+	assert_int_equal(fv.vm.status, VMM_EXIT_HOST);
 	assert_non_null(strstr(out, "KVM_SET_VCPU_EVENTS failed"));
-	assert_int_equal(vm.vcpus[0].stats.ac_injected, 0);
+	assert_int_equal(fv.vm.vcpus[0].stats.ac_injected, 0);
+	free(out);
 }
 
 static void decision(void **state)
@@ -737,6 +673,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(legacy_alignment_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(software_leaves_faults_to_the_cpu, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_on_unknown_instruction_stops, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_stops_when_registers_unreadable, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(software_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(injection_failure_stops, setup_enumerated, teardown),

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+#include "fake_kvm.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot.h"
+#include "emulate.h"
+#include "pagewalk.h"
+
+_Static_assert(sizeof(struct vcpu_ops) % sizeof(fake_fn) == 0,
+	       "struct vcpu_ops holds function pointers only");
+
+struct fake_vcpu *fake_vcpu(struct vcpu *v)
+{
+	struct fake_vm *f = (struct fake_vm *)((char *)v->vm - offsetof(struct fake_vm, vm));
+
+	return &f->cpus[v->index];
+}
+
+/* Counts a call of op; its injected error, 0 or -errno. */
+static int enter(struct vcpu *v, size_t op)
+{
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	fc->calls[op]++;
+	return -fc->fail[op];
+}
+
+/* A getter and a setter of one piece of vCPU state. */
+#define FAKE_GET(op, type, field)                                  \
+	static int fake_##op(struct vcpu *v, type *out)            \
+	{                                                          \
+		int r = enter(v, FAKE_OP(op));                     \
+		if (!r)                                            \
+			*out = fake_vcpu(v)->field;                \
+		return r;                                          \
+	}
+#define FAKE_SET(op, type, field)                                  \
+	static int fake_##op(struct vcpu *v, const type *in)       \
+	{                                                          \
+		int r = enter(v, FAKE_OP(op));                     \
+		if (!r)                                            \
+			fake_vcpu(v)->field = *in;                 \
+		return r;                                          \
+	}
+
+FAKE_GET(get_regs, struct kvm_regs, regs)
+FAKE_SET(set_regs, struct kvm_regs, regs)
+FAKE_GET(get_sregs, struct kvm_sregs, sregs)
+FAKE_SET(set_sregs, struct kvm_sregs, sregs)
+FAKE_GET(get_events, struct kvm_vcpu_events, events)
+FAKE_SET(set_events, struct kvm_vcpu_events, events)
+FAKE_GET(get_pkru, uint32_t, pkru)
+
+/* What the CPU would fetch there now: the page walker on guest RAM. */
+static size_t fake_read_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
+{
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging pg;
+
+	if (enter(v, FAKE_OP(read_virt)))
+		return 0;
+	paging_from_sregs(&pg, &fc->sregs);
+	pg.cpl = sl_cpl(&fc->sregs, fc->regs.rflags);
+	pg.ac = fc->regs.rflags & X86_RFLAGS_AC;
+	pg.pkru = fc->pkru;
+	pg.maxphyaddr = v->maxphyaddr;
+	return pagewalk_read(&m, &pg, gva, buf, len);
+}
+
+/* A new member of struct vcpu_ops: its fake above, and one line here. */
+static const struct vcpu_ops fake_ops = {
+	.get_regs = fake_get_regs,
+	.set_regs = fake_set_regs,
+	.get_sregs = fake_get_sregs,
+	.set_sregs = fake_set_sregs,
+	.get_events = fake_get_events,
+	.set_events = fake_set_events,
+	.get_pkru = fake_get_pkru,
+	.read_virt = fake_read_virt,
+};
+
+static int check_ops(void)
+{
+	for (size_t i = 0; i < FAKE_NOPS; i++) {
+		fake_fn fn;
+
+		memcpy(&fn, (const char *)&fake_ops + i * sizeof(fn), sizeof(fn));
+		if (!fn) {
+			fprintf(stderr, "fake_kvm: struct vcpu_ops member %zu has no fake in tests/common/fake_kvm.c\n",
+				i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int fake_vm_init(struct fake_vm *f, unsigned ncpus, uint64_t ram_size)
+{
+	memset(f, 0, sizeof(*f));
+	f->console_fd = -1;
+	if (check_ops())
+		return -1;
+	f->console_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (f->console_fd < 0 || vm_init_common(&f->vm, &f->opts, ncpus, f->console_fd))
+		return -1;
+	f->runs = calloc(ncpus, sizeof(*f->runs));
+	f->cpus = calloc(ncpus, sizeof(*f->cpus));
+	if (!f->runs || !f->cpus)
+		return -1;
+	if (ram_size) {
+		f->vm.mem = calloc(1, ram_size);
+		if (!f->vm.mem)
+			return -1;
+		f->vm.ram_size = ram_size;
+		boot_build_page_tables(f->vm.mem, ram_size);
+	}
+	f->vm.split_lock_enumerated = true;
+	for (unsigned i = 0; i < ncpus; i++) {
+		struct vcpu *v = &f->vm.vcpus[i];
+
+		v->run = &f->runs[i];
+		v->ops = &fake_ops;
+		v->maxphyaddr = 46;
+		msr_reset(&v->msrs);
+		boot_init_sregs(&f->cpus[i].sregs);
+		f->cpus[i].regs.rflags = X86_RFLAGS_FIXED;
+	}
+	return 0;
+}
+
+void fake_vm_destroy(struct fake_vm *f)
+{
+	if (f->vm.vcpus)
+		vm_destroy_common(&f->vm);
+	if (f->console_fd >= 0)
+		close(f->console_fd);
+	free(f->vm.mem);
+	free(f->runs);
+	free(f->cpus);
+	memset(f, 0, sizeof(*f));
+	f->console_fd = -1;
+}
