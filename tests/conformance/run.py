@@ -38,7 +38,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SKIP = 77
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+from vmmlib import kvm_usable, parse_tap, run, skip  # noqa: E402
+
 QEMU = "qemu-system-x86_64"
 QEMU_FW_FILES = ["bios-256k.bin", "bios-microvm.bin", "pvh.bin", "linuxboot_dma.bin",
                  "kvmvapic.bin"]
@@ -159,21 +161,17 @@ def finish(conf, rc, out, err, note=None):
 
 
 def run_local(conf):
-    if conf.get("needs_kvm") and not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return finish(conf, None, "", "", "no usable /dev/kvm")
+    why = conf.get("needs_kvm") and kvm_usable()
+    if why:
+        return finish(conf, None, "", "", why)
     exe = conf["cmd"][0]
     if not (shutil.which(exe) or os.access(exe, os.X_OK)):
         return finish(conf, None, "", "", f"{exe} not found")
     print("$ " + " ".join(conf["cmd"]), file=sys.stderr, flush=True)
-    try:
-        p = subprocess.run(conf["cmd"], capture_output=True, timeout=RUN_TIMEOUT,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        return finish(conf, None, (e.stdout or b"").decode(errors="replace"),
-                      (e.stderr or b"").decode(errors="replace"),
-                      f"killed after {RUN_TIMEOUT} s")
-    return finish(conf, p.returncode, p.stdout.decode(errors="replace"),
-                  p.stderr.decode(errors="replace"))
+    r = run(conf["cmd"], timeout=RUN_TIMEOUT, quiet=True)
+    if r.hung:
+        return finish(conf, None, r.out, r.err, f"killed after {RUN_TIMEOUT} s")
+    return finish(conf, r.status, r.out, r.err)
 
 
 def lab_script(confs):
@@ -241,26 +239,6 @@ def run_lab(build, confs, lab_timeout):
 
 # ------------------------------------------------------------------ TAP to verdicts
 
-def parse_tap(text):
-    plan, lines, diags = None, [], {}
-    for line in text.splitlines():
-        m = re.match(r"^1\.\.(\d+)\s*$", line)
-        if m:
-            plan = int(m.group(1))
-            continue
-        # Descriptions may hold '#' ("raises #GP"); a directive is " # SKIP ...".
-        m = re.match(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?(.*?)(?:\s#\s*((?:SKIP|TODO)\b.*))?$",
-                     line, re.I)
-        if m:
-            lines.append(dict(ok=m.group(1) == "ok", desc=m.group(3).strip(),
-                              directive=(m.group(4) or "").strip()))
-            continue
-        m = re.match(r"^# ([a-z_0-9.\[\]]+)=(\S+)$", line)
-        if m:
-            diags[m.group(1)] = m.group(2)
-    return plan, lines, diags
-
-
 def line_id(desc):
     for rid, pat in PATTERNS.items():
         if pat.search(desc):
@@ -277,26 +255,29 @@ def detail(desc):
 
 def verdicts(r):
     """{row id: (verdict, text)} with verdict pass/fail/skip, or None if no TAP."""
-    plan, lines, diags = parse_tap(r["out"])
+    plan, results, diag_lines = parse_tap(r["out"])
+    lines = [ln for ln in results if ln.num]    # a "Bail out!" is no test line here
+    diags = dict(m.groups() for m in (re.match(r"^([a-z_0-9.\[\]]+)=(\S+)$", d)
+                                      for d in diag_lines) if m)
     r["plan"], r["ntap"], r["diags"] = plan, len(lines), diags
     r["complete"] = plan is not None and plan == len(lines) and plan > 0
-    r["failed"] = sum(1 for ln in lines if not ln["ok"])
+    r["failed"] = sum(1 for ln in lines if not ln.ok)
     rows = {}
     for rid, _ in ROWS:
-        mine = [ln for ln in lines if line_id(ln["desc"]) == rid]
+        mine = [ln for ln in lines if line_id(ln.desc) == rid]
         if not mine:
             continue
-        skips = [ln for ln in mine if ln["directive"].upper().startswith("SKIP")]
-        fails = [ln for ln in mine if not ln["ok"]]
+        skips = [ln for ln in mine if ln.directive.upper().startswith("SKIP")]
+        fails = [ln for ln in mine if not ln.ok]
         if fails:
-            text = detail(fails[0]["desc"])
+            text = detail(fails[0].desc)
             if len(mine) > 1:
                 text = f"{len(fails)} of {len(mine)} failed" + (f"; first: {text}" if text else "")
             rows[rid] = ("fail", text)
         elif len(skips) == len(mine):
-            rows[rid] = ("skip", re.sub(r"^SKIP\s*", "", skips[0]["directive"], flags=re.I))
+            rows[rid] = ("skip", re.sub(r"^SKIP\s*", "", skips[0].directive, flags=re.I))
         else:
-            text = detail(mine[0]["desc"]) if len(mine) == 1 else f"{len(mine)} of {len(mine)}"
+            text = detail(mine[0].desc) if len(mine) == 1 else f"{len(mine)} of {len(mine)}"
             rows[rid] = ("pass", text)
     return rows
 
@@ -505,11 +486,9 @@ def main():
         return 0
     if a.check_tcg:
         if not shutil.which(QEMU):
-            print(f"SKIP: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86)")
-            return SKIP
+            return skip(f"{QEMU} is not installed (scripts/setup.sh installs qemu-system-x86)")
         if not os.path.exists(os.path.join(build, "guest.elf")):
-            print(f"SKIP: no {build}/guest.elf (built with -Dguest=false?)")
-            return SKIP
+            return skip(f"no {build}/guest.elf (built with -Dguest=false?)")
 
     for c in local:
         c["build"] = build

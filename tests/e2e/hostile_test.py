@@ -24,107 +24,14 @@ CASE is one of:
                           --stats delays are time actually waited
 Exits 0 on success, 1 on failure, 77 when /dev/kvm is unusable.
 """
+import json
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmtest import kvm_usable, parse_tap  # noqa: E402
-from policy_test import host_info  # noqa: E402
-
-SKIP = 77
-
-
-class Run:
-    """One finished vmm: status, output, timings and peak RSS."""
-    pid = status = None
-    out = err = ""
-    elapsed = 0.0
-    stop_elapsed = None     # from the signal to the exit
-    hwm_kb = 0              # VmHWM, the peak RSS, at the last look before the exit
-    rss_samples = ()        # (seconds, VmRSS kB) while it ran
-    hung = False
-
-
-def proc_kb(pid, field):
-    """VmRSS or VmHWM of a running process, in kB. (wait4's ru_maxrss is no
-    use here: it still counts the forked Python from before the exec.)"""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def run_vmm(vmm, args, timeout=120, sig=None, signal_after=1.0, read_stdout=True,
-            sample_rss=False):
-    """Runs vmm, optionally signals it, and watches its memory until it exits."""
-    cmd = [vmm] + args
-    print("$ " + " ".join(cmd), flush=True)
-    r = Run()
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    r.pid = proc.pid
-    chunks = {"out": [], "err": []}
-
-    def reader(stream, key):
-        for block in iter(lambda: stream.read(65536), b""):
-            chunks[key].append(block)
-
-    threads = [threading.Thread(target=reader, args=(proc.stderr, "err"), daemon=True)]
-    if read_stdout:
-        threads.append(threading.Thread(target=reader, args=(proc.stdout, "out"), daemon=True))
-    for t in threads:
-        t.start()
-    samples = []
-    sent = None
-    deadline = t0 + timeout
-    status = None
-    while status is None:
-        now = time.monotonic()
-        if sig is not None and sent is None and now - t0 >= signal_after:
-            proc.send_signal(sig)
-            sent = now
-        if now >= deadline:
-            r.hung = True
-            proc.kill()
-        # Zombies keep /proc/PID/status but have no memory left: look first.
-        hwm = proc_kb(proc.pid, "VmHWM")
-        if hwm:
-            r.hwm_kb = hwm
-        if sample_rss:
-            kb = proc_kb(proc.pid, "VmRSS")
-            if kb:
-                samples.append((now - t0, kb))
-        pid, wstatus = os.waitpid(proc.pid, os.WNOHANG)
-        if pid:
-            status = os.waitstatus_to_exitcode(wstatus)
-            break
-        time.sleep(0.02)
-    end = time.monotonic()
-    proc.returncode = status
-    if not read_stdout:
-        # What the pipe still holds; the writer is gone, so this ends.
-        chunks["out"].append(proc.stdout.read())
-    for t in threads:
-        t.join(timeout=10)
-    proc.stdout.close()
-    proc.stderr.close()
-    r.status = status
-    r.elapsed = end - t0
-    r.stop_elapsed = end - sent if sent is not None else None
-    r.rss_samples = samples
-    r.out = b"".join(chunks["out"]).decode(errors="replace")
-    r.err = b"".join(chunks["err"]).decode(errors="replace")
-    return r
+from vmmlib import Skip, case_main, run_vmm, tap_failures  # noqa: E402
 
 
 def show(r, out_limit=4000):
@@ -143,12 +50,7 @@ def expect_status(r, want):
 
 
 def expect_tap(r):
-    plan, results, diags = parse_tap(r.out)
-    fails = []
-    if plan is None or plan != len(results) or plan == 0:
-        fails.append(f"TAP plan {plan}, {len(results)} results")
-    fails += [f"TAP test {n} failed: {d}" for ok, n, d, _ in results if not ok]
-    return fails, diags
+    return tap_failures(r.out)
 
 
 def error_lines(err):
@@ -258,7 +160,6 @@ def storm_want(n, en):
 
 
 def check_stats(path, policy, en, wants):
-    import json
     with open(path) as f:
         st = json.load(f)
     fails = []
@@ -280,28 +181,26 @@ def check_stats(path, policy, en, wants):
 
 def run_msr_guest(ctx, policy, cpus, append, en, want_per_vcpu):
     """Runs a hostile MSR guest with --stats; checks status, TAP, sld= and the counts."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stats.json")
-        r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "100", "--stats=" + path,
-                              "--split-lock=" + policy, "-a", append, ctx.guest])
-        show(r)
-        fails = expect_status(r, 0)
-        tap_fails, diags = expect_tap(r)
-        fails += tap_fails
-        want = "sld=enumerated" if en else "sld=not-enumerated"
-        if want not in diags:
-            fails.append(f"the guest did not report {want}")
-        if os.path.exists(path):
-            fails += check_stats(path, policy, en, want_per_vcpu)
-        else:
-            fails.append("no --stats file")
+    path = os.path.join(ctx.tmp, "stats.json")
+    r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "100", "--stats=" + path,
+                          "--split-lock=" + policy, "-a", append, ctx.guest])
+    show(r)
+    fails = expect_status(r, 0)
+    tap_fails, diags = expect_tap(r)
+    fails += tap_fails
+    want = "sld=enumerated" if en else "sld=not-enumerated"
+    if want not in diags:
+        fails.append(f"the guest did not report {want}")
+    if os.path.exists(path):
+        fails += check_stats(path, policy, en, want_per_vcpu)
+    else:
+        fails.append("no --stats file")
     return r, fails
 
 
 def case_msr_storm(ctx, policy):
     if not policy_supported(ctx, policy):
-        print(f"SKIP: --split-lock={policy} is not available here")
-        return None
+        raise Skip(f"--split-lock={policy} is not available here")
     en = enumerated(ctx, policy)
     # Emulate single-steps every CPL0 instruction: fewer rounds, same checks.
     cpus, iters = (2, 100) if policy == "emulate" else (4, 500)
@@ -314,8 +213,7 @@ def case_msr_storm(ctx, policy):
 
 def case_reserved_bits(ctx, policy):
     if not policy_supported(ctx, policy):
-        print(f"SKIP: --split-lock={policy} is not available here")
-        return None
+        raise Skip(f"--split-lock={policy} is not available here")
     en = enumerated(ctx, policy)
     # 64 single bits, 64 combinations, one 0; 68 CORE_CAPABILITIES values.
     tc_w, tc_r, cc_w, cc_r = 129, 128, 68, 69
@@ -396,8 +294,8 @@ def case_com1_flood(ctx):
 
 def flood_forever(ctx, read_stdout):
     r = run_vmm(ctx.vmm, ["-c", "2", "-a", "hostile=com1-flood hostile.bytes=0", ctx.guest],
-                timeout=60, sig=signal.SIGTERM, signal_after=2.0, read_stdout=read_stdout,
-                sample_rss=True)
+                timeout=60, sig=signal.SIGTERM, signal_after=2.0,
+                stdout_bytes=None if read_stdout else 0, sample_rss=True)
     show(r, out_limit=1000)
     fails = expect_status(r, 143)
     if not re.search(r"^vmm: stopping the VM on Terminated$", r.err, re.M):
@@ -438,26 +336,15 @@ def case_com1_flood_stalled(ctx):
 
 def case_com1_flood_closed(ctx):
     """The reader goes away mid-flood: vmm says so once and runs the guest to its end."""
-    cmd = [ctx.vmm, "-q", "-c", "2", "--timeout", "100", "-a",
-           "hostile=com1-flood hostile.bytes=64K", ctx.guest]
-    print("$ " + " ".join(cmd), flush=True)
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = proc.stdout.read(4096)
-    proc.stdout.close()
-    try:
-        err = proc.communicate(timeout=100)[1].decode(errors="replace")
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return ["vmm did not finish after its reader went away"]
-    r = Run()
-    r.pid, r.status, r.err, r.out = proc.pid, proc.returncode, err, first.decode(errors="replace")
-    r.elapsed = time.monotonic() - t0
+    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "100", "-a",
+                          "hostile=com1-flood hostile.bytes=64K", ctx.guest],
+                timeout=100, stdout_bytes=4096)
     show(r)
+    if r.hung:
+        return ["vmm did not finish after its reader went away"]
     fails = expect_status(r, 0)
     want = "vmm: warning: writing guest console output failed: Broken pipe; dropping the rest"
-    if err.splitlines() != [want]:
+    if r.err.splitlines() != [want]:
         fails.append(f"stderr should be exactly one line '{want}'")
     return fails + host_unaffected(ctx, r)
 
@@ -533,30 +420,28 @@ def case_unknown_mode(ctx):
 
 def case_split_lock_progress(ctx):
     """A vCPU waiting out the ratelimit must not hold up the others."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stats.json")
-        r = run_vmm(ctx.vmm, ["-q", "-c", "3", "--timeout", "30", "--split-lock=emulate",
-                              "--split-lock-ratelimit=1", "--stats=" + path,
-                              "-a", "hostile=split-lock-progress", ctx.guest], timeout=60)
-        show(r)
-        fails = expect_status(r, 0)
-        tap_fails, diags = expect_tap(r)
-        fails += tap_fails
-        # At 1 split lock a second, its 30000 iterations (about 1 s
-        # unhindered here) must not span more than 6 of them. Held up by
-        # the others' ratelimit waits, as before the fix, they spanned 15.
-        during = [int(d.split(": ")[1]) for d in diags
-                  if d.startswith("split locks while vCPU 0 counted: ")]
-        if len(during) != 1 or during[0] > 6:
-            fails.append(f"vCPU 0, which never split-locks, was held up by the others' "
-                         f"ratelimit waits: split locks during its count {during}")
-        st = None
-        if os.path.exists(path):
-            import json
-            with open(path) as f:
-                st = json.load(f)
-        else:
-            fails.append("no --stats file")
+    path = os.path.join(ctx.tmp, "stats.json")
+    r = run_vmm(ctx.vmm, ["-q", "-c", "3", "--timeout", "30", "--split-lock=emulate",
+                          "--split-lock-ratelimit=1", "--stats=" + path,
+                          "-a", "hostile=split-lock-progress", ctx.guest], timeout=60)
+    show(r)
+    fails = expect_status(r, 0)
+    tap_fails, diags = expect_tap(r)
+    fails += tap_fails
+    # At 1 split lock a second, its 30000 iterations (about 1 s
+    # unhindered here) must not span more than 6 of them. Held up by
+    # the others' ratelimit waits, as before the fix, they spanned 15.
+    during = [int(d.split(": ")[1]) for d in diags
+              if d.startswith("split locks while vCPU 0 counted: ")]
+    if len(during) != 1 or during[0] > 6:
+        fails.append(f"vCPU 0, which never split-locks, was held up by the others' "
+                     f"ratelimit waits: split locks during its count {during}")
+    st = None
+    if os.path.exists(path):
+        with open(path) as f:
+            st = json.load(f)
+    else:
+        fails.append("no --stats file")
     if st:
         indices = [v["index"] for v in st["vcpus"]]
         if indices != [0, 1, 2]:
@@ -593,28 +478,5 @@ CASES = {
 }
 
 
-class Ctx:
-    pass
-
-
-def main():
-    args = sys.argv[1:]
-    ctx = Ctx()
-    ctx.vmm = args[args.index("--vmm") + 1]
-    ctx.guest = args[args.index("--guest") + 1]
-    rest = [a for a in args if a not in ("--vmm", ctx.vmm, "--guest", ctx.guest)]
-    why = kvm_usable()
-    if why:
-        print(f"SKIP: {why}")
-        return SKIP
-    ctx.hi = host_info(ctx.vmm)
-    fails = CASES[rest[0]](ctx, *rest[1:])
-    if fails is None:
-        return SKIP
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(case_main(CASES, __doc__))

@@ -8,28 +8,18 @@ part of the answer then only says why).
 """
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmtest import kvm_usable  # noqa: E402
-
-SKIP = 77
+from vmmlib import case_main, run  # noqa: E402
 
 
-def main():
-    vmm = sys.argv[sys.argv.index("--vmm") + 1]
-    why = kvm_usable()
-    if why:
-        print(f"SKIP: {why}")
-        return SKIP
-    p = subprocess.run([vmm, "--host-info", "--json"], capture_output=True, text=True,
-                       timeout=60)
-    print(p.stdout + "--- stderr ---\n" + p.stderr)
-    if p.returncode != 0:
-        print(f"FAIL: exit status {p.returncode}")
-        return 1
-    d = json.loads(p.stdout)
+def case_json(ctx):
+    r = run([ctx.vmm, "--host-info", "--json"], timeout=60)
+    print(r.out + "--- stderr ---\n" + r.err)
+    if r.hung or r.status != 0:
+        return [f"exit status {r.status}"]
+    d = json.loads(r.out)
     fails = []
     if d["mode"] not in ("none", "off", "warn", "fatal", "ratelimit"):
         fails.append(f"mode {d['mode']!r}")
@@ -40,10 +30,8 @@ def main():
         fails.append(f"caps {d['kvm']['caps']} lack some of {sorted(need)}")
     if d["kvm"]["probe"]["singlestep_cpl0"] not in (True, False):
         fails.append(f"singlestep_cpl0 {d['kvm']['probe']['singlestep_cpl0']!r}")
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
+    return fails
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(case_main({"json": case_json}, __doc__))

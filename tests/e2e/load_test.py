@@ -18,20 +18,22 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from policy_test import check, run_case, start  # noqa: E402
+from policy_test import check, start_vm  # noqa: E402
+from vmmlib import case_main  # noqa: E402
 
 VMS = 16
 POLICIES = ["inherit", "off", "on"]
 
 
-def case_many_vms(vmm, guest, hi):
+def case_many_vms(ctx):
+    hi = ctx.hi
     policies = [POLICIES[i % len(POLICIES)] for i in range(VMS)]
     t0 = time.monotonic()
-    procs = [start(vmm, guest, p, 2, hi) for p in policies]
+    vms = [start_vm(ctx, p, 2) for p in policies]
     fails = []
-    for i, (proc, p) in enumerate(zip(procs, policies)):
+    for i, (vm, p) in enumerate(zip(vms, policies)):
         print(f"=== VM {i}: --split-lock={p}")
-        fails += [f"VM {i}: {f}" for f in check(proc, p, hi)]
+        fails += [f"VM {i}: {f}" for f in check(vm, p, hi)]
     elapsed = time.monotonic() - t0
     ran = sum(1 for p in policies if p != "on" or hi["can_deliver_ac"])
     print(f"{VMS} VMs of 2 vCPUs ({ran} ran the self-test, {VMS - ran} refused) "
@@ -39,20 +41,17 @@ def case_many_vms(vmm, guest, hi):
     return fails
 
 
-def case_64_vcpus(vmm, guest, hi):
+def case_64_vcpus(ctx):
+    hi = ctx.hi
     cpus = 64
     t0 = time.monotonic()
-    proc = start(vmm, guest, "inherit", cpus, hi, ["-m", "128M"])
+    vm = start_vm(ctx, "inherit", cpus, ["-m", "128M"])
     # The self-test's SMP group checks that all 63 APs checked in, each once.
-    fails = check(proc, "inherit", hi)
+    fails = check(vm, "inherit", hi)
     elapsed = time.monotonic() - t0
     print(f"one VM with {cpus} vCPUs finished in {elapsed:.1f} s")
     return fails
 
 
-def main():
-    return run_case({"many-vms": case_many_vms, "64-vcpus": case_64_vcpus}, sys.argv[1:])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(case_main({"many-vms": case_many_vms, "64-vcpus": case_64_vcpus}, __doc__))

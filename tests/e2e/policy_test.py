@@ -15,21 +15,13 @@ Exits 0 on success, 1 on failure, 77 when /dev/kvm is unusable.
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmtest import kvm_usable, parse_tap  # noqa: E402
+from vmmlib import case_main, parse_tap, start  # noqa: E402
 
-SKIP = 77
 EXIT_POLICY = 74
-
-
-def host_info(vmm):
-    out = subprocess.run([vmm, "--host-info", "--json"], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
+REFUSAL = r"^vmm: error: --split-lock=on cannot be honoured: .*split_lock_detect=fatal"
 
 
 def expectation(policy, hi):
@@ -44,36 +36,26 @@ def expectation(policy, hi):
     return True, deliver
 
 
-def start(vmm, guest, policy, cpus, hi, extra=()):
-    cmd = [vmm, "--split-lock=" + policy, "-c", str(cpus), "--timeout", "120",
-           *extra, guest]
-    print("$ " + " ".join(cmd))
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, errors="replace")
-
-
-def check(proc, policy, hi):
-    """Returns a list of failures for one finished VM."""
-    out, err = proc.communicate(timeout=240)
-    starts, enumerated = expectation(policy, hi)
-    print(out + "--- stderr ---\n" + err)
+def refusal_failures(policy, status, out, err, refusal=REFUSAL):
+    """A VM that vmm must refuse to start under policy: 74 and one line."""
     fails = []
-    if not starts:
-        if proc.returncode != EXIT_POLICY:
-            fails.append(f"{policy}: exit {proc.returncode}, expected {EXIT_POLICY} (refused)")
-        if not re.search(r"^vmm: error: --split-lock=on cannot be honoured: .*split_lock_detect=fatal", err, re.M):
-            fails.append(f"{policy}: no one-line refusal on stderr")
-        if out:
-            fails.append(f"{policy}: the guest ran although vmm refused")
-        return fails
-    if proc.returncode != 0:
-        fails.append(f"{policy}: exit {proc.returncode}, expected 0")
+    if status != EXIT_POLICY:
+        fails.append(f"{policy}: exit {status}, expected {EXIT_POLICY} (refused)")
+    if not re.search(refusal, err, re.M):
+        fails.append(f"{policy}: no one-line refusal on stderr")
+    if out:
+        fails.append(f"{policy}: the guest ran although vmm refused")
+    return fails
+
+
+def guest_view_failures(policy, hi, enumerated, err, diags):
+    """vmm's policy line, and what the guest saw of split-lock detection
+    (its sld=, core_capabilities= and CPUID diagnostics) against the policy
+    and the host's --host-info probe."""
+    fails = []
     word = "enumerated to the guest" if enumerated else "not enumerated"
     if not re.search(rf"^vmm: split-lock detection: {policy}, {word}", err, re.M):
         fails.append(f"{policy}: stderr lacks the policy line '{policy}, {word}'")
-    plan, results, diags = parse_tap(out)
-    if plan is None or plan != len(results) or not all(r[0] for r in results):
-        fails.append(f"{policy}: guest TAP incomplete or failing")
     want_sld = "sld=enumerated" if enumerated else "sld=not-enumerated"
     want_caps = "core_capabilities=0x20" if enumerated else "core_capabilities=0x0"
     for want in (want_sld, want_caps):
@@ -86,26 +68,50 @@ def check(proc, policy, hi):
     return fails
 
 
-def case_policy(vmm, guest, hi, policy, cpus):
-    return check(start(vmm, guest, policy, int(cpus), hi), policy, hi)
+def start_vm(ctx, policy, cpus, extra=()):
+    return start([ctx.vmm, "--split-lock=" + policy, "-c", str(cpus), "--timeout", "120",
+                  *extra, ctx.guest])
 
 
-def case_concurrent(vmm, guest, hi):
-    policies = ["inherit", "off", "on", "emulate", "inherit"]
-    procs = [start(vmm, guest, p, 2, hi) for p in policies]
+def check(vm, policy, hi):
+    """Returns a list of failures for one VM, waiting for its end."""
+    r = vm.wait(timeout=240)
+    starts, enumerated = expectation(policy, hi)
+    print(r.out + "--- stderr ---\n" + r.err)
+    if r.hung:
+        return [f"{policy}: vmm did not finish within 240 s; killed"]
+    if not starts:
+        return refusal_failures(policy, r.status, r.out, r.err)
     fails = []
-    for proc, p in zip(procs, policies):
-        fails += check(proc, p, hi)
+    if r.status != 0:
+        fails.append(f"{policy}: exit {r.status}, expected 0")
+    plan, results, diags = parse_tap(r.out)
+    if plan is None or plan != len(results) or not all(x.ok for x in results):
+        fails.append(f"{policy}: guest TAP incomplete or failing")
+    return fails + guest_view_failures(policy, hi, enumerated, r.err, diags)
+
+
+def case_policy(ctx, policy, cpus):
+    hi = ctx.hi
+    return check(start_vm(ctx, policy, int(cpus)), policy, hi)
+
+
+def case_concurrent(ctx):
+    policies = ["inherit", "off", "on", "emulate", "inherit"]
+    hi = ctx.hi
+    vms = [start_vm(ctx, p, 2) for p in policies]
+    fails = []
+    for vm, p in zip(vms, policies):
+        fails += check(vm, p, hi)
     return fails
 
 
-def case_stats(vmm, guest, hi):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stats.json")
-        proc = start(vmm, guest, "off", 2, hi, ["--stats=" + path])
-        fails = check(proc, "off", hi)
-        with open(path) as f:
-            st = json.load(f)
+def case_stats(ctx):
+    hi = ctx.hi
+    path = os.path.join(ctx.tmp, "stats.json")
+    fails = check(start_vm(ctx, "off", 2, ["--stats=" + path]), "off", hi)
+    with open(path) as f:
+        st = json.load(f)
     print(json.dumps(st, indent=1))
     v0, v1 = st["vcpus"]
     if st["status"] != 0 or st["split_lock"] != {"policy": "off", "enumerated": False}:
@@ -127,14 +133,13 @@ def case_stats(vmm, guest, hi):
     return fails
 
 
-def case_ratelimit(vmm, guest, hi, rate):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "stats.json")
-        proc = start(vmm, guest, "emulate", 1, hi,
-                     ["--split-lock-ratelimit=" + rate, "--stats=" + path])
-        fails = check(proc, "emulate", hi)
-        with open(path) as f:
-            st = json.load(f)
+def case_ratelimit(ctx, rate):
+    hi = ctx.hi
+    path = os.path.join(ctx.tmp, "stats.json")
+    fails = check(start_vm(ctx, "emulate", 1, ["--split-lock-ratelimit=" + rate,
+                                               "--stats=" + path]), "emulate", hi)
+    with open(path) as f:
+        st = json.load(f)
     v0 = st["vcpus"][0]
     print(json.dumps(v0))
     # The self-test's unasked split locks: one across a line and one across
@@ -150,27 +155,8 @@ def case_ratelimit(vmm, guest, hi, rate):
     return fails
 
 
-def run_case(cases, argv):
-    """--vmm V --guest G CASE [PARAMS]: runs cases[CASE](vmm, guest, hi, *PARAMS)."""
-    vmm = argv[argv.index("--vmm") + 1]
-    guest = argv[argv.index("--guest") + 1]
-    rest = [a for a in argv if a not in ("--vmm", vmm, "--guest", guest)]
-    why = kvm_usable()
-    if why:
-        print(f"SKIP: {why}")
-        return SKIP
-    hi = host_info(vmm)
-    print("host: mode %s, can deliver #AC: %s" % (hi["mode"], hi["can_deliver_ac"]))
-    fails = cases[rest[0]](vmm, guest, hi, *rest[1:])
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
-
-
-def main():
-    return run_case({"policy": case_policy, "concurrent": case_concurrent,
-                     "stats": case_stats, "ratelimit": case_ratelimit}, sys.argv[1:])
-
+CASES = {"policy": case_policy, "concurrent": case_concurrent, "stats": case_stats,
+         "ratelimit": case_ratelimit}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(case_main(CASES, __doc__))

@@ -19,15 +19,12 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmtest import kvm_usable  # noqa: E402
+from vmmlib import case_main, run, start  # noqa: E402
 
-SKIP = 77
 EXIT_HOST = 64
 
 # 64-bit machine code, loaded at 1 MiB (see tests/e2e/meson.build).
@@ -50,12 +47,6 @@ def image(tmp, hexcode, name="guest.img"):
     return path
 
 
-def start(cmd, env=None):
-    print("$ " + " ".join(cmd))
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, errors="replace", env=env)
-
-
 def task_status(pid):
     """{tid: {field: value}} for every thread of pid; {} once it is gone."""
     tasks = {}
@@ -73,17 +64,17 @@ def task_status(pid):
     return tasks
 
 
-def case_status(vmm, tmp):
+def case_status(ctx):
     cpus = 2
-    proc = start([vmm, "-q", "-c", str(cpus), "--timeout", "60", image(tmp, LOOP)])
+    vm = start([ctx.vmm, "-q", "-c", str(cpus), "--timeout", "60", image(ctx.tmp, LOOP)])
     fails = []
     # The sandbox goes in after setup: wait until the main thread and every
     # vCPU thread exist and all are filtered. KVM may add a worker of its
     # own to the process (kvm-nx-lpage-recovery); it is checked the same.
     deadline = time.monotonic() + 20
     tasks = {}
-    while time.monotonic() < deadline and proc.poll() is None:
-        tasks = task_status(proc.pid)
+    while time.monotonic() < deadline and vm.poll() is None:
+        tasks = task_status(vm.pid)
         ours = [t for t in tasks.values() if t.get("Name") == "vmm"]
         if len(ours) == 1 + cpus and all(t.get("Seccomp") == "2" for t in tasks.values()):
             break
@@ -104,56 +95,55 @@ def case_status(vmm, tmp):
                 fails.append(f"task {tid}: {k} is {t.get(k)}, expected {v}")
         if int(t.get("Seccomp_filters", "0")) < 1:
             fails.append(f"task {tid}: Seccomp_filters {t.get('Seccomp_filters')}")
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    print("--- stderr ---\n" + err)
-    if proc.returncode != 128 + signal.SIGTERM:
-        fails.append(f"SIGTERM: exit status {proc.returncode}, expected 143")
-    if "stopping the VM on Terminated" not in err or "seccomp" in err:
+    vm.send_signal(signal.SIGTERM)
+    r = vm.wait(timeout=time.monotonic() - vm.t0 + 30)
+    print("--- stderr ---\n" + r.err)
+    if r.status != 128 + signal.SIGTERM:
+        fails.append(f"SIGTERM: exit status {r.status}, expected 143")
+    if "stopping the VM on Terminated" not in r.err or "seccomp" in r.err:
         fails.append("SIGTERM: stderr is not the usual stop line")
     return fails
 
 
-def case_forbidden(vmm, tmp):
+def case_forbidden(ctx):
     env = dict(os.environ, VMM_TEST_FORBIDDEN_SYSCALL="1")
-    proc = start([vmm, "-q", "-c", "2", "--timeout", "60", image(tmp, LOOP)], env)
-    out, err = proc.communicate(timeout=60)
-    print("--- stderr ---\n" + err)
+    r = run([ctx.vmm, "-q", "-c", "2", "--timeout", "60", image(ctx.tmp, LOOP)], env=env,
+            timeout=60)
+    print("--- stderr ---\n" + r.err)
     fails = []
-    if proc.returncode != EXIT_HOST:
-        fails.append(f"exit status {proc.returncode}, expected {EXIT_HOST}")
-    if not REFUSAL.search(err):
+    if r.status != EXIT_HOST:
+        fails.append(f"exit status {r.status}, expected {EXIT_HOST}")
+    if not REFUSAL.search(r.err):
         fails.append(f"stderr does not match /{REFUSAL.pattern}/")
-    if "was allowed" in err:
+    if "was allowed" in r.err:
         fails.append("the forbidden call was allowed")
     return fails
 
 
-def run(cmd, status, want_err, fails):
-    proc = start(cmd)
-    out, err = proc.communicate(timeout=60)
-    print(out + "--- stderr ---\n" + err)
-    if proc.returncode != status:
-        fails.append(f"{cmd[-1]}: exit status {proc.returncode}, expected {status}")
-    if "seccomp" in err:
+def run_checked(cmd, status, want_err, fails):
+    r = run(cmd, timeout=60)
+    print(r.out + "--- stderr ---\n" + r.err)
+    if r.status != status:
+        fails.append(f"{cmd[-1]}: exit status {r.status}, expected {status}")
+    if "seccomp" in r.err:
         fails.append(f"{cmd[-1]}: a system call was refused")
     for rx in want_err:
-        if not re.search(rx, err, re.M):
+        if not re.search(rx, r.err, re.M):
             fails.append(f"{cmd[-1]}: stderr does not match /{rx}/")
-    return err
 
 
-def case_paths(vmm, tmp):
+def case_paths(ctx):
     fails = []
     # KVM_GET_REGS, KVM_GET_SREGS, KVM_TRANSLATE; --stats to stderr.
-    err = run([vmm, "-q", "--stats", image(tmp, UD2)], 66,
-              [r"triple fault", r"bytes at RIP: 0f 0b", r'^\{"status":66'], fails)
+    run_checked([ctx.vmm, "-q", "--stats", image(ctx.tmp, UD2)], 66,
+                [r"triple fault", r"bytes at RIP: 0f 0b", r'^\{"status":66'], fails)
     # RAM is 5 MiB, the page tables map 6: 0x500000 is an MMIO address.
-    stats = os.path.join(tmp, "stats.json")
-    run([vmm, "-q", "-m", "5M", "--stats=" + stats, image(tmp, MMIO, "mmio.img")], 5,
-        [r"write of 4 byte\(s\) at guest-physical 0x500000",
-         r"read of 4 byte\(s\) at guest-physical 0x500000",
-         r"unknown port 0x80"], fails)
+    stats = os.path.join(ctx.tmp, "stats.json")
+    run_checked([ctx.vmm, "-q", "-m", "5M", "--stats=" + stats,
+                 image(ctx.tmp, MMIO, "mmio.img")], 5,
+                [r"write of 4 byte\(s\) at guest-physical 0x500000",
+                 r"read of 4 byte\(s\) at guest-physical 0x500000",
+                 r"unknown port 0x80"], fails)
     try:
         with open(stats) as f:
             st = json.load(f)
@@ -164,21 +154,6 @@ def case_paths(vmm, tmp):
     return fails
 
 
-def main():
-    args = sys.argv[1:]
-    vmm = args[args.index("--vmm") + 1]
-    case = [a for a in args if a not in ("--vmm", vmm)][0]
-    why = kvm_usable()
-    if why:
-        print(f"SKIP: {why}")
-        return SKIP
-    with tempfile.TemporaryDirectory(prefix="vmmtest-") as tmp:
-        fails = {"status": case_status, "forbidden": case_forbidden,
-                 "paths": case_paths}[case](vmm, tmp)
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(case_main({"status": case_status, "forbidden": case_forbidden,
+                        "paths": case_paths}, __doc__))

@@ -18,41 +18,11 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 
-SKIP = 77
-
-
-def kvm_usable():
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR)
-    except OSError as e:
-        return f"/dev/kvm is not usable here ({e.strerror})"
-    os.close(fd)
-    return None
-
-
-def parse_tap(text):
-    """Returns (plan, results, diags); results are (ok, number, desc, directive)."""
-    plan, results, diags = None, [], []
-    for line in text.splitlines():
-        m = re.match(r"^1\.\.(\d+)", line)
-        if m:
-            plan = int(m.group(1))
-            continue
-        m = re.match(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?([^#]*)(?:#\s*(.*))?$", line)
-        if m:
-            results.append((m.group(1) == "ok", int(m.group(2)),
-                            m.group(3).strip(), (m.group(4) or "").strip()))
-            continue
-        if line.startswith("#"):
-            diags.append(line[1:].strip())
-        if line.startswith("Bail out!"):
-            results.append((False, 0, line, ""))
-    return plan, results, diags
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmmlib import kvm_usable, report, run, skip, tap_failures  # noqa: E402
 
 
 def make_image(tmp, a):
@@ -72,30 +42,6 @@ def make_image(tmp, a):
         with open(path, "wb") as f:
             f.truncate(5 << 20)
     return path
-
-
-def run(cmd, a):
-    print("$ " + " ".join(cmd) + "".join(f" {fd}>&-" for fd in a.close_fd))
-
-    def close_fds():
-        # After Popen's dup2s: the child starts with these descriptors closed.
-        for fd in a.close_fd:
-            os.close(fd)
-
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, errors="replace",
-                            preexec_fn=close_fds if a.close_fd else None)
-    try:
-        if a.signal:
-            time.sleep(a.signal_after)
-            proc.send_signal(getattr(signal, "SIG" + a.signal))
-        out, err = proc.communicate(timeout=a.timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        print(f"FAIL: vmm did not finish within {a.timeout} s")
-        return None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def check_stats(a, path):
@@ -147,11 +93,9 @@ def main():
     a = ap.parse_args()
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
 
-    if a.kvm:
-        why = kvm_usable()
-        if why:
-            print(f"SKIP: {why}")
-            return SKIP
+    why = a.kvm and kvm_usable()
+    if why:
+        return skip(why)
 
     with tempfile.TemporaryDirectory(prefix="vmmtest-") as tmp:
         os.chmod(tmp, 0o755)
@@ -162,45 +106,37 @@ def main():
         if a.unprivileged and os.geteuid() == 0:
             setpriv = shutil.which("setpriv")
             if not setpriv:
-                print("SKIP: setpriv (util-linux) is missing, cannot drop root")
-                return SKIP
+                return skip("setpriv (util-linux) is missing, cannot drop root")
             copy = os.path.join(tmp, "vmm")
             shutil.copy(a.vmm, copy)
             os.chmod(copy, 0o755)
             cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                    copy] + args
-        p = run(cmd, a)
-        failures = check_stats(a, stats) if p else []
-    if p is None:
-        return 1
-    sys.stdout.write(p.stdout)
-    sys.stdout.write("--- stderr ---\n" + p.stderr)
+        p = run(cmd, timeout=a.timeout, close_fds=a.close_fd, signal_after=a.signal_after,
+                sig=getattr(signal, "SIG" + a.signal) if a.signal else None)
+        failures = check_stats(a, stats) if not p.hung else []
+    sys.stdout.write(p.out)
+    sys.stdout.write("--- stderr ---\n" + p.err)
+    if p.hung:
+        return report([f"vmm did not finish within {a.timeout} s"])
 
-    if p.returncode != a.status:
-        failures.append(f"exit status {p.returncode}, expected {a.status}")
+    if p.status != a.status:
+        failures.append(f"exit status {p.status}, expected {a.status}")
     for rx in a.stderr:
-        if not re.search(rx, p.stderr, re.M):
+        if not re.search(rx, p.err, re.M):
             failures.append(f"stderr does not match /{rx}/")
     for rx in a.stdout:
-        if not re.search(rx, p.stdout, re.M):
+        if not re.search(rx, p.out, re.M):
             failures.append(f"stdout does not match /{rx}/")
-    if a.no_stdout and p.stdout:
+    if a.no_stdout and p.out:
         failures.append("the guest printed something, expected nothing")
     if a.tap:
-        plan, results, diags = parse_tap(p.stdout)
-        if plan is None:
-            failures.append("no TAP plan line")
-        elif plan != len(results) or plan == 0:
-            failures.append(f"TAP plan says {plan} tests, {len(results)} reported")
-        for ok, num, desc, directive in results:
-            if not ok:
-                failures.append(f"TAP test {num} failed: {desc}")
+        tap_fails, diags = tap_failures(p.out)
+        failures += tap_fails
         for rx in a.diag:
             if not any(re.search(rx, d) for d in diags):
                 failures.append(f"no TAP diagnostic matches /{rx}/")
-    for f in failures:
-        print("FAIL: " + f)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

@@ -318,15 +318,16 @@ def qemu_config():
     }
 
 
-def monitor_dump(path, symbols=None):
-    """What QEMU's monitor says about the vCPUs of a hung L1."""
+def monitor_query(path, commands, seconds):
+    """Sends commands to QEMU's monitor socket; returns what it answered
+    within seconds, and the OSError that cut it short (or None)."""
     out = b""
     try:
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(3)
         s.connect(path)
-        s.sendall(b"info cpus\ninfo registers -a\n")
-        end = time.monotonic() + 3
+        s.sendall(commands)
+        end = time.monotonic() + seconds
         while time.monotonic() < end:
             try:
                 d = s.recv(65536)
@@ -337,29 +338,20 @@ def monitor_dump(path, symbols=None):
             out += d
         s.close()
     except OSError as e:
-        out += f"(monitor: {e})".encode()
+        return out, e
+    return out, None
+
+
+def monitor_dump(path, symbols=None):
+    """What QEMU's monitor says about the vCPUs of a hung L1."""
+    out, err = monitor_query(path, b"info cpus\ninfo registers -a\n", 3)
+    if err:
+        out += f"(monitor: {err})".encode()
     text = out.decode(errors="replace").replace("\r", "")
     # The instructions each vCPU is at, as the guest's memory holds them now.
     rips = sorted(set(re.findall(r"RIP=([0-9a-f]{16})", text)))
     if rips:
-        more = b""
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(3)
-            s.connect(path)
-            s.sendall(b"".join(b"x/3i 0x%s\n" % r.encode() for r in rips))
-            end = time.monotonic() + 2
-            while time.monotonic() < end:
-                try:
-                    d = s.recv(65536)
-                except socket.timeout:
-                    break
-                if not d:
-                    break
-                more += d
-            s.close()
-        except OSError:
-            pass
+        more, _ = monitor_query(path, b"".join(b"x/3i 0x%s\n" % r.encode() for r in rips), 2)
         text += "\n" + "\n".join(
             ln for ln in more.decode(errors="replace").replace("\r", "").splitlines()
             if re.match(r"0x[0-9a-f]+:", ln))

@@ -27,10 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import lab  # noqa: E402
-from vmmtest import parse_tap  # noqa: E402
-from policy_test import expectation  # noqa: E402
+from vmmlib import SKIP, parse_tap  # noqa: E402
+from policy_test import expectation, guest_view_failures, refusal_failures  # noqa: E402
 
-SKIP = 77
 POLICIES = ["inherit", "on", "off", "emulate"]
 # Case name -> arguments for suite.sh; the order is the order of the boot.
 CASES = {"host-info": "", "probe-ac": "", "probe-split-lock-detect": ""}
@@ -254,27 +253,14 @@ def judge_vm(r, c, tag, policy, hi):
     if rc == 137:
         return [f"{policy}: vmm killed after the lab's bound of 90 s: hung"], notes
     if not starts:
-        if rc != 74:
-            fails.append(f"{policy}: exit {rc}, expected 74 (refused)")
-        if not re.search(r"^vmm: error: --split-lock=on cannot be honoured: ", err, re.M):
-            fails.append(f"{policy}: no one-line refusal on stderr")
-        if out:
-            fails.append(f"{policy}: the guest ran although vmm refused")
-        return fails, notes
-    word = "enumerated to the guest" if enumerated else "not enumerated"
-    if not re.search(rf"^vmm: split-lock detection: {policy}, {word}", err, re.M):
-        fails.append(f"{policy}: stderr lacks the policy line '{policy}, {word}'")
+        return refusal_failures(policy, rc, out, err,
+                                r"^vmm: error: --split-lock=on cannot be honoured: "), notes
     plan, res, diags = parse_tap(out)
     if plan is None or plan != len(res):
         fails.append(f"{policy}: TAP incomplete: plan {plan}, {len(res)} results")
     ac = ac_probe(r)
     bad = []
-    # parse_tap cuts a description at its first '#' ("raises #AC"); the
-    # whole line is what the legacy-#AC check is recognised by.
-    full = {int(m.group(1)): m.group(2) for m in
-            re.finditer(r"^not ok (\d+)\s*(?:-\s*)?(.*)$", out, re.M)}
     for ok, num, desc, directive in res:
-        desc = full.get(num, desc)
         if ok:
             m = re.match(r"(?i)skip\s+(.*)", directive)
             # A skip that contradicts what host-info measured here is a failure.
@@ -292,15 +278,7 @@ def judge_vm(r, c, tag, policy, hi):
     if rc != 0 and not (rc == 1 and not bad and notes):
         fails.append(f"{policy}: exit {rc}, expected 0" + (" (the self-test's own failures: above)"
                                                              if bad else ""))
-    want_sld = "sld=enumerated" if enumerated else "sld=not-enumerated"
-    want_caps = "core_capabilities=0x20" if enumerated else "core_capabilities=0x0"
-    for want in (want_sld, want_caps):
-        if want not in diags:
-            fails.append(f"{policy}: guest did not report '{want}'")
-    probe = hi["kvm"]["probe"]["cpuid_7_edx30_reaches_guest"]
-    cpuid_diag = [d for d in diags if d.startswith("cpuid.7.0.edx[30]=")]
-    if probe is not None and cpuid_diag != [f"cpuid.7.0.edx[30]={int(probe)}"]:
-        fails.append(f"{policy}: guest saw {cpuid_diag}, host-info probe says {probe}")
+    fails += guest_view_failures(policy, hi, enumerated, err, diags)
     if policy == "emulate":
         try:
             v = json.loads(stats_text)["vcpus"]
