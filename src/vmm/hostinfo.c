@@ -26,6 +26,7 @@ void hostinfo_init(struct host_info *hi)
 	hi->cpuid_7_edx30_reaches_guest = -1;
 	hi->singlestep_cpl0 = -1;
 	hi->singlestep_cpl3 = -1;
+	hi->hwbp = -1;
 	hi->mode = SLD_MODE_NONE;
 }
 
@@ -380,6 +381,17 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 		tristate(hi->singlestep_cpl0), tristate(hi->singlestep_cpl3),
 		hi->singlestep_cpl0 > 0 && hi->singlestep_cpl3 == 0 ?
 		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
+	fprintf(out, LABEL "%s\n", "breakpoint probe:", tristate(hi->hwbp));
+	if (hi->singlestep_cpl0 > 0) {
+		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
+		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
+			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...), until they return");
+		if (hi->singlestep_cpl3 == 0)
+			fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
+		if (hi->hwbp == 0)
+			fprintf(out, LABEL "%s\n", "",
+				"the first instruction of a handler entered through INT n or an injected event");
+	}
 }
 
 /* ------------------------------------------------------------ JSON */
@@ -509,6 +521,8 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	json_bool_or_null(out, hi->singlestep_cpl0 >= 0, hi->singlestep_cpl0 > 0);
 	fputs(",\"singlestep_cpl3\":", out);
 	json_bool_or_null(out, hi->singlestep_cpl3 >= 0, hi->singlestep_cpl3 > 0);
+	fputs(",\"hw_breakpoint\":", out);
+	json_bool_or_null(out, hi->hwbp >= 0, hi->hwbp > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

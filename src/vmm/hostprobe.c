@@ -390,10 +390,43 @@ int hostprobe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
 	return result;
 }
 
+/*
+ * The same nop; nop; hlt with a KVM_GUESTDBG_USE_HW_BP execute breakpoint on
+ * the second nop: --split-lock=emulate puts one on an exception handler's
+ * first instruction to check it before it runs.
+ */
+int hostprobe_hwbp(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct host_info scratch;
+	struct kvm_guest_debug dbg = {
+		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP,
+		.arch.debugreg = { [0] = BOOT_IMAGE_ADDR + 1, [7] = 0x1 },
+	};
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), 0) == 0) {
+		if (xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
+		} else if (xioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+			probe_fail(&scratch, "KVM_RUN", errno);
+		} else {
+			result = p.run->exit_reason == KVM_EXIT_DEBUG &&
+				 p.run->debug.arch.pc == BOOT_IMAGE_ADDR + 1;
+		}
+	}
+	probe_teardown(&scratch, &p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error);
+	return result;
+}
+
 static void probe_singlestep(struct host_info *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostprobe_singlestep(kvm, 0, NULL, 0);
 	hi->singlestep_cpl3 = hostprobe_singlestep(kvm, 3, NULL, 0);
+	hi->hwbp = hostprobe_hwbp(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct host_info *hi, bool run_probe)

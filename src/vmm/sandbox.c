@@ -103,7 +103,10 @@ static const struct sandbox_ioctl kvm_ioctls[] = {
 	{ KVM_TRANSLATE, "KVM_TRANSLATE", "the bytes at RIP in dumps and split-lock stops" },
 	{ KVM_SET_REGS, "KVM_SET_REGS", "completing an emulated split lock after a hardware #AC" },
 	{ KVM_SET_GUEST_DEBUG, "KVM_SET_GUEST_DEBUG",
-	  "--split-lock=emulate turns single-stepping off at CPL3 and back on at CPL0" },
+	  "--split-lock=emulate switches between single-step and a breakpoint on a handler" },
+	{ KVM_GET_DEBUGREGS, "KVM_GET_DEBUGREGS", "--split-lock=emulate hands the guest its own #DB" },
+	{ KVM_SET_DEBUGREGS, "KVM_SET_DEBUGREGS", "--split-lock=emulate hands the guest its own #DB" },
+	{ KVM_GET_MSRS, "KVM_GET_MSRS", "--split-lock=emulate reads IA32_FMASK at a guest SYSCALL" },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

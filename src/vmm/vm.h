@@ -21,6 +21,7 @@
 #include "ratelimit.h"
 #include "serial.h"
 #include "stats.h"
+#include "step.h"
 
 #define KICK_SIGNAL SIGUSR1
 
@@ -53,6 +54,7 @@ struct vcpu {
 	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
+	struct step_state step;        /* --split-lock=emulate's view of the stepping */
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */
 	uint64_t warn_suppressed;
 	struct vcpu_stats stats;       /* written by this vCPU's thread only */
@@ -71,6 +73,7 @@ struct vm {
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
 	bool step_cpl3;                /* this KVM can single-step CPL3 code */
+	bool step_hwbp;                /* ... and stop on a KVM_GUESTDBG_USE_HW_BP breakpoint */
 	const char *host_mode;         /* for diagnostics, e.g. "fatal" */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
