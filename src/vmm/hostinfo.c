@@ -381,7 +381,8 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 		tristate(hi->singlestep_cpl0), tristate(hi->singlestep_cpl3),
 		hi->singlestep_cpl0 > 0 && hi->singlestep_cpl3 == 0 ?
 		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
-	fprintf(out, LABEL "%s\n", "breakpoint probe:", tristate(hi->hwbp));
+	fprintf(out, LABEL "%s%s%s\n", "breakpoint probe:", tristate(hi->hwbp),
+		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",

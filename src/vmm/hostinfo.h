@@ -65,6 +65,7 @@ struct host_info {
 	/* probe guest: 1 = a KVM_GUESTDBG_USE_HW_BP execute breakpoint stops
 	 * the guest before that instruction, 0 = it does not, -1 = not run */
 	int hwbp;
+	char hwbp_detail[96];        /* what happened instead, when not 1 */
 };
 
 void hostinfo_init(struct host_info *hi);

@@ -192,6 +192,7 @@ static const char *exit_name(uint32_t r)
 	case KVM_EXIT_FAIL_ENTRY: return "KVM_EXIT_FAIL_ENTRY";
 	case KVM_EXIT_INTERNAL_ERROR: return "KVM_EXIT_INTERNAL_ERROR";
 	case KVM_EXIT_EXCEPTION: return "KVM_EXIT_EXCEPTION";
+	case KVM_EXIT_DEBUG: return "KVM_EXIT_DEBUG";
 	default: return "an unexpected exit";
 	}
 }
@@ -414,6 +415,11 @@ int hostprobe_hwbp(int kvm, char *err, size_t errlen)
 		} else {
 			result = p.run->exit_reason == KVM_EXIT_DEBUG &&
 				 p.run->debug.arch.pc == BOOT_IMAGE_ADDR + 1;
+			if (!result && err)
+				snprintf(err, errlen, "the guest ran on to %s (%u) at 0x%llx",
+					 exit_name(p.run->exit_reason), p.run->exit_reason,
+					 (unsigned long long)(p.run->exit_reason == KVM_EXIT_DEBUG ?
+							      p.run->debug.arch.pc : 0));
 		}
 	}
 	probe_teardown(&scratch, &p);
@@ -426,7 +432,7 @@ static void probe_singlestep(struct host_info *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostprobe_singlestep(kvm, 0, NULL, 0);
 	hi->singlestep_cpl3 = hostprobe_singlestep(kvm, 3, NULL, 0);
-	hi->hwbp = hostprobe_hwbp(kvm, NULL, 0);
+	hi->hwbp = hostprobe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
 }
 
 void hostinfo_read_kvm(struct host_info *hi, bool run_probe)
