@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Differential test: one case of the differential guest, run under
+--split-lock=inherit (what the CPU does unwatched: the oracle) and under
+--split-lock=emulate. The exit status and the console output must be the
+same; on a difference it prints a unified diff (inherit first).
+
+  difftest.py --vmm build/vmm --guest diffguest.bin --case NAME [--status N] [--cpus N]
+  difftest.py --vmm build/vmm --guest diffguest.bin --list-check NAME...
+
+--status is what the inherit run must end with (0: the case ran to its
+end); a case that skips (status 63, "SKIP: reason") skips here too (77).
+A case that prints "# split locks at CPL0: N" also has the emulate run's
+--stats hold N split locks detected. --list-check checks that the guest's
+cases are exactly NAME... (so that meson runs every one).
+
+Exits 0 when both runs agree, 1 when they differ, 77 without /dev/kvm.
+"""
+import argparse
+import difflib
+import json
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from vmmtest import kvm_usable  # noqa: E402
+from hostile_test import run_vmm  # noqa: E402
+
+SKIP = 77
+GUEST_SKIP = 63
+
+
+def run_policy(a, policy, append, stats=None, cpus=None):
+    args = ["--split-lock=" + policy, "-c", str(cpus or a.cpus),
+            "--timeout", str(a.timeout), "--append", append]
+    if stats:
+        args.append("--stats=" + stats)
+    return run_vmm(a.vmm, args + [a.guest], timeout=a.timeout + 60)
+
+
+def describe(r):
+    return f"status {r.status}" + (" (killed: it did not finish)" if r.hung else "")
+
+
+def show_stderr(policy, r, limit=3000):
+    err = r.err if len(r.err) <= limit else r.err[:limit] + f"\n[... {len(r.err)} bytes]\n"
+    print(f"--- {policy} stderr ---\n{err}", end="" if err.endswith("\n") else "\n")
+
+
+def compare(a, append, expect_status):
+    """Runs both policies; returns (failures, skip reason)."""
+    with tempfile.TemporaryDirectory(prefix="difftest-") as tmp:
+        stats_path = os.path.join(tmp, "stats.json")
+        ref = run_policy(a, "inherit", append)
+        emu = run_policy(a, "emulate", append, stats=stats_path)
+        stats = None
+        if os.path.exists(stats_path):
+            with open(stats_path) as f:
+                text = f.read()
+            try:
+                stats = json.loads(text)
+            except ValueError:
+                stats = None
+    fails = []
+    print(f"--- inherit: {describe(ref)}, {ref.elapsed:.2f} s; emulate: {describe(emu)}, {emu.elapsed:.2f} s")
+    print("--- inherit stdout (the oracle) ---")
+    print(ref.out, end="" if ref.out.endswith("\n") else "\n")
+    skip = re.search(r"^SKIP: (.*)$", ref.out, re.M)
+    if ref.status == GUEST_SKIP and skip:
+        if emu.status == ref.status and emu.out == ref.out:
+            return [], skip.group(1)
+    elif ref.status != expect_status or ref.hung:
+        fails.append(f"the inherit run ended with {describe(ref)}, the case expects {expect_status}: "
+                     "the case itself is broken on this host")
+        show_stderr("inherit", ref)
+    if emu.status != ref.status or emu.hung:
+        fails.append(f"exit status differs: inherit {describe(ref)}, emulate {describe(emu)}")
+    if emu.out != ref.out:
+        diff = difflib.unified_diff(ref.out.splitlines(), emu.out.splitlines(),
+                                    "inherit", "emulate", lineterm="", n=2)
+        print("--- the guest saw a difference (unified diff, inherit -> emulate) ---")
+        print("\n".join(diff))
+        fails.append("console output differs")
+    m = re.search(r"^# split locks at CPL0: (\d+)$", ref.out, re.M)
+    if m and stats is not None:
+        want = int(m.group(1))
+        got = sum(v["split_locks_detected"] for v in stats["vcpus"])
+        print(f"--- emulate --stats: {got} split locks detected, the guest made {want}")
+        if got != want:
+            fails.append(f"emulate detected {got} split locks, the guest made {want} at CPL0")
+    if fails:
+        show_stderr("emulate", emu)
+    return fails, None
+
+
+def list_check(a):
+    r = run_policy(a, "inherit", "case=list", cpus=1)
+    names = [l.strip() for l in r.out.splitlines()[1:] if l.strip()]
+    fails = []
+    if r.status != 0:
+        fails.append(f"case=list ended with status {r.status}")
+    missing = sorted(set(names) - set(a.list_check))
+    extra = sorted(set(a.list_check) - set(names))
+    if missing:
+        fails.append("cases the guest has but meson does not run: " + " ".join(missing))
+    if extra:
+        fails.append("cases meson runs but the guest does not have: " + " ".join(extra))
+    if len(names) != len(set(names)):
+        fails.append("the guest lists a case twice")
+    print(f"{len(names)} cases in the guest, {len(a.list_check)} in meson")
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vmm", required=True)
+    ap.add_argument("--guest", required=True)
+    ap.add_argument("--case")
+    ap.add_argument("--status", type=int, default=0,
+                    help="status the inherit run must end with")
+    ap.add_argument("--cpus", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=60,
+                    help="vmm --timeout of each run")
+    ap.add_argument("--list-check", nargs="+")
+    a = ap.parse_args()
+
+    why = kvm_usable()
+    if why:
+        print(f"SKIP: {why}")
+        return SKIP
+    if not os.path.exists(a.guest):
+        print(f"FAIL: no differential guest at {a.guest}")
+        return 1
+    if a.list_check:
+        fails = list_check(a)
+    else:
+        fails, skip = compare(a, "case=" + a.case, a.status)
+        if skip is not None:
+            print(f"SKIP: {skip}")
+            return SKIP
+    for f in fails:
+        print("FAIL: " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Issue 9 items 4 and 5: every instruction checked however many split locks
+ * come in a row, and watching must be invisible: HLT halts, the guest's own
+ * TF, DR0-3/DR7 breakpoints, INT3 and ICEBP behave as on the CPU, and so do
+ * the MOV SS and STI shadows.
+ */
+#include "diff.h"
+
+#define LINE_SPLIT  (WIN_PAGE(1) + 62)
+
+#define SEQ(name) void name(uint64_t addr); extern char name##_start[]
+SEQ(seq_tf_basic);
+SEQ(seq_tf_movss);
+SEQ(seq_tf_sti);
+SEQ(seq_int3);
+SEQ(seq_icebp);
+SEQ(seq_drx_exec);
+SEQ(seq_drx_data);
+SEQ(seq_movss_data);
+SEQ(seq_200);
+SEQ(seq_200_mixed);
+extern char seq_drx_exec_target[];
+extern uint64_t seq_ss_value;
+void seq_hlt_forever(void);
+
+static void (*user_seq)(uint64_t);
+
+static uint64_t at_cpl3(uint64_t addr)
+{
+	user_seq(addr);
+	return 0;
+}
+
+/* Runs seq on the split operand at cpl, prints its debug log and memory. */
+static void run_seq(const char *what, void (*seq)(uint64_t), const char *start,
+		    unsigned cpl, uint32_t tf_limit)
+{
+	uint64_t addr = LINE_SPLIT;
+
+	win_fill(addr - 64, 128, 99);
+	dbg_tf_limit = tf_limit;
+	if (cpl == 3) {
+		user_seq = seq;
+		run_user(at_cpl3, addr, 0);
+	} else {
+		seq(addr);
+	}
+	write_dr(7, 0x400);
+	dbg_skip_rip = 0;
+	dbg_print(what, (uint64_t)start);
+	print_mem("operand", addr - 4, 16);
+	dbg_reset();
+}
+
+static int tf_basic(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	run_seq("tf cpl0", seq_tf_basic, seq_tf_basic_start, 0, 1000);
+	return 0;
+}
+
+static int tf_basic_cpl3(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	run_seq("tf cpl3", seq_tf_basic, seq_tf_basic_start, 3, 1000);
+	return 0;
+}
+
+static int tf_movss(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	run_seq("tf mov-ss cpl0", seq_tf_movss, seq_tf_movss_start, 0, 1000);
+	run_seq("tf mov-ss cpl3", seq_tf_movss, seq_tf_movss_start, 3, 1000);
+	return 0;
+}
+
+static int tf_sti(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	run_seq("tf sti cpl0", seq_tf_sti, seq_tf_sti_start, 0, 1000);
+	return 0;
+}
+
+static int int3(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	/* Not at CPL0: there this host's KVM fails to emulate INT3 (exit 68). */
+	run_seq("int3 cpl3", seq_int3, seq_int3_start, 3, 0);
+	return 0;
+}
+
+static int icebp(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	/*
+	 * Not at CPL0: there this host's KVM fails to emulate ICEBP (exit 68).
+	 * At CPL3 this host reports it with RIP at the f1, not after it (the
+	 * log shows that); skipping it keeps the case from looping.
+	 */
+	dbg_skip_rip = (uint64_t)seq_icebp_start + 5;
+	run_seq("icebp cpl3", seq_icebp, seq_icebp_start, 3, 0);
+	return 0;
+}
+
+static int drx_exec(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	write_dr(0, (uint64_t)seq_drx_exec_target);
+	write_dr(7, 0x400 | 0x1); /* L0, execute, 1 byte */
+	run_seq("dr0 exec cpl0", seq_drx_exec, seq_drx_exec_start, 0, 0);
+	write_dr(0, (uint64_t)seq_drx_exec_target);
+	write_dr(7, 0x400 | 0x1);
+	run_seq("dr0 exec cpl3", seq_drx_exec, seq_drx_exec_start, 3, 0);
+	write_dr(0, 0);
+	return 0;
+}
+
+static int drx_data(const struct boot_info *bi)
+{
+	/* DR1: write, 4 bytes, on the dword starting the operand's second line. */
+	uint64_t dr7 = 0x400 | 0x4 | (1ull << 20) | (3ull << 22);
+
+	(void)bi;
+	dbg_reset();
+	write_dr(1, LINE_SPLIT + 2);
+	write_dr(7, dr7);
+	run_seq("dr1 write cpl0", seq_drx_data, seq_drx_data_start, 0, 0);
+	write_dr(1, LINE_SPLIT + 2);
+	write_dr(7, dr7);
+	run_seq("dr1 write cpl3", seq_drx_data, seq_drx_data_start, 3, 0);
+	/* Read/write watch on the first line's last dword. */
+	write_dr(1, LINE_SPLIT - 2);
+	write_dr(7, 0x400 | 0x4 | (3ull << 20) | (3ull << 22));
+	run_seq("dr1 read-write cpl0", seq_drx_data, seq_drx_data_start, 0, 0);
+	write_dr(1, 0);
+	return 0;
+}
+
+static int movss_data(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	write_dr(0, (uint64_t)&seq_ss_value);
+	write_dr(7, 0x400 | 0x1 | (3ull << 16) | (1ull << 18)); /* L0, read/write, 2 bytes */
+	run_seq("mov ss from a watched word, cpl0", seq_movss_data, seq_movss_data_start, 0, 0);
+	write_dr(0, 0);
+	return 0;
+}
+
+static int back_to_back(const struct boot_info *bi, void (*seq)(uint64_t), const char *what)
+{
+	uint64_t addr = LINE_SPLIT;
+	uint32_t before, after;
+
+	(void)bi;
+	win_fill(addr - 64, 128, 5);
+	win_read(addr, &before, 4);
+	seq(addr);
+	win_read(addr, &after, 4);
+	printf("%s: operand 0x%08x -> 0x%08x\n", what, before, after);
+	print_mem("operand", addr - 4, 16);
+	/* The harness holds --stats under emulate against this. */
+	printf("# split locks at CPL0: 200\n");
+	return 0;
+}
+
+static int b2b_200(const struct boot_info *bi)
+{
+	return back_to_back(bi, seq_200, "200 x lock add $1");
+}
+
+static int b2b_200_mixed(const struct boot_info *bi)
+{
+	return back_to_back(bi, seq_200_mixed, "50 x (add, xadd, inc, xchg)");
+}
+
+/* Status 70 when every vCPU halts: HLT must halt under any policy. */
+static int hlt_all(const struct boot_info *bi)
+{
+	(void)bi;
+	printf("halting with interrupts off\n");
+	console_end_line();
+	seq_hlt_forever();
+	return 0;
+}
+
+/* vCPU 1 halts with interrupts off: it must never pass its HLT. */
+static volatile uint32_t ap_passed_hlt, ap_about_to_halt;
+
+void step_ap_main(const struct boot_info *bi);
+void step_ap_main(const struct boot_info *bi)
+{
+	(void)bi;
+	ap_about_to_halt = 1;
+	asm volatile("cli; hlt" ::: "memory");
+	ap_passed_hlt = 1;
+	seq_hlt_forever();
+}
+
+static int hlt_ap(const struct boot_info *bi)
+{
+	if (bi->cpu_count < 2)
+		return diff_skip("needs 2 vCPUs (-c 2)");
+	while (!ap_about_to_halt)
+		cpu_relax();
+	for (volatile unsigned i = 0; i < 20000; i++)
+		cpu_relax();
+	printf("vCPU 1 went past its HLT: %s\n", ap_passed_hlt ? "yes" : "no");
+	return 0;
+}
+
+static const struct diff_case cases[] = {
+	{ "step-tf-cpl0", tf_basic },
+	{ "step-tf-cpl3", tf_basic_cpl3 },
+	{ "step-tf-mov-ss-shadow", tf_movss },
+	{ "step-tf-sti-shadow", tf_sti },
+	{ "step-int3-cpl3", int3 },
+	{ "step-icebp-cpl3", icebp },
+	{ "step-dr0-exec-breakpoint", drx_exec },
+	{ "step-dr1-data-breakpoint", drx_data },
+	{ "step-mov-ss-data-breakpoint", movss_data },
+	{ "step-200-back-to-back", b2b_200 },
+	{ "step-200-back-to-back-mixed", b2b_200_mixed },
+	{ "step-hlt-all-halted", hlt_all },
+	{ "step-hlt-ap-stays-halted", hlt_ap },
+};
+CASE_TABLE(step_cases, cases);

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The differential guest: one small case per VM launch, chosen with
+ * `--append case=NAME`, that prints everything it can observe. The harness
+ * (tests/differential/difftest.py) runs it under --split-lock=inherit (the
+ * CPU unwatched: the oracle) and --split-lock=emulate and compares status
+ * and console output. So a case must print only what the architecture
+ * fixes: no timings, no counts of steps or exits.
+ */
+#ifndef DIFF_H
+#define DIFF_H
+
+#include "fw.h"
+
+/* --------------------------------------------------------------- cases */
+struct diff_case {
+	const char *name;
+	/* Returns the VM's exit status (0 when it ran to its end). */
+	int (*run)(const struct boot_info *bi);
+};
+
+struct case_table {
+	const struct diff_case *cases;
+	size_t count;
+};
+
+#define CASE_TABLE(sym, array) \
+	const struct case_table sym = { array, ARRAY_SIZE(array) }
+
+extern const struct case_table fault_cases, mode_cases, ac_cases, step_cases,
+	matrix_cases, gen_cases;
+
+/* A case that cannot run here prints this and returns DIFF_SKIP. */
+#define DIFF_SKIP 63
+int diff_skip(const char *fmt, ...) FW_PRINTF(1, 2);
+
+/* --------------------------------------------------------------- CPU */
+#define X86_CR0_WP      (1ull << 16)
+#define X86_CR4_PKE     (1ull << 22)
+#define X86_CR4_SMAP    (1ull << 21)
+#define X86_CR4_LA57    (1ull << 12)
+#define X86_EFER_NXE    (1ull << 11)
+#define X86_RFLAGS_TF   (1ull << 8)
+#define X86_RFLAGS_RF   (1ull << 16)
+#define ARITH_FLAGS     0x8d5ull /* OF SF ZF AF PF CF */
+#define MSR_EFER        0xc0000080u
+#define MSR_FS_BASE     0xc0000100u
+
+static inline void write_cr4(uint64_t v)
+{
+	asm volatile("mov %0, %%cr4" : : "r"(v) : "memory");
+}
+
+static inline void write_cr3(uint64_t v)
+{
+	asm volatile("mov %0, %%cr3" : : "r"(v) : "memory");
+}
+
+bool cpu_has_smap(void);
+bool cpu_has_pku(void);
+bool cpu_has_la57(void);
+bool cpu_has_nx(void);
+void wrpkru(uint32_t v);
+
+/* --------------------------------------------------------------- paging */
+/*
+ * The test window: WIN_PAGES 4 KiB pages at linear WIN_BASE (3 GiB, below
+ * 4 GiB so that compatibility-mode code reaches it too), backed by RAM at
+ * WIN_PHYS unless a page's state says otherwise. Pages 0..WIN_PAGES-1 start
+ * present, writable, user.
+ */
+#define WIN_BASE   0xc0000000ull
+#define WIN_PHYS   0x01000000ull /* 16 MiB */
+#define WIN_PAGES  16
+#define WIN_PAGE(i) (WIN_BASE + (uint64_t)(i) * 4096)
+
+/* Page states: bit set = that property of the PTE. */
+#define PG_P       0x001  /* present */
+#define PG_W       0x002  /* writable */
+#define PG_U       0x004  /* user */
+#define PG_XD      0x008  /* execute-disable (bit 63) */
+#define PG_RSVD    0x010  /* a reserved address bit (51) set */
+#define PG_NORAM   0x020  /* backed by guest-physical space without RAM */
+#define PG_LASTRAM 0x040  /* backed by the last page of RAM */
+#define PG_PKEY(k) ((unsigned)(k) << 8)  /* protection key 0-15 */
+#define PG_NORMAL  (PG_P | PG_W | PG_U)
+
+void win_init(const struct boot_info *bi);
+void win_set(unsigned page, unsigned state);
+/* The PTE of window page `page`, to look at its A and D bits. */
+uint64_t *win_pte(unsigned page);
+/* Guest-physical address behind window page `page` (RAM or not). */
+uint64_t win_phys(unsigned page);
+/* Identity map user-accessible (the boot state) or supervisor-only. */
+void identity_user(bool user);
+/* Reads/writes through the RAM behind a window address, whatever its PTE. */
+void win_fill(uint64_t va, size_t len, uint32_t seed);
+bool win_read(uint64_t va, void *buf, size_t len);
+
+/* --------------------------------------------------------------- segments */
+/* Selectors of the guest's extended GDT (after the runtime's own). */
+#define SEL_K_CODE32  0x38  /* CS.L=0 CS.D=1, DPL0 */
+#define SEL_U_CODE32  0x43  /* CS.L=0 CS.D=1, DPL3 */
+#define SEL_K_DATA_B  0x48  /* data, base/limit from seg_set_data(), DPL0 */
+#define SEL_U_DATA_B  0x53  /* the same, DPL3 */
+#define SEL_K_CODE16  0x58  /* CS.L=0 CS.D=0, DPL0 */
+#define SEL_U_CODE16  0x63  /* CS.L=0 CS.D=0, DPL3 */
+void gdt_init(void);
+/* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */
+void seg_set_data(uint32_t base, uint32_t limit);
+
+/* --------------------------------------------------------------- executor */
+/*
+ * One instruction run from a buffer with every general register chosen and
+ * the arithmetic flags loaded, then everything it left captured. A fault
+ * (any vector the instruction raises at its own RIP) is caught.
+ */
+enum { R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI,
+       R_8, R_9, R_10, R_11, R_12, R_13, R_14, R_15, R_FLAGS, R_COUNT };
+
+struct exec_regs {
+	uint64_t r[R_COUNT]; /* r[R_SP] is ignored: the real stack is used */
+};
+
+enum exec_mode { MODE_64, MODE_32, MODE_16 };
+
+struct exec_req {
+	enum exec_mode mode;
+	unsigned cpl;            /* 0 or 3 */
+	const uint8_t *insn;
+	unsigned len;
+	uint16_t ds, es, fs;     /* selectors loaded for MODE_32/16; 0 = null */
+	uint64_t code_va;        /* 0: the image's buffer; else a window address */
+	bool ac;                 /* RFLAGS.AC while it runs */
+	struct exec_regs in;
+};
+
+struct exec_result {
+	int vector;              /* EXC_NONE or the vector */
+	uint64_t error_code;
+	uint64_t cr2;
+	bool at_insn;            /* the fault's RIP was the instruction */
+	struct exec_regs out;
+};
+
+void exec_insn(const struct exec_req *req, struct exec_result *res);
+
+/* Prints the result: vector/error/CR2, every register that changed, flags. */
+void print_result(const char *label, const struct exec_req *req,
+		  const struct exec_result *res);
+/* Prints len bytes at va (through the RAM behind it for window addresses). */
+void print_mem(const char *label, uint64_t va, size_t len);
+
+/*
+ * The usual shape of a case: registers from `seed`, the operand's two
+ * cache lines filled from it too, reg[addr_reg] = addr, run, print the
+ * result and the operand's memory (both lines).
+ */
+void run_op(const char *label, struct exec_req *req, unsigned addr_reg,
+	    uint64_t addr, uint32_t seed);
+void seed_regs(struct exec_regs *r, uint32_t seed);
+
+/* xorshift, so that both runs see the same "random" values. */
+uint64_t rnd_next(uint64_t *state);
+
+/* --------------------------------------------------------------- debug */
+#define DBG_LOG_MAX 32
+/* {vector, RIP, DR6, RFLAGS, CS} per event (exec.S fills it). */
+extern uint64_t dbg_log[DBG_LOG_MAX * 5];
+extern uint32_t dbg_count;
+/* After this many #DB, the handler clears RFLAGS.TF in the frame. */
+extern uint32_t dbg_tf_limit;
+/* An event whose RIP is this one-byte instruction resumes after it. */
+extern uint64_t dbg_skip_rip;
+/* Installs the recording handlers for #DB and #BP on this vCPU. */
+void dbg_install(void);
+void dbg_reset(void);
+/* Prints each event, RIPs relative to `base` (named `what`). */
+void dbg_print(const char *what, uint64_t base);
+
+static inline void write_dr(unsigned n, uint64_t v)
+{
+	switch (n) {
+	case 0: asm volatile("mov %0, %%dr0" : : "r"(v)); break;
+	case 1: asm volatile("mov %0, %%dr1" : : "r"(v)); break;
+	case 2: asm volatile("mov %0, %%dr2" : : "r"(v)); break;
+	case 3: asm volatile("mov %0, %%dr3" : : "r"(v)); break;
+	case 6: asm volatile("mov %0, %%dr6" : : "r"(v)); break;
+	case 7: asm volatile("mov %0, %%dr7" : : "r"(v)); break;
+	}
+}
+
+static inline uint64_t read_dr6(void)
+{
+	uint64_t v;
+
+	asm volatile("mov %%dr6, %0" : "=r"(v));
+	return v;
+}
+
+/* Whether this VM single-steps CPL0 only (boot_info says so). */
+bool split_lock_cpl0_only(void);
+
+#endif

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Instruction sequences for the stepping cases (cases_step.c). Each is a
+ * function taking the split operand's address in %rdi; its *_start label is
+ * where RIPs in the printed #DB/#BP log are counted from.
+ */
+#define TF 0x100
+
+.macro TF_ON
+	pushfq
+	orq $TF, (%rsp)
+	popfq
+.endm
+
+.macro TF_OFF
+	pushfq
+	andq $~TF, (%rsp)
+	popfq
+.endm
+
+.macro SEQ name
+	.globl \name, \name\()_start
+\name:
+\name\()_start:
+.endm
+
+	.text
+	.code64
+
+/* The guest's own single-step over plain and split-locked instructions. */
+SEQ seq_tf_basic
+	TF_ON
+	nop
+	lock addl $1, (%rdi)
+	movl $5, %eax
+	lock xaddl %eax, (%rdi)
+	xchgl %eax, (%rdi)
+	nop
+	TF_OFF
+	ret
+
+/* MOV SS: the #DB of the MOV SS is held until after the next instruction. */
+SEQ seq_tf_movss
+	movl %ss, %eax
+	TF_ON
+	nop
+	movl %eax, %ss
+	lock addl $1, (%rdi)
+	nop
+	movl %eax, %ss
+	nop
+	TF_OFF
+	ret
+
+/* STI: interrupt shadow only; single-step traps go on. */
+SEQ seq_tf_sti
+	pushfq
+	cli
+	TF_ON
+	nop
+	sti
+	lock addl $1, (%rdi)
+	cli
+	nop
+	TF_OFF
+	popfq
+	ret
+
+/* A breakpoint instruction in the middle: INT3 traps with RIP after it. */
+SEQ seq_int3
+	nop
+	lock addl $1, (%rdi)
+	int3
+	lock addl $1, (%rdi)
+	nop
+	ret
+
+/* ICEBP (INT1, f1): #DB as a trap. */
+SEQ seq_icebp
+	nop
+	lock addl $1, (%rdi)
+	.byte 0xf1
+	lock addl $1, (%rdi)
+	nop
+	ret
+
+/* An instruction breakpoint (DR0) on the split lock itself. */
+SEQ seq_drx_exec
+	nop
+	.globl seq_drx_exec_target
+seq_drx_exec_target:
+	lock addl $1, (%rdi)
+	nop
+	ret
+
+/* A data breakpoint (DR1, write) hit by the split lock. */
+SEQ seq_drx_data
+	nop
+	lock addl $1, (%rdi)
+	nop
+	lock incl (%rdi)
+	nop
+	ret
+
+/* MOV SS from memory watched by DR0: the #DB waits for the next instruction. */
+	.data
+	.globl seq_ss_value
+	.p2align 3
+seq_ss_value:	.quad 0
+	.text
+SEQ seq_movss_data
+	movl %ss, %eax
+	movl %eax, seq_ss_value(%rip)
+	nop
+	movw seq_ss_value(%rip), %ss
+	lock addl $1, (%rdi)
+	nop
+	ret
+
+/* 200 split locks in a row, no other instruction between them. */
+SEQ seq_200
+	.rept 200
+	lock addl $1, (%rdi)
+	.endr
+	ret
+
+/* 200 in a row, four kinds: add, xadd, inc, xchg (implicitly locked). */
+SEQ seq_200_mixed
+	movl $1, %eax
+	movl $3, %ecx
+	.rept 50
+	lock addl %ecx, (%rdi)
+	lock xaddl %eax, (%rdi)
+	lock incl (%rdi)
+	xchgl %eax, (%rdi)
+	.endr
+	ret
+
+/* HLT with interrupts off: nothing can wake it. */
+	.globl seq_hlt_forever
+seq_hlt_forever:
+	cli
+1:	hlt
+	jmp 1b
+
+	.section .note.GNU-stack, "", @progbits
