@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Adds up meson's testlog.json of each build dir into one closing line."""
+"""Adds up meson's test logs into one closing line. Each argument is a build
+dir (its meson-logs/testlog.json) or a log file (e.g. build/meson-logs/lab.json
+of `meson test --logbase lab`)."""
 import json
 import os
 import sys
 
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for d in sys.argv[1:]:
-    path = os.path.join(d, "meson-logs", "testlog.json")
+    path = d if d.endswith(".json") else os.path.join(d, "meson-logs", "testlog.json")
     if not os.path.exists(path):
         print(f"summary: {path} is missing", file=sys.stderr)
         counts["failed"] += 1

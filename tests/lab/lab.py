@@ -4,6 +4,7 @@ an AMD CPU model that has SVM, so that mainline kvm_amd gives a /dev/kvm
 unlike this machine's own (tests/lab/README.md, docs/lab.md).
 
   lab.py fetch                      download and unpack the kernel (cached)
+  lab.py symbols                    save L1's kallsyms, to name RIPs in a hang
   lab.py run [OPTIONS] DIR SCRIPT   boot, run SCRIPT with busybox sh in /extra
                                     (a copy of DIR), print its output, exit
                                     with its status
@@ -313,7 +314,7 @@ def qemu_config():
     }
 
 
-def monitor_dump(path):
+def monitor_dump(path, symbols=None):
     """What QEMU's monitor says about the vCPUs of a hung L1."""
     out = b""
     try:
@@ -334,10 +335,43 @@ def monitor_dump(path):
     except OSError as e:
         out += f"(monitor: {e})".encode()
     text = out.decode(errors="replace").replace("\r", "")
+    if symbols:
+        # The lab boots with nokaslr, so that System.map names L1's RIPs.
+        text = re.sub(r"RIP=([0-9a-f]{16})", lambda m: f"RIP={m.group(1)} <{symbols(int(m.group(1), 16))}>", text)
     # Keep what tells where each vCPU was: RIP, CS, CR0/CR3/CR4, EFER, halted.
     keep = [ln for ln in text.splitlines()
             if re.search(r"CPU#|RIP=|^CS |CR0=|EFER=|HLT=|thread_id|^\* ?CPU|^  CPU", ln)]
     return "\n".join(keep) if keep else text[-3000:]
+
+
+def system_map(kroot):
+    """A function that names the kernel symbol an address falls in."""
+    maps = glob.glob(os.path.join(kroot, "boot", "System.map-*"))
+    if not maps:
+        return None
+    syms = []
+    with open(maps[0]) as f:
+        for ln in f:
+            a, t, name = ln.split()[:3]
+            if t in "tTwW":
+                syms.append((int(a, 16), name))
+    if len(syms) < 100:
+        # Debian ships a stub ("The real System.map is in the -dbg package").
+        kallsyms = os.path.join(cache_dir(), "kallsyms-" + os.path.basename(maps[0])[11:])
+        if not os.path.exists(kallsyms):
+            return None
+        with open(kallsyms) as f:
+            syms = [(int(a, 16), n) for a, t, n, *_ in (ln.split() for ln in f) if t in "tTwW"]
+    syms.sort()
+    import bisect
+    keys = [a for a, _ in syms]
+
+    def name(addr):
+        i = bisect.bisect_right(keys, addr) - 1
+        if i < 0 or addr - keys[i] > 0x100000:
+            return "not L1 kernel text: L2 or user"
+        return f"{syms[i][1]}+{addr - keys[i]:#x}"
+    return name
 
 
 def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
@@ -358,7 +392,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                 for d in ("in", "out"):
                     os.mkfifo(os.path.join(run, f"{n}.{d}"))
             mon = os.path.join(run, "mon.sock")
-            append = f"console=ttyS0 quiet loglevel=4 panic=-1 {cfg['append']}".strip()
+            append = f"console=ttyS0 quiet loglevel=4 panic=-1 nokaslr {cfg['append']}".strip()
             cmd = ["timeout", "-s", "KILL", str(int(timeout + boot_stall + 30)),
                    "qemu-system-x86_64", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
                    "-smp", cfg["smp"], "-m", cfg["mem"], "-kernel", vmlinuz,
@@ -410,7 +444,12 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                             handle_console(res, ln.decode(errors="replace").rstrip("\r"),
                                            last - t0)
                 if res.hang:
-                    res.evidence = monitor_dump(mon)
+                    # Two looks a second apart: a vCPU whose RIP has not moved
+                    # is stuck on one instruction, one that moved is spinning.
+                    names = system_map(kroot)
+                    res.evidence = monitor_dump(mon, names)
+                    time.sleep(1)
+                    res.evidence += "\n1 s later:\n" + monitor_dump(mon, names)
                     os.killpg(qemu.pid, signal.SIGKILL)
                 qemu.wait()
                 # Drain what QEMU wrote before it exited.
@@ -540,11 +579,33 @@ def cmd_fetch(a):
     return 0
 
 
+def cmd_symbols(a):
+    """Boots once to save L1's /proc/kallsyms (nokaslr) into the cache, so
+    that a hang's evidence names the L1 kernel functions the vCPUs were in."""
+    kroot = fetch_kernel()
+    ver = os.path.basename(kernel_files(kroot)[0])[len("vmlinuz-"):]
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "ks.sh")
+        with open(script, "w") as f:
+            f.write("grep ' [tTwW] ' /proc/kallsyms | grep -v '\\['\n")
+        res = boot(os.path.abspath(a.build), None, script, kroot=kroot)
+    if res.status != 0:
+        log("could not read /proc/kallsyms in the lab")
+        return LAB_ERROR
+    path = os.path.join(cache_dir(), "kallsyms-" + ver)
+    with open(path, "wb") as f:
+        f.write(res.output)
+    print(path)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch")
+    sy = sub.add_parser("symbols")
+    sy.add_argument("--build", default=os.path.join(REPO, "build"))
     r = sub.add_parser("run")
     r.add_argument("--build", default=os.path.join(REPO, "build"),
                    help="build dir with vmm and guest.bin (default: build/)")
@@ -557,7 +618,7 @@ def main():
     r.add_argument("dir")
     r.add_argument("script")
     a = ap.parse_args()
-    return {"fetch": cmd_fetch, "run": cmd_run}[a.cmd](a)
+    return {"fetch": cmd_fetch, "run": cmd_run, "symbols": cmd_symbols}[a.cmd](a)
 
 
 if __name__ == "__main__":

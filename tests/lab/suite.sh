@@ -1,0 +1,93 @@
+# The lab suite's inside half (busybox sh, run by tests/lab/lab.sh in /extra).
+# Runs the cases named in /extra/cases, one a line, and frames each one's
+# raw results for tests/lab/lab_test.py, which judges them on the host:
+#   @@CASE name / @@PART what / ... / @@END name
+# Every vmm run is bounded here too (busybox timeout), so that a vmm that
+# hangs while L1 is alive shows as that case's failure, not as a lab hang.
+guest=/lab/guest.bin
+limit=90
+
+part() {
+	echo "@@PART $1"
+	[ -n "$2" ] && cat "$2" 2>/dev/null
+	echo
+}
+
+up() { cut -d' ' -f1 /proc/uptime; }
+
+# vmm_run TAG ARGS...: runs vmm in the background with --stats, output to /tmp/TAG.*
+vmm_run() {
+	tag=$1
+	shift
+	rm -f /tmp/$tag.*
+	(
+		timeout -s KILL $limit vmm --stats=/tmp/$tag.stats --timeout 60 "$@" \
+			>/tmp/$tag.out 2>/tmp/$tag.err
+		echo "$? $(up)" >/tmp/$tag.rc
+	) &
+}
+
+vmm_report() { # TAG PID START
+	wait "$2"
+	echo "@@RC $1 $(cat /tmp/$1.rc) $3"
+	part "$1.stdout" /tmp/$1.out
+	part "$1.stderr" /tmp/$1.err
+	part "$1.stats" /tmp/$1.stats
+}
+
+case_host_info() {
+	vmm --host-info --json >/tmp/hi.out 2>/tmp/hi.err
+	echo "@@RC hi $? $(up)"
+	part hi.stdout /tmp/hi.out
+	part hi.stderr /tmp/hi.err
+}
+
+case_probe_ac() {
+	/extra/lab-acprobe >/tmp/ac.out 2>&1
+	echo "@@RC ac $? $(up)"
+	part ac.stdout /tmp/ac.out
+}
+
+case_probe_sld() {
+	grep -m1 '^flags' /proc/cpuinfo >/tmp/flags
+	grep -m1 '^model name' /proc/cpuinfo >>/tmp/flags
+	echo "@@RC sld 0 $(up)"
+	part sld.cpuinfo /tmp/flags
+}
+
+case_selftest() { # POLICY CPUS
+	t0=$(up)
+	vmm_run vm --split-lock=$1 -c $2 $guest
+	vmm_report vm $! $t0
+}
+
+case_concurrent() { # POLICY... : one 2-vCPU VM each, all at once
+	t0=$(up)
+	pids=
+	n=0
+	for p in "$@"; do
+		n=$((n + 1))
+		vmm_run vm$n --split-lock=$p -c 2 $guest
+		pids="$pids $!"
+	done
+	n=0
+	for pid in $pids; do
+		n=$((n + 1))
+		vmm_report vm$n $pid $t0
+	done
+}
+
+while read -r name args; do
+	[ -z "$name" ] && continue
+	lab-step "$name"
+	echo "@@CASE $name $(up)"
+	case $name in
+	host-info) case_host_info ;;
+	probe-ac) case_probe_ac ;;
+	probe-split-lock-detect) case_probe_sld ;;
+	selftest-*) case_selftest $args ;;
+	concurrent-*) case_concurrent $args ;;
+	*) echo "@@RC unknown 2 $(up)" ;;
+	esac
+	echo "@@END $name $(up)"
+done </extra/cases
