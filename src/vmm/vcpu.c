@@ -595,6 +595,10 @@ static void emulate_debug_exit(struct vcpu *v)
 		return;
 	}
 	d = step_debug_exit(dr6, s->checked ? s->tf_at_start : s->guest_tf, dr.dr7);
+	if (getenv("VMM_STEP_TRACE"))
+		fprintf(stderr, "TRACE rip %llx -> %llx kind %d checked %d tf0 %d tf1 %d dr6 %llx inject %d\n",
+			(unsigned long long)s->rip, (unsigned long long)v->run->s.regs.regs.rip, s->insn.kind,
+			s->checked, s->tf_at_start, s->tf_after, (unsigned long long)dr6, d.inject);
 	if (s->checked && d.completed) {
 		if (step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true))
 			v->stats.unchecked_runs++;
@@ -627,6 +631,11 @@ static void emulate_before_run(struct vcpu *v)
 	s->hlt = false;
 	if (s->watch)		/* the pending delivery goes first */
 		return;
+	/* An event is due: the handler runs next, not the instruction at RIP. */
+	if (s->inject_vector >= 0) {
+		watch_handler(v, (unsigned)s->inject_vector);
+		return;
+	}
 	for (;;) {
 		enum sl_outcome o = splitlock_check(v);
 
