@@ -27,6 +27,7 @@ void hostinfo_init(struct host_info *hi)
 	hi->singlestep_cpl0 = -1;
 	hi->singlestep_cpl3 = -1;
 	hi->hwbp = -1;
+	hi->databp_cpl0 = -1;
 	hi->mode = SLD_MODE_NONE;
 }
 
@@ -383,6 +384,8 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
 	fprintf(out, LABEL "%s%s%s\n", "breakpoint probe:", tristate(hi->hwbp),
 		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
+	fprintf(out, LABEL "%s%s\n", "guest data breakpoint:", tristate(hi->databp_cpl0),
+		hi->databp_cpl0 == 0 ? " (at CPL0 this KVM never fires one)" : "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
@@ -524,6 +527,8 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	json_bool_or_null(out, hi->singlestep_cpl3 >= 0, hi->singlestep_cpl3 > 0);
 	fputs(",\"hw_breakpoint\":", out);
 	json_bool_or_null(out, hi->hwbp >= 0, hi->hwbp > 0);
+	fputs(",\"guest_data_breakpoint_cpl0\":", out);
+	json_bool_or_null(out, hi->databp_cpl0 >= 0, hi->databp_cpl0 > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

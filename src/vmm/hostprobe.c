@@ -428,11 +428,48 @@ int hostprobe_hwbp(int kvm, char *err, size_t errlen)
 	return result;
 }
 
+/*
+ * Does the guest's own data breakpoint fire at CPL0? mov $0x200000, %eax;
+ * mov %rax, %dr1; DR7 = L1, write, 4 bytes; movl $1, 0x200000; hlt. A #DB
+ * with no IDT is a triple fault. Some KVMs (the project's, which emulates
+ * CPL0 code) never fire it; emulate then must not raise one either.
+ */
+static const uint8_t databp_code[] = {
+	0xb8, 0x00, 0x00, 0x20, 0x00,
+	0x0f, 0x23, 0xc8,
+	0xb8, 0x04, 0x04, 0xd0, 0x00,
+	0x0f, 0x23, 0xf8,
+	0xc7, 0x04, 0x25, 0x00, 0x00, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00,
+	0xf4,
+};
+
+int hostprobe_databp(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct host_info scratch;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, databp_code, sizeof(databp_code), 0) == 0) {
+		if (xioctl(p.vcpu, KVM_RUN, NULL) < 0)
+			probe_fail(&scratch, "KVM_RUN", errno);
+		else if (p.run->exit_reason == KVM_EXIT_SHUTDOWN || p.run->exit_reason == KVM_EXIT_HLT)
+			result = p.run->exit_reason == KVM_EXIT_SHUTDOWN;
+		else
+			probe_fail(&scratch, exit_name(p.run->exit_reason), 0);
+	}
+	probe_teardown(&scratch, &p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error);
+	return result;
+}
+
 static void probe_singlestep(struct host_info *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostprobe_singlestep(kvm, 0, NULL, 0);
 	hi->singlestep_cpl3 = hostprobe_singlestep(kvm, 3, NULL, 0);
 	hi->hwbp = hostprobe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
+	hi->databp_cpl0 = hostprobe_databp(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct host_info *hi, bool run_probe)

@@ -109,6 +109,9 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 			out->opsize = rex_w ? 8 : 4;
 			out->len = (unsigned)i + 2;
 			return;
+		case 0x23:
+			out->kind = STEP_MOV_DR;
+			return;
 		default:
 			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f)	/* Jcc rel32 */
 				out->kind = STEP_BRANCH;
@@ -244,4 +247,56 @@ uint64_t step_gate_offset(const uint8_t gate[16])
 	       (uint64_t)gate[6] << 16 | (uint64_t)gate[7] << 24 |
 	       (uint64_t)gate[8] << 32 | (uint64_t)gate[9] << 40 |
 	       (uint64_t)gate[10] << 48 | (uint64_t)gate[11] << 56;
+}
+
+static bool bp_enabled(uint64_t dr7, unsigned i)
+{
+	return (dr7 >> (2 * i)) & 3;
+}
+
+static unsigned bp_rw(uint64_t dr7, unsigned i)
+{
+	return (unsigned)(dr7 >> (16 + 4 * i)) & 3;
+}
+
+static uint64_t bp_len(uint64_t dr7, unsigned i)
+{
+	static const uint64_t len[4] = { 1, 2, 8, 4 };
+
+	return len[(dr7 >> (18 + 4 * i)) & 3];
+}
+
+uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags)
+{
+	uint64_t hits = 0;
+
+	if (rflags & RFLAGS_RF)
+		return 0;
+	for (unsigned i = 0; i < 4; i++)
+		if (bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == rip)
+			hits |= 1ull << i;
+	return hits;
+}
+
+uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size)
+{
+	uint64_t hits = 0;
+
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t len = bp_len(dr7, i), start = db[i] & ~(len - 1);
+		unsigned rw = bp_rw(dr7, i);
+
+		/* Write (01) and read/write (11); a locked RMW does both. */
+		if (bp_enabled(dr7, i) && (rw == 1 || rw == 3) && la < start + len && start < la + size)
+			hits |= 1ull << i;
+	}
+	return hits;
+}
+
+bool step_has_data_bp(uint64_t dr7)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (bp_enabled(dr7, i) && (bp_rw(dr7, i) == 1 || bp_rw(dr7, i) == 3))
+			return true;
+	return false;
 }

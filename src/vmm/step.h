@@ -46,6 +46,7 @@ enum step_kind {
 	STEP_INTO,
 	STEP_INT1,       /* ICEBP, f1 */
 	STEP_BRANCH,     /* may legitimately land on its own address */
+	STEP_MOV_DR,     /* MOV to a debug register */
 };
 
 struct step_insn {
@@ -100,6 +101,8 @@ struct step_state {
 	struct step_insn insn;
 	bool watch;             /* a breakpoint on a handler stands in for TF */
 	uint64_t watch_addr;
+	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
+	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
 };
 
@@ -140,6 +143,18 @@ uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
  */
 bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		  bool debug_exit, bool completed);
+
+#define RFLAGS_RF (1ull << 16)
+
+/*
+ * The guest's own breakpoints, for the instructions the VMM completes
+ * itself (emulated split locks), which the CPU never sees: B0-3 bits of
+ * the enabled execute breakpoints at rip (none when RFLAGS.RF is set), and
+ * of the enabled write or read/write breakpoints that [la, la+size) touches.
+ */
+uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags);
+uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
+bool step_has_data_bp(uint64_t dr7);
 
 /* Linear address of vector's handler from a 16-byte long-mode IDT gate. */
 uint64_t step_gate_offset(const uint8_t gate[16]);

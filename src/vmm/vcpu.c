@@ -14,6 +14,7 @@
 #include "cpuid.h"
 #include "decode.h"
 #include "dump.h"
+#include "emulate.h"
 #include "hostinfo.h"
 #include "ioport.h"
 #include "kvm.h"
@@ -129,9 +130,27 @@ static int kvm_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
  * Under emulate an injected event is noted, so that the next entry watches
  * its handler's first instruction instead of letting it run unchecked.
  */
+static bool set_debug(struct vcpu *v, bool step, uint64_t bp);
+
 static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 {
-	int r = kvm_set_events(v, ev);
+	int r;
+
+	/*
+	 * The frame must hold the guest's own TF, not the VMM's: single-step
+	 * off and the registers written now, since some KVMs (the project's)
+	 * build the frame when the event is set, not at the next entry. Only
+	 * where a breakpoint can then stop at the handler: elsewhere the VMM's
+	 * TF in the frame is what brings stepping back at the handler's IRET.
+	 */
+	if ((ev->exception.injected || ev->exception.pending) && v->stepping && v->vm->step_hwbp) {
+		if (!set_debug(v, false, 0))
+			return -EIO;
+		if (ioctl(v->fd, KVM_SET_REGS, &v->run->s.regs.regs) < 0)
+			return -errno;
+		v->run->kvm_dirty_regs &= ~(uint64_t)KVM_SYNC_X86_REGS;
+	}
+	r = kvm_set_events(v, ev);
 
 	if (!r && (ev->exception.injected || ev->exception.pending))
 		v->step.inject_vector = ev->exception.nr;
@@ -171,8 +190,10 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
 	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
 	v->step = (struct step_state){ .inject_vector = -1 };
-	if (vm->split_lock_emulate && v->index == 0)
+	if (vm->split_lock_emulate && v->index == 0) {
 		vm->step_hwbp = hostprobe_hwbp(vm->kvm_fd, NULL, 0) == 1;
+		vm->guest_databp = hostprobe_databp(vm->kvm_fd, NULL, 0) == 1;
+	}
 	msr_reset(&v->msrs);
 	ratelimit_init(&v->warn_rate, 1, 5);
 	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
@@ -573,15 +594,23 @@ static void emulate_debug_exit(struct vcpu *v)
 	struct step_db d;
 
 	if (s->watch) {
-		/* Our breakpoint: the event is delivered, the handler's start is next. */
-		if ((hit & 1) && v->run->debug.arch.pc == s->watch_addr) {
-			s->guest_tf = false;
-			set_debug(v, true, 0);
+		/*
+		 * Our breakpoint: the event is delivered (or the IRET done), the
+		 * next instruction is checked before it runs. set_debug() reads
+		 * the guest's TF back from the unstepped registers.
+		 */
+		bool ours = (hit & 1) && v->run->debug.arch.pc == s->watch_addr;
+
+		if (!set_debug(v, true, 0) || ours)
 			return;
-		}
-		/* Not ours: the event went elsewhere (a fault in delivery, say). */
+		/*
+		 * Something else: the guest's own #DB (its TF is the hardware's
+		 * while watching; DR0 is ours, its own breakpoints are off), or
+		 * the event went elsewhere (a fault in its delivery).
+		 */
 		v->stats.unchecked_runs++;
-		set_debug(v, true, 0);
+		if (hit & (DR6_BS | DR6_BD | DR6_BT))
+			reinject_db(v, hit & ~DR6_B0_3);
 		return;
 	}
 	if (!v->stepping) {
@@ -596,19 +625,97 @@ static void emulate_debug_exit(struct vcpu *v)
 	}
 	d = step_debug_exit(dr6, s->checked ? s->tf_at_start : s->guest_tf, dr.dr7);
 	if (getenv("VMM_STEP_TRACE"))
-		fprintf(stderr, "TRACE rip %llx -> %llx kind %d checked %d tf0 %d tf1 %d dr6 %llx inject %d\n",
+		fprintf(stderr, "TRACE rip %llx -> %llx kind %d checked %d tf0 %d tf1 %d dr6 %llx dr7 %llx inject %d\n",
 			(unsigned long long)s->rip, (unsigned long long)v->run->s.regs.regs.rip, s->insn.kind,
-			s->checked, s->tf_at_start, s->tf_after, (unsigned long long)dr6, d.inject);
+			s->checked, s->tf_at_start, s->tf_after, (unsigned long long)dr6, (unsigned long long)dr.dr7, d.inject);
 	if (s->checked && d.completed) {
 		if (step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true))
 			v->stats.unchecked_runs++;
 		else if (s->insn.kind == STEP_PUSHF)
 			fix_pushf(v);
+		if (s->insn.kind == STEP_MOV_DR)
+			s->dr_valid = false;
 		s->guest_tf = s->tf_after;
 	}
 	s->checked = false;
 	if (d.inject)
 		reinject_db(v, d.payload);
+}
+
+static bool refresh_dr(struct vcpu *v)
+{
+	struct kvm_debugregs dr;
+
+	if (ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0)
+		return step_fail(v, "KVM_GET_DEBUGREGS", errno);
+	memcpy(v->step.db, dr.db, sizeof(v->step.db));
+	v->step.dr7 = dr.dr7;
+	v->step.dr_valid = true;
+	return true;
+}
+
+/* The memory operand of the locked instruction at RIP, if it is one. */
+static bool locked_operand(struct vcpu *v, struct sl_access *acc)
+{
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint8_t bytes[SL_INSN_MAX];
+	struct sl_insn insn;
+	size_t n = read_linear(v, regs->rip, bytes, sizeof(bytes));
+
+	if (!n || !sl_maybe_locked(bytes, n) || sl_decode(bytes, n, &insn))
+		return false;
+	*acc = sl_operand(&insn, regs, sregs->fs.base, sregs->gs.base);
+	return true;
+}
+
+/*
+ * The split-lock check, repeated for as many split locks as come in a row.
+ * An emulated one is completed by the VMM, not the CPU, so what the CPU
+ * would do around it is done here: its instruction breakpoint fires first
+ * (the check is skipped, the CPU raises it), RF clears afterwards, and the
+ * #DB owed for the guest's TF or a data breakpoint it wrote is handed over.
+ * false: the VM is stopping, or an event is due instead.
+ */
+static bool check_split_locks(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+
+	if (!s->dr_valid && !refresh_dr(v))
+		return false;
+	for (;;) {
+		struct sl_access acc;
+		bool data, tf = s->guest_tf;
+		enum sl_outcome o;
+		uint64_t payload;
+
+		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip, regs->rflags);
+
+		/*
+		 * The guest's instruction breakpoint fires before the instruction:
+		 * delivered here, as the CPU would, rather than left to hardware
+		 * that some KVMs (the project's) deliver with the VMM's TF showing.
+		 */
+		if (exec) {
+			reinject_db(v, exec);
+			return false;
+		}
+		data = v->vm->guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
+		o = splitlock_check(v);
+		if (o == SL_STOPPED || vm_stopping(v->vm))
+			return false;
+		if (o != SL_EMULATED)
+			return s->inject_vector < 0;
+		regs->rflags &= ~RFLAGS_RF;
+		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		payload = (tf ? DR6_BS : 0) | (data ? step_data_hits(s->db, s->dr7, acc.la, acc.size) : 0);
+		if (payload) {
+			reinject_db(v, payload);
+			return false;
+		}
+		vm_pause_point(v->vm, v);
+	}
 }
 
 /*
@@ -636,17 +743,9 @@ static void emulate_before_run(struct vcpu *v)
 		watch_handler(v, (unsigned)s->inject_vector);
 		return;
 	}
-	for (;;) {
-		enum sl_outcome o = splitlock_check(v);
-
-		if (o == SL_STOPPED || vm_stopping(vm))
-			return;
-		if (o != SL_EMULATED)
-			break;
-		vm_pause_point(vm, v);
-	}
-	if (s->inject_vector >= 0) {
-		watch_handler(v, (unsigned)s->inject_vector);
+	if (!check_split_locks(v)) {
+		if (s->inject_vector >= 0 && !vm_stopping(vm))
+			watch_handler(v, (unsigned)s->inject_vector);
 		return;
 	}
 	cpl = sregs->cs.dpl;
@@ -695,6 +794,22 @@ static void emulate_before_run(struct vcpu *v)
 		return;
 	}
 	s->tf_after = tf_after(v);
+	/*
+	 * An IRET that gives the guest TF: some KVMs (the project's own) run
+	 * the next instruction in the same step. A breakpoint at the return
+	 * address stops before it on every KVM.
+	 */
+	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp) {
+		uint8_t ret[8] = { 0 };
+		uint64_t to = 0;
+
+		if (read_linear(v, regs->rsp, ret, s->insn.opsize) == s->insn.opsize) {
+			for (unsigned i = 0; i < s->insn.opsize; i++)
+				to |= (uint64_t)ret[i] << (8 * i);
+			set_debug(v, false, to);
+			return;
+		}
+	}
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
 	if (!set_debug(v, true, 0))

@@ -74,6 +74,7 @@ struct vm {
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
 	bool step_cpl3;                /* this KVM can single-step CPL3 code */
 	bool step_hwbp;                /* ... and stop on a KVM_GUESTDBG_USE_HW_BP breakpoint */
+	bool guest_databp;             /* the guest's own data breakpoints fire (CPL0 probe) */
 	const char *host_mode;         /* for diagnostics, e.g. "fatal" */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
