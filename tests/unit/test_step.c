@@ -93,6 +93,7 @@ static void test_classify_events(void **state)
 	assert_int_equal(CLASSIFY(m64, 0xeb, 0xfe).kind, STEP_BRANCH);
 	assert_int_equal(CLASSIFY(m64, 0xff, 0xe0).kind, STEP_BRANCH);	/* jmp *%rax */
 	assert_int_equal(CLASSIFY(m64, 0xff, 0xc0).kind, STEP_OTHER);	/* inc %eax */
+	assert_int_equal(CLASSIFY(m64, 0x0f, 0x23, 0xf8).kind, STEP_MOV_DR);	/* mov %rax, %dr7 */
 }
 
 static void test_tf_model(void **state)
@@ -217,6 +218,31 @@ static void test_escaped(void **state)
 	assert_false(step_escaped(&nop, 0x1000, 0x1000, true, false));
 }
 
+static void test_breakpoints(void **state)
+{
+	const uint64_t db[4] = { 0x1000, 0x2003, 0x3000, 0x4000 };
+	/* DR0 execute (L0); DR1 write, 4 bytes (G1); DR2 read/write, 8 bytes, disabled; DR3 I/O. */
+	uint64_t dr7 = 0x1 | 0x8 | (1ull << 20) | (3ull << 22) | (3ull << 24) | (2ull << 26) |
+		       (2ull << 28);
+
+	(void)state;
+	assert_int_equal(step_exec_hits(db, dr7, 0x1000, 0), 1);
+	assert_int_equal(step_exec_hits(db, dr7, 0x1000, RFLAGS_RF), 0);	/* RF suppresses it */
+	assert_int_equal(step_exec_hits(db, dr7, 0x1001, 0), 0);
+	assert_int_equal(step_exec_hits(db, 0, 0x1000, 0), 0);		/* not enabled */
+	/* DR1 covers 0x2000-0x2003 (aligned down); a split write reaching it hits. */
+	assert_int_equal(step_data_hits(db, dr7, 0x1ffe, 4), 2);
+	assert_int_equal(step_data_hits(db, dr7, 0x1ffc, 4), 0);
+	assert_int_equal(step_data_hits(db, dr7, 0x2003, 8), 2);
+	assert_int_equal(step_data_hits(db, dr7, 0x2004, 8), 0);
+	/* DR2 is not enabled; once it is, read/write counts too. */
+	assert_int_equal(step_data_hits(db, dr7, 0x3000, 1), 0);
+	assert_int_equal(step_data_hits(db, dr7 | 0x10, 0x3007, 1), 4);
+	assert_true(step_has_data_bp(dr7));
+	assert_false(step_has_data_bp(0x1));		/* execute only */
+	assert_false(step_has_data_bp(dr7 & ~0x8ull));
+}
+
 static void test_gate_offset(void **state)
 {
 	static const uint8_t gate[16] = {
@@ -240,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_debug_exit),
 		cmocka_unit_test(test_dr6_deliver),
 		cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};
 
