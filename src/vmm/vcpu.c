@@ -592,6 +592,7 @@ static void emulate_debug_exit(struct vcpu *v)
 	uint64_t hit = (dr6 ^ DR6_ACTIVE_LOW) & DR6_VOLATILE;
 	struct kvm_debugregs dr = { 0 };
 	struct step_db d;
+	bool escaped;
 
 	if (s->watch) {
 		/*
@@ -623,15 +624,20 @@ static void emulate_debug_exit(struct vcpu *v)
 		step_fail(v, "KVM_GET_DEBUGREGS", errno);
 		return;
 	}
-	d = step_debug_exit(dr6, s->checked ? s->tf_at_start : s->guest_tf, dr.dr7);
-	if (getenv("VMM_STEP_TRACE"))
-		fprintf(stderr, "TRACE rip %llx -> %llx kind %d checked %d tf0 %d tf1 %d dr6 %llx dr7 %llx inject %d\n",
-			(unsigned long long)s->rip, (unsigned long long)v->run->s.regs.regs.rip, s->insn.kind,
-			s->checked, s->tf_at_start, s->tf_after, (unsigned long long)dr6, (unsigned long long)dr.dr7, d.inject);
-	if (s->checked && d.completed) {
-		if (step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true))
-			v->stats.unchecked_runs++;
-		else if (s->insn.kind == STEP_PUSHF)
+	/*
+	 * A step that comes back where the checked instruction cannot have
+	 * taken the vCPU, or after a stretch nothing checked, ends in an IRET
+	 * of a handler the CPU entered by itself: TF was clear there (delivery
+	 * clears it), so the trap is the VMM's, and the guest's TF is what it
+	 * was before the event (the frame held the VMM's).
+	 */
+	escaped = s->checked && (hit & DR6_BS) &&
+		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
+	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
+	if (escaped || !s->checked)
+		v->stats.unchecked_runs += escaped;
+	else if (d.completed) {
+		if (s->insn.kind == STEP_PUSHF)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
