@@ -295,6 +295,8 @@ class Result:
         self.evidence = ""         # monitor dump and console tail on a hang
         self.times = {}            # INIT, MODULES, BEGIN, EXIT: host seconds since launch
         self.wall = 0.0
+        self.kernel = None         # L1's uname -r
+        self.panic = False         # L1's kernel panicked (QEMU exits: -no-reboot)
 
     def last_step(self):
         return self.steps[-1][0] if self.steps else "(none: " + (
@@ -307,7 +309,9 @@ def qemu_config():
     return {
         "smp": os.environ.get("VMM_LAB_SMP", "2"),
         "cpu": os.environ.get("VMM_LAB_CPU", "max"),
-        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg"),
+        # One host thread for every vCPU: QEMU 7.2's multi-threaded TCG
+        # freezes L1 when KVM patches the kernel's text (docs/lab.md).
+        "accel": os.environ.get("VMM_LAB_ACCEL", "tcg,thread=single"),
         "mem": os.environ.get("VMM_LAB_MEM", "2G"),
         "append": os.environ.get("VMM_LAB_APPEND", ""),
         "qemu_args": os.environ.get("VMM_LAB_QEMU_ARGS", "").split(),
@@ -335,12 +339,37 @@ def monitor_dump(path, symbols=None):
     except OSError as e:
         out += f"(monitor: {e})".encode()
     text = out.decode(errors="replace").replace("\r", "")
+    # The instructions each vCPU is at, as the guest's memory holds them now.
+    rips = sorted(set(re.findall(r"RIP=([0-9a-f]{16})", text)))
+    if rips:
+        more = b""
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(path)
+            s.sendall(b"".join(b"x/3i 0x%s\n" % r.encode() for r in rips))
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                try:
+                    d = s.recv(65536)
+                except socket.timeout:
+                    break
+                if not d:
+                    break
+                more += d
+            s.close()
+        except OSError:
+            pass
+        text += "\n" + "\n".join(
+            ln for ln in more.decode(errors="replace").replace("\r", "").splitlines()
+            if re.match(r"0x[0-9a-f]+:", ln))
     if symbols:
         # The lab boots with nokaslr, so that System.map names L1's RIPs.
         text = re.sub(r"RIP=([0-9a-f]{16})", lambda m: f"RIP={m.group(1)} <{symbols(int(m.group(1), 16))}>", text)
+        text = re.sub(r"^0x([0-9a-f]{16}):", lambda m: f"0x{m.group(1)} <{symbols(int(m.group(1), 16))}>:", text, flags=re.M)
     # Keep what tells where each vCPU was: RIP, CS, CR0/CR3/CR4, EFER, halted.
     keep = [ln for ln in text.splitlines()
-            if re.search(r"CPU#|RIP=|^CS |CR0=|EFER=|HLT=|thread_id|^\* ?CPU|^  CPU", ln)]
+            if re.search(r"CPU#|RIP=|^CS |CR0=|EFER=|HLT=|thread_id|^\* ?CPU|^  CPU|^0x[0-9a-f]+( <[^>]*>)?:", ln)]
     return "\n".join(keep) if keep else text[-3000:]
 
 
@@ -392,7 +421,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                 for d in ("in", "out"):
                     os.mkfifo(os.path.join(run, f"{n}.{d}"))
             mon = os.path.join(run, "mon.sock")
-            append = f"console=ttyS0 quiet loglevel=4 panic=-1 nokaslr {cfg['append']}".strip()
+            append = f"console=ttyS0 loglevel=5 panic=-1 nokaslr {cfg['append']}".strip()
             cmd = ["timeout", "-s", "KILL", str(int(timeout + boot_stall + 30)),
                    "qemu-system-x86_64", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
                    "-smp", cfg["smp"], "-m", cfg["mem"], "-kernel", vmlinuz,
@@ -437,12 +466,17 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                                 stdout.write(d)
                                 stdout.flush()
                             continue
-                        last = time.monotonic()
                         conbuf += d
                         *lines, conbuf = conbuf.split(b"\n")
                         for ln in lines:
+                            # Only lines from L1's userspace (the heartbeat and
+                            # the other control lines) show that L1 still
+                            # schedules; its kernel may go on printing soft
+                            # lockups after userspace stopped.
+                            if ln.startswith(b"@@LAB "):
+                                last = time.monotonic()
                             handle_console(res, ln.decode(errors="replace").rstrip("\r"),
-                                           last - t0)
+                                           time.monotonic() - t0)
                 if res.hang:
                     # Two looks a second apart: a vCPU whose RIP has not moved
                     # is stuck on one instruction, one that moved is spinning.
@@ -483,8 +517,11 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
             qerr = errf.read().strip()
             errf.close()
             if res.hang is None and res.status is None and res.error is None:
+                panic = [ln for ln in res.console if "Kernel panic" in ln]
+                res.panic = bool(panic)
                 res.error = (f"QEMU exited {qemu.returncode} before the script finished"
-                             + (f": {qerr.splitlines()[-1]}" if qerr else ""))
+                             + (f": {qerr.splitlines()[-1]}" if qerr else "")
+                             + (f"; L1 {panic[0].split('] ', 1)[-1]}" if panic else ""))
             if qerr and (res.error or res.hang):
                 res.evidence += "\nqemu stderr:\n" + qerr[-2000:]
         finally:
@@ -497,7 +534,8 @@ def handle_console(res, line, t):
     if not m:
         if line.strip() and not line.endswith("reboot: Power down"):
             res.console.append(line)
-            print("lab console: " + line, file=sys.stderr, flush=True)
+            if os.environ.get("VMM_LAB_VERBOSE"):
+                print("lab console: " + line, file=sys.stderr, flush=True)
         return
     what, rest = m.groups()
     if what == "TICK":
@@ -508,7 +546,8 @@ def handle_console(res, line, t):
     if what in ("INIT", "MODULES", "BEGIN"):
         res.times[what] = t
         if what == "INIT":
-            log(f"L1 up after {t:.1f} s: kernel {rest.split()[1] if len(rest.split()) > 1 else '?'}")
+            res.kernel = rest.split()[1] if len(rest.split()) > 1 else None
+            log(f"L1 up after {t:.1f} s: kernel {res.kernel}")
         return
     if what == "EXIT":
         res.times[what] = t
@@ -522,7 +561,7 @@ def describe_hang(res, cfg=None):
     cfg = cfg or qemu_config()
     kind = ("L1 FROZE: no heartbeat from the lab's kernel" if res.hang == "freeze"
             else "TIMEOUT: L1 alive but the script ran past --timeout")
-    tail = "\n".join("  " + ln for ln in res.console[-15:]) or "  (none)"
+    tail = "\n".join("  " + ln for ln in res.console[-60:]) or "  (none)"
     return (f"{kind} after {res.wall:.0f} s; last step reached: {res.last_step()}\n"
             f"config: -cpu {cfg['cpu']} -smp {cfg['smp']} -accel {cfg['accel']}\n"
             f"console tail:\n{tail}\n"
@@ -544,9 +583,10 @@ def cmd_run(a):
         for i in range(attempts):
             res = boot(build, extra, a.script, timeout=a.timeout, stall=a.stall,
                        stdout=sys.stdout.buffer)
-            if res.hang == "freeze" and i + 1 < attempts:
-                log(describe_hang(res))
-                log(f"retrying after the freeze ({i + 2} of {attempts})")
+            if (res.hang == "freeze" or res.panic) and i + 1 < attempts:
+                log(describe_hang(res) if res.hang else
+                    f"error: {res.error}\nconsole tail:\n" + "\n".join(res.console[-30:]))
+                log(f"retrying after the {'freeze' if res.hang else 'panic'} ({i + 2} of {attempts})")
                 continue
             break
     except Unavailable as e:
@@ -559,7 +599,7 @@ def cmd_run(a):
         log(describe_hang(res))
         return HANG
     if res.error:
-        log(f"error: {res.error}")
+        log(f"error: {res.error}\nconsole tail:\n" + "\n".join(res.console[-30:]))
         return LAB_ERROR
     log(f"script exited {res.status}; boot to /init {res.times.get('INIT', 0):.1f} s, "
         f"script {res.times['EXIT'] - res.times['BEGIN']:.1f} s, total {res.wall:.1f} s")

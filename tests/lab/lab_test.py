@@ -122,12 +122,16 @@ def run_lab(build, names):
                 "config": lab.qemu_config()}
         if res.hang:
             info["evidence"] = lab.describe_hang(res)
+        elif res.panic:
+            info["evidence"] = "L1's console:\n" + "\n".join(res.console[-60:])
         out["attempts"].append(info)
         todo = [n for n in todo if n not in done]
-        if not todo or res.hang != "freeze":
+        # A freeze or a panic of L1 is QEMU's (docs/lab.md): once more, for
+        # what is left. Anything else would only repeat.
+        if not todo or not (res.hang == "freeze" or res.panic):
             break
-        print(f"lab: attempt {attempt} froze in {res.last_step()}; booting again for "
-              f"{len(todo)} cases", file=sys.stderr)
+        print(f"lab: attempt {attempt} {'froze' if res.hang else 'panicked'} in "
+              f"{res.last_step()}; booting again for {len(todo)} cases", file=sys.stderr)
     return out
 
 
@@ -360,12 +364,13 @@ def report(r, name):
               f"{a['script']} s, {a['wall']} s in all; {len(a['cases_done'])} cases done"
               + (f"; {a['hang'].upper()} in {a['last_step']}" if a["hang"] else "")
               + (f"; lab error: {a['error']}" if a["error"] else ""))
-        if a["hang"] and name not in a["cases_done"]:
+        if a.get("evidence") and name not in a["cases_done"]:
             print(a["evidence"])
     c = r["cases"].get(name)
     if c is None:
         a = r["attempts"][-1] if r["attempts"] else {}
-        why = ("the lab froze twice" if a.get("hang") == "freeze" else
+        why = ("L1 froze or panicked in both boots" if len(r["attempts"]) > 1 else
+               "the lab froze" if a.get("hang") == "freeze" else
                "the lab ran past its time" if a.get("hang") else
                f"the lab failed: {a.get('error')}" if a.get("error") else
                f"the lab's script exited {a.get('status')} before this case")

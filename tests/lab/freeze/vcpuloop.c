@@ -7,7 +7,13 @@
  * If this alone freezes the lab, the freeze is QEMU's or KVM's, whatever a
  * VMM does.
  *
+ * KVM_CREATE_VM also turns on the scheduler's preempt-notifier static key
+ * (kvm_create_vm -> preempt_notifier_inc) and destroying the last VM turns
+ * it off: __schedule's hot path is patched both times.
+ *
  *   vcpuloop N [irqchip]     prints "vcpuloop i" every 25 iterations
+ *   vcpuloop 0 hold          creates one VM and vCPU and keeps them: while it
+ *                            runs, the keys stay on and later VMs patch nothing
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,7 +34,7 @@ int main(int argc, char **argv)
 		perror("vcpuloop: open /dev/kvm");
 		return 1;
 	}
-	for (long i = 1; i <= n; i++) {
+	for (long i = 1; i <= (n ? n : 1); i++) {
 		int vm = ioctl(kvm, KVM_CREATE_VM, 0), vcpu;
 
 		if (vm < 0) {
@@ -43,6 +49,11 @@ int main(int argc, char **argv)
 		if (vcpu < 0) {
 			perror("vcpuloop: KVM_CREATE_VCPU");
 			return 1;
+		}
+		if (n == 0 && argc > 2 && !strcmp(argv[2], "hold")) {
+			printf("vcpuloop holding a VM\n");
+			fflush(stdout);
+			pause();
 		}
 		close(vcpu);
 		close(vm);
