@@ -394,7 +394,7 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 			fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
 		if (hi->hwbp == 0)
 			fprintf(out, LABEL "%s\n", "",
-				"the first instruction of a handler entered through INT n or an injected event");
+				"handlers entered through INT n or an injected event, until they return");
 	}
 }
 
