@@ -835,6 +835,16 @@ static void emulate_after_exit(struct vcpu *v, uint32_t reason)
 
 	if (v->stepping && step_rearm_after_exit(reason))
 		s->rearm = true;
+	/*
+	 * Watching for a handler or a return address, any other exit means
+	 * the guest went elsewhere unwatched (a fault in the delivery or in
+	 * the IRET): stepping resumes from here.
+	 */
+	if (s->watch && reason != KVM_EXIT_DEBUG) {
+		v->stats.unchecked_runs++;
+		set_debug(v, true, 0);
+		return;
+	}
 	if (reason == KVM_EXIT_DEBUG || reason == KVM_EXIT_HLT || !s->checked)
 		return;
 	if (step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, false, false))
