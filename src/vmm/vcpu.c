@@ -474,15 +474,17 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 
 static uint64_t read_fmask(struct vcpu *v)
 {
-	struct {
+	/* struct kvm_msrs ends in a flexible array: one entry right behind it. */
+	union {
 		struct kvm_msrs hdr;
-		struct kvm_msr_entry e;
-	} m = { .hdr.nmsrs = 1, .e.index = MSR_SYSCALL_MASK };
+		uint8_t bytes[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+	} m = { .hdr.nmsrs = 1 };
 
+	m.hdr.entries[0].index = MSR_SYSCALL_MASK;
 	/* Not readable: assume TF masked, as every 64-bit kernel does. */
 	if (ioctl(v->fd, KVM_GET_MSRS, &m) != 1)
 		return RFLAGS_TF;
-	return m.e.data;
+	return m.hdr.entries[0].data;
 }
 
 /* The guest's TF once the instruction at RIP completes. */
