@@ -104,6 +104,9 @@ struct step_state {
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
+	int frame_vector;       /* delivered with the VMM's TF: its frame to fix, or -1 */
+	uint64_t frame_handler;
+	bool frame_tf;          /* the guest's TF, for that frame */
 };
 
 /*

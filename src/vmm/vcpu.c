@@ -189,7 +189,7 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 	if (!cpuid)
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
 	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
-	v->step = (struct step_state){ .inject_vector = -1 };
+	v->step = (struct step_state){ .inject_vector = -1, .frame_vector = -1 };
 	if (vm->split_lock_emulate && v->index == 0) {
 		vm->step_hwbp = hostprobe_hwbp(vm->kvm_fd, NULL, 0) == 1;
 		vm->guest_databp = hostprobe_databp(vm->kvm_fd, NULL, 0) == 1;
@@ -454,22 +454,74 @@ static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
  * has no working KVM_GUESTDBG_USE_HW_BP, a gate that cannot be read) the
  * handler's start runs before the next check, counted.
  */
-static void watch_handler(struct vcpu *v, unsigned vector)
+/* The handler of `vector` from the long-mode IDT; false where it cannot be read. */
+static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	uint8_t gate[16];
+
+	if (!(sregs->efer & (1u << 10)) || vector * 16 + 15 > sregs->idt.limit ||
+	    read_linear(v, sregs->idt.base + vector * 16, gate, sizeof(gate)) != sizeof(gate) ||
+	    !(gate[5] & 0x80))
+		return false;
+	*handler = step_gate_offset(gate);
+	return true;
+}
+
+static void watch_handler(struct vcpu *v, unsigned vector)
+{
+	struct step_state *s = &v->step;
 	uint64_t handler;
 
-	v->step.inject_vector = -1;
-	if (!v->vm->step_hwbp || !(sregs->efer & (1u << 10)) || vector * 16 + 15 > sregs->idt.limit ||
-	    read_linear(v, sregs->idt.base + vector * 16, gate, sizeof(gate)) != sizeof(gate) ||
-	    !(gate[5] & 0x80)) {
+	s->inject_vector = -1;
+	if (!gate_handler(v, vector, &handler)) {
 		v->stats.unchecked_runs++;
 		set_debug(v, true, 0);
 		return;
 	}
-	handler = step_gate_offset(gate);
-	set_debug(v, false, handler);
+	if (v->vm->step_hwbp) {
+		set_debug(v, false, handler);
+		return;
+	}
+	/*
+	 * No breakpoint: delivered with TF set, which some CPUs (the lab's)
+	 * follow with a step at the handler's first instruction; the frame
+	 * then gets the guest's own TF there (step_frame_fix). Delivery
+	 * clears TF.
+	 */
+	s->frame_vector = (int)vector;
+	s->frame_handler = handler;
+	s->frame_tf = s->guest_tf;
+	s->guest_tf = false;
+	set_debug(v, true, 0);
+}
+
+/*
+ * A step that stopped at the first instruction of the handler of an event
+ * delivered with the VMM's TF: the frame at RSP shows it, so the guest's
+ * own goes in its place. Where the CPU ran the handler without stopping,
+ * the handler ran unchecked.
+ */
+static void frame_fix(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	unsigned vector = (unsigned)s->frame_vector;
+	/* RIP, CS, RFLAGS; an error code comes first for these vectors. */
+	bool err = vector == 8 || (vector >= 10 && vector <= 14) || vector == 17 ||
+		   vector == 21 || vector == 29 || vector == 30;
+	uint64_t la = v->run->s.regs.regs.rsp + (err ? 24 : 16) + 1, gpa, left;
+	struct paging p;
+
+	s->frame_vector = -1;
+	if (v->run->s.regs.regs.rip != s->frame_handler) {
+		v->stats.unchecked_runs++;
+		return;
+	}
+	paging_from_sregs(&p, &v->run->s.regs.sregs);
+	if (pagewalk(&m, &p, la, true, &gpa, &left) != WALK_OK || gpa >= v->vm->ram_size)
+		return;
+	v->vm->mem[gpa] = (uint8_t)((v->vm->mem[gpa] & ~1u) | (s->frame_tf ? 1u : 0u));
 }
 
 static uint64_t read_fmask(struct vcpu *v)
@@ -633,6 +685,8 @@ static void emulate_debug_exit(struct vcpu *v)
 	 * clears it), so the trap is the VMM's, and the guest's TF is what it
 	 * was before the event (the frame held the VMM's).
 	 */
+	if (s->frame_vector >= 0)
+		frame_fix(v);
 	escaped = s->checked && (hit & DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
 	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
@@ -643,6 +697,12 @@ static void emulate_debug_exit(struct vcpu *v)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
+		if (step_delivers(&s->insn, RFLAGS_OF) &&
+		    gate_handler(v, s->insn.vector, &s->frame_handler)) {
+			s->frame_vector = s->insn.vector;
+			s->frame_tf = s->tf_at_start;
+			frame_fix(v);
+		}
 		s->guest_tf = s->tf_after;
 	}
 	s->checked = false;
