@@ -107,6 +107,8 @@ struct step_state {
 	int frame_vector;       /* delivered with the VMM's TF: its frame to fix, or -1 */
 	uint64_t frame_handler;
 	bool frame_tf;          /* the guest's TF, for that frame */
+	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
+	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 };
 
 /*

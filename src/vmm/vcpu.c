@@ -566,6 +566,7 @@ static bool tf_after(struct vcpu *v)
 	default:
 		break;
 	}
+	v->step.popped = in.popped_valid ? in.popped : 0;
 	return step_tf_after(insn->kind, &in);
 }
 
@@ -697,6 +698,8 @@ static void emulate_debug_exit(struct vcpu *v)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
+		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
+		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & RFLAGS_RF);
 		if (step_delivers(&s->insn, RFLAGS_OF) &&
 		    gate_handler(v, s->insn.vector, &s->frame_handler)) {
 			s->frame_vector = s->insn.vector;
@@ -758,7 +761,10 @@ static bool check_split_locks(struct vcpu *v)
 		enum sl_outcome o;
 		uint64_t payload;
 
-		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip, regs->rflags);
+		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
+					       regs->rflags | (s->iret_rf ? RFLAGS_RF : 0));
+
+		s->iret_rf = false;
 
 		/*
 		 * The guest's instruction breakpoint fires before the instruction:
