@@ -8,7 +8,8 @@ Per-instruction cost under emulate: vmm runs a guest of a counted loop
 (dec ecx; jnz) twice, with 0 and with N iterations; the difference in wall
 time over the difference in single-steps (from --stats) is what one more
 guest instruction costs, start-up excluded. The raw round trip comes from
-stepbench, which does nothing but KVM_RUN under single-step. Target: the
+stepbench, which does nothing but KVM_RUN under single-step; it also
+measures the two ways of re-arming the step before each entry. Target: the
 emulate step within 1.2x of the raw one. A report: exits 0 whether or not
 the target is met, 1 if something failed to run.
 """
@@ -40,9 +41,8 @@ def run_vmm(vmm, image, stats):
     return t1 - t0, steps
 
 
-def raw(stepbench, steps, sync):
-    p = subprocess.run([stepbench, str(steps)] + (["sync"] if sync else []),
-                       capture_output=True, text=True)
+def raw(stepbench, steps, mode):
+    p = subprocess.run([stepbench, str(steps), mode], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"step.py: stepbench failed: {p.stderr.strip()}")
     return float(p.stdout.split()[1])
@@ -57,7 +57,7 @@ def main():
     vmm = os.path.join(a.build, "vmm")
     stepbench = os.path.join(a.build, "bench", "stepbench")
 
-    per_step, raw_plain, raw_sync = [], [], []
+    per_step, raw_plain, raw_sync, raw_rearm, raw_setdebug = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         small, big = os.path.join(tmp, "small.img"), os.path.join(tmp, "big.img")
         with open(small, "wb") as f:
@@ -67,8 +67,10 @@ def main():
         stats = os.path.join(tmp, "stats.json")
         # Interleaved, so that a slow spell of the machine hits all of them.
         for _ in range(a.repeat):
-            raw_plain.append(raw(stepbench, a.steps, False))
-            raw_sync.append(raw(stepbench, a.steps, True))
+            raw_plain.append(raw(stepbench, a.steps, "plain"))
+            raw_sync.append(raw(stepbench, a.steps, "sync"))
+            raw_rearm.append(raw(stepbench, a.steps, "rearm"))
+            raw_setdebug.append(raw(stepbench, a.steps, "setdebug"))
             t_small, s_small = run_vmm(vmm, small, stats)
             t_big, s_big = run_vmm(vmm, big, stats)
             per_step.append((t_big - t_small) / (s_big - s_small))
@@ -76,6 +78,8 @@ def main():
     emu = statistics.median(per_step)
     plain = statistics.median(raw_plain)
     sync = statistics.median(raw_sync)
+    rearm = statistics.median(raw_rearm)
+    setdebug = statistics.median(raw_setdebug)
     ratio = emu / plain
     print(f"# single-step cost, {a.repeat} runs of {a.steps} steps, medians ({time.strftime('%Y-%m-%d')})")
     print()
@@ -83,6 +87,8 @@ def main():
     print("|---|---:|---:|")
     print(f"| raw KVM single-step round trip (stepbench) | {plain / 1000:.2f} | 1.00 |")
     print(f"| raw, with registers and sregs synced to the run page | {sync / 1000:.2f} | {sync / plain:.2f} |")
+    print(f"| raw, synced, TF written back through the run page every step (what emulate does) | {rearm / 1000:.2f} | {rearm / plain:.2f} |")
+    print(f"| raw, KVM_SET_GUEST_DEBUG re-issued every step (the alternative) | {setdebug / 1000:.2f} | {setdebug / plain:.2f} |")
     print(f"| vmm --split-lock=emulate, per instruction | {emu / 1000:.2f} | {ratio:.2f} |")
     print()
     print(f"emulate / raw = {ratio:.2f}: target (<= 1.2) {'met' if ratio <= 1.2 else 'missed'}")

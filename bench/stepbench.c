@@ -5,10 +5,14 @@
  * program only calls KVM_RUN. bench/step.py holds vmm --split-lock=emulate's
  * cost per guest instruction against it, measured in the same run.
  *
- *   stepbench STEPS [sync]    prints "raw_step_ns <ns per step>"
+ *   stepbench STEPS [sync|rearm|setdebug]    prints "raw_step_ns <ns per step>"
  *
  * With "sync", KVM also copies registers and sregs into the run page on
- * every exit, as vmm's emulate mode asks it to.
+ * every exit, as vmm's emulate mode asks it to. "rearm" adds what emulate
+ * does before every entry on top of that: writing RFLAGS back with TF set
+ * through the run page, so that stock KVM cannot lose the step. "setdebug"
+ * instead re-issues KVM_SET_GUEST_DEBUG before every entry, the other way
+ * to re-arm stepping.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +45,9 @@ int main(int argc, char **argv)
 	struct boot_layout layout = { .ram_size = RAM, .cpus = 1, .image_size = sizeof(code) };
 	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
 	long steps = argc > 1 ? atol(argv[1]) : 100000;
-	int sync = argc > 2 && !strcmp(argv[2], "sync");
+	const char *mode = argc > 2 ? argv[2] : "plain";
+	int sync = !strcmp(mode, "sync") || !strcmp(mode, "rearm");
+	int rearm = !strcmp(mode, "rearm"), setdebug = !strcmp(mode, "setdebug");
 	struct kvm_userspace_memory_region region = { .memory_size = RAM };
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
@@ -50,8 +56,8 @@ int main(int argc, char **argv)
 	int kvm, vm, vcpu;
 	uint8_t *mem;
 
-	if (steps <= 0) {
-		fprintf(stderr, "usage: stepbench STEPS [sync]\n");
+	if (steps <= 0 || (!sync && !setdebug && strcmp(mode, "plain"))) {
+		fprintf(stderr, "usage: stepbench STEPS [sync|rearm|setdebug]\n");
 		return 2;
 	}
 	kvm = check(open("/dev/kvm", O_RDWR | O_CLOEXEC), "open /dev/kvm");
@@ -79,6 +85,12 @@ int main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < steps; i++) {
+		if (rearm && i) {	/* the run page holds registers once KVM_RUN has exited */
+			run->s.regs.regs.rflags |= 0x100;
+			run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		}
+		if (setdebug)
+			check(ioctl(vcpu, KVM_SET_GUEST_DEBUG, &dbg), "KVM_SET_GUEST_DEBUG");
 		check(ioctl(vcpu, KVM_RUN, 0), "KVM_RUN");
 		if (run->exit_reason != KVM_EXIT_DEBUG) {
 			fprintf(stderr, "stepbench: exit %u, expected KVM_EXIT_DEBUG\n", run->exit_reason);

@@ -74,6 +74,15 @@
 #define X86_RFLAGS_ARITH (X86_RFLAGS_OF | X86_RFLAGS_SF | X86_RFLAGS_ZF | \
 			  X86_RFLAGS_AF | X86_RFLAGS_PF | X86_RFLAGS_CF)
 
+/* DR6 (bits 4-11 and 17-31 read as 1; RTM, bit 16, is active low). */
+#define X86_DR6_B0_3       0xf
+#define X86_DR6_BD         X86_BIT(13)
+#define X86_DR6_BS         X86_BIT(14)
+#define X86_DR6_BT         X86_BIT(15)
+#define X86_DR6_RTM        X86_BIT(16)
+#define X86_DR6_ACTIVE_LOW 0xffff0ff0
+#define X86_DR6_VOLATILE   (X86_DR6_B0_3 | X86_DR6_BD | X86_DR6_BS | X86_DR6_BT | X86_DR6_RTM)
+
 /* Paging-structure entries (4-level and 5-level long mode). */
 #define X86_PTE_P    X86_BIT(0)
 #define X86_PTE_RW   X86_BIT(1)

@@ -27,6 +27,8 @@ void hostinfo_init(struct host_info *hi)
 	hi->cpuid_7_edx30_reaches_guest = -1;
 	hi->singlestep_cpl0 = -1;
 	hi->singlestep_cpl3 = -1;
+	hi->hwbp = -1;
+	hi->databp_cpl0 = -1;
 	hi->mode = SLD_MODE_NONE;
 }
 
@@ -381,6 +383,20 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 		tristate(hi->singlestep_cpl0), tristate(hi->singlestep_cpl3),
 		hi->singlestep_cpl0 > 0 && hi->singlestep_cpl3 == 0 ?
 		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
+	fprintf(out, LABEL "%s%s%s\n", "breakpoint probe:", tristate(hi->hwbp),
+		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
+	fprintf(out, LABEL "%s%s\n", "guest data breakpoint:", tristate(hi->databp_cpl0),
+		hi->databp_cpl0 == 0 ? " (at CPL0 this KVM never fires one)" : "");
+	if (hi->singlestep_cpl0 > 0) {
+		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
+		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
+			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...), until they return");
+		if (hi->singlestep_cpl3 == 0)
+			fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
+		if (hi->hwbp == 0)
+			fprintf(out, LABEL "%s\n", "",
+				"handlers entered through INT n or an injected event, until they return");
+	}
 }
 
 /* ------------------------------------------------------------ JSON */
@@ -510,6 +526,10 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	json_bool_or_null(out, hi->singlestep_cpl0 >= 0, hi->singlestep_cpl0 > 0);
 	fputs(",\"singlestep_cpl3\":", out);
 	json_bool_or_null(out, hi->singlestep_cpl3 >= 0, hi->singlestep_cpl3 > 0);
+	fputs(",\"hw_breakpoint\":", out);
+	json_bool_or_null(out, hi->hwbp >= 0, hi->hwbp > 0);
+	fputs(",\"guest_data_breakpoint_cpl0\":", out);
+	json_bool_or_null(out, hi->databp_cpl0 >= 0, hi->databp_cpl0 > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

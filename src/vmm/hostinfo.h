@@ -62,6 +62,12 @@ struct host_info {
 	 * instruction at that CPL, 0 = it does not, -1 = not run or failed */
 	int singlestep_cpl0;
 	int singlestep_cpl3;
+	/* probe guest: 1 = a KVM_GUESTDBG_USE_HW_BP execute breakpoint stops
+	 * the guest before that instruction, 0 = it does not, -1 = not run */
+	int hwbp;
+	char hwbp_detail[96];        /* what happened instead, when not 1 */
+	/* probe guest: 1 = the guest's own data breakpoint fires at CPL0 */
+	int databp_cpl0;
 };
 
 void hostinfo_init(struct host_info *hi);
@@ -83,6 +89,10 @@ void hostinfo_read_kvm(struct host_info *hi, bool run_probe);
  * works there, 0 when it does not, -1 (with err) when the probe failed.
  */
 int hostprobe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen);
+/* Likewise for a hardware execute breakpoint (KVM_GUESTDBG_USE_HW_BP) at CPL0. */
+int hostprobe_hwbp(int kvm_fd, char *err, size_t errlen);
+/* Likewise for the guest's own data breakpoint at CPL0. */
+int hostprobe_databp(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct host_info *hi);
 void hostinfo_print_json(FILE *out, const struct host_info *hi);

@@ -171,13 +171,19 @@ void paging_from_sregs(struct paging *p, const struct kvm_sregs *s)
 size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t la,
 		     uint8_t *buf, size_t len)
 {
+	return pagewalk_read_as(m, p, la, WALK_FETCH, buf, len);
+}
+
+size_t pagewalk_read_as(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			unsigned access, uint8_t *buf, size_t len)
+{
 	size_t done = 0;
 
 	while (done < len) {
 		struct walk w;
 		size_t chunk;
 
-		if (pagewalk(m, p, la + done, WALK_FETCH, &w) != WALK_OK || w.gpa >= m->size)
+		if (pagewalk(m, p, la + done, access, &w) != WALK_OK || w.gpa >= m->size)
 			break;
 		chunk = len - done < w.page_left ? len - done : (size_t)w.page_left;
 		if (chunk > m->size - w.gpa)

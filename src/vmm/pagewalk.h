@@ -85,5 +85,8 @@ void paging_from_sregs(struct paging *p, const struct kvm_sregs *s);
  */
 size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t la,
 		     uint8_t *buf, size_t len);
+/* The same for an access of kind `access` (0 for a data read, WALK_*). */
+size_t pagewalk_read_as(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			unsigned access, uint8_t *buf, size_t len);
 
 #endif

@@ -104,7 +104,10 @@ static const struct sandbox_ioctl kvm_ioctls[] = {
 	{ KVM_SET_SREGS, "KVM_SET_SREGS", "CR2 for a #PF given in place of a hardware split-lock #AC" },
 	{ KVM_GET_XSAVE, "KVM_GET_XSAVE", "PKRU, for the protection-key check of a split lock's operand" },
 	{ KVM_SET_GUEST_DEBUG, "KVM_SET_GUEST_DEBUG",
-	  "--split-lock=emulate turns single-stepping off at CPL3 and back on at CPL0" },
+	  "--split-lock=emulate switches between single-step and a breakpoint on a handler" },
+	{ KVM_GET_DEBUGREGS, "KVM_GET_DEBUGREGS", "--split-lock=emulate hands the guest its own #DB" },
+	{ KVM_SET_DEBUGREGS, "KVM_SET_DEBUGREGS", "--split-lock=emulate hands the guest its own #DB" },
+	{ KVM_GET_MSRS, "KVM_GET_MSRS", "--split-lock=emulate reads IA32_FMASK at a guest SYSCALL" },
 };
 
 

@@ -68,10 +68,11 @@ static void vcpu_json(FILE *out, const struct vcpu *v)
 	fprintf(out, "},\"gp_injected\":%llu,\"ac_injected\":%llu,\"split_lock_stops\":%llu,\"sigbus\":%llu",
 		(unsigned long long)s->gp_injected, (unsigned long long)s->ac_injected,
 		(unsigned long long)s->split_lock_stops, (unsigned long long)s->sigbus);
-	fprintf(out, ",\"split_locks_detected\":%llu,\"split_locks_emulated\":%llu,\"split_lock_delays\":%llu,\"split_lock_delay_ns\":%llu,\"single_steps\":%llu}",
+	fprintf(out, ",\"split_locks_detected\":%llu,\"split_locks_emulated\":%llu,\"split_lock_delays\":%llu,\"split_lock_delay_ns\":%llu,\"single_steps\":%llu,\"db_reinjected\":%llu,\"unchecked_runs\":%llu}",
 		(unsigned long long)s->split_locks_detected, (unsigned long long)s->split_locks_emulated,
 		(unsigned long long)s->split_lock_delays, (unsigned long long)s->split_lock_delay_ns,
-		(unsigned long long)s->single_steps);
+		(unsigned long long)s->single_steps, (unsigned long long)s->db_reinjected,
+		(unsigned long long)s->unchecked_runs);
 }
 
 void stats_print_json(FILE *out, const struct vm *vm)

@@ -26,6 +26,8 @@ struct vcpu_stats {
 	uint64_t split_lock_delays;      /* waits for --split-lock-ratelimit */
 	uint64_t split_lock_delay_ns;
 	uint64_t single_steps;
+	uint64_t db_reinjected;          /* #DB that were the guest's own, handed back */
+	uint64_t unchecked_runs;         /* guest code ran without the check: each at least one instruction */
 	uint64_t sigbus;
 };
 

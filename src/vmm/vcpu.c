@@ -12,11 +12,16 @@
 #include <unistd.h>
 
 #include "cpuid.h"
+#include "decode.h"
 #include "dump.h"
+#include "emulate.h"
+#include "hostinfo.h"
 #include "ioport.h"
 #include "kvm.h"
 #include "log.h"
+#include "pagewalk.h"
 #include "splitlock.h"
+#include "step.h"
 #include "vmm_status.h"
 
 /* Signal handlers need the vCPU that their thread drives. */
@@ -100,6 +105,13 @@ static int sync_get_sregs(struct vcpu *v, struct kvm_sregs *sregs)
 static int sync_set_regs(struct vcpu *v, const struct kvm_regs *regs)
 {
 	v->run->s.regs.regs = *regs;
+	/*
+	 * KVM hid its TF from these registers; written back without it, stock
+	 * KVM would clear TF in hardware (unless RIP is where stepping began)
+	 * and the guest would run on unchecked.
+	 */
+	if (v->stepping)
+		v->run->s.regs.regs.rflags |= X86_RFLAGS_TF;
 	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 	return 0;
 }
@@ -149,6 +161,37 @@ static int kvm_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 	return ioctl(v->fd, KVM_SET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
 }
 
+/*
+ * Under emulate an injected event is noted, so that the next entry watches
+ * its handler's first instruction instead of letting it run unchecked.
+ */
+static bool set_debug(struct vcpu *v, bool step, uint64_t bp);
+
+static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
+{
+	int r;
+
+	/*
+	 * The frame must hold the guest's own TF, not the VMM's: single-step
+	 * off and the registers written now, since some KVMs (the project's)
+	 * build the frame when the event is set, not at the next entry. Only
+	 * where a breakpoint can then stop at the handler: elsewhere the VMM's
+	 * TF in the frame is what brings stepping back at the handler's IRET.
+	 */
+	if ((ev->exception.injected || ev->exception.pending) && v->stepping && v->vm->step_hwbp) {
+		if (!set_debug(v, false, 0))
+			return -EIO;
+		if (ioctl(v->fd, KVM_SET_REGS, &v->run->s.regs.regs) < 0)
+			return -errno;
+		v->run->kvm_dirty_regs &= ~(uint64_t)KVM_SYNC_X86_REGS;
+	}
+	r = kvm_set_events(v, ev);
+
+	if (!r && (ev->exception.injected || ev->exception.pending))
+		v->step.inject_vector = ev->exception.nr;
+	return r;
+}
+
 static size_t read_guest_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
 
 static const struct vcpu_ops kvm_vcpu_ops = {
@@ -166,7 +209,7 @@ static const struct vcpu_ops sync_vcpu_ops = {
 	.get_regs = sync_get_regs,
 	.get_sregs = sync_get_sregs,
 	.get_events = kvm_get_events,
-	.set_events = kvm_set_events,
+	.set_events = sync_set_events,
 	.set_regs = sync_set_regs,
 	.set_sregs = sync_set_sregs,
 	.get_pkru = kvm_get_pkru,
@@ -185,6 +228,11 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 	if (!cpuid)
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
 	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
+	v->step = (struct step_state){ .inject_vector = -1, .frame_vector = -1 };
+	if (vm->split_lock_emulate && v->index == 0) {
+		vm->step_hwbp = hostprobe_hwbp(vm->kvm_fd, NULL, 0) == 1;
+		vm->guest_databp = hostprobe_databp(vm->kvm_fd, NULL, 0) == 1;
+	}
 	msr_reset(&v->msrs);
 	ratelimit_init(&v->warn_rate, 1, 5);
 	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
@@ -299,12 +347,17 @@ static void handle_internal_error(struct vcpu *v)
 		   run->internal.suberror, *data ? ", data" : "", data);
 }
 
+static void emulate_debug_exit(struct vcpu *v);
+static void emulate_after_exit(struct vcpu *v, uint32_t reason);
+
 static void handle_exit(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
 	uint32_t reason = run->exit_reason;
 
 	stats_count_exit(&v->stats, reason);
+	if (v->vm->split_lock_emulate)
+		emulate_after_exit(v, reason);
 	switch (reason) {
 	case KVM_EXIT_X86_RDMSR:
 		splitlock_handle_rdmsr(v);
@@ -348,8 +401,8 @@ static void handle_exit(struct vcpu *v)
 	case KVM_EXIT_INTR:
 		break;
 	case KVM_EXIT_DEBUG:
-		if (v->stepping) {
-			v->stats.single_steps++;
+		if (v->vm->split_lock_emulate) {
+			emulate_debug_exit(v);
 			break;
 		}
 		fatal_exit(v, VMM_EXIT_UNHANDLED, "debug exit (KVM_EXIT_DEBUG) while not single-stepping, DR6 0x%llx",
@@ -371,39 +424,572 @@ void vcpu_report_rip(struct vcpu *v)
 			(unsigned long long)regs.rip);
 }
 
-/*
- * Single-step where this KVM can: on the project's hosts a single-step at
- * CPL3 reaches the guest as #DB instead of exiting, so there it is on at
- * CPL0 only, and CPL3 split locks go unseen (boot_info says so).
- */
-static bool set_stepping(struct vcpu *v)
-{
-	bool want = v->vm->step_cpl3 || v->run->s.regs.sregs.cs.dpl == 0;
-	struct kvm_guest_debug dbg = { 0 };
+/* ------------------------------------------------ --split-lock=emulate */
 
-	if (want == v->stepping)
+#define DR7_L0           0x1ull      /* DR0 enabled, execute, one byte */
+#define MSR_SYSCALL_MASK 0xc0000084u
+
+static bool step_fail(struct vcpu *v, const char *call, int err)
+{
+	if (vm_stop(v->vm, VMM_EXIT_HOST))
+		fprintf(stderr, "vmm: error: vCPU %u: %s failed: %s (errno %d); --split-lock=emulate cannot go on watching this guest\n",
+			v->index, call, strerror(err), err);
+	return false;
+}
+
+/* The guest's paging as it stands, for accesses made on its behalf. */
+static void guest_paging(struct vcpu *v, struct paging *p)
+{
+	paging_from_sregs(p, &v->run->s.regs.sregs);
+	p->ac = (v->run->s.regs.regs.rflags & X86_RFLAGS_AC) != 0;
+	p->maxphyaddr = v->maxphyaddr;
+}
+
+static enum sl_mode guest_mode(struct vcpu *v)
+{
+	return sl_cpu_mode(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags);
+}
+
+/*
+ * Bytes at a linear address through the guest's page tables, checked as
+ * an access of kind `access` (0: data read, WALK_FETCH); how many it could.
+ */
+static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *buf, size_t len)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
+
+	guest_paging(v, &p);
+	return pagewalk_read_as(&m, &p, la, access, buf, len);
+}
+
+/* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
+static uint8_t *stack_byte(struct vcpu *v, uint64_t la)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
+	struct walk w;
+
+	guest_paging(v, &p);
+	if (pagewalk(&m, &p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= v->vm->ram_size)
+		return NULL;
+	return v->vm->mem + w.gpa;
+}
+
+/* Hardware TF = the guest's own, from the next entry on. */
+static void put_guest_tf(struct vcpu *v)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+
+	regs->rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0);
+	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+}
+
+/*
+ * Single-step, or a breakpoint at bp (0: neither). Only changes cost an
+ * ioctl. KVM drops TF when single-step goes off, the guest's own with it
+ * (it cannot tell them apart), so the guest's is written back.
+ */
+static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
+{
+	struct kvm_guest_debug dbg = { 0 };
+	bool was = v->stepping;
+
+	if (step == v->stepping && !bp && !v->step.watch)
 		return true;
-	if (want)
+	if (step) {
 		dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP;
-	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
-		if (vm_stop(v->vm, VMM_EXIT_HOST))
-			fprintf(stderr, "vmm: error: vCPU %u: KVM_SET_GUEST_DEBUG failed: %s (errno %d); --split-lock=emulate needs single-stepping\n",
-				v->index, strerror(errno), errno);
-		return false;
+	} else if (bp) {
+		dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP;
+		dbg.arch.debugreg[0] = bp;
+		dbg.arch.debugreg[7] = DR7_L0;
 	}
-	v->stepping = want;
+	if (!was && step)	/* unstepped, KVM_GET_REGS showed the real TF */
+		v->step.guest_tf = (v->run->s.regs.regs.rflags & X86_RFLAGS_TF) != 0;
+	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+	v->stepping = step;
+	v->step.watch = bp != 0;
+	v->step.watch_addr = bp;
+	if (!step)
+		put_guest_tf(v);
 	return true;
 }
 
-/* Before each entry under emulate: catch a split lock before it runs. */
+/*
+ * The next guest instruction is the first of the handler for `vector`:
+ * a hardware breakpoint there stops the vCPU before it runs, with TF out of
+ * the way so that the frame holds the guest's own. Without one (a host that
+ * has no working KVM_GUESTDBG_USE_HW_BP, a gate that cannot be read) the
+ * handler's start runs before the next check, counted.
+ */
+/* The handler of `vector` from the long-mode IDT; false where it cannot be read. */
+static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
+	uint8_t gate[16];
+
+	/* The CPU reads the IDT as a supervisor, whatever the CPL. */
+	guest_paging(v, &p);
+	p.cpl = 0;
+	if (!(sregs->efer & X86_EFER_LMA) || vector * 16 + 15 > sregs->idt.limit ||
+	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * 16, 0, gate, sizeof(gate)) !=
+	    sizeof(gate) ||
+	    !(gate[5] & 0x80))
+		return false;
+	*handler = step_gate_offset(gate);
+	return true;
+}
+
+static void watch_handler(struct vcpu *v, unsigned vector)
+{
+	struct step_state *s = &v->step;
+	uint64_t handler;
+
+	s->inject_vector = -1;
+	if (!gate_handler(v, vector, &handler)) {
+		v->stats.unchecked_runs++;
+		set_debug(v, true, 0);
+		return;
+	}
+	if (v->vm->step_hwbp) {
+		set_debug(v, false, handler);
+		return;
+	}
+	/*
+	 * No breakpoint: delivered with TF set, which some CPUs (the lab's)
+	 * follow with a step at the handler's first instruction; the frame
+	 * then gets the guest's own TF there (step_frame_fix). Delivery
+	 * clears TF.
+	 */
+	s->frame_vector = (int)vector;
+	s->frame_handler = handler;
+	s->frame_tf = s->guest_tf;
+	s->guest_tf = false;
+	set_debug(v, true, 0);
+}
+
+/*
+ * A step that stopped at the first instruction of the handler of an event
+ * delivered with the VMM's TF: the frame at RSP shows it, so the guest's
+ * own goes in its place. Where the CPU ran the handler without stopping,
+ * the handler ran unchecked.
+ */
+static void frame_fix(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	unsigned vector = (unsigned)s->frame_vector;
+	/* RIP, CS, RFLAGS; an error code comes first for these vectors. */
+	bool err = vector == 8 || (vector >= 10 && vector <= 14) || vector == 17 ||
+		   vector == 21 || vector == 29 || vector == 30;
+	uint64_t la = v->run->s.regs.regs.rsp + (err ? 24 : 16) + 1;
+	uint8_t *b;
+
+	s->frame_vector = -1;
+	if (v->run->s.regs.regs.rip != s->frame_handler) {
+		v->stats.unchecked_runs++;
+		return;
+	}
+	b = stack_byte(v, la);
+	if (b)
+		*b = (uint8_t)((*b & ~1u) | (s->frame_tf ? 1u : 0u));
+}
+
+static uint64_t read_fmask(struct vcpu *v)
+{
+	/* struct kvm_msrs ends in a flexible array: one entry right behind it. */
+	union {
+		struct kvm_msrs hdr;
+		uint8_t bytes[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+	} m = { .hdr.nmsrs = 1 };
+
+	m.hdr.entries[0].index = MSR_SYSCALL_MASK;
+	/* Not readable: assume TF masked, as every 64-bit kernel does. */
+	if (ioctl(v->fd, KVM_GET_MSRS, &m) != 1)
+		return X86_RFLAGS_TF;
+	return m.hdr.entries[0].data;
+}
+
+/* The guest's TF once the instruction at RIP completes. */
+static bool tf_after(struct vcpu *v)
+{
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct step_insn *insn = &v->step.insn;
+	struct step_tf_inputs in = { .tf = v->step.guest_tf };
+	uint8_t buf[8] = { 0 };
+	uint64_t at = regs->rsp;
+
+	switch (insn->kind) {
+	case STEP_IRET:
+		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
+		/* fallthrough */
+	case STEP_POPF:
+		in.popped_valid = read_linear(v, at, 0, buf, insn->opsize) == insn->opsize;
+		for (unsigned i = 0; i < 8; i++)
+			in.popped |= (uint64_t)buf[i] << (8 * i);
+		break;
+	case STEP_SYSRET:
+		in.r11 = regs->r11;
+		break;
+	case STEP_SYSCALL:
+		in.fmask = read_fmask(v);
+		break;
+	default:
+		break;
+	}
+	v->step.popped = in.popped_valid ? in.popped : 0;
+	return step_tf_after(insn->kind, &in);
+}
+
+/*
+ * PUSHF pushed hardware RFLAGS, whose TF is the VMM's: put the guest's own
+ * in the pushed copy, so that stepping stays invisible.
+ */
+static void fix_pushf(struct vcpu *v)
+{
+	uint8_t *b = stack_byte(v, v->run->s.regs.regs.rsp + 1);	/* TF: bit 0 of byte 1 */
+
+	if (b)
+		*b = (uint8_t)((*b & ~1u) | (v->step.tf_at_start ? 1u : 0u));
+}
+
+/*
+ * MOV SS and POP SS hold off the step trap for one more instruction (the
+ * CPU's own rule), so the one after runs in the same step. It cannot be a
+ * split lock if it has no LOCK prefix or XCHG; if it may be, it ran
+ * unchecked, and says so.
+ */
+static void check_shadowed(struct vcpu *v)
+{
+	uint8_t next[SL_INSN_MAX];
+	size_t n = 0;
+
+	if (v->step.insn.len)
+		n = read_linear(v, v->run->s.regs.regs.rip + v->step.insn.len, WALK_FETCH,
+				next, sizeof(next));
+	if (!n || sl_maybe_locked(guest_mode(v), next, n))
+		v->stats.unchecked_runs++;
+}
+
+/* Hands the guest its own #DB: DR6 as the CPU would leave it, then the event. */
+static void reinject_db(struct vcpu *v, uint64_t payload)
+{
+	struct kvm_debugregs dr;
+	struct kvm_vcpu_events ev;
+	int r;
+
+	if (ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0) {
+		step_fail(v, "KVM_GET_DEBUGREGS", errno);
+		return;
+	}
+	dr.dr6 = step_dr6_deliver(dr.dr6, payload);
+	dr.flags = 0;
+	if (ioctl(v->fd, KVM_SET_DEBUGREGS, &dr) < 0) {
+		step_fail(v, "KVM_SET_DEBUGREGS", errno);
+		return;
+	}
+	r = v->ops->get_events(v, &ev);
+	if (!r) {
+		/* injected: without KVM_CAP_EXCEPTION_PAYLOAD, pending is dropped. */
+		ev.exception.injected = 1;
+		ev.exception.pending = 0;
+		ev.exception.nr = 1;
+		ev.exception.has_error_code = 0;
+		ev.exception.error_code = 0;
+		ev.exception_has_payload = 0;
+		ev.exception_payload = 0;
+		r = v->ops->set_events(v, &ev);
+	}
+	if (r) {
+		step_fail(v, "KVM_SET_VCPU_EVENTS (#DB)", -r);
+		return;
+	}
+	v->stats.db_reinjected++;
+}
+
+/* KVM_EXIT_DEBUG under emulate. */
+static void emulate_debug_exit(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	uint64_t dr6 = v->run->debug.arch.dr6;
+	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
+	struct kvm_debugregs dr = { 0 };
+	struct step_db d;
+	bool escaped;
+
+	if (s->watch) {
+		/*
+		 * Our breakpoint: the event is delivered (or the IRET done), the
+		 * next instruction is checked before it runs. set_debug() reads
+		 * the guest's TF back from the unstepped registers.
+		 */
+		bool ours = (hit & 1) && v->run->debug.arch.pc == s->watch_addr;
+
+		if (!set_debug(v, true, 0) || ours)
+			return;
+		/*
+		 * Something else: the guest's own #DB (its TF is the hardware's
+		 * while watching; DR0 is ours, its own breakpoints are off), or
+		 * the event went elsewhere (a fault in its delivery).
+		 */
+		v->stats.unchecked_runs++;
+		if (hit & (X86_DR6_BS | X86_DR6_BD | X86_DR6_BT))
+			reinject_db(v, hit & ~X86_DR6_B0_3);
+		return;
+	}
+	if (!v->stepping) {
+		fatal_exit(v, VMM_EXIT_UNHANDLED, "debug exit (KVM_EXIT_DEBUG) while not single-stepping, DR6 0x%llx",
+			   (unsigned long long)dr6);
+		return;
+	}
+	v->stats.single_steps++;
+	if ((hit & X86_DR6_B0_3) && ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0) {
+		step_fail(v, "KVM_GET_DEBUGREGS", errno);
+		return;
+	}
+	/*
+	 * A step that comes back where the checked instruction cannot have
+	 * taken the vCPU, or after a stretch nothing checked, ends in an IRET
+	 * of a handler the CPU entered by itself: TF was clear there (delivery
+	 * clears it), so the trap is the VMM's, and the guest's TF is what it
+	 * was before the event (the frame held the VMM's).
+	 */
+	if (s->frame_vector >= 0)
+		frame_fix(v);
+	escaped = s->checked && (hit & X86_DR6_BS) &&
+		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
+	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
+	if (escaped || !s->checked)
+		v->stats.unchecked_runs += escaped;
+	else if (d.completed) {
+		if (s->insn.kind == STEP_PUSHF)
+			fix_pushf(v);
+		if (s->insn.kind == STEP_MOV_DR)
+			s->dr_valid = false;
+		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
+		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & RFLAGS_RF);
+		if (step_delivers(&s->insn, X86_RFLAGS_OF) &&
+		    gate_handler(v, s->insn.vector, &s->frame_handler)) {
+			s->frame_vector = s->insn.vector;
+			s->frame_tf = s->tf_at_start;
+			frame_fix(v);
+		}
+		s->guest_tf = s->tf_after;
+	}
+	s->checked = false;
+	if (d.inject)
+		reinject_db(v, d.payload);
+}
+
+static bool refresh_dr(struct vcpu *v)
+{
+	struct kvm_debugregs dr;
+
+	if (ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0)
+		return step_fail(v, "KVM_GET_DEBUGREGS", errno);
+	memcpy(v->step.db, dr.db, sizeof(v->step.db));
+	v->step.dr7 = dr.dr7;
+	v->step.dr_valid = true;
+	return true;
+}
+
+/* The memory operand of the locked instruction at RIP, if it is one. */
+static bool locked_operand(struct vcpu *v, struct sl_access *acc)
+{
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	enum sl_mode mode = guest_mode(v);
+	uint8_t bytes[SL_INSN_MAX];
+	struct sl_insn insn;
+	struct sl_exception fault;
+	size_t n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
+
+	if (!n || !sl_maybe_locked(mode, bytes, n) || sl_decode(mode, bytes, n, &insn))
+		return false;
+	acc->size = insn.size;
+	return sl_linear(&insn, sregs, regs->rflags, sl_effective(&insn, regs), insn.size,
+			 &acc->la, &fault);
+}
+
+/*
+ * The split-lock check, repeated for as many split locks as come in a row.
+ * An emulated one is completed by the VMM, not the CPU, so what the CPU
+ * would do around it is done here: its instruction breakpoint fires first
+ * (the check is skipped, the CPU raises it), RF clears afterwards, and the
+ * #DB owed for the guest's TF or a data breakpoint it wrote is handed over.
+ * false: the VM is stopping, or an event is due instead.
+ */
+static bool check_split_locks(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+
+	if (!s->dr_valid && !refresh_dr(v))
+		return false;
+	for (;;) {
+		struct sl_access acc;
+		bool data, tf = s->guest_tf;
+		enum sl_outcome o;
+		uint64_t payload;
+
+		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
+					       regs->rflags | (s->iret_rf ? RFLAGS_RF : 0));
+
+		s->iret_rf = false;
+
+		/*
+		 * The guest's instruction breakpoint fires before the instruction:
+		 * delivered here, as the CPU would, rather than left to hardware
+		 * that some KVMs (the project's) deliver with the VMM's TF showing.
+		 */
+		if (exec) {
+			reinject_db(v, exec);
+			return false;
+		}
+		data = v->vm->guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
+		o = splitlock_check(v);
+		if (o == SL_STOPPED || vm_stopping(v->vm))
+			return false;
+		if (o != SL_EMULATED)
+			return s->inject_vector < 0;
+		regs->rflags &= ~RFLAGS_RF;
+		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		payload = (tf ? X86_DR6_BS : 0) | (data ? step_data_hits(s->db, s->dr7, acc.la, acc.size) : 0);
+		if (payload) {
+			reinject_db(v, payload);
+			return false;
+		}
+		vm_pause_point(v->vm, v);
+	}
+}
+
+/*
+ * Before each entry under emulate: every instruction is checked before it
+ * runs, however many split locks come in a row (each emulated one moves RIP
+ * on, and the next is checked before anything runs); pauses and stops are
+ * honoured in between, so the VM stays responsive.
+ */
 static void emulate_before_run(struct vcpu *v)
 {
-	/* Bounded: a guest of back-to-back split locks still yields. */
-	for (int i = 0; i < 64; i++)
-		if (splitlock_check(v) != SL_EMULATED)
-			break;
-	if (!vm_stopping(v->vm))
-		set_stepping(v);
+	struct vm *vm = v->vm;
+	struct step_state *s = &v->step;
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint8_t bytes[SL_INSN_MAX];
+	unsigned cpl;
+	size_t n;
+
+	s->checked = false;
+	s->hlt = false;
+	if (s->watch)		/* the pending delivery goes first */
+		return;
+	/* An event is due: the handler runs next, not the instruction at RIP. */
+	if (s->inject_vector >= 0) {
+		watch_handler(v, (unsigned)s->inject_vector);
+		return;
+	}
+	if (!check_split_locks(v)) {
+		if (s->inject_vector >= 0 && !vm_stopping(vm))
+			watch_handler(v, (unsigned)s->inject_vector);
+		return;
+	}
+	cpl = sregs->cs.dpl;
+	/* Where this KVM cannot step CPL3 code (probed), it runs unchecked. */
+	if (!vm->step_cpl3 && cpl != 0) {
+		v->stats.unchecked_runs++;
+		set_debug(v, false, 0);
+		return;
+	}
+	if (!v->stepping)
+		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
+	n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
+	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
+		      &s->insn);
+	s->rip = regs->rip;
+	s->tf_at_start = s->guest_tf;
+	if (step_hlt_unstepped(&s->insn, cpl)) {
+		s->hlt = true;
+		set_debug(v, false, 0);
+		return;
+	}
+	if (s->insn.kind == STEP_INT1) {
+		/* As the CPU: RIP past it, #DB through the IDT, DR6 untouched. */
+		struct kvm_vcpu_events ev;
+
+		if (v->ops->get_events(v, &ev) == 0) {
+			regs->rip += s->insn.len;
+			v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+			ev.exception.injected = 1;
+			ev.exception.pending = 0;
+			ev.exception.nr = 1;
+			ev.exception.has_error_code = 0;
+			ev.exception.error_code = 0;
+			if (v->ops->set_events(v, &ev) == 0) {
+				s->guest_tf = false;
+				watch_handler(v, 1);
+				return;
+			}
+		}
+		step_fail(v, "KVM_SET_VCPU_EVENTS (INT1)", errno);
+		return;
+	}
+	if (vm->step_hwbp && step_delivers(&s->insn, regs->rflags)) {
+		s->guest_tf = false;
+		watch_handler(v, s->insn.vector);
+		return;
+	}
+	s->tf_after = tf_after(v);
+	/*
+	 * An IRET that gives the guest TF: some KVMs (the project's own) run
+	 * the next instruction in the same step. A breakpoint at the return
+	 * address stops before it on every KVM.
+	 */
+	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp) {
+		uint8_t ret[8] = { 0 };
+		uint64_t to = 0;
+
+		if (read_linear(v, regs->rsp, 0, ret, s->insn.opsize) == s->insn.opsize) {
+			for (unsigned i = 0; i < s->insn.opsize; i++)
+				to |= (uint64_t)ret[i] << (8 * i);
+			set_debug(v, false, to);
+			return;
+		}
+	}
+	if (s->insn.kind == STEP_MOV_SS)
+		check_shadowed(v);
+	if (!set_debug(v, true, 0))
+		return;
+	if (s->rearm) {
+		regs->rflags |= X86_RFLAGS_TF;
+		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		s->rearm = false;
+	}
+	s->checked = true;
+}
+
+/* After each exit under emulate, before it is handled. */
+static void emulate_after_exit(struct vcpu *v, uint32_t reason)
+{
+	struct step_state *s = &v->step;
+
+	if (v->stepping && step_rearm_after_exit(reason))
+		s->rearm = true;
+	/*
+	 * Watching for a handler or a return address, any other exit means
+	 * the guest went elsewhere unwatched (a fault in the delivery or in
+	 * the IRET): stepping resumes from here.
+	 */
+	if (s->watch && reason != KVM_EXIT_DEBUG) {
+		v->stats.unchecked_runs++;
+		set_debug(v, true, 0);
+		return;
+	}
+	if (reason == KVM_EXIT_DEBUG || reason == KVM_EXIT_HLT || !s->checked)
+		return;
+	if (step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, false, false))
+		v->stats.unchecked_runs++;
 }
 
 void *vcpu_thread(void *arg)

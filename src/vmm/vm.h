@@ -21,6 +21,7 @@
 #include "ratelimit.h"
 #include "serial.h"
 #include "stats.h"
+#include "step.h"
 
 #define KICK_SIGNAL SIGUSR1
 
@@ -58,6 +59,7 @@ struct vcpu {
 	unsigned maxphyaddr;           /* its CPUID.80000008H:EAX[7:0]: reserved PTE bits */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
+	struct step_state step;        /* --split-lock=emulate's view of the stepping */
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */
 	uint64_t warn_suppressed;
 	struct vcpu_stats stats;       /* written by this vCPU's thread only */
@@ -76,6 +78,8 @@ struct vm {
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
 	bool step_cpl3;                /* this KVM can single-step CPL3 code */
+	bool step_hwbp;                /* ... and stop on a KVM_GUESTDBG_USE_HW_BP breakpoint */
+	bool guest_databp;             /* the guest's own data breakpoints fire (CPL0 probe) */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
 	pthread_mutex_t lock;          /* guards halted and the cond */

@@ -486,6 +486,8 @@ static void machine_like_here(struct host_info *hi)
 	hi->cpuid_7_edx30_reaches_guest = 0;
 	hi->singlestep_cpl0 = 1;
 	hi->singlestep_cpl3 = 0;
+	hi->hwbp = 1;
+	hi->databp_cpl0 = 0;
 }
 
 static void json_here(void **state)
@@ -507,7 +509,7 @@ static void json_here(void **state)
 		"\"vcpu_events\":1,\"set_guest_debug\":1,\"bus_lock_exit\":0,\"immediate_exit\":1,"
 		"\"nr_vcpus\":2,\"max_vcpus\":1024},"
 		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"singlestep_cpl0\":true,"
-		"\"singlestep_cpl3\":false,\"error\":null}}}\n");
+		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"error\":null}}}\n");
 	free(out);
 }
 
@@ -568,7 +570,7 @@ static void json_escaping(void **state)
 	assert_has(out, "\"caps\":{\"user_space_msr\":null,");
 	assert_has(out, "\"max_vcpus\":null}");
 	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"singlestep_cpl0\":null,"
-		   "\"singlestep_cpl3\":null,\"error\":\"no usable /dev/kvm\"}");
+		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"error\":\"no usable /dev/kvm\"}");
 	free(out);
 
 	/* Bytes that are not UTF-8 (or cut mid-character) must not break it. */
@@ -598,6 +600,11 @@ static void text_report(void **state)
 	assert_has(out, "  KVM_CAP_MAX_VCPUS           1024\n");
 	assert_has(out, "CPUID probe:                  no: this KVM answers CPUID leaf 7 from the host");
 	assert_has(out, "single-step probe:            CPL0 yes, CPL3 no (--split-lock=emulate sees split locks at CPL0 only)\n");
+	assert_has(out, "breakpoint probe:             yes\n");
+	assert_has(out, "guest data breakpoint:        no (at CPL0 this KVM never fires one)\n");
+	/* What emulate cannot watch is said, never hidden. */
+	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself");
+	assert_has(out, "all CPL3 code (no single-step there)\n");
 	free(out);
 
 	hostinfo_parse_cpuinfo(&hi, cpuinfo_both);

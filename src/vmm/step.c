@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+#include "step.h"
+
+#include <linux/kvm.h>
+
+static bool is_legacy_prefix(uint8_t b)
+{
+	switch (b) {
+	case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
+	case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
+{
+	bool osz = false, rex_w = false;
+	unsigned def;
+	size_t i = 0;
+	uint8_t op;
+
+	*out = (struct step_insn){ .kind = STEP_OTHER };
+	/* REX counts only right before the opcode; an earlier one is ignored. */
+	for (; i < len && i < 15; i++) {
+		if (mode.cs_l && (b[i] & 0xf0) == 0x40) {
+			rex_w = b[i] & 8;
+			continue;
+		}
+		if (!is_legacy_prefix(b[i]))
+			break;
+		rex_w = false;
+		if (b[i] == 0x66)
+			osz = true;
+		if (b[i] == 0xf2 || b[i] == 0xf3)
+			out->rep = true;
+	}
+	if (i >= len)
+		return;
+	op = b[i];
+	def = mode.cs_l || mode.cs_d ? 4 : 2;
+	switch (op) {
+	case 0xf4:
+		out->kind = STEP_HLT;
+		out->len = (unsigned)i + 1;
+		return;
+	case 0x9c:
+	case 0x9d:
+		out->kind = op == 0x9c ? STEP_PUSHF : STEP_POPF;
+		/* 64-bit code: 64 bits, or 16 with 0x66; REX.W changes nothing. */
+		out->opsize = mode.cs_l ? (osz ? 2 : 8) : (osz ? 6 - def : def);
+		out->len = (unsigned)i + 1;
+		return;
+	case 0xcf:
+		out->kind = STEP_IRET;
+		/* 32 bits by default even in 64-bit code: IRETQ needs REX.W. */
+		out->opsize = rex_w ? 8 : osz ? 6 - def : def;
+		out->len = (unsigned)i + 1;
+		return;
+	case 0xcc:
+		out->kind = STEP_INT3;
+		out->vector = 3;
+		out->len = (unsigned)i + 1;
+		return;
+	case 0xcd:
+		if (i + 1 < len) {
+			out->kind = STEP_INTN;
+			out->vector = b[i + 1];
+			out->len = (unsigned)i + 2;
+		}
+		return;
+	case 0xce:
+		if (!mode.cs_l) {	/* #UD in 64-bit code */
+			out->kind = STEP_INTO;
+			out->vector = 4;
+			out->len = (unsigned)i + 1;
+		}
+		return;
+	case 0xf1:
+		out->kind = STEP_INT1;
+		out->vector = 1;
+		out->len = (unsigned)i + 1;
+		return;
+	case 0x17:
+		if (!mode.cs_l) {	/* POP SS: #UD in 64-bit code */
+			out->kind = STEP_MOV_SS;
+			out->len = (unsigned)i + 1;
+		}
+		return;
+	case 0x8e:
+		/* MOV Sreg, r/m with reg = 2 (SS). The memory form's length is left unknown. */
+		if (i + 1 < len && ((b[i + 1] >> 3) & 7) == 2) {
+			out->kind = STEP_MOV_SS;
+			if ((b[i + 1] >> 6) == 3)
+				out->len = (unsigned)i + 2;
+		}
+		return;
+	case 0x0f:
+		if (i + 1 >= len)
+			return;
+		switch (b[i + 1]) {
+		case 0x05:
+			out->kind = STEP_SYSCALL;
+			out->len = (unsigned)i + 2;
+			return;
+		case 0x07:
+			out->kind = STEP_SYSRET;
+			out->opsize = rex_w ? 8 : 4;
+			out->len = (unsigned)i + 2;
+			return;
+		case 0x23:
+			out->kind = STEP_MOV_DR;
+			return;
+		default:
+			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f)	/* Jcc rel32 */
+				out->kind = STEP_BRANCH;
+			/* SYSENTER/SYSEXIT, RSM, VM* and the rest: as for any. */
+			if (b[i + 1] == 0x34 || b[i + 1] == 0x35 || b[i + 1] == 0xaa)
+				out->kind = STEP_BRANCH;
+			return;
+		}
+	case 0xff: {
+		unsigned reg = i + 1 < len ? (b[i + 1] >> 3) & 7 : 0;
+
+		/* CALL/JMP near and far, indirect. */
+		if (reg >= 2 && reg <= 5)
+			out->kind = STEP_BRANCH;
+		return;
+	}
+	default:
+		if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
+		    op == 0xe8 || op == 0xe9 || op == 0xea || op == 0xeb || op == 0x9a ||
+		    op == 0xc2 || op == 0xc3 || op == 0xca || op == 0xcb)
+			out->kind = STEP_BRANCH;
+		return;
+	}
+}
+
+bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in)
+{
+	switch (kind) {
+	case STEP_POPF:
+	case STEP_IRET:
+		/* TF is writable by POPF and IRET at every CPL and IOPL. */
+		return in->popped_valid ? (in->popped & X86_RFLAGS_TF) != 0 : in->tf;
+	case STEP_SYSRET:
+		return (in->r11 & X86_RFLAGS_TF) != 0;
+	case STEP_SYSCALL:
+		return in->tf && !(in->fmask & X86_RFLAGS_TF);
+	case STEP_INT3:
+	case STEP_INTN:
+	case STEP_INTO:
+	case STEP_INT1:
+		/* Delivery clears TF; the frame keeps the old value. */
+		return false;
+	default:
+		return in->tf;
+	}
+}
+
+bool step_rearm_after_exit(uint32_t exit_reason)
+{
+	switch (exit_reason) {
+	case KVM_EXIT_IO:
+	case KVM_EXIT_MMIO:
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		return false;
+	default:
+		return true;
+	}
+}
+
+bool step_hlt_unstepped(const struct step_insn *insn, unsigned cpl)
+{
+	return insn->kind == STEP_HLT && cpl == 0;
+}
+
+bool step_delivers(const struct step_insn *insn, uint64_t rflags)
+{
+	switch (insn->kind) {
+	case STEP_INT3:
+	case STEP_INTN:
+		return true;
+	case STEP_INTO:
+		return (rflags & X86_RFLAGS_OF) != 0;
+	default:
+		return false;
+	}
+}
+
+struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7)
+{
+	uint64_t hit = (exit_dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
+	struct step_db d = { .completed = (hit & X86_DR6_BS) != 0 };
+	bool enabled_bp = false;
+
+	for (unsigned i = 0; i < 4; i++)
+		if ((hit & (1ull << i)) && (guest_dr7 & (3ull << (2 * i))))
+			enabled_bp = true;
+	/*
+	 * KVM's own TF makes BS on every step; it is the guest's only when the
+	 * guest's TF was set as the instruction began. B0-3 come from the
+	 * guest's breakpoints (the VMM sets none), but the CPU also reports
+	 * matches of disabled ones alongside another #DB: they ride along,
+	 * never cause one.
+	 */
+	d.inject = (d.completed && tf_at_start) || enabled_bp ||
+		   (hit & (X86_DR6_BD | X86_DR6_BT | X86_DR6_RTM));
+	if (d.inject)
+		d.payload = hit & ~(tf_at_start ? 0 : X86_DR6_BS);
+	return d;
+}
+
+uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload)
+{
+	/* As kvm_deliver_exception_payload(): B0-3 are replaced, the rest stick. */
+	dr6 &= ~X86_DR6_B0_3;
+	dr6 |= X86_DR6_ACTIVE_LOW;
+	dr6 |= payload;
+	dr6 ^= payload & X86_DR6_ACTIVE_LOW;
+	return dr6 & ~(1ull << 12);
+}
+
+bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
+		  bool debug_exit, bool completed)
+{
+	if (!debug_exit)
+		return exit_rip != checked_rip;
+	if (!completed || exit_rip != checked_rip || insn->rep)
+		return false;
+	switch (insn->kind) {
+	case STEP_OTHER:
+	case STEP_PUSHF:
+	case STEP_POPF:
+	case STEP_MOV_SS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+uint64_t step_gate_offset(const uint8_t gate[16])
+{
+	return (uint64_t)gate[0] | (uint64_t)gate[1] << 8 |
+	       (uint64_t)gate[6] << 16 | (uint64_t)gate[7] << 24 |
+	       (uint64_t)gate[8] << 32 | (uint64_t)gate[9] << 40 |
+	       (uint64_t)gate[10] << 48 | (uint64_t)gate[11] << 56;
+}
+
+static bool bp_enabled(uint64_t dr7, unsigned i)
+{
+	return (dr7 >> (2 * i)) & 3;
+}
+
+static unsigned bp_rw(uint64_t dr7, unsigned i)
+{
+	return (unsigned)(dr7 >> (16 + 4 * i)) & 3;
+}
+
+static uint64_t bp_len(uint64_t dr7, unsigned i)
+{
+	static const uint64_t len[4] = { 1, 2, 8, 4 };
+
+	return len[(dr7 >> (18 + 4 * i)) & 3];
+}
+
+uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags)
+{
+	uint64_t hits = 0;
+
+	if (rflags & RFLAGS_RF)
+		return 0;
+	for (unsigned i = 0; i < 4; i++)
+		if (bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == rip)
+			hits |= 1ull << i;
+	return hits;
+}
+
+uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size)
+{
+	uint64_t hits = 0;
+
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t len = bp_len(dr7, i), start = db[i] & ~(len - 1);
+		unsigned rw = bp_rw(dr7, i);
+
+		/* Write (01) and read/write (11); a locked RMW does both. */
+		if (bp_enabled(dr7, i) && (rw == 1 || rw == 3) && la < start + len && start < la + size)
+			hits |= 1ull << i;
+	}
+	return hits;
+}
+
+bool step_has_data_bp(uint64_t dr7)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (bp_enabled(dr7, i) && (bp_rw(dr7, i) == 1 || bp_rw(dr7, i) == 3))
+			return true;
+	return false;
+}

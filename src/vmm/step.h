@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decisions of --split-lock=emulate's single-stepping, as pure code:
+ * which instructions need more than a plain step, what the guest's own
+ * RFLAGS.TF is (KVM hides it from userspace while it steps), whether a
+ * KVM_EXIT_DEBUG belongs to the guest and with which DR6, and when hardware
+ * TF must be written back. vcpu.c does the ioctls; tests drive this alone.
+ *
+ * Why: under KVM_GUESTDBG_SINGLESTEP, KVM sets RFLAGS.TF in hardware, masks
+ * it out of KVM_GET_REGS (kvm_get_rflags) and sends every #DB to userspace.
+ * Stock KVM re-applies TF only through __kvm_set_rflags(), i.e. on a
+ * register write by userspace or KVM_SET_GUEST_DEBUG; so an instruction that
+ * clears TF in hardware (POPF, IRET, SYSRET, SYSCALL with FMASK.TF) ends the
+ * stepping unless the VMM writes TF back.
+ */
+#ifndef VMM_STEP_H
+#define VMM_STEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "x86.h"
+
+enum step_kind {
+	STEP_OTHER,
+	STEP_HLT,
+	STEP_PUSHF,
+	STEP_POPF,
+	STEP_IRET,
+	STEP_SYSCALL,
+	STEP_SYSRET,
+	STEP_MOV_SS,     /* MOV SS / POP SS: the next instruction runs in its shadow */
+	STEP_INT3,
+	STEP_INTN,       /* INT imm8 */
+	STEP_INTO,
+	STEP_INT1,       /* ICEBP, f1 */
+	STEP_BRANCH,     /* may legitimately land on its own address */
+	STEP_MOV_DR,     /* MOV to a debug register */
+};
+
+struct step_insn {
+	enum step_kind kind;
+	unsigned opsize;     /* 2, 4 or 8: PUSHF/POPF/IRET/SYSRET operand size */
+	unsigned len;        /* bytes, where known (0 otherwise) */
+	uint8_t vector;      /* INT n's n, 3 for INT3, 4 for INTO, 1 for INT1 */
+	bool rep;            /* F2/F3 prefix: a string instruction repeats in place */
+};
+
+/* CS state that changes how bytes decode. */
+struct step_mode {
+	bool cs_l;           /* 64-bit code */
+	bool cs_d;           /* default operand size 32 outside 64-bit code */
+};
+
+/* Looks at raw bytes at RIP; len may be short where the fetch was. */
+void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out);
+
+/* The guest's own TF after a completed instruction of this kind. */
+struct step_tf_inputs {
+	bool tf;             /* before the instruction */
+	uint64_t popped;     /* POPF: the value at RSP; IRET: the RFLAGS slot of the frame */
+	bool popped_valid;   /* false: reading it failed, the instruction will fault */
+	uint64_t r11;        /* SYSRET */
+	uint64_t fmask;      /* SYSCALL: IA32_FMASK */
+};
+bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in);
+
+/*
+ * Must hardware TF be written back before the next entry, given the exit
+ * that ended the last run? After a step, yes: stock KVM loses TF not only to
+ * the guest's POPF, IRET, SYSRET and SYSCALL but to every instruction its
+ * own emulator completes (x86_emulate_instruction ends in __kvm_set_rflags,
+ * which keeps TF only at the RIP KVM_SET_GUEST_DEBUG recorded), and which
+ * instructions KVM emulates depends on the host (MMIO, string I/O, and on
+ * hosts without decode assists MOV CR/DR). After an I/O, MMIO or MSR exit,
+ * no: the instruction is still pending and its completion is itself a step,
+ * and a register write there would race KVM's completion.
+ */
+bool step_rearm_after_exit(uint32_t exit_reason);
+
+/* Per vCPU, written by its thread only. */
+struct step_state {
+	bool guest_tf;          /* the guest's own RFLAGS.TF, which KVM hides */
+	bool rearm;             /* write TF back before the next entry */
+	bool checked;           /* `insn` at `rip` was checked for this entry */
+	bool tf_at_start;       /* guest_tf when `insn` began */
+	bool tf_after;          /* guest_tf once `insn` completes */
+	bool hlt;               /* this entry runs a HLT without stepping */
+	uint64_t rip;
+	struct step_insn insn;
+	bool watch;             /* a breakpoint on a handler stands in for TF */
+	uint64_t watch_addr;
+	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
+	uint64_t db[4], dr7;
+	int inject_vector;      /* an event was injected for the next entry, or -1 */
+	int frame_vector;       /* delivered with the VMM's TF: its frame to fix, or -1 */
+	uint64_t frame_handler;
+	bool frame_tf;          /* the guest's TF, for that frame */
+	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
+	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
+};
+
+/*
+ * HLT runs with single-step off: stepped, KVM completes it as a step and the
+ * vCPU never halts. At CPL > 0 HLT is #GP, which stepping must see.
+ */
+bool step_hlt_unstepped(const struct step_insn *insn, unsigned cpl);
+
+/*
+ * Delivers through the IDT by itself (INT3, INT n, INTO with OF set): run
+ * with a hardware breakpoint on the handler instead of TF, so the frame
+ * holds the guest's own TF and the handler's first instruction is checked.
+ */
+bool step_delivers(const struct step_insn *insn, uint64_t rflags);
+
+/* A KVM_EXIT_DEBUG while stepping: what the guest is owed. */
+struct step_db {
+	bool inject;         /* deliver #DB to the guest */
+	uint64_t payload;    /* its DR6 bits, in pending-debug format (active high) */
+	bool completed;      /* the stepped instruction ran (a trap, not a fault) */
+};
+/*
+ * exit_dr6: run->debug.arch.dr6. tf_at_start: the guest's TF when the
+ * instruction began. guest_dr7: to tell the guest's enabled breakpoints from
+ * bits the CPU sets for disabled ones (only consulted when B0-3 are set).
+ */
+struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7);
+
+/* The guest's DR6 once a #DB with this payload is delivered (as the CPU does). */
+uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
+
+/*
+ * After a stepped run, did guest code run that was never checked? True when
+ * the exit lands back on the checked instruction although it completed as a
+ * trap (an exception was delivered natively and its handler returned there)
+ * for an instruction that cannot land on itself.
+ */
+bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
+		  bool debug_exit, bool completed);
+
+#define RFLAGS_RF (1ull << 16)
+
+/*
+ * The guest's own breakpoints, for the instructions the VMM completes
+ * itself (emulated split locks), which the CPU never sees: B0-3 bits of
+ * the enabled execute breakpoints at rip (none when RFLAGS.RF is set), and
+ * of the enabled write or read/write breakpoints that [la, la+size) touches.
+ */
+uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags);
+uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
+bool step_has_data_bp(uint64_t dr7);
+
+/* Linear address of vector's handler from a 16-byte long-mode IDT gate. */
+uint64_t step_gate_offset(const uint8_t gate[16]);
+
+#endif

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* The stepping decisions of --split-lock=emulate (src/vmm/step.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <linux/kvm.h>
+
+#include "step.h"
+
+static const struct step_mode m64 = { .cs_l = true };
+static const struct step_mode m32 = { .cs_d = true };
+static const struct step_mode m16 = { 0 };
+
+static struct step_insn classify(const uint8_t *b, size_t n, struct step_mode m)
+{
+	struct step_insn i;
+
+	step_classify(b, n, m, &i);
+	return i;
+}
+
+#define CLASSIFY(m, ...) ({ \
+	static const uint8_t b_[] = { __VA_ARGS__ }; \
+	classify(b_, sizeof(b_), m); })
+
+static void test_classify_hlt(void **state)
+{
+	(void)state;
+	assert_int_equal(CLASSIFY(m64, 0xf4).kind, STEP_HLT);
+	assert_int_equal(CLASSIFY(m64, 0x2e, 0xf4).kind, STEP_HLT);
+	assert_int_equal(CLASSIFY(m64, 0x2e, 0xf4).len, 2);
+	assert_int_equal(CLASSIFY(m64, 0x90).kind, STEP_OTHER);
+	/* A truncated fetch is no HLT. */
+	assert_int_equal(classify((const uint8_t *)"\x66", 1, m64).kind, STEP_OTHER);
+}
+
+static void test_classify_flags_sizes(void **state)
+{
+	(void)state;
+	/* POPF: 64-bit code pops 8 bytes, 2 with 0x66; REX.W changes nothing. */
+	assert_int_equal(CLASSIFY(m64, 0x9d).kind, STEP_POPF);
+	assert_int_equal(CLASSIFY(m64, 0x9d).opsize, 8);
+	assert_int_equal(CLASSIFY(m64, 0x66, 0x9d).opsize, 2);
+	assert_int_equal(CLASSIFY(m64, 0x48, 0x9d).opsize, 8);
+	assert_int_equal(CLASSIFY(m32, 0x9d).opsize, 4);
+	assert_int_equal(CLASSIFY(m32, 0x66, 0x9d).opsize, 2);
+	assert_int_equal(CLASSIFY(m16, 0x66, 0x9c).opsize, 4);
+	assert_int_equal(CLASSIFY(m64, 0x9c).kind, STEP_PUSHF);
+	assert_int_equal(CLASSIFY(m64, 0x9c).len, 1);
+	/* IRET is 32-bit even in 64-bit code; IRETQ needs REX.W. */
+	assert_int_equal(CLASSIFY(m64, 0xcf).opsize, 4);
+	assert_int_equal(CLASSIFY(m64, 0x48, 0xcf).opsize, 8);
+	assert_int_equal(CLASSIFY(m64, 0x48, 0xcf).kind, STEP_IRET);
+	assert_int_equal(CLASSIFY(m64, 0x66, 0xcf).opsize, 2);
+	/* REX not right before the opcode is ignored. */
+	assert_int_equal(CLASSIFY(m64, 0x48, 0x66, 0xcf).opsize, 2);
+	/* In 32-bit code 0x48 is DEC EAX, not a prefix. */
+	assert_int_equal(CLASSIFY(m32, 0x48, 0xcf).kind, STEP_OTHER);
+	assert_int_equal(CLASSIFY(m64, 0x0f, 0x05).kind, STEP_SYSCALL);
+	assert_int_equal(CLASSIFY(m64, 0x48, 0x0f, 0x07).kind, STEP_SYSRET);
+	assert_int_equal(CLASSIFY(m64, 0x48, 0x0f, 0x07).opsize, 8);
+}
+
+static void test_classify_events(void **state)
+{
+	struct step_insn i;
+
+	(void)state;
+	assert_int_equal(CLASSIFY(m64, 0xcc).kind, STEP_INT3);
+	assert_int_equal(CLASSIFY(m64, 0xcc).vector, 3);
+	i = CLASSIFY(m64, 0xcd, 0x80);
+	assert_int_equal(i.kind, STEP_INTN);
+	assert_int_equal(i.vector, 0x80);
+	assert_int_equal(i.len, 2);
+	assert_int_equal(CLASSIFY(m64, 0xcd).kind, STEP_OTHER);	/* truncated */
+	assert_int_equal(CLASSIFY(m64, 0xf1).kind, STEP_INT1);
+	assert_int_equal(CLASSIFY(m64, 0xf1).len, 1);
+	/* INTO and POP SS are #UD in 64-bit code. */
+	assert_int_equal(CLASSIFY(m64, 0xce).kind, STEP_OTHER);
+	assert_int_equal(CLASSIFY(m32, 0xce).kind, STEP_INTO);
+	assert_int_equal(CLASSIFY(m64, 0x17).kind, STEP_OTHER);
+	assert_int_equal(CLASSIFY(m32, 0x17).kind, STEP_MOV_SS);
+	/* mov %eax, %ss is 8e d0; mov %eax, %ds (8e d8) is no shadow. */
+	assert_int_equal(CLASSIFY(m64, 0x8e, 0xd0).kind, STEP_MOV_SS);
+	assert_int_equal(CLASSIFY(m64, 0x8e, 0xd0).len, 2);
+	assert_int_equal(CLASSIFY(m64, 0x8e, 0x10).kind, STEP_MOV_SS);
+	assert_int_equal(CLASSIFY(m64, 0x8e, 0x10).len, 0);	/* memory form: length unknown */
+	assert_int_equal(CLASSIFY(m64, 0x8e, 0xd8).kind, STEP_OTHER);
+	assert_true(CLASSIFY(m64, 0xf3, 0xa4).rep);
+	assert_int_equal(CLASSIFY(m64, 0xeb, 0xfe).kind, STEP_BRANCH);
+	assert_int_equal(CLASSIFY(m64, 0xff, 0xe0).kind, STEP_BRANCH);	/* jmp *%rax */
+	assert_int_equal(CLASSIFY(m64, 0xff, 0xc0).kind, STEP_OTHER);	/* inc %eax */
+	assert_int_equal(CLASSIFY(m64, 0x0f, 0x23, 0xf8).kind, STEP_MOV_DR);	/* mov %rax, %dr7 */
+}
+
+static void test_tf_model(void **state)
+{
+	struct step_tf_inputs in = { .tf = false, .popped = 0x302, .popped_valid = true };
+
+	(void)state;
+	assert_true(step_tf_after(STEP_POPF, &in));
+	in.tf = true;
+	in.popped = 0x202;
+	assert_false(step_tf_after(STEP_POPF, &in));
+	assert_false(step_tf_after(STEP_IRET, &in));
+	/* A stack that cannot be read: the POPF faults, TF stays. */
+	in.popped_valid = false;
+	assert_true(step_tf_after(STEP_POPF, &in));
+	in = (struct step_tf_inputs){ .tf = false, .r11 = 0x302 };
+	assert_true(step_tf_after(STEP_SYSRET, &in));
+	in = (struct step_tf_inputs){ .tf = true, .fmask = 0x47700 };
+	assert_false(step_tf_after(STEP_SYSCALL, &in));
+	in.fmask = 0x200;
+	assert_true(step_tf_after(STEP_SYSCALL, &in));
+	in = (struct step_tf_inputs){ .tf = true };
+	assert_false(step_tf_after(STEP_INT3, &in));
+	assert_false(step_tf_after(STEP_INTN, &in));
+	assert_false(step_tf_after(STEP_INT1, &in));
+	assert_true(step_tf_after(STEP_OTHER, &in));
+	assert_true(step_tf_after(STEP_PUSHF, &in));
+}
+
+static void test_rearm(void **state)
+{
+	(void)state;
+	/* After a step TF may be gone (POPF, IRET, KVM's own emulator). */
+	assert_true(step_rearm_after_exit(KVM_EXIT_DEBUG));
+	assert_true(step_rearm_after_exit(KVM_EXIT_INTR));
+	/* Pending completions are steps themselves. */
+	assert_false(step_rearm_after_exit(KVM_EXIT_IO));
+	assert_false(step_rearm_after_exit(KVM_EXIT_MMIO));
+	assert_false(step_rearm_after_exit(KVM_EXIT_X86_RDMSR));
+	assert_false(step_rearm_after_exit(KVM_EXIT_X86_WRMSR));
+}
+
+static void test_hlt_and_delivery(void **state)
+{
+	struct step_insn hlt = { .kind = STEP_HLT }, into = { .kind = STEP_INTO };
+	struct step_insn int3 = { .kind = STEP_INT3 }, nop = { .kind = STEP_OTHER };
+
+	(void)state;
+	assert_true(step_hlt_unstepped(&hlt, 0));
+	assert_false(step_hlt_unstepped(&hlt, 3));	/* #GP there: stepped */
+	assert_false(step_hlt_unstepped(&nop, 0));
+	assert_true(step_delivers(&int3, 0));
+	assert_false(step_delivers(&into, 0));
+	assert_true(step_delivers(&into, X86_RFLAGS_OF));
+	assert_false(step_delivers(&nop, 0));
+}
+
+static void test_debug_exit(void **state)
+{
+	struct step_db d;
+
+	(void)state;
+	/* The VMM's own step: nothing for the guest. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0);
+	assert_true(d.completed);
+	assert_false(d.inject);
+	/* The guest's TF was set when the instruction began: #DB with BS. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, true, 0);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, X86_DR6_BS);
+	/* A data breakpoint of the guest's, hit in a step of the VMM's. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x4 /* L1 */);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, 2);
+	/* B1 for a disabled breakpoint never causes a #DB on its own. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x1);
+	assert_false(d.inject);
+	/* ...but rides along with one that does. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 3, true, 0x1);
+	assert_int_equal(d.payload, X86_DR6_BS | 3);
+	/* An instruction breakpoint: a fault, nothing completed. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | 1, true, 0x2 /* G0 */);
+	assert_false(d.completed);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, 1);
+	/* General detect. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BD, false, 0);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, X86_DR6_BD);
+}
+
+static void test_dr6_deliver(void **state)
+{
+	(void)state;
+	/* B0-3 replaced, BS sticks until the guest clears it, fixed bits kept. */
+	assert_int_equal(step_dr6_deliver(X86_DR6_ACTIVE_LOW | 2, 1), X86_DR6_ACTIVE_LOW | 1);
+	assert_int_equal(step_dr6_deliver(X86_DR6_ACTIVE_LOW | X86_DR6_BS, 1), X86_DR6_ACTIVE_LOW | X86_DR6_BS | 1);
+	assert_int_equal(step_dr6_deliver(X86_DR6_ACTIVE_LOW, X86_DR6_BS), X86_DR6_ACTIVE_LOW | X86_DR6_BS);
+	/* RTM is active low in DR6, active high in the payload. */
+	assert_int_equal(step_dr6_deliver(X86_DR6_ACTIVE_LOW, X86_DR6_RTM), X86_DR6_ACTIVE_LOW & ~X86_DR6_RTM);
+	/* Bit 12 (enabled breakpoint in the payload format) never reaches DR6. */
+	assert_int_equal(step_dr6_deliver(X86_DR6_ACTIVE_LOW, 1ull << 12), X86_DR6_ACTIVE_LOW);
+}
+
+static void test_escaped(void **state)
+{
+	struct step_insn nop = { .kind = STEP_OTHER, .len = 1 };
+	struct step_insn jmp = { .kind = STEP_BRANCH };
+	struct step_insn movs = { .kind = STEP_OTHER, .rep = true };
+
+	(void)state;
+	/* An OUT exits at itself; elsewhere means code ran in between. */
+	assert_false(step_escaped(&nop, 0x1000, 0x1000, false, false));
+	assert_true(step_escaped(&nop, 0x1000, 0x2000, false, false));
+	/* A load that faulted, whose handler returned to retry it. */
+	assert_true(step_escaped(&nop, 0x1000, 0x1000, true, true));
+	assert_false(step_escaped(&nop, 0x1000, 0x1001, true, true));
+	/* jmp . and a REP iteration land on themselves legitimately. */
+	assert_false(step_escaped(&jmp, 0x1000, 0x1000, true, true));
+	assert_false(step_escaped(&movs, 0x1000, 0x1000, true, true));
+	/* An instruction breakpoint stops before it ran. */
+	assert_false(step_escaped(&nop, 0x1000, 0x1000, true, false));
+}
+
+static void test_breakpoints(void **state)
+{
+	const uint64_t db[4] = { 0x1000, 0x2003, 0x3000, 0x4000 };
+	/* DR0 execute (L0); DR1 write, 4 bytes (G1); DR2 read/write, 8 bytes, disabled; DR3 I/O. */
+	uint64_t dr7 = 0x1 | 0x8 | (1ull << 20) | (3ull << 22) | (3ull << 24) | (2ull << 26) |
+		       (2ull << 28);
+
+	(void)state;
+	assert_int_equal(step_exec_hits(db, dr7, 0x1000, 0), 1);
+	assert_int_equal(step_exec_hits(db, dr7, 0x1000, RFLAGS_RF), 0);	/* RF suppresses it */
+	assert_int_equal(step_exec_hits(db, dr7, 0x1001, 0), 0);
+	assert_int_equal(step_exec_hits(db, 0, 0x1000, 0), 0);		/* not enabled */
+	/* DR1 covers 0x2000-0x2003 (aligned down); a split write reaching it hits. */
+	assert_int_equal(step_data_hits(db, dr7, 0x1ffe, 4), 2);
+	assert_int_equal(step_data_hits(db, dr7, 0x1ffc, 4), 0);
+	assert_int_equal(step_data_hits(db, dr7, 0x2003, 8), 2);
+	assert_int_equal(step_data_hits(db, dr7, 0x2004, 8), 0);
+	/* DR2 is not enabled; once it is, read/write counts too. */
+	assert_int_equal(step_data_hits(db, dr7, 0x3000, 1), 0);
+	assert_int_equal(step_data_hits(db, dr7 | 0x10, 0x3007, 1), 4);
+	assert_true(step_has_data_bp(dr7));
+	assert_false(step_has_data_bp(0x1));		/* execute only */
+	assert_false(step_has_data_bp(dr7 & ~0x8ull));
+}
+
+static void test_gate_offset(void **state)
+{
+	static const uint8_t gate[16] = {
+		0x34, 0x12, 0x08, 0x00, 0x00, 0x8e, 0x78, 0x56,
+		0xbc, 0x9a, 0xf0, 0xde, 0, 0, 0, 0,
+	};
+
+	(void)state;
+	assert_int_equal(step_gate_offset(gate), 0xdef09abc56781234ull);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_classify_hlt),
+		cmocka_unit_test(test_classify_flags_sizes),
+		cmocka_unit_test(test_classify_events),
+		cmocka_unit_test(test_tf_model),
+		cmocka_unit_test(test_rearm),
+		cmocka_unit_test(test_hlt_and_delivery),
+		cmocka_unit_test(test_debug_exit),
+		cmocka_unit_test(test_dr6_deliver),
+		cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_breakpoints),
+		cmocka_unit_test(test_gate_offset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
