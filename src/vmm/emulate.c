@@ -94,6 +94,16 @@ unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags)
 	return s->ss.dpl;
 }
 
+void sl_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
+	       uint32_t pkru, unsigned maxphyaddr)
+{
+	paging_from_sregs(p, s);
+	p->cpl = sl_cpl(s, r->rflags);
+	p->ac = r->rflags & X86_RFLAGS_AC;
+	p->pkru = pkru;
+	p->maxphyaddr = maxphyaddr;
+}
+
 static uint64_t size_mask(unsigned bytes)
 {
 	return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
@@ -466,11 +476,7 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	int d;
 
 	memset(p, 0, sizeof(*p));
-	paging_from_sregs(&pg, &s->sregs);
-	pg.cpl = sl_cpl(&s->sregs, s->regs.rflags);
-	pg.ac = s->regs.rflags & X86_RFLAGS_AC;
-	pg.pkru = s->pkru;
-	pg.maxphyaddr = s->maxphyaddr;
+	sl_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
 
 	/*
 	 * Legacy alignment checking raises #AC(0) for any misaligned access at

@@ -41,6 +41,9 @@ struct sl_exception {
 /* The mode the CPU decodes in, and its CPL, from sregs and RFLAGS. */
 enum sl_mode sl_cpu_mode(const struct kvm_sregs *s, uint64_t rflags);
 unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags);
+/* The guest's paging state for an access it makes at its current CPL. */
+void sl_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
+	       uint32_t pkru, unsigned maxphyaddr);
 
 /*
  * The operand's offset in its segment, wrapped at the address size. For

@@ -99,7 +99,6 @@ static const struct sandbox_ioctl kvm_ioctls[] = {
 	{ KVM_GET_SREGS, "KVM_GET_SREGS", "register dumps, #AC handling" },
 	{ KVM_GET_VCPU_EVENTS, "KVM_GET_VCPU_EVENTS", "#AC injection" },
 	{ KVM_SET_VCPU_EVENTS, "KVM_SET_VCPU_EVENTS", "#AC injection" },
-	{ KVM_TRANSLATE, "KVM_TRANSLATE", "the bytes at RIP in dumps and split-lock stops" },
 	{ KVM_SET_REGS, "KVM_SET_REGS", "completing an emulated split lock after a hardware #AC" },
 	{ KVM_SET_SREGS, "KVM_SET_SREGS", "CR2 for a #PF given in place of a hardware split-lock #AC" },
 	{ KVM_GET_XSAVE, "KVM_GET_XSAVE", "PKRU, for the protection-key check of a split lock's operand" },

@@ -139,22 +139,23 @@ static void stop_uninvited(struct vcpu *v, const struct sl_snapshot *s, const st
 {
 	char what[256];
 
+	bool stopped;
+
 	v->stats.split_lock_stops++;
-	if (!vm_stop(v->vm, VMM_EXIT_SPLIT_LOCK))
-		return;
 	if (s->source == SL_SOFTWARE && !p->decoded) {
-		fprintf(stderr, "vmm: error: vCPU %u: --split-lock=emulate cannot check the instruction at RIP 0x%llx: %s\n",
-			v->index, (unsigned long long)s->regs.rip, p->why);
-		vcpu_dump(v);
-		return;
+		stopped = vm_fail(v->vm, VMM_EXIT_SPLIT_LOCK,
+				  "vCPU %u: --split-lock=emulate cannot check the instruction at RIP 0x%llx: %s",
+				  v->index, (unsigned long long)s->regs.rip, p->why);
+	} else {
+		describe(p, s->regs.rip, what, sizeof(what));
+		stopped = vm_fail(v->vm, VMM_EXIT_SPLIT_LOCK,
+				  "vCPU %u: %s that the guest did not ask #AC for (its TEST_CTRL bit 29 is clear), "
+				  "and the VMM cannot complete it: %s. Align the guest's locked operand within one 64-byte cache line, "
+				  "or have the guest set TEST_CTRL bit 29 to handle #AC itself",
+				  v->index, what, p->why);
 	}
-	describe(p, s->regs.rip, what, sizeof(what));
-	fprintf(stderr,
-		"vmm: error: vCPU %u: %s that the guest did not ask #AC for (its TEST_CTRL bit 29 is clear), "
-		"and the VMM cannot complete it: %s. Align the guest's locked operand within one 64-byte cache line, "
-		"or have the guest set TEST_CTRL bit 29 to handle #AC itself\n",
-		v->index, what, p->why);
-	vcpu_dump(v);
+	if (stopped)
+		vcpu_dump(v);
 }
 
 static void warn_emulated(struct vcpu *v, const struct sl_snapshot *s, const struct sl_plan *p)
@@ -211,9 +212,8 @@ static void plan(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p)
 
 static void fail_host(struct vcpu *v, const char *call, int r)
 {
-	if (vm_stop(v->vm, VMM_EXIT_HOST))
-		fprintf(stderr, "vmm: error: vCPU %u: %s failed: %s (errno %d)\n",
-			v->index, call, strerror(-r), -r);
+	vm_fail(v->vm, VMM_EXIT_HOST, "vCPU %u: %s failed: %s (errno %d)",
+		v->index, call, strerror(-r), -r);
 }
 
 static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
@@ -310,15 +310,14 @@ void splitlock_handle_exception(struct vcpu *v)
 	if (sigbus)
 		v->stats.sigbus++;
 	if (vector != X86_VEC_AC) {
-		if (vm_stop(v->vm, VMM_EXIT_UNHANDLED))
-			fprintf(stderr, "vmm: error: vCPU %u: KVM reported guest exception %u (error code 0x%x) to userspace, which only expects split-lock #AC (17)\n",
-				v->index, vector, v->run->ex.error_code);
+		vm_fail(v->vm, VMM_EXIT_UNHANDLED,
+			"vCPU %u: KVM reported guest exception %u (error code 0x%x) to userspace, which only expects split-lock #AC (17)",
+			v->index, vector, v->run->ex.error_code);
 		return;
 	}
 	if (!snapshot(v, SL_HARDWARE, &s)) {
-		if (vm_stop(v->vm, VMM_EXIT_HOST))
-			fprintf(stderr, "vmm: error: vCPU %u: reading registers after a split-lock #AC failed\n",
-				v->index);
+		vm_fail(v->vm, VMM_EXIT_HOST, "vCPU %u: reading registers after a split-lock #AC failed",
+			v->index);
 		return;
 	}
 	plan(v, &s, &p);

@@ -192,7 +192,6 @@ static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 	return r;
 }
 
-static size_t read_guest_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
 
 static const struct vcpu_ops kvm_vcpu_ops = {
 	.get_regs = kvm_get_regs,
@@ -202,7 +201,6 @@ static const struct vcpu_ops kvm_vcpu_ops = {
 	.set_regs = kvm_set_regs,
 	.set_sregs = kvm_set_sregs,
 	.get_pkru = kvm_get_pkru,
-	.read_virt = read_guest_virt,
 };
 
 static const struct vcpu_ops sync_vcpu_ops = {
@@ -213,7 +211,6 @@ static const struct vcpu_ops sync_vcpu_ops = {
 	.set_regs = sync_set_regs,
 	.set_sregs = sync_set_sregs,
 	.get_pkru = kvm_get_pkru,
-	.read_virt = read_guest_virt,
 };
 
 void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
@@ -271,31 +268,12 @@ void vcpu_destroy(struct vcpu *v)
 	v->fd = -1;
 }
 
-/* Reads guest bytes at a guest-virtual address through KVM_TRANSLATE. */
-static size_t read_guest_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		struct kvm_translation t = { .linear_address = gva + done };
-		size_t chunk = 0x1000 - ((gva + done) & 0xfff);
-
-		if (ioctl(v->fd, KVM_TRANSLATE, &t) < 0 || !t.valid)
-			break;
-		if (chunk > len - done)
-			chunk = len - done;
-		if (t.physical_address + chunk > v->vm->ram_size)
-			break;
-		memcpy(buf + done, v->vm->mem + t.physical_address, chunk);
-		done += chunk;
-	}
-	return done;
-}
-
 void vcpu_dump(struct vcpu *v)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
 	uint8_t insn[16];
 	char bytes[64];
 	size_t n;
@@ -311,7 +289,9 @@ void vcpu_dump(struct vcpu *v)
 	}
 	flockfile(stderr);
 	dump_regs(stderr, v->index, &regs, &sregs);
-	n = v->ops->read_virt(v, regs.rip, insn, sizeof(insn));
+	/* The bytes the CPU would fetch, through the walker the decoder uses. */
+	sl_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
+	n = pagewalk_read(&m, &p, regs.rip, insn, sizeof(insn));
 	dump_format_bytes(bytes, sizeof(bytes), insn, n);
 	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);
 	funlockfile(stderr);
@@ -381,8 +361,8 @@ static void handle_exit(struct vcpu *v)
 		break;
 	case KVM_EXIT_HLT:
 		if (vm_vcpu_halted(v->vm)) {
-			fprintf(stderr, "vmm: error: every vCPU has halted with nothing to wake them (there are no interrupts); vCPU %u halted last\n",
-				v->index);
+			errmsg("every vCPU has halted with nothing to wake them (there are no interrupts); vCPU %u halted last",
+			       v->index);
 			vcpu_dump(v);
 		}
 		break;
@@ -431,18 +411,17 @@ void vcpu_report_rip(struct vcpu *v)
 
 static bool step_fail(struct vcpu *v, const char *call, int err)
 {
-	if (vm_stop(v->vm, VMM_EXIT_HOST))
-		fprintf(stderr, "vmm: error: vCPU %u: %s failed: %s (errno %d); --split-lock=emulate cannot go on watching this guest\n",
-			v->index, call, strerror(err), err);
+	vm_fail(v->vm, VMM_EXIT_HOST,
+		"vCPU %u: %s failed: %s (errno %d); --split-lock=emulate cannot go on watching this guest",
+		v->index, call, strerror(err), err);
 	return false;
 }
 
 /* The guest's paging as it stands, for accesses made on its behalf. */
 static void guest_paging(struct vcpu *v, struct paging *p)
 {
-	paging_from_sregs(p, &v->run->s.regs.sregs);
-	p->ac = (v->run->s.regs.regs.rflags & X86_RFLAGS_AC) != 0;
-	p->maxphyaddr = v->maxphyaddr;
+	/* PKRU applies to none of the accesses made through this. */
+	sl_paging(p, &v->run->s.regs.sregs, &v->run->s.regs.regs, 0, v->maxphyaddr);
 }
 
 static enum sl_mode guest_mode(struct vcpu *v)
@@ -1015,9 +994,8 @@ void *vcpu_thread(void *arg)
 				v->run->immediate_exit = 0;
 				continue;
 			}
-			if (vm_stop(vm, VMM_EXIT_HOST))
-				fprintf(stderr, "vmm: error: vCPU %u: KVM_RUN failed: %s (errno %d)\n",
-					v->index, strerror(errno), errno);
+			vm_fail(vm, VMM_EXIT_HOST, "vCPU %u: KVM_RUN failed: %s (errno %d)",
+				v->index, strerror(errno), errno);
 			break;
 		}
 		handle_exit(v);

@@ -43,8 +43,6 @@ struct vcpu_ops {
 	int (*set_sregs)(struct vcpu *v, const struct kvm_sregs *sregs);
 	/* PKRU, from the XSAVE area (component 9): no sregs field holds it. */
 	int (*get_pkru)(struct vcpu *v, uint32_t *pkru);
-	/* Bytes at a guest-virtual address; returns how many it could read. */
-	size_t (*read_virt)(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len);
 };
 
 struct vcpu {

@@ -56,23 +56,6 @@ FAKE_GET(get_events, struct kvm_vcpu_events, events)
 FAKE_SET(set_events, struct kvm_vcpu_events, events)
 FAKE_GET(get_pkru, uint32_t, pkru)
 
-/* What the CPU would fetch there now: the page walker on guest RAM. */
-static size_t fake_read_virt(struct vcpu *v, uint64_t gva, uint8_t *buf, size_t len)
-{
-	struct fake_vcpu *fc = fake_vcpu(v);
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct paging pg;
-
-	if (enter(v, FAKE_OP(read_virt)))
-		return 0;
-	paging_from_sregs(&pg, &fc->sregs);
-	pg.cpl = sl_cpl(&fc->sregs, fc->regs.rflags);
-	pg.ac = fc->regs.rflags & X86_RFLAGS_AC;
-	pg.pkru = fc->pkru;
-	pg.maxphyaddr = v->maxphyaddr;
-	return pagewalk_read(&m, &pg, gva, buf, len);
-}
-
 /* A new member of struct vcpu_ops: its fake above, and one line here. */
 static const struct vcpu_ops fake_ops = {
 	.get_regs = fake_get_regs,
@@ -82,7 +65,6 @@ static const struct vcpu_ops fake_ops = {
 	.get_events = fake_get_events,
 	.set_events = fake_set_events,
 	.get_pkru = fake_get_pkru,
-	.read_virt = fake_read_virt,
 };
 
 static int check_ops(void)

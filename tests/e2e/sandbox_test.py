@@ -134,7 +134,7 @@ def run_checked(cmd, status, want_err, fails):
 
 def case_paths(ctx):
     fails = []
-    # KVM_GET_REGS, KVM_GET_SREGS, KVM_TRANSLATE; --stats to stderr.
+    # KVM_GET_REGS, KVM_GET_SREGS; --stats to stderr.
     run_checked([ctx.vmm, "-q", "--stats", image(ctx.tmp, UD2)], 66,
                 [r"triple fault", r"bytes at RIP: 0f 0b", r'^\{"status":66'], fails)
     # RAM is 5 MiB, the page tables map 6: 0x500000 is an MMIO address.

@@ -125,14 +125,19 @@ static void kvm_ioctls(void **state)
 {
 	static const unsigned long need[] = {
 		KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_VCPU_EVENTS,
-		KVM_SET_VCPU_EVENTS, KVM_TRANSLATE,
+		KVM_SET_VCPU_EVENTS,
 		KVM_SET_REGS,           /* completing an emulated split lock */
 		KVM_SET_GUEST_DEBUG,    /* emulate steps CPL0, not CPL3, where KVM cannot */
+		KVM_SET_SREGS,          /* CR2 of a #PF given for a hardware split-lock #AC */
+		KVM_GET_XSAVE,          /* PKRU, for protection keys on a split lock's operand */
+		KVM_GET_DEBUGREGS, KVM_SET_DEBUGREGS, /* the guest's own #DB under emulate */
+		KVM_GET_MSRS,           /* IA32_FMASK: the guest's TF after SYSCALL */
 	};
 	/* Once the VM runs it may not grow or change shape. */
 	static const unsigned long never[] = {
 		KVM_CREATE_VM, KVM_CREATE_VCPU, KVM_SET_USER_MEMORY_REGION,
 		KVM_SET_CPUID2, KVM_X86_SET_MSR_FILTER, KVM_ENABLE_CAP, KVM_SET_MSRS,
+		KVM_TRANSLATE,          /* guest memory is read through the page walker */
 	};
 	size_t n;
 	const struct sandbox_ioctl *io = sandbox_ioctls(&n);
