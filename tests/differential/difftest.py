@@ -24,11 +24,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from vmmtest import kvm_usable  # noqa: E402
-from hostile_test import run_vmm  # noqa: E402
-from policy_test import host_info  # noqa: E402
+from vmmlib import host_info, kvm_usable, report, run_vmm, skip  # noqa: E402
 
-SKIP = 77
 GUEST_SKIP = 63
 
 
@@ -78,10 +75,10 @@ def compare(a, append, expect_status):
     print(f"--- inherit: {describe(ref)}, {ref.elapsed:.2f} s; emulate: {describe(emu)}, {emu.elapsed:.2f} s")
     print("--- inherit stdout (the oracle) ---")
     print(ref.out, end="" if ref.out.endswith("\n") else "\n")
-    skip = re.search(r"^SKIP: (.*)$", ref.out, re.M)
-    if ref.status == GUEST_SKIP and skip:
+    guest_skip = re.search(r"^SKIP: (.*)$", ref.out, re.M)
+    if ref.status == GUEST_SKIP and guest_skip:
         if emu.status == ref.status and emu.out == ref.out:
-            return [], skip.group(1)
+            return [], guest_skip.group(1)
     elif ref.status != expect_status or ref.hung:
         fails.append(f"the inherit run ended with {describe(ref)}, the case expects {expect_status}: "
                      "the case itself is broken on this host")
@@ -137,27 +134,19 @@ def main():
     ap.add_argument("--list-check", nargs="+")
     a = ap.parse_args()
 
-    why = kvm_usable()
+    why = kvm_usable() or oracle_problem(a.vmm)
     if why:
-        print(f"SKIP: {why}")
-        return SKIP
-    why = oracle_problem(a.vmm)
-    if why:
-        print(f"SKIP: {why}")
-        return SKIP
+        return skip(why)
     if not os.path.exists(a.guest):
         print(f"FAIL: no differential guest at {a.guest}")
         return 1
     if a.list_check:
         fails = list_check(a)
     else:
-        fails, skip = compare(a, "case=" + a.case, a.status)
-        if skip is not None:
-            print(f"SKIP: {skip}")
-            return SKIP
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
+        fails, why = compare(a, "case=" + a.case, a.status)
+        if why is not None:
+            return skip(why)
+    return report(fails)
 
 
 if __name__ == "__main__":

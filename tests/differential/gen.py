@@ -28,7 +28,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from difftest import SKIP, kvm_usable, oracle_problem, run_vmm  # noqa: E402
+from difftest import oracle_problem  # noqa: E402
+from vmmlib import kvm_usable, run_vmm, skip  # noqa: E402
 
 # guest/diff.h
 R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI = range(8)
@@ -263,8 +264,7 @@ def main():
     a = ap.parse_args()
     why = kvm_usable() or oracle_problem(a.vmm)
     if why:
-        print(f"SKIP: {why}")
-        return SKIP
+        return skip(why)
     rng = random.Random(a.seed)
     cases = [gen_case(rng, i) for i in range(a.count)]
     divergent, compared, launches = [], 0, 0
