@@ -159,17 +159,22 @@ bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in)
 	}
 }
 
-bool step_rearm_after_exit(uint32_t exit_reason)
+bool step_completes_in_kvm(uint32_t exit_reason)
 {
 	switch (exit_reason) {
 	case KVM_EXIT_IO:
 	case KVM_EXIT_MMIO:
 	case KVM_EXIT_X86_RDMSR:
 	case KVM_EXIT_X86_WRMSR:
-		return false;
-	default:
 		return true;
+	default:
+		return false;
 	}
+}
+
+bool step_rearm_after_exit(uint32_t exit_reason)
+{
+	return !step_completes_in_kvm(exit_reason);
 }
 
 bool step_hlt_unstepped(const struct step_insn *insn, unsigned cpl)

@@ -78,6 +78,11 @@ bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in);
  * and a register write there would race KVM's completion.
  */
 bool step_rearm_after_exit(uint32_t exit_reason);
+/*
+ * Exits after which KVM finishes the instruction only on the next KVM_RUN
+ * (I/O, MMIO, userspace MSRs): nothing may be checked or written before it.
+ */
+bool step_completes_in_kvm(uint32_t exit_reason);
 
 /* Per vCPU, written by its thread only. */
 struct step_state {

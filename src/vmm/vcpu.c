@@ -975,6 +975,7 @@ void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
+	bool completing = false;
 	sigset_t kick;
 
 	this_vcpu = v;
@@ -984,7 +985,13 @@ void *vcpu_thread(void *arg)
 
 	while (!vm_stopping(vm)) {
 		vm_pause_point(vm, v);
-		if (vm->split_lock_emulate) {
+		/*
+		 * After an I/O, MMIO or MSR exit the instruction is complete only
+		 * once KVM_RUN re-enters (KVM API, "struct kvm_run"): it was
+		 * checked before it started, and touching registers or debug
+		 * state now would change an instruction KVM is half-way through.
+		 */
+		if (vm->split_lock_emulate && !completing) {
 			emulate_before_run(v);
 			if (vm_stopping(vm))
 				break;
@@ -998,6 +1005,7 @@ void *vcpu_thread(void *arg)
 				v->index, strerror(errno), errno);
 			break;
 		}
+		completing = step_completes_in_kvm(v->run->exit_reason);
 		handle_exit(v);
 	}
 	this_vcpu = NULL;

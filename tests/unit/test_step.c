@@ -134,6 +134,14 @@ static void test_rearm(void **state)
 	assert_false(step_rearm_after_exit(KVM_EXIT_MMIO));
 	assert_false(step_rearm_after_exit(KVM_EXIT_X86_RDMSR));
 	assert_false(step_rearm_after_exit(KVM_EXIT_X86_WRMSR));
+	/* ... and until then the instruction is KVM's, not the VMM's to check. */
+	assert_true(step_completes_in_kvm(KVM_EXIT_IO));
+	assert_true(step_completes_in_kvm(KVM_EXIT_MMIO));
+	assert_true(step_completes_in_kvm(KVM_EXIT_X86_RDMSR));
+	assert_true(step_completes_in_kvm(KVM_EXIT_X86_WRMSR));
+	assert_false(step_completes_in_kvm(KVM_EXIT_DEBUG));
+	assert_false(step_completes_in_kvm(KVM_EXIT_HLT));
+	assert_false(step_completes_in_kvm(KVM_EXIT_EXCEPTION));
 }
 
 static void test_hlt_and_delivery(void **state)
