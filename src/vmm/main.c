@@ -111,9 +111,8 @@ static void setup_vm(struct vm *vm, const struct vmm_options *o,
 	if (o->cpus > max)
 		die(VMM_EXIT_USAGE, "--cpus %u is more than this host's KVM allows (%u)",
 		    o->cpus, max);
-	vm->vm_fd = kvm_create_vm(vm->kvm_fd);
+	vm->vm_fd = kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size);
 	kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs));
-	kvm_set_memory(vm->vm_fd, 0, 0, vm->mem, vm->ram_size);
 	vm->run_size = kvm_run_size(vm->kvm_fd);
 	cpuid = kvm_supported_cpuid(vm->kvm_fd);
 	for (unsigned i = 0; i < vm->ncpus; i++)

@@ -232,24 +232,17 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 	}
 	msr_reset(&v->msrs);
 	ratelimit_init(&v->warn_rate, 1, 5);
-	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
-	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-	if (v->run == MAP_FAILED)
-		die_errno("mmap of the vCPU run page", errno, NULL);
 
 	memcpy(cpuid, supported, cpuid_size);
 	cpuid_fixup(cpuid, v->index);
 	/* Without leaf 0x80000008, MAXPHYADDR is 36 (SDM vol. 3 4.1.4). */
 	v->maxphyaddr = cpuid_find(cpuid, 0x80000008, 0) ?
 			cpuid_find(cpuid, 0x80000008, 0)->eax & 0xff : 36;
-	KVM_IOCTL(v->fd, KVM_SET_CPUID2, cpuid);
+	kvm_vcpu_create(vm->vm_fd, &(struct kvm_vcpu_setup){
+				.index = v->index, .run_size = vm->run_size,
+				.cpuid = cpuid, .layout = layout,
+			}, &v->fd, &v->run, &regs, &sregs);
 	free(cpuid);
-
-	KVM_IOCTL(v->fd, KVM_GET_SREGS, &sregs);
-	boot_init_sregs(&sregs);
-	KVM_IOCTL(v->fd, KVM_SET_SREGS, &sregs);
-	boot_init_regs(&regs, layout, v->index);
-	KVM_IOCTL(v->fd, KVM_SET_REGS, &regs);
 	if (vm->split_lock_emulate) {
 		/* The first check runs before any exit has filled the copies. */
 		v->run->s.regs.regs = regs;
