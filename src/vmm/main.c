@@ -292,7 +292,7 @@ static const char *self_test_image(void)
 
 static void print_stats(const struct vm *vm, FILE *out, const char *path)
 {
-	stats_print_json(out, vm);
+	vm_print_stats(out, vm);
 	if (out != stderr && fclose(out) != 0)
 		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
 }
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 	/* From here a stop signal is held until the VM runs, then stops it. */
 	sig_fd = block_stop_signals();
 
-	if (vm_init_common(&vm, &opts, opts.cpus, STDOUT_FILENO))
+	if (vm_init_common(&vm, opts.split_lock, opts.cpus, STDOUT_FILENO))
 		die_errno("setting up the VM", errno, NULL);
 	decide_split_lock(&vm, &opts);
 	vm.ram_size = opts.ram_size;

@@ -261,35 +261,6 @@ void vcpu_destroy(struct vcpu *v)
 	v->fd = -1;
 }
 
-void vcpu_dump(struct vcpu *v)
-{
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct paging p;
-	uint8_t insn[16];
-	char bytes[64];
-	size_t n;
-
-	int r = v->ops->get_regs(v, &regs);
-
-	if (!r)
-		r = v->ops->get_sregs(v, &sregs);
-	if (r) {
-		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
-		     strerror(-r));
-		return;
-	}
-	flockfile(stderr);
-	dump_regs(stderr, v->index, &regs, &sregs);
-	/* The bytes the CPU would fetch, through the walker the decoder uses. */
-	sl_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
-	n = pagewalk_read(&m, &p, regs.rip, insn, sizeof(insn));
-	dump_format_bytes(bytes, sizeof(bytes), insn, n);
-	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);
-	funlockfile(stderr);
-}
-
 /* Stops the VM for an exit it cannot go on from; the first stopper explains. */
 static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
