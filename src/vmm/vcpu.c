@@ -226,10 +226,6 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
 	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
 	v->step = (struct step_state){ .inject_vector = -1, .frame_vector = -1 };
-	if (vm->split_lock_emulate && v->index == 0) {
-		vm->step_hwbp = hostprobe_hwbp(vm->kvm_fd, NULL, 0) == 1;
-		vm->guest_databp = hostprobe_databp(vm->kvm_fd, NULL, 0) == 1;
-	}
 	msr_reset(&v->msrs);
 	ratelimit_init(&v->warn_rate, 1, 5);
 
