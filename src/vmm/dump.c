@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "dump.h"
 
+#include <string.h>
+
+#include "emulate.h"
+#include "log.h"
+#include "pagewalk.h"
+#include "vcpu.h"
+
 static void seg(FILE *out, const char *name, const struct kvm_segment *s)
 {
 	fprintf(out, "vmm:   %-3s sel 0x%04x base 0x%016llx limit 0x%08x type 0x%x dpl %u%s%s%s\n",
@@ -48,4 +55,33 @@ void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t le
 	for (size_t i = 0; i < len && off + 4 <= buflen; i++)
 		off += (size_t)snprintf(buf + off, buflen - off, "%s%02x",
 					i ? " " : "", bytes[i]);
+}
+
+void vcpu_dump(struct vcpu *v)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
+	uint8_t insn[16];
+	char bytes[64];
+	size_t n;
+
+	int r = v->ops->get_regs(v, &regs);
+
+	if (!r)
+		r = v->ops->get_sregs(v, &sregs);
+	if (r) {
+		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
+		     strerror(-r));
+		return;
+	}
+	flockfile(stderr);
+	dump_regs(stderr, v->index, &regs, &sregs);
+	/* The bytes the CPU would fetch, through the walker the decoder uses. */
+	sl_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
+	n = pagewalk_read(&m, &p, regs.rip, insn, sizeof(insn));
+	dump_format_bytes(bytes, sizeof(bytes), insn, n);
+	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);
+	funlockfile(stderr);
 }

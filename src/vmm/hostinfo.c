@@ -11,7 +11,6 @@
  */
 #include "hostinfo.h"
 
-#include "policy.h"
 #include "array_size.h"
 
 #include <stddef.h>
@@ -233,6 +232,11 @@ void hostinfo_finish(struct host_info *hi)
 		hi->mode = SLD_MODE_WARN;
 }
 
+bool hostinfo_can_deliver_ac(const struct host_info *hi)
+{
+	return hi->mode == SLD_MODE_FATAL;
+}
+
 const char *sld_mode_name(enum sld_mode m)
 {
 	switch (m) {
@@ -326,7 +330,7 @@ static int cap_value(const struct host_info *hi, size_t i)
 
 void hostinfo_print(FILE *out, const struct host_info *hi)
 {
-	bool deliver = split_lock_host_can_deliver(hi);
+	bool deliver = hostinfo_can_deliver_ac(hi);
 	const char *pm;
 
 	if (hi->cpuinfo_read)
@@ -510,7 +514,7 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	json_int_or_null(out, hi->split_lock_mitigate);
 	fputs(",\"mode\":", out);
 	json_str(out, sld_mode_name(hi->mode));
-	fprintf(out, ",\"can_deliver_ac\":%s", split_lock_host_can_deliver(hi) ? "true" : "false");
+	fprintf(out, ",\"can_deliver_ac\":%s", hostinfo_can_deliver_ac(hi) ? "true" : "false");
 
 	fprintf(out, ",\"kvm\":{\"available\":%s,\"error\":", kvm ? "true" : "false");
 	json_str(out, kvm ? NULL : hi->kvm_error);

@@ -78,6 +78,8 @@ int hostinfo_parse_mitigate(struct host_info *hi, const char *text);
 /* Effective mode from the fields above, as the kernel would decide it. */
 void hostinfo_finish(struct host_info *hi);
 const char *sld_mode_name(enum sld_mode m);
+/* True when KVM on this host reports guest split locks to the VMM. */
+bool hostinfo_can_deliver_ac(const struct host_info *hi);
 
 /* Reads the /proc files and finishes; no KVM. */
 void hostinfo_read_proc(struct host_info *hi);

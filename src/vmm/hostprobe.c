@@ -19,6 +19,7 @@
 
 #include "boot.h"
 #include "cpuid.h"
+#include "kvm.h"
 #include "vmm_msr.h"
 #include "array_size.h"
 
@@ -100,23 +101,6 @@ void hostinfo_read_proc(struct host_info *hi)
 
 /* ------------------------------------------------------------ KVM */
 
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-	int r;
-
-	do
-		r = ioctl(fd, req, arg);
-	while (r < 0 && errno == EINTR);
-	return r;
-}
-
-static int check_cap(int kvm, long cap)
-{
-	int r = ioctl(kvm, KVM_CHECK_EXTENSION, cap);
-
-	return r < 0 ? -1 : r;
-}
-
 /* Records the first failure only: later ones are usually its consequences. */
 static int probe_fail(struct host_info *hi, const char *call, int err)
 {
@@ -135,27 +119,6 @@ static void host_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 	__asm__ volatile("cpuid"
 			 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
 			 : "a"(leaf), "c"(sub));
-}
-
-/* KVM_GET_SUPPORTED_CPUID without kvm_supported_cpuid()'s die(). */
-static struct kvm_cpuid2 *supported_cpuid(struct host_info *hi, int kvm)
-{
-	for (unsigned n = 64; n <= 4096; n *= 2) {
-		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
-
-		if (!c) {
-			probe_fail(hi, "allocating the CPUID table", ENOMEM);
-			return NULL;
-		}
-		c->nent = n;
-		if (xioctl(kvm, KVM_GET_SUPPORTED_CPUID, c) == 0)
-			return c;
-		free(c);
-		if (errno != E2BIG)
-			break;
-	}
-	probe_fail(hi, "KVM_GET_SUPPORTED_CPUID", errno);
-	return NULL;
 }
 
 /*
@@ -237,63 +200,40 @@ static int probe_setup(struct host_info *hi, int kvm, struct probe *p, bool tabl
 	return probe_setup_code(hi, kvm, p, table_bit, probe_code, sizeof(probe_code), 0);
 }
 
-/* The boot protocol's segments, with every privilege level set to cpl. */
-static void set_cpl(struct kvm_sregs *s, unsigned cpl)
-{
-	struct kvm_segment *segs[] = { &s->cs, &s->ss, &s->ds, &s->es, &s->fs, &s->gs };
-
-	for (size_t i = 0; i < ARRAY_SIZE(segs); i++) {
-		segs[i]->dpl = (uint8_t)cpl;
-		segs[i]->selector = (uint16_t)((segs[i]->selector & ~3u) | cpl);
-	}
-}
-
 static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool table_bit,
 			    const uint8_t *code, size_t code_len, unsigned cpl)
 {
 	const struct boot_layout layout = {
 		.ram_size = PROBE_RAM, .cpus = 1, .image_size = code_len,
 	};
-	struct kvm_userspace_memory_region region = {
-		.slot = 0, .guest_phys_addr = 0, .memory_size = PROBE_RAM,
-	};
 	struct kvm_cpuid_entry2 *leaf7;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
+	const char *what;
 	void *m;
-	int r;
+	long run_size;
 
-	p->vm = xioctl(kvm, KVM_CREATE_VM, (void *)0);
-	if (p->vm < 0)
-		return probe_fail(hi, "KVM_CREATE_VM", errno);
 	m = mmap(NULL, PROBE_RAM, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return probe_fail(hi, "mmap of the probe guest's RAM", errno);
 	p->mem = m;
-	region.userspace_addr = (uint64_t)(uintptr_t)p->mem;
-	if (xioctl(p->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return probe_fail(hi, "KVM_SET_USER_MEMORY_REGION", errno);
+	if (__kvm_vm_create(kvm, p->mem, PROBE_RAM, &p->vm, &what))
+		return probe_fail(hi, what, errno);
 	boot_setup_memory(p->mem, &layout);
 	memcpy(p->mem + BOOT_IMAGE_ADDR, code, code_len);
 
-	p->vcpu = xioctl(p->vm, KVM_CREATE_VCPU, (void *)0);
-	if (p->vcpu < 0)
-		return probe_fail(hi, "KVM_CREATE_VCPU", errno);
-	r = xioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, NULL);
-	if (r < 0)
-		return probe_fail(hi, "KVM_GET_VCPU_MMAP_SIZE", errno);
-	if ((size_t)r < sizeof(struct kvm_run))
-		return probe_fail(hi, "KVM_GET_VCPU_MMAP_SIZE is smaller than struct kvm_run", 0);
-	m = mmap(NULL, (size_t)r, PROT_READ | PROT_WRITE, MAP_SHARED, p->vcpu, 0);
-	if (m == MAP_FAILED)
-		return probe_fail(hi, "mmap of the vCPU run page", errno);
-	p->run = m;
-	p->run_size = (size_t)r;
+	run_size = __kvm_run_size(kvm);
+	if (run_size < 0)
+		return probe_fail(hi, errno == EPROTO ?
+				  "KVM_GET_VCPU_MMAP_SIZE is smaller than struct kvm_run" :
+				  "KVM_GET_VCPU_MMAP_SIZE", errno == EPROTO ? 0 : errno);
+	p->run_size = (size_t)run_size;
 
-	p->cpuid = supported_cpuid(hi, kvm);
+	p->cpuid = __kvm_supported_cpuid(kvm);
 	if (!p->cpuid)
-		return -1;
+		return probe_fail(hi, errno == ENOMEM ? "allocating the CPUID table" :
+				  "KVM_GET_SUPPORTED_CPUID", errno);
 	/* The same table a real vCPU 0 gets, then the bit under test. */
 	cpuid_fixup(p->cpuid, 0);
 	leaf7 = cpuid_find(p->cpuid, 7, 0);
@@ -303,18 +243,12 @@ static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool
 		leaf7->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;
 	else
 		leaf7->edx &= ~(1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT);
-	if (xioctl(p->vcpu, KVM_SET_CPUID2, p->cpuid) < 0)
-		return probe_fail(hi, "KVM_SET_CPUID2", errno);
 
-	if (xioctl(p->vcpu, KVM_GET_SREGS, &sregs) < 0)
-		return probe_fail(hi, "KVM_GET_SREGS", errno);
-	boot_init_sregs(&sregs);
-	set_cpl(&sregs, cpl);
-	if (xioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0)
-		return probe_fail(hi, "KVM_SET_SREGS", errno);
-	boot_init_regs(&regs, &layout, 0);
-	if (xioctl(p->vcpu, KVM_SET_REGS, &regs) < 0)
-		return probe_fail(hi, "KVM_SET_REGS", errno);
+	if (__kvm_vcpu_create(p->vm, &(struct kvm_vcpu_setup){
+				      .index = 0, .run_size = p->run_size, .cpuid = p->cpuid,
+				      .layout = &layout, .cpl = cpl,
+			      }, &p->vcpu, &p->run, &regs, &sregs, &what))
+		return probe_fail(hi, what, errno);
 	return 0;
 }
 
@@ -377,9 +311,9 @@ int hostprobe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
 
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), cpl) == 0) {
-		if (xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
-		} else if (xioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+		} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
 			probe_fail(&scratch, "KVM_RUN", errno);
 		} else {
 			result = p.run->exit_reason == KVM_EXIT_DEBUG &&
@@ -409,9 +343,9 @@ int hostprobe_hwbp(int kvm, char *err, size_t errlen)
 
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), 0) == 0) {
-		if (xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
-		} else if (xioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+		} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
 			probe_fail(&scratch, "KVM_RUN", errno);
 		} else {
 			result = p.run->exit_reason == KVM_EXIT_DEBUG &&
@@ -424,7 +358,7 @@ int hostprobe_hwbp(int kvm, char *err, size_t errlen)
 		}
 		/* Leave no breakpoint armed behind the probe (the lab's QEMU minds). */
 		dbg.control = 0;
-		(void)xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
+		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
 	}
 	probe_teardown(&scratch, &p);
 	if (result < 0 && err)
@@ -460,10 +394,10 @@ int hostprobe_databp(int kvm, char *err, size_t errlen)
 
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, databp_code, sizeof(databp_code), 0) == 0) {
-		if (xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0)
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
 		for (int i = 0; i < PROBE_MAX_EXITS && result < 0 && !scratch.probe_error[0]; i++) {
-			if (xioctl(p.vcpu, KVM_RUN, NULL) < 0)
+			if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0)
 				probe_fail(&scratch, "KVM_RUN", errno);
 			else if (p.run->exit_reason == KVM_EXIT_DEBUG && (p.run->debug.arch.dr6 & 2))
 				result = 1;
@@ -476,7 +410,7 @@ int hostprobe_databp(int kvm, char *err, size_t errlen)
 		}
 		/* Leave no breakpoint armed behind the probe (the lab's QEMU minds). */
 		dbg.control = 0;
-		(void)xioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
+		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
 	}
 	probe_teardown(&scratch, &p);
 	if (result < 0 && err)
@@ -495,43 +429,29 @@ static void probe_singlestep(struct host_info *hi, int kvm)
 
 void hostinfo_read_kvm(struct host_info *hi, bool run_probe)
 {
-	int kvm, version;
+	int kvm;
 
 	hi->kvm_error[0] = '\0';
 	hi->probe_error[0] = '\0';
 	hi->cpuid_7_edx30_reaches_guest = -1;
 	memset(&hi->caps, 0, sizeof(hi->caps));
 
-	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	kvm = __kvm_open(hi->kvm_error, sizeof(hi->kvm_error));
 	if (kvm < 0) {
-		snprintf(hi->kvm_error, sizeof(hi->kvm_error), "open /dev/kvm: %s", strerror(errno));
 		if (run_probe)
 			snprintf(hi->probe_error, sizeof(hi->probe_error), "no usable /dev/kvm");
-		return;
-	}
-	version = xioctl(kvm, KVM_GET_API_VERSION, NULL);
-	if (version != KVM_API_VERSION) {
-		if (version < 0)
-			snprintf(hi->kvm_error, sizeof(hi->kvm_error), "KVM_GET_API_VERSION: %s",
-				 strerror(errno));
-		else
-			snprintf(hi->kvm_error, sizeof(hi->kvm_error),
-				 "/dev/kvm speaks KVM API %d, this vmm needs %d", version, KVM_API_VERSION);
-		if (run_probe)
-			snprintf(hi->probe_error, sizeof(hi->probe_error), "no usable /dev/kvm");
-		(void)close(kvm);
 		return;
 	}
 
-	hi->caps.user_space_msr = check_cap(kvm, KVM_CAP_X86_USER_SPACE_MSR);
-	hi->caps.msr_filter = check_cap(kvm, KVM_CAP_X86_MSR_FILTER);
-	hi->caps.exception_payload = check_cap(kvm, KVM_CAP_EXCEPTION_PAYLOAD);
-	hi->caps.vcpu_events = check_cap(kvm, KVM_CAP_VCPU_EVENTS);
-	hi->caps.set_guest_debug = check_cap(kvm, KVM_CAP_SET_GUEST_DEBUG);
-	hi->caps.bus_lock_exit = check_cap(kvm, KVM_CAP_X86_BUS_LOCK_EXIT);
-	hi->caps.immediate_exit = check_cap(kvm, KVM_CAP_IMMEDIATE_EXIT);
-	hi->caps.nr_vcpus = check_cap(kvm, KVM_CAP_NR_VCPUS);
-	hi->caps.max_vcpus = check_cap(kvm, KVM_CAP_MAX_VCPUS);
+	hi->caps.user_space_msr = __kvm_cap(kvm, KVM_CAP_X86_USER_SPACE_MSR);
+	hi->caps.msr_filter = __kvm_cap(kvm, KVM_CAP_X86_MSR_FILTER);
+	hi->caps.exception_payload = __kvm_cap(kvm, KVM_CAP_EXCEPTION_PAYLOAD);
+	hi->caps.vcpu_events = __kvm_cap(kvm, KVM_CAP_VCPU_EVENTS);
+	hi->caps.set_guest_debug = __kvm_cap(kvm, KVM_CAP_SET_GUEST_DEBUG);
+	hi->caps.bus_lock_exit = __kvm_cap(kvm, KVM_CAP_X86_BUS_LOCK_EXIT);
+	hi->caps.immediate_exit = __kvm_cap(kvm, KVM_CAP_IMMEDIATE_EXIT);
+	hi->caps.nr_vcpus = __kvm_cap(kvm, KVM_CAP_NR_VCPUS);
+	hi->caps.max_vcpus = __kvm_cap(kvm, KVM_CAP_MAX_VCPUS);
 
 	if (run_probe) {
 		probe_cpuid(hi, kvm);

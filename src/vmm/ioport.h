@@ -3,7 +3,7 @@
 #ifndef VMM_IOPORT_H
 #define VMM_IOPORT_H
 
-#include "vm.h"
+#include "vcpu.h"
 
 /* Handles a KVM_EXIT_IO in v->run; may stop the VM. */
 void ioport_handle(struct vcpu *v);

@@ -3,51 +3,91 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "array_size.h"
+#include "boot.h"
 #include "log.h"
 #include "vmm_status.h"
 
-int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
+#define KVM_HINT "the host's KVM refused it; run 'vmm --host-info' to see what it offers"
+
+int __kvm_ioctl(int fd, unsigned long req, void *arg)
 {
 	int r;
 
 	do
 		r = ioctl(fd, req, arg);
 	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		die_errno(what, errno, "the host's KVM refused it; run 'vmm --host-info' to see what it offers");
 	return r;
+}
+
+int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
+{
+	int r = __kvm_ioctl(fd, req, arg);
+
+	if (r < 0)
+		die_errno(what, errno, KVM_HINT);
+	return r;
+}
+
+int __kvm_open(char *err, size_t errlen)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	int version, e;
+
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "open /dev/kvm: %s", strerror(e));
+		errno = e;
+		return -1;
+	}
+	version = __kvm_ioctl(fd, KVM_GET_API_VERSION, NULL);
+	if (version == KVM_API_VERSION)
+		return fd;
+	e = version < 0 ? errno : EPROTO;
+	if (version < 0)
+		snprintf(err, errlen, "KVM_GET_API_VERSION: %s", strerror(e));
+	else
+		snprintf(err, errlen, "/dev/kvm speaks KVM API %d, this vmm needs %d",
+			 version, KVM_API_VERSION);
+	(void)close(fd);
+	errno = e;
+	return -1;
 }
 
 int kvm_open(void)
 {
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	int version;
+	char err[128];
+	int fd = __kvm_open(err, sizeof(err));
+	int e = errno;
 
-	if (fd < 0) {
-		int e = errno;
+	if (fd >= 0)
+		return fd;
+	if (strncmp(err, "open ", 5) != 0)
+		die(VMM_EXIT_HOST, "%s", err);
+	if (e == ENOENT)
+		die_errno("open /dev/kvm", e,
+			  "load kvm_intel or kvm_amd, or enable virtualisation in firmware or the hypervisor");
+	if (e == EACCES || e == EPERM)
+		die_errno("open /dev/kvm", e,
+			  "run as root or add the user to the group that owns /dev/kvm");
+	die_errno("open /dev/kvm", e, NULL);
+}
 
-		if (e == ENOENT)
-			die_errno("open /dev/kvm", e,
-				  "load kvm_intel or kvm_amd, or enable virtualisation in firmware or the hypervisor");
-		if (e == EACCES || e == EPERM)
-			die_errno("open /dev/kvm", e,
-				  "run as root or add the user to the group that owns /dev/kvm");
-		die_errno("open /dev/kvm", e, NULL);
-	}
-	version = KVM_IOCTL(fd, KVM_GET_API_VERSION, NULL);
-	if (version != KVM_API_VERSION)
-		die(VMM_EXIT_HOST, "/dev/kvm speaks KVM API %d, this vmm needs %d",
-		    version, KVM_API_VERSION);
-	return fd;
+int __kvm_cap(int fd, long cap)
+{
+	return ioctl(fd, KVM_CHECK_EXTENSION, cap);
 }
 
 int kvm_cap(int fd, long cap)
 {
-	int r = ioctl(fd, KVM_CHECK_EXTENSION, cap);
+	int r = __kvm_cap(fd, cap);
 
 	if (r < 0)
 		die_errno("KVM_CHECK_EXTENSION", errno, NULL);
@@ -72,46 +112,137 @@ unsigned kvm_max_vcpus(int kvm_fd)
 	return r > 0 ? (unsigned)r : 4;
 }
 
-int kvm_create_vm(int kvm_fd)
+struct kvm_cpuid2 *__kvm_supported_cpuid(int kvm_fd)
 {
-	return KVM_IOCTL(kvm_fd, KVM_CREATE_VM, 0);
-}
+	for (unsigned n = 64; n <= 4096; n *= 2) {
+		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
+		int e;
 
-void kvm_set_memory(int vm_fd, uint32_t slot, uint64_t gpa, void *hva, uint64_t size)
-{
-	struct kvm_userspace_memory_region region = {
-		.slot = slot,
-		.guest_phys_addr = gpa,
-		.memory_size = size,
-		.userspace_addr = (uint64_t)(uintptr_t)hva,
-	};
-
-	KVM_IOCTL(vm_fd, KVM_SET_USER_MEMORY_REGION, &region);
+		if (!c) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		c->nent = n;
+		if (__kvm_ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0)
+			return c;
+		e = errno;
+		free(c);
+		errno = e;
+		if (e != E2BIG)
+			break;
+	}
+	return NULL;
 }
 
 struct kvm_cpuid2 *kvm_supported_cpuid(int kvm_fd)
 {
-	for (unsigned n = 64;; n *= 2) {
-		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
+	struct kvm_cpuid2 *c = __kvm_supported_cpuid(kvm_fd);
 
-		if (!c)
-			die(VMM_EXIT_HOST, "out of memory for the CPUID table");
-		c->nent = n;
-		if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0)
-			return c;
-		free(c);
-		if (errno != E2BIG || n >= 4096)
-			die_errno("KVM_GET_SUPPORTED_CPUID", errno, NULL);
+	if (!c && errno == ENOMEM)
+		die(VMM_EXIT_HOST, "out of memory for the CPUID table");
+	if (!c)
+		die_errno("KVM_GET_SUPPORTED_CPUID", errno, NULL);
+	return c;
+}
+
+long __kvm_run_size(int kvm_fd)
+{
+	int r = __kvm_ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, NULL);
+
+	if (r >= 0 && (size_t)r < sizeof(struct kvm_run)) {
+		errno = EPROTO;
+		return -1;
 	}
+	return r;
 }
 
 size_t kvm_run_size(int kvm_fd)
 {
-	int r = KVM_IOCTL(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, NULL);
+	long r = __kvm_run_size(kvm_fd);
 
-	if ((size_t)r < sizeof(struct kvm_run))
-		die(VMM_EXIT_HOST, "KVM_GET_VCPU_MMAP_SIZE returned %d, smaller than struct kvm_run", r);
+	if (r < 0 && errno == EPROTO)
+		die(VMM_EXIT_HOST, "KVM_GET_VCPU_MMAP_SIZE returned less than struct kvm_run");
+	if (r < 0)
+		die_errno("KVM_GET_VCPU_MMAP_SIZE", errno, KVM_HINT);
 	return (size_t)r;
+}
+
+int __kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd, const char **what)
+{
+	struct kvm_userspace_memory_region region = {
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = size,
+		.userspace_addr = (uint64_t)(uintptr_t)hva,
+	};
+
+	*what = "KVM_CREATE_VM";
+	*vm_fd = __kvm_ioctl(kvm_fd, KVM_CREATE_VM, (void *)0);
+	if (*vm_fd < 0)
+		return -1;
+	*what = "KVM_SET_USER_MEMORY_REGION";
+	return __kvm_ioctl(*vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0 ? -1 : 0;
+}
+
+int kvm_vm_create(int kvm_fd, void *hva, uint64_t size)
+{
+	const char *what;
+	int vm_fd;
+
+	if (__kvm_vm_create(kvm_fd, hva, size, &vm_fd, &what))
+		die_errno(what, errno, KVM_HINT);
+	return vm_fd;
+}
+
+/* The boot protocol's segments, with every privilege level set to cpl. */
+static void set_cpl(struct kvm_sregs *s, unsigned cpl)
+{
+	struct kvm_segment *segs[] = { &s->cs, &s->ss, &s->ds, &s->es, &s->fs, &s->gs };
+
+	for (size_t i = 0; i < ARRAY_SIZE(segs); i++) {
+		segs[i]->dpl = (uint8_t)cpl;
+		segs[i]->selector = (uint16_t)((segs[i]->selector & ~3u) | cpl);
+	}
+}
+
+int __kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
+		      struct kvm_regs *regs, struct kvm_sregs *sregs, const char **what)
+{
+	void *m;
+
+	*what = "KVM_CREATE_VCPU";
+	*fd = __kvm_ioctl(vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)s->index);
+	if (*fd < 0)
+		return -1;
+	*what = "mmap of the vCPU run page";
+	m = mmap(NULL, s->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	*run = m;
+	*what = "KVM_SET_CPUID2";
+	if (__kvm_ioctl(*fd, KVM_SET_CPUID2, (void *)s->cpuid) < 0)
+		return -1;
+	*what = "KVM_GET_SREGS";
+	if (__kvm_ioctl(*fd, KVM_GET_SREGS, sregs) < 0)
+		return -1;
+	boot_init_sregs(sregs);
+	if (s->cpl)
+		set_cpl(sregs, s->cpl);
+	*what = "KVM_SET_SREGS";
+	if (__kvm_ioctl(*fd, KVM_SET_SREGS, sregs) < 0)
+		return -1;
+	boot_init_regs(regs, s->layout, s->index);
+	*what = "KVM_SET_REGS";
+	return __kvm_ioctl(*fd, KVM_SET_REGS, regs) < 0 ? -1 : 0;
+}
+
+void kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
+		     struct kvm_regs *regs, struct kvm_sregs *sregs)
+{
+	const char *what;
+
+	if (__kvm_vcpu_create(vm_fd, s, fd, run, regs, sregs, &what))
+		die_errno(what, errno, strncmp(what, "mmap", 4) ? KVM_HINT : NULL);
 }
 
 void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)

@@ -72,53 +72,77 @@ static const struct kvm_cap_need emulate_caps[] = {
 	  "cheap register access on every single-step under --split-lock=emulate" },
 };
 
+/* What this KVM can do for --split-lock=emulate, probed once, before the layout is built. */
+struct kvm_probes {
+	bool step_cpl3;     /* single-steps CPL3 code */
+	bool step_hwbp;     /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
+	bool guest_databp;  /* the guest's own data breakpoints fire at CPL0 */
+};
+
 /*
  * --split-lock=emulate single-steps the guest: find out where this KVM can.
  * Without CPL3 stepping the guest is told, in boot_info, that split locks at
  * CPL3 go unseen.
  */
-static void probe_single_step(struct vm *vm, struct boot_layout *layout)
+static void probe_kvm(int kvm_fd, bool emulate, struct kvm_probes *p)
 {
 	char err[160] = "";
-	int cpl0, cpl3;
+	int cpl0;
 
-	kvm_require(vm->kvm_fd, emulate_caps, ARRAY_SIZE(emulate_caps));
-	if ((kvm_cap(vm->kvm_fd, KVM_CAP_SYNC_REGS) & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) !=
+	memset(p, 0, sizeof(*p));
+	if (!emulate)
+		return;
+	kvm_require(kvm_fd, emulate_caps, ARRAY_SIZE(emulate_caps));
+	if ((kvm_cap(kvm_fd, KVM_CAP_SYNC_REGS) & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) !=
 	    (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS))
 		die(VMM_EXIT_HOST, "this host's KVM cannot sync registers and sregs in the run page, which --split-lock=emulate needs");
-	cpl0 = hostprobe_singlestep(vm->kvm_fd, 0, err, sizeof(err));
+	cpl0 = hostprobe_singlestep(kvm_fd, 0, err, sizeof(err));
 	if (cpl0 != 1)
 		die(VMM_EXIT_HOST, "--split-lock=emulate needs KVM single-stepping, and on this host it %s%s",
 		    cpl0 == 0 ? "does not stop after one instruction" : "could not be probed: ", err);
-	cpl3 = hostprobe_singlestep(vm->kvm_fd, 3, NULL, 0);
-	vm->step_cpl3 = cpl3 == 1;
-	if (!vm->step_cpl3) {
-		layout->flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
+	p->step_cpl3 = hostprobe_singlestep(kvm_fd, 3, NULL, 0) == 1;
+	if (!p->step_cpl3)
 		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
-	}
+	p->step_hwbp = hostprobe_hwbp(kvm_fd, NULL, 0) == 1;
+	p->guest_databp = hostprobe_databp(kvm_fd, NULL, 0) == 1;
 }
 
-static void setup_vm(struct vm *vm, const struct vmm_options *o,
-		     const struct boot_layout *layout)
+/* The VM on the already open vm->kvm_fd, over vm->mem as laid out. */
+static void vm_create(struct vm *vm, const struct vmm_options *o,
+		      const struct boot_layout *layout, const struct kvm_probes *probes)
 {
 	struct kvm_cpuid2 *cpuid;
 	unsigned max;
 
-	if (vm->kvm_fd < 0)
-		vm->kvm_fd = kvm_open();
+	vm->step_cpl3 = probes->step_cpl3;
+	vm->step_hwbp = probes->step_hwbp;
+	vm->guest_databp = probes->guest_databp;
 	kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps));
 	max = kvm_max_vcpus(vm->kvm_fd);
 	if (o->cpus > max)
 		die(VMM_EXIT_USAGE, "--cpus %u is more than this host's KVM allows (%u)",
 		    o->cpus, max);
-	vm->vm_fd = kvm_create_vm(vm->kvm_fd);
+	vm->vm_fd = kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size);
 	kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs));
-	kvm_set_memory(vm->vm_fd, 0, 0, vm->mem, vm->ram_size);
 	vm->run_size = kvm_run_size(vm->kvm_fd);
 	cpuid = kvm_supported_cpuid(vm->kvm_fd);
 	for (unsigned i = 0; i < vm->ncpus; i++)
 		vcpu_create(&vm->vcpus[i], cpuid, layout);
 	free(cpuid);
+}
+
+/* Everything vm_init_common, main and vm_create acquired for the VM. */
+static void vm_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (vm->mem)
+		munmap(vm->mem, vm->ram_size);
+	vm_destroy_common(vm);
 }
 
 /*
@@ -293,7 +317,7 @@ static const char *self_test_image(void)
 
 static void print_stats(const struct vm *vm, FILE *out, const char *path)
 {
-	stats_print_json(out, vm);
+	vm_print_stats(out, vm);
 	if (out != stderr && fclose(out) != 0)
 		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
 }
@@ -302,6 +326,7 @@ int main(int argc, char **argv)
 {
 	struct vmm_options opts;
 	struct boot_layout layout;
+	struct kvm_probes probes;
 	struct vm vm;
 	char err[512];
 	int sig_fd, status;
@@ -332,7 +357,7 @@ int main(int argc, char **argv)
 	/* From here a stop signal is held until the VM runs, then stops it. */
 	sig_fd = block_stop_signals();
 
-	if (vm_init_common(&vm, &opts, opts.cpus, STDOUT_FILENO))
+	if (vm_init_common(&vm, opts.split_lock, opts.cpus, STDOUT_FILENO))
 		die_errno("setting up the VM", errno, NULL);
 	decide_split_lock(&vm, &opts);
 	vm.ram_size = opts.ram_size;
@@ -343,13 +368,14 @@ int main(int argc, char **argv)
 	if (loader_load(opts.image, vm.mem, opts.ram_size, opts.cpus,
 			&layout.image_size, err, sizeof(err)))
 		die(VMM_EXIT_IMAGE, "%s", err);
-	if (vm.split_lock_emulate) {
-		vm.kvm_fd = kvm_open();
-		probe_single_step(&vm, &layout);
-	}
+	/* Probed before the layout is built: its boot flags depend on the answers. */
+	vm.kvm_fd = kvm_open();
+	probe_kvm(vm.kvm_fd, vm.split_lock_emulate, &probes);
+	if (vm.split_lock_emulate && !probes.step_cpl3)
+		layout.flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
 	boot_setup_memory(vm.mem, &layout);
 
-	setup_vm(&vm, &opts, &layout);
+	vm_create(&vm, &opts, &layout, &probes);
 	vcpu_signals_init();
 	sandbox_enter();
 	start_vcpus(&vm);
@@ -366,12 +392,7 @@ int main(int argc, char **argv)
 	status = vm.status;
 	if (opts.stats)
 		print_stats(&vm, stats_out, opts.stats_path);
-	for (unsigned i = 0; i < vm.ncpus; i++)
-		vcpu_destroy(&vm.vcpus[i]);
 	close(sig_fd);
-	close(vm.vm_fd);
-	close(vm.kvm_fd);
-	munmap(vm.mem, vm.ram_size);
-	vm_destroy_common(&vm);
+	vm_destroy(&vm);
 	return status;
 }

@@ -32,11 +32,6 @@ int split_lock_policy_parse(const char *s, enum split_lock_policy *out)
 	return -1;
 }
 
-bool split_lock_host_can_deliver(const struct host_info *hi)
-{
-	return hi->mode == SLD_MODE_FATAL;
-}
-
 static void host_reason(const struct host_info *hi, char *buf, size_t len)
 {
 	switch (hi->mode) {
@@ -64,7 +59,7 @@ void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 		       struct split_lock_decision *d)
 {
 	char why[256];
-	bool deliver = split_lock_host_can_deliver(hi);
+	bool deliver = hostinfo_can_deliver_ac(hi);
 
 	host_reason(hi, why, sizeof(why));
 	d->start = true;

@@ -31,8 +31,6 @@ struct split_lock_decision {
 	char line[512];      /* one line for a person: policy, outcome, why */
 };
 
-/* True when KVM on this host reports guest split locks to the VMM. */
-bool split_lock_host_can_deliver(const struct host_info *hi);
 void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 		       struct split_lock_decision *d);
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "emulate.h"
-#include "vm.h"
+#include "vcpu.h"
 
 /* What to do with a split lock; pure, see splitlock_decide_ac(). */
 enum ac_action {

@@ -3,8 +3,6 @@
 
 #include <linux/kvm.h>
 
-#include "policy.h"
-#include "vm.h"
 #include "array_size.h"
 
 const char *stats_exit_name(uint32_t reason)
@@ -42,12 +40,11 @@ static void msr_counts(FILE *out, const char *name, uint64_t reads, uint64_t wri
 		(unsigned long long)reads, (unsigned long long)writes);
 }
 
-static void vcpu_json(FILE *out, const struct vcpu *v)
+void stats_print_vcpu_json(FILE *out, unsigned index, const struct vcpu_stats *s)
 {
-	const struct vcpu_stats *s = &v->stats;
 	const char *sep = "";
 
-	fprintf(out, "{\"index\":%u,\"exits\":{", v->index);
+	fprintf(out, "{\"index\":%u,\"exits\":{", index);
 	for (uint32_t r = 0; r <= STATS_EXIT_REASONS; r++) {
 		const char *name = r < STATS_EXIT_REASONS ? stats_exit_name(r) : "other";
 
@@ -73,17 +70,4 @@ static void vcpu_json(FILE *out, const struct vcpu *v)
 		(unsigned long long)s->split_lock_delays, (unsigned long long)s->split_lock_delay_ns,
 		(unsigned long long)s->single_steps, (unsigned long long)s->db_reinjected,
 		(unsigned long long)s->unchecked_runs);
-}
-
-void stats_print_json(FILE *out, const struct vm *vm)
-{
-	fprintf(out, "{\"status\":%d,\"split_lock\":{\"policy\":\"%s\",\"enumerated\":%s},\"vcpus\":[",
-		vm->status, split_lock_policy_name(vm->opts->split_lock),
-		vm->split_lock_enumerated ? "true" : "false");
-	for (unsigned i = 0; i < vm->ncpus; i++) {
-		if (i)
-			fputc(',', out);
-		vcpu_json(out, &vm->vcpus[i]);
-	}
-	fprintf(out, "]}\n");
 }

@@ -36,8 +36,8 @@ static inline void stats_count_exit(struct vcpu_stats *s, uint32_t reason)
 	s->exits[reason < STATS_EXIT_REASONS ? reason : STATS_EXIT_REASONS]++;
 }
 
-struct vm;
 const char *stats_exit_name(uint32_t reason);
-void stats_print_json(FILE *out, const struct vm *vm);
+/* One vCPU's counters as a JSON object (vm_print_stats prints them all). */
+void stats_print_vcpu_json(FILE *out, unsigned index, const struct vcpu_stats *s);
 
 #endif

@@ -226,30 +226,19 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
 	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
 	v->step = (struct step_state){ .inject_vector = -1, .frame_vector = -1 };
-	if (vm->split_lock_emulate && v->index == 0) {
-		vm->step_hwbp = hostprobe_hwbp(vm->kvm_fd, NULL, 0) == 1;
-		vm->guest_databp = hostprobe_databp(vm->kvm_fd, NULL, 0) == 1;
-	}
 	msr_reset(&v->msrs);
 	ratelimit_init(&v->warn_rate, 1, 5);
-	v->fd = KVM_IOCTL(vm->vm_fd, KVM_CREATE_VCPU, (void *)(uintptr_t)v->index);
-	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-	if (v->run == MAP_FAILED)
-		die_errno("mmap of the vCPU run page", errno, NULL);
 
 	memcpy(cpuid, supported, cpuid_size);
 	cpuid_fixup(cpuid, v->index);
 	/* Without leaf 0x80000008, MAXPHYADDR is 36 (SDM vol. 3 4.1.4). */
 	v->maxphyaddr = cpuid_find(cpuid, 0x80000008, 0) ?
 			cpuid_find(cpuid, 0x80000008, 0)->eax & 0xff : 36;
-	KVM_IOCTL(v->fd, KVM_SET_CPUID2, cpuid);
+	kvm_vcpu_create(vm->vm_fd, &(struct kvm_vcpu_setup){
+				.index = v->index, .run_size = vm->run_size,
+				.cpuid = cpuid, .layout = layout,
+			}, &v->fd, &v->run, &regs, &sregs);
 	free(cpuid);
-
-	KVM_IOCTL(v->fd, KVM_GET_SREGS, &sregs);
-	boot_init_sregs(&sregs);
-	KVM_IOCTL(v->fd, KVM_SET_SREGS, &sregs);
-	boot_init_regs(&regs, layout, v->index);
-	KVM_IOCTL(v->fd, KVM_SET_REGS, &regs);
 	if (vm->split_lock_emulate) {
 		/* The first check runs before any exit has filled the copies. */
 		v->run->s.regs.regs = regs;
@@ -266,35 +255,6 @@ void vcpu_destroy(struct vcpu *v)
 		close(v->fd);
 	v->run = NULL;
 	v->fd = -1;
-}
-
-void vcpu_dump(struct vcpu *v)
-{
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct paging p;
-	uint8_t insn[16];
-	char bytes[64];
-	size_t n;
-
-	int r = v->ops->get_regs(v, &regs);
-
-	if (!r)
-		r = v->ops->get_sregs(v, &sregs);
-	if (r) {
-		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
-		     strerror(-r));
-		return;
-	}
-	flockfile(stderr);
-	dump_regs(stderr, v->index, &regs, &sregs);
-	/* The bytes the CPU would fetch, through the walker the decoder uses. */
-	sl_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
-	n = pagewalk_read(&m, &p, regs.rip, insn, sizeof(insn));
-	dump_format_bytes(bytes, sizeof(bytes), insn, n);
-	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);
-	funlockfile(stderr);
 }
 
 /* Stops the VM for an exit it cannot go on from; the first stopper explains. */

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "stats.h"
+#include "vcpu.h"
 #include "vmm_status.h"
 #include "array_size.h"
 
@@ -22,13 +24,13 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int vm_init_common(struct vm *vm, const struct vmm_options *opts, unsigned ncpus,
+int vm_init_common(struct vm *vm, enum split_lock_policy policy, unsigned ncpus,
 		   int console_fd)
 {
 	pthread_condattr_t attr;
 
 	memset(vm, 0, sizeof(*vm));
-	vm->opts = opts;
+	vm->policy = policy;
 	vm->ncpus = ncpus;
 	vm->kvm_fd = vm->vm_fd = -1;
 	vm->vcpus = calloc(ncpus, sizeof(*vm->vcpus));
@@ -283,4 +285,17 @@ void vm_stop_signals(sigset_t *set)
 	/* glibc keeps the lowest real-time signals for itself: SIGRTMIN is above them. */
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
 		sigaddset(set, sig);
+}
+
+void vm_print_stats(FILE *out, const struct vm *vm)
+{
+	fprintf(out, "{\"status\":%d,\"split_lock\":{\"policy\":\"%s\",\"enumerated\":%s},\"vcpus\":[",
+		vm->status, split_lock_policy_name(vm->policy),
+		vm->split_lock_enumerated ? "true" : "false");
+	for (unsigned i = 0; i < vm->ncpus; i++) {
+		if (i)
+			fputc(',', out);
+		stats_print_vcpu_json(out, vm->vcpus[i].index, &vm->vcpus[i].stats);
+	}
+	fprintf(out, "]}\n");
 }

@@ -13,58 +13,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <linux/kvm.h>
 
-#include "cli.h"
-#include "msr.h"
+#include "policy.h"
 #include "ratelimit.h"
 #include "serial.h"
-#include "stats.h"
-#include "step.h"
 
 #define KICK_SIGNAL SIGUSR1
 
 struct vm;
 struct vcpu;
 
-/*
- * The vCPU ioctls that exit handlers need beyond the run page. Real KVM in
- * vcpu.c; unit tests plug in fakes to drive the handlers through each case.
- * Each returns 0 or -errno.
- */
-struct vcpu_ops {
-	int (*get_regs)(struct vcpu *v, struct kvm_regs *regs);
-	int (*get_sregs)(struct vcpu *v, struct kvm_sregs *sregs);
-	int (*get_events)(struct vcpu *v, struct kvm_vcpu_events *ev);
-	int (*set_events)(struct vcpu *v, const struct kvm_vcpu_events *ev);
-	int (*set_regs)(struct vcpu *v, const struct kvm_regs *regs);
-	/* CR2 before injecting #PF: KVM_SET_SREGS, or the run page's copy. */
-	int (*set_sregs)(struct vcpu *v, const struct kvm_sregs *sregs);
-	/* PKRU, from the XSAVE area (component 9): no sregs field holds it. */
-	int (*get_pkru)(struct vcpu *v, uint32_t *pkru);
-};
-
-struct vcpu {
-	struct vm *vm;
-	unsigned index;
-	int fd;
-	struct kvm_run *run;
-	const struct vcpu_ops *ops;
-	pthread_t thread;
-	bool started;                  /* thread created; both under vm->lock */
-	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
-	unsigned maxphyaddr;           /* its CPUID.80000008H:EAX[7:0]: reserved PTE bits */
-	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
-	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
-	struct step_state step;        /* --split-lock=emulate's view of the stepping */
-	struct ratelimit warn_rate;    /* "split lock emulated" lines */
-	uint64_t warn_suppressed;
-	struct vcpu_stats stats;       /* written by this vCPU's thread only */
-};
-
 struct vm {
-	const struct vmm_options *opts;
+	enum split_lock_policy policy; /* --split-lock */
 	int kvm_fd;
 	int vm_fd;
 	uint8_t *mem;
@@ -94,7 +57,7 @@ struct vm {
 };
 
 /* Fills the parts that need no KVM: locks, serial, stop state. */
-int vm_init_common(struct vm *vm, const struct vmm_options *opts, unsigned ncpus,
+int vm_init_common(struct vm *vm, enum split_lock_policy policy, unsigned ncpus,
 		   int console_fd);
 void vm_destroy_common(struct vm *vm);
 
@@ -148,6 +111,8 @@ bool vm_fail(struct vm *vm, int status, const char *fmt, ...)
  * whose default would end vmm, except those it uses and the fault signals.
  */
 void vm_stop_signals(sigset_t *set);
+/* --stats: the VM's status and policy and each vCPU's counters, as JSON. */
+void vm_print_stats(FILE *out, const struct vm *vm);
 
 /* True the first time `port` is seen, so each unknown port warns once. */
 bool vm_port_first_use(struct vm *vm, uint16_t port);

@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vm.h"
+#include "cli.h"
+#include "vcpu.h"
 
 /*
  * An op's slot in struct vcpu_ops, e.g. FAKE_OP(set_events): the index of

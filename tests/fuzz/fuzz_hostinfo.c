@@ -197,7 +197,7 @@ static void check_policy(const struct host_info *hi)
 	};
 	bool fatal = hi->mode == SLD_MODE_FATAL;
 
-	FUZZ_CHECK(split_lock_host_can_deliver(hi) == fatal, "can_deliver on a %s host",
+	FUZZ_CHECK(hostinfo_can_deliver_ac(hi) == fatal, "can_deliver on a %s host",
 		   sld_mode_name(hi->mode));
 	for (size_t i = 0; i < ARRAY_SIZE(policies); i++) {
 		struct split_lock_decision d;

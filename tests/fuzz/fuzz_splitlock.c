@@ -68,7 +68,7 @@
 #include "emulate.h"
 #include "fake_kvm.h"
 #include "splitlock.h"
-#include "vm.h"
+#include "vcpu.h"
 #include "vmm_boot.h"
 #include "vmm_msr.h"
 #include "x86.h"

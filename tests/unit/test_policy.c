@@ -57,7 +57,7 @@ static void decision_table(void **state)
 		if (!strstr(d.line, table[i].says))
 			fail_msg("row %zu: '%s' lacks '%s'", i, d.line, table[i].says);
 		assert_null(strchr(d.line, '\n'));
-		assert_int_equal(split_lock_host_can_deliver(&hi), table[i].mode == SLD_MODE_FATAL);
+		assert_int_equal(hostinfo_can_deliver_ac(&hi), table[i].mode == SLD_MODE_FATAL);
 	}
 }
 

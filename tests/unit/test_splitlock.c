@@ -19,7 +19,7 @@
 #include "fake_kvm.h"
 #include "vmm_boot.h"
 #include "splitlock.h"
-#include "vm.h"
+#include "vcpu.h"
 #include "vmm_msr.h"
 #include "x86.h"
 #include "vmm_status.h"

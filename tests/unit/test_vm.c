@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vm.h"
+#include "cli.h"
+#include "vcpu.h"
 #include "array_size.h"
 
 #define MS 1000000ull
@@ -64,7 +65,7 @@ static int setup(void **state)
 	if (sigaction(KICK_SIGNAL, &sa, NULL) < 0)
 		return -1;
 	devnull = open("/dev/null", O_WRONLY);
-	if (devnull < 0 || vm_init_common(&vm, &opts, 3, devnull))
+	if (devnull < 0 || vm_init_common(&vm, opts.split_lock, 3, devnull))
 		return -1;
 	return 0;
 }
