@@ -74,6 +74,14 @@ def compare(a, append, expect_status):
                 stats = json.loads(text)
             except ValueError:
                 stats = None
+    return judge(ref, emu, stats, expect_status)
+
+
+def judge(ref, emu, stats, expect_status):
+    """The comparison of an inherit run (the oracle) and an emulate run, each
+    with .status .out .err .hung .elapsed, and the emulate run's --stats (or
+    None); returns (failures, skip reason). tests/lab/lab_test.py judges the
+    lab's runs with it too."""
     fails = []
     print(f"--- inherit: {describe(ref)}, {ref.elapsed:.2f} s; emulate: {describe(emu)}, {emu.elapsed:.2f} s")
     print("--- inherit stdout (the oracle) ---")
@@ -143,6 +151,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=60,
                     help="vmm --timeout of each run")
     ap.add_argument("--list-check", nargs="+")
+    ap.add_argument("--needs", action="append", default=[],
+                    help="what the case needs of the CPU and KVM (tests/lab/lab_test.py "
+                         "measures it in the lab); the host's quirks: BASELINE.md")
     a = ap.parse_args()
 
     why = kvm_usable() or oracle_problem(a.vmm)

@@ -237,19 +237,71 @@ def describe(c):
             f"{'; ' + flags if flags else ''}{'; ds base %#x' % c.ds_base if c.ds_base else ''}")
 
 
-def run_batch(a, tmp, cases, policy):
-    img = os.path.join(tmp, "gen.bin")
-    with open(a.guest, "rb") as f:
+def write_image(guest, path, cases):
+    """A copy of the differential guest with CASES' records appended."""
+    with open(guest, "rb") as f:
         data = f.read()
     payload = b"DIFFGEN1" + struct.pack("<II", len(cases), RECORD.size) + b"".join(pack(c) for c in cases)
-    with open(img, "wb") as f:
+    with open(path, "wb") as f:
         f.write(data + payload)
+
+
+def run_batch(a, tmp, cases, policy):
+    img = os.path.join(tmp, "gen.bin")
+    write_image(a.guest, img, cases)
     return run_vmm(a.vmm, ["--split-lock=" + policy, "--timeout", str(a.timeout),
                            "--append", "case=gen", img], timeout=a.timeout + 60)
 
 
 def record_lines(out):
     return {int(m.group(1)): m.group(0) for m in re.finditer(r"^g(\d+): .*$", out, re.M)}
+
+
+def compare_batch(batch, ref, emu):
+    """Compares one batch's inherit run (the oracle) and emulate run, each
+    with .status .out .err; returns (divergences, records compared, broken
+    records, where to resume, records the oracle got through).
+    tests/lab/lab_test.py judges the lab's batch with it too."""
+    divergent, compared, broken = [], 0, []
+    rl, el = record_lines(ref.out), record_lines(emu.out)
+    # Records the oracle got through; one it could not is a generator bug.
+    done = len(batch)
+    if ref.status != 0 or len(rl) != len(batch):
+        done = min(max(rl) + 1 if rl else 0, len(batch) - 1)
+        if all(b.idx != batch[done].idx for b, _ in broken):
+            broken.append((batch[done], ref))
+    stop = done
+    for i, c in enumerate(batch[:done]):
+        if i not in el:
+            # emulate ended here: this record diverged, resume after it.
+            divergent.append((c, rl[i], f"(emulate ended: status {emu.status}; "
+                              + (emu.err.strip().splitlines() or [""])[-1][:200] + ")"))
+            compared += 1
+            stop = i + 1
+            break
+        compared += 1
+        if el[i] != rl[i]:
+            divergent.append((c, rl[i], el[i]))
+    if done == len(batch) and stop == len(batch) and emu.status != ref.status:
+        divergent.append((batch[-1], f"status {ref.status}", f"status {emu.status}"))
+    return divergent, compared, broken, stop, done
+
+
+def show(seed, count, compared, divergent, broken, launches, limit):
+    """Prints the figures and the divergences; returns the exit status."""
+    print(f"gen.py --seed {seed} --count {count}: {count} cases run, {compared} compared, "
+          f"{len(divergent)} divergences, {len(broken)} cases the inherit run could not finish, "
+          f"{launches} VM launches")
+    for c, r, e in divergent[:limit]:
+        print(describe(c).replace(f"g{c.idx}:", f"case {c.idx}:"))
+        print(f"  inherit: {r[r.index(':') + 1:].strip()}")
+        print(f"  emulate: {e[e.index(':') + 1:].strip() if e.startswith('g') else e}")
+    if len(divergent) > limit:
+        print(f"... {len(divergent) - limit} more")
+    for c, ref in broken:
+        print(f"BROKEN (inherit status {ref.status}): {describe(c)}")
+        print("\n".join(ref.out.splitlines()[-8:]))
+    return 1 if divergent or broken else 0
 
 
 def main():
@@ -279,41 +331,12 @@ def main():
             ref = run_batch(a, tmp, batch, "inherit")
             emu = run_batch(a, tmp, batch, "emulate")
             launches += 2
-            rl, el = record_lines(ref.out), record_lines(emu.out)
-            # Records the oracle got through; one it could not is a generator bug.
-            done = len(batch)
-            if ref.status != 0 or len(rl) != len(batch):
-                done = min(max(rl) + 1 if rl else 0, len(batch) - 1)
-                if all(b.idx != batch[done].idx for b, _ in broken):
-                    broken.append((batch[done], ref))
-            stop = done
-            for i, c in enumerate(batch[:done]):
-                if i not in el:
-                    # emulate ended here: this record diverged, resume after it.
-                    divergent.append((c, rl[i], f"(emulate ended: status {emu.status}; "
-                                      + (emu.err.strip().splitlines() or [""])[-1][:200] + ")"))
-                    compared += 1
-                    stop = i + 1
-                    break
-                compared += 1
-                if el[i] != rl[i]:
-                    divergent.append((c, rl[i], el[i]))
-            if done == len(batch) and stop == len(batch) and emu.status != ref.status:
-                divergent.append((batch[-1], f"status {ref.status}", f"status {emu.status}"))
+            d, n, b, stop, done = compare_batch(batch, ref, emu)
+            divergent += d
+            compared += n
+            broken += [x for x in b if all(x[0].idx != y.idx for y, _ in broken)]
             pos += stop + (1 if stop == done < len(batch) else 0)
-    print(f"gen.py --seed {a.seed} --count {a.count}: {a.count} cases run, {compared} compared, "
-          f"{len(divergent)} divergences, {len(broken)} cases the inherit run could not finish, "
-          f"{launches} VM launches")
-    for c, r, e in divergent[:a.show]:
-        print(describe(c).replace(f"g{c.idx}:", f"case {c.idx}:"))
-        print(f"  inherit: {r[r.index(':') + 1:].strip()}")
-        print(f"  emulate: {e[e.index(':') + 1:].strip() if e.startswith('g') else e}")
-    if len(divergent) > a.show:
-        print(f"... {len(divergent) - a.show} more")
-    for c, ref in broken:
-        print(f"BROKEN (inherit status {ref.status}): {describe(c)}")
-        print("\n".join(ref.out.splitlines()[-8:]))
-    return 1 if divergent or broken else 0
+    return show(a.seed, a.count, compared, divergent, broken, launches, a.show)
 
 
 if __name__ == "__main__":

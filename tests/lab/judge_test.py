@@ -83,6 +83,36 @@ def main():
     fails, _ = verdict(framed(no_ac, 0, selftest_out(True), "", policy="on"), "selftest-on-1cpu")
     checks.append(("on running where it must be refused fails", fails != []))
 
+    # Differential cases: agreement passes; a divergence fails, or skips only
+    # where a feature the case --needs is measured missing in this boot.
+    def diff(name, ref, emu, hwbp, icebp="sigtrap"):
+        hi = json.loads(json.dumps(HI))
+        hi["kvm"]["probe"].update(hw_breakpoint=hwbp, guest_data_breakpoint_cpl0=hwbp)
+        runs = "".join(f"@@RC {p} {st} 5.0 4.0\n@@PART {p}.stdout\n{out}\n@@PART {p}.stderr\n\n"
+                       f"@@PART {p}.stats\n\n" for p, (st, out) in
+                       (("inherit", ref), ("emulate", emu)))
+        text = ("@@CASE host-info 1.0\n@@RC hi 0 1.1\n@@PART hi.stdout\n" + json.dumps(hi) +
+                "\n\n@@END host-info 1.2\n@@CASE probe-icebp 1.3\n@@RC icebp 0 1.4\n"
+                f"@@PART icebp.stdout\nicebp={icebp}\n\n@@END probe-icebp 1.5\n"
+                f"@@CASE diff-{name} 4.0\n{runs}@@END diff-{name} 6.0\n")
+        return verdict(text, "diff-" + name)
+    same, other = (0, "#BP at 0x1000\nok\n"), (0, "#BP at 0x1001\nok\n")
+    checks.append(("diff: agreement passes", diff("step-int3-cpl3", same, same, False) == ([], None)))
+    fails, why = diff("step-tf-cpl0", same, other, False)
+    checks.append(("diff: a divergence without --needs fails", fails and why is None))
+    fails, why = diff("step-int3-cpl3", same, other, True)
+    checks.append(("diff: a divergence fails where the needed probe says present", fails != []))
+    fails, why = diff("step-int3-cpl3", same, other, False)
+    checks.append(("diff: a divergence skips where hw_breakpoint is measured missing",
+                   fails == [] and "hw_breakpoint false" in (why or "")))
+    fails, why = diff("step-icebp-cpl3", same, other, True, icebp="sigill")
+    checks.append(("diff: ICEBP measured #UD skips", fails == [] and "#UD" in (why or "")))
+    fails, why = diff("step-hlt-all-halted", (70, ""), (70, ""), True)
+    checks.append(("diff: the case's --status from meson.build is used", fails == []))
+    _, why = verdict("@@CASE probe-icebp 1.3\n@@RC icebp 0 1.4\n@@PART icebp.stdout\n"
+                     "icebp=sigill\n\n@@END probe-icebp 1.5\n", "probe-icebp")
+    checks.append(("probe-icebp skips on SIGILL", "SIGILL" in (why or "")))
+
     bad = [name for name, ok in checks if not ok]
     for name, ok in checks:
         print(f"{'ok' if ok else 'FAIL'}: {name}")

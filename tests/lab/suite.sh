@@ -15,13 +15,16 @@ part() {
 
 up() { cut -d' ' -f1 /proc/uptime; }
 
-# vmm_run TAG ARGS...: runs vmm in the background with --stats, output to /tmp/TAG.*
+# vmm_run TAG ARGS...: runs vmm in the background with --stats, output to
+# /tmp/TAG.*; bounded by vmm's --timeout $vmm_timeout and busybox's KILL at
+# $limit seconds.
+vmm_timeout=60
 vmm_run() {
 	tag=$1
 	shift
 	rm -f /tmp/$tag.*
 	(
-		timeout -s KILL $limit vmm --stats=/tmp/$tag.stats --timeout 60 "$@" \
+		timeout -s KILL $limit vmm --stats=/tmp/$tag.stats --timeout $vmm_timeout "$@" \
 			>/tmp/$tag.out 2>/tmp/$tag.err
 		echo "$? $(up)" >/tmp/$tag.rc
 	) &
@@ -55,6 +58,39 @@ case_probe_sld() {
 	part sld.cpuinfo /tmp/flags
 }
 
+case_probe_icebp() {
+	/extra/lab-icebpprobe >/tmp/icebp.out 2>&1
+	echo "@@RC icebp $? $(up)"
+	part icebp.stdout /tmp/icebp.out
+}
+
+# A differential case (tests/differential/difftest.py): inherit (the oracle),
+# then emulate, one after the other; the host compares them.
+case_diff() { # NAME CPUS TIMEOUT
+	vmm_timeout=$3
+	limit=$(($3 + 30))
+	for p in inherit emulate; do
+		t0=$(up)
+		vmm_run $p --split-lock=$p -c $2 --append case=$1 /extra/diffguest.bin
+		vmm_report $p $! $t0
+	done
+	vmm_timeout=60
+	limit=90
+}
+
+# The generator's batch, built on the host (tests/differential/gen.py).
+case_gen() { # TIMEOUT
+	vmm_timeout=$1
+	limit=$(($1 + 30))
+	for p in inherit emulate; do
+		t0=$(up)
+		vmm_run $p --split-lock=$p --append case=gen /extra/gen.bin
+		vmm_report $p $! $t0
+	done
+	vmm_timeout=60
+	limit=90
+}
+
 case_selftest() { # POLICY CPUS
 	t0=$(up)
 	vmm_run vm --split-lock=$1 -c $2 $guest
@@ -85,6 +121,9 @@ while read -r name args; do
 	host-info) case_host_info ;;
 	probe-ac) case_probe_ac ;;
 	probe-split-lock-detect) case_probe_sld ;;
+	probe-icebp) case_probe_icebp ;;
+	diff-gen-*) case_gen $args ;;
+	diff-*) case_diff $args ;;
 	selftest-*) case_selftest $args ;;
 	concurrent-*) case_concurrent $args ;;
 	*) echo "@@RC unknown 2 $(up)" ;;
