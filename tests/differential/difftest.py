@@ -13,8 +13,9 @@ A case that prints "# split locks at CPL0: N" also has the emulate run's
 --stats hold N split locks detected; one that also prints "# first in an
 exception handler: K" allows up to K of them unseen (userspace cannot
 watch the first instruction of an event the CPU delivers on its own), but
-only if --stats counts at least as many unchecked runs: never a pretence. --list-check checks that the guest's
-cases are exactly NAME... (so that meson runs every one).
+only if --stats counts at least as many unchecked runs: never a pretence.
+--list-check checks that the guest's cases are exactly NAME... (so that
+meson runs every one).
 
 Exits 0 when both runs agree, 1 when they differ, 77 without /dev/kvm.
 """
