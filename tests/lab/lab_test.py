@@ -66,7 +66,7 @@ def diff_cases():
 
 DIFF = diff_cases()
 for _n, _a in DIFF.items():
-    CASES["diff-" + _n] = f"{_n} {_a['cpus']} {_a['timeout']}"
+    CASES["diff-" + _n] = f"{_n} {_a['cpus']} {_a['timeout']} {','.join(_a['needs']) or '-'}"
 # The generator in the lab: one fixed-seed batch, built on the host.
 GEN_SEED, GEN_COUNT, GEN_TIMEOUT = 1, 100, 60
 CASES[f"diff-gen-seed-{GEN_SEED}"] = str(GEN_TIMEOUT)
