@@ -16,8 +16,8 @@ static void seg(FILE *out, const char *name, const struct kvm_segment *s)
 		s->unusable ? " unusable" : (s->present ? "" : " not-present"));
 }
 
-void dump_regs(FILE *out, unsigned cpu, const struct kvm_regs *r,
-	       const struct kvm_sregs *s)
+static void dump_regs(FILE *out, unsigned cpu, const struct kvm_regs *r,
+		      const struct kvm_sregs *s)
 {
 	fprintf(out, "vmm: vCPU %u registers:\n", cpu);
 	fprintf(out, "vmm:   RIP 0x%016llx RSP 0x%016llx RFLAGS 0x%08llx\n",

@@ -9,8 +9,6 @@
 
 #include <linux/kvm.h>
 
-void dump_regs(FILE *out, unsigned cpu, const struct kvm_regs *r,
-	       const struct kvm_sregs *s);
 /* "0f 0b 90 ..." into buf, or "(unreadable)" when len is 0. */
 void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t len);
 

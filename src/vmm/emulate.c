@@ -85,7 +85,7 @@ enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
 }
 
 /* SS.DPL is the CPL on VMX, and what KVM reports as it on SVM. */
-unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
+static unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
 {
 	if (!(s->cr0 & X86_CR0_PE))
 		return 0;
@@ -95,7 +95,7 @@ unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
 }
 
 void emulate_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
-	       uint32_t pkru, unsigned maxphyaddr)
+		    uint32_t pkru, unsigned maxphyaddr)
 {
 	pagewalk_from_sregs(p, s);
 	p->cpl = emulate_cpl(s, r->rflags);
@@ -146,7 +146,7 @@ static const struct kvm_segment *segment(const struct kvm_sregs *s, enum decode_
 }
 
 bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint64_t rflags,
-	       uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault)
+		    uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault)
 {
 	const struct kvm_segment *sg = segment(s, i->seg);
 	bool real = !(s->cr0 & X86_CR0_PE), ok = true;
@@ -184,7 +184,11 @@ bool emulate_crosses_line(uint64_t la, unsigned size)
 	return size > 1 && (la % EMULATE_CACHE_LINE) + size > EMULATE_CACHE_LINE;
 }
 
-bool emulate_is_split_lock(const struct decode_insn *i, const struct emulate_access *a)
+/*
+ * Whether i at a is a split lock: it crosses a line and the CPU would get
+ * that far (a misaligned CMPXCHG16B raises #GP before any lock).
+ */
+static bool emulate_is_split_lock(const struct decode_insn *i, const struct emulate_access *a)
 {
 	if (i->op == DECODE_CMPXCHG16B && (a->la & 15))
 		return false;

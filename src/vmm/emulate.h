@@ -38,12 +38,11 @@ struct emulate_exception {
 	uint64_t cr2;
 };
 
-/* The mode the CPU decodes in, and its CPL, from sregs and RFLAGS. */
+/* The mode the CPU decodes in, from sregs and RFLAGS. */
 enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags);
-unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags);
 /* The guest's paging state for an access it makes at its current CPL. */
 void emulate_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
-	       uint32_t pkru, unsigned maxphyaddr);
+		    uint32_t pkru, unsigned maxphyaddr);
 
 /*
  * The operand's offset in its segment, wrapped at the address size. For
@@ -61,14 +60,9 @@ uint64_t emulate_effective(const struct decode_insn *i, const struct kvm_regs *r
  * 32 bits.
  */
 bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint64_t rflags,
-	       uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault);
+		    uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault);
 /* The split-lock rule: the access spans two cache lines. */
 bool emulate_crosses_line(uint64_t la, unsigned size);
-/*
- * Whether i at a is a split lock: it crosses a line and the CPU would get
- * that far (a misaligned CMPXCHG16B raises #GP before any lock).
- */
-bool emulate_is_split_lock(const struct decode_insn *i, const struct emulate_access *a);
 
 /*
  * Performs i on `mem` (its operand's bytes, in a 16-byte aligned buffer)

@@ -56,7 +56,7 @@ static void host_reason(const struct hostinfo *hi, char *buf, size_t len)
 }
 
 void policy_decide(enum policy p, const struct hostinfo *hi,
-		       struct policy_decision *d)
+		   struct policy_decision *d)
 {
 	char why[256];
 	bool deliver = hostinfo_can_deliver_ac(hi);

@@ -32,6 +32,6 @@ struct policy_decision {
 };
 
 void policy_decide(enum policy p, const struct hostinfo *hi,
-		       struct policy_decision *d);
+		   struct policy_decision *d);
 
 #endif

@@ -217,7 +217,7 @@ static void fail_host(struct vcpu *v, const char *call, int r)
 }
 
 static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
-			   bool replanned);
+				  bool replanned);
 
 /*
  * Performs the instruction on guest memory with every other vCPU out of
@@ -253,7 +253,7 @@ static enum splitlock_outcome emulate(struct vcpu *v, struct emulate_snapshot *s
 
 /* Carries out a plan; `replanned` for emulate()'s second decision. */
 static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
-			   bool replanned)
+				  bool replanned)
 {
 	int r;
 

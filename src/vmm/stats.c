@@ -5,7 +5,7 @@
 
 #include "array_size.h"
 
-const char *stats_exit_name(uint32_t reason)
+static const char *stats_exit_name(uint32_t reason)
 {
 	static const char *const names[] = {
 		[KVM_EXIT_UNKNOWN] = "unknown",
@@ -58,10 +58,10 @@ void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s)
 	}
 	fprintf(out, "},\"msr\":{");
 	print_msr_counts(out, "test_ctrl", s->msr_reads[STATS_MSR_TEST_CTRL],
-		   s->msr_writes[STATS_MSR_TEST_CTRL]);
+			 s->msr_writes[STATS_MSR_TEST_CTRL]);
 	fputc(',', out);
 	print_msr_counts(out, "core_capabilities", s->msr_reads[STATS_MSR_CORE_CAPABILITIES],
-		   s->msr_writes[STATS_MSR_CORE_CAPABILITIES]);
+			 s->msr_writes[STATS_MSR_CORE_CAPABILITIES]);
 	fprintf(out, "},\"gp_injected\":%llu,\"ac_injected\":%llu,\"split_lock_stops\":%llu,\"sigbus\":%llu",
 		(unsigned long long)s->gp_injected, (unsigned long long)s->ac_injected,
 		(unsigned long long)s->split_lock_stops, (unsigned long long)s->sigbus);

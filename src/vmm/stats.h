@@ -36,7 +36,6 @@ static inline void stats_count_exit(struct stats *s, uint32_t reason)
 	s->exits[reason < STATS_EXIT_REASONS ? reason : STATS_EXIT_REASONS]++;
 }
 
-const char *stats_exit_name(uint32_t reason);
 /* One vCPU's counters as a JSON object (vm_print_stats prints them all). */
 void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s);
 

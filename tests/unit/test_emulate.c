@@ -174,7 +174,7 @@ static bool operand_ok;	/* the last operand() passed the canonical check */
 
 /* Where si's operand is in 64-bit mode with these FS and GS bases. */
 static struct emulate_access operand(const struct decode_insn *si, const struct kvm_regs *r,
-				uint64_t fs_base, uint64_t gs_base)
+				     uint64_t fs_base, uint64_t gs_base)
 {
 	struct kvm_sregs s = { .cr0 = 0x80000011, .efer = 0x500, .cs = { .l = 1 } };
 	struct emulate_exception fault;
