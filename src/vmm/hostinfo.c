@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pure half of hostinfo.h: parsers of captured /proc text, the mode the
- * host kernel derives from them, and the report. hostprobe.c does the I/O.
+ * host kernel derives from them, and the report. hostinfo_kvm.c does the I/O.
  *
  * The boot parameter is parsed the way the kernel itself parses it
  * (arch/x86/lib/cmdline.c cmdline_find_option() feeding sld_state_setup()

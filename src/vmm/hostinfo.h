@@ -81,6 +81,8 @@ const char *hostinfo_mode_name(enum hostinfo_mode m);
 /* True when KVM on this host reports guest split locks to the VMM. */
 bool hostinfo_can_deliver_ac(const struct hostinfo *hi);
 
+/* ---- hostinfo_kvm.c, the I/O half, in the KVM library */
+
 /* Reads the /proc files and finishes; no KVM. */
 void hostinfo_read_proc(struct hostinfo *hi);
 /* Opens /dev/kvm for the capabilities, and with run_probe runs the probe guest. */

@@ -292,7 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.mode = ref_mode(&r);
 	check_fields(&hi, &r);
 
-	/* What hostprobe.c would fill in from KVM, from the input instead. */
+	/* What hostinfo_kvm.c would fill in from KVM, from the input instead. */
 	if (flags & 8) {
 		hi.caps = (struct hostinfo_kvm_caps){
 			caps[0], caps[1], caps[2], caps[3], caps[4],

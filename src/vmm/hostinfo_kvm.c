@@ -2,7 +2,7 @@
 /*
  * The I/O half of hostinfo.h: reads /proc and asks /dev/kvm. Nothing here
  * dies: --host-info has to report on hosts where KVM is missing or refuses
- * things, so every failure is written into host_info and reading goes on.
+ * things, so every failure is written into struct hostinfo and reading goes on.
  */
 #include "hostinfo.h"
 
