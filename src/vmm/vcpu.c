@@ -213,17 +213,20 @@ static const struct vcpu_ops sync_vcpu_ops = {
 	.get_pkru = ioctl_get_pkru,
 };
 
-void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
-		 const struct boot_layout *layout)
+int vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
+		const struct boot_layout *layout)
 {
 	struct vm *vm = v->vm;
 	size_t cpuid_size = sizeof(*supported) + supported->nent * sizeof(supported->entries[0]);
 	struct kvm_cpuid2 *cpuid = malloc(cpuid_size);
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
+	int r;
 
-	if (!cpuid)
-		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
+	if (!cpuid) {
+		errmsg("out of memory for vCPU %u's CPUID table", v->index);
+		return -1;
+	}
 	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &ioctl_vcpu_ops;
 	v->step = (struct step_state){ .inject_vector = -1, .frame_vector = -1 };
 	msr_reset(&v->msrs);
@@ -234,17 +237,20 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 	/* Without leaf 0x80000008, MAXPHYADDR is 36 (SDM vol. 3 4.1.4). */
 	v->maxphyaddr = cpuid_find(cpuid, 0x80000008, 0) ?
 			cpuid_find(cpuid, 0x80000008, 0)->eax & 0xff : 36;
-	kvm_vcpu_create(vm->vm_fd, &(struct kvm_vcpu_setup){
-				.index = v->index, .run_size = vm->run_size,
-				.cpuid = cpuid, .layout = layout,
-			}, &v->fd, &v->run, &regs, &sregs);
+	r = kvm_vcpu_create(vm->vm_fd, &(struct kvm_vcpu_setup){
+				    .index = v->index, .run_size = vm->run_size,
+				    .cpuid = cpuid, .layout = layout,
+			    }, &v->fd, &v->run, &regs, &sregs);
 	free(cpuid);
+	if (r)
+		return -1;
 	if (vm->split_lock_emulate) {
 		/* The first check runs before any exit has filled the copies. */
 		v->run->s.regs.regs = regs;
 		v->run->s.regs.sregs = sregs;
 		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	}
+	return 0;
 }
 
 void vcpu_destroy(struct vcpu *v)

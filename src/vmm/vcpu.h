@@ -53,8 +53,9 @@ struct vcpu {
 };
 
 
-void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *cpuid,
-		 const struct boot_layout *layout);
+/* 0, or -1 after one line saying why (v->fd and v->run hold what was made). */
+int vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *cpuid,
+		const struct boot_layout *layout);
 void vcpu_destroy(struct vcpu *v);
 /* pthread entry: runs v until the VM stops. */
 void *vcpu_thread(void *v);

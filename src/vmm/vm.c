@@ -32,7 +32,7 @@ int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
 	memset(vm, 0, sizeof(*vm));
 	vm->policy = policy;
 	vm->ncpus = ncpus;
-	vm->kvm_fd = vm->vm_fd = -1;
+	vm->kvm_fd = vm->vm_fd = vm->stop_fd = -1;
 	vm->vcpus = calloc(ncpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return -1;
