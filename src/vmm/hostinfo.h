@@ -90,7 +90,8 @@ void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe);
 
 /*
  * Runs a probe guest at `cpl` (0 or 3) on the /dev/kvm fd: 1 when single-step
- * works there, 0 when it does not, -1 (with err) when the probe failed.
+ * works there, 0 when it does not (err says what happened instead), -1 (with
+ * err) when the probe failed.
  */
 int hostinfo_probe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen);
 /* Likewise for a hardware execute breakpoint (KVM_GUESTDBG_USE_HW_BP) at CPL0. */

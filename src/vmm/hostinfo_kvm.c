@@ -300,50 +300,21 @@ static void probe_cpuid(struct hostinfo *hi, int kvm)
  */
 static const uint8_t step_code[] = { 0x90, 0x90, 0xf4 };
 
-int hostinfo_probe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
+/*
+ * Runs step_code at `cpl` under `dbg` for one KVM_RUN: 1 when it stops on
+ * the second nop, 0 when it runs on (err says to where), -1 with err when
+ * the probe failed.
+ */
+static int probe_debug_once(int kvm, unsigned cpl, struct kvm_guest_debug *dbg,
+			    char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	struct hostinfo scratch;
-	struct kvm_guest_debug dbg = {
-		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
-	};
 	int result = -1;
 
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), cpl) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
-			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
-		} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
-			probe_fail(&scratch, "KVM_RUN", errno);
-		} else {
-			result = p.run->exit_reason == KVM_EXIT_DEBUG &&
-				 p.run->debug.arch.pc == BOOT_IMAGE_ADDR + 1;
-		}
-	}
-	probe_teardown(&scratch, &p);
-	if (result < 0 && err)
-		snprintf(err, errlen, "%s", scratch.probe_error);
-	return result;
-}
-
-/*
- * The same nop; nop; hlt with a KVM_GUESTDBG_USE_HW_BP execute breakpoint on
- * the second nop: --split-lock=emulate puts one on an exception handler's
- * first instruction to check it before it runs.
- */
-int hostinfo_probe_hwbp(int kvm, char *err, size_t errlen)
-{
-	struct probe p = { .vm = -1, .vcpu = -1 };
-	struct hostinfo scratch;
-	struct kvm_guest_debug dbg = {
-		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP,
-		.arch.debugreg = { [0] = BOOT_IMAGE_ADDR + 1, [7] = 0x1 },
-	};
-	int result = -1;
-
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), 0) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, dbg) < 0) {
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
 		} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
 			probe_fail(&scratch, "KVM_RUN", errno);
@@ -357,13 +328,37 @@ int hostinfo_probe_hwbp(int kvm, char *err, size_t errlen)
 							      p.run->debug.arch.pc : 0));
 		}
 		/* Leave no breakpoint armed behind the probe (the lab's QEMU minds). */
-		dbg.control = 0;
-		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
+		dbg->control = 0;
+		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, dbg);
 	}
 	probe_teardown(&scratch, &p);
 	if (result < 0 && err)
 		snprintf(err, errlen, "%s", scratch.probe_error);
 	return result;
+}
+
+int hostinfo_probe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
+{
+	struct kvm_guest_debug dbg = {
+		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
+	};
+
+	return probe_debug_once(kvm, cpl, &dbg, err, errlen);
+}
+
+/*
+ * The same nop; nop; hlt with a KVM_GUESTDBG_USE_HW_BP execute breakpoint on
+ * the second nop: --split-lock=emulate puts one on an exception handler's
+ * first instruction to check it before it runs.
+ */
+int hostinfo_probe_hwbp(int kvm, char *err, size_t errlen)
+{
+	struct kvm_guest_debug dbg = {
+		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP,
+		.arch.debugreg = { [0] = BOOT_IMAGE_ADDR + 1, [7] = 0x1 },
+	};
+
+	return probe_debug_once(kvm, 0, &dbg, err, errlen);
 }
 
 /*

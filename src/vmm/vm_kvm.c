@@ -66,8 +66,8 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	}
 	cpl0 = hostinfo_probe_singlestep(kvm_fd, 0, err, sizeof(err));
 	if (cpl0 != 1) {
-		errmsg("--split-lock=emulate needs KVM single-stepping, and on this host it %s%s",
-		       cpl0 == 0 ? "does not stop after one instruction" : "could not be probed: ", err);
+		errmsg("--split-lock=emulate needs KVM single-stepping, and on this host it %s: %s",
+		       cpl0 == 0 ? "does not stop after one instruction" : "could not be probed", err);
 		return VMM_EXIT_HOST;
 	}
 	p->step_cpl3 = hostinfo_probe_singlestep(kvm_fd, 3, NULL, 0) == 1;
