@@ -27,7 +27,8 @@ int __kvm_ioctl(int fd, unsigned long req, void *arg)
 	return r;
 }
 
-int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
+/* __kvm_ioctl, printing one line naming `what` on failure. */
+static int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
 {
 	int r = __kvm_ioctl(fd, req, arg);
 
@@ -35,6 +36,8 @@ int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
 		errmsg_errno(what, errno, KVM_HINT);
 	return r;
 }
+
+#define KVM_IOCTL(fd, req, arg) kvm_ioctl((fd), (req), (arg), #req)
 
 int __kvm_open(char *err, size_t errlen)
 {

@@ -25,9 +25,6 @@ struct boot_layout;
 
 /* ioctl() retried on EINTR; its result (-1 and errno on failure). */
 int __kvm_ioctl(int fd, unsigned long req, void *arg);
-/* The same, printing one line naming `what` on failure. */
-int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what);
-#define KVM_IOCTL(fd, req, arg) kvm_ioctl((fd), (req), (arg), #req)
 
 /*
  * Opens /dev/kvm and checks the API version: the fd, or -1 with errno and
