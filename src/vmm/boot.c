@@ -8,7 +8,8 @@ static void put64(uint8_t *mem, uint64_t addr, uint64_t v)
 	memcpy(mem + addr, &v, sizeof(v));
 }
 
-uint64_t boot_cpu_region_base(uint64_t ram_size, unsigned cpu)
+/* Where vCPU `cpu`'s boot_info and stack live. */
+static uint64_t boot_cpu_region_base(uint64_t ram_size, unsigned cpu)
 {
 	return ram_size - (uint64_t)(cpu + 1) * BOOT_CPU_REGION_SIZE;
 }

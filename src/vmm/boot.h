@@ -26,7 +26,6 @@ struct boot_layout {
 
 /* Highest guest-physical address the image may end at (exclusive). */
 uint64_t boot_image_limit(uint64_t ram_size, unsigned cpus);
-uint64_t boot_cpu_region_base(uint64_t ram_size, unsigned cpu);
 
 /* Identity map [0, ram_size) with 2 MiB pages. ram_size <= VMM_MAX_RAM. */
 void boot_build_page_tables(uint8_t *mem, uint64_t ram_size);

@@ -16,8 +16,8 @@ static void seg(FILE *out, const char *name, const struct kvm_segment *s)
 		s->unusable ? " unusable" : (s->present ? "" : " not-present"));
 }
 
-void dump_regs(FILE *out, unsigned cpu, const struct kvm_regs *r,
-	       const struct kvm_sregs *s)
+static void dump_regs(FILE *out, unsigned cpu, const struct kvm_regs *r,
+		      const struct kvm_sregs *s)
 {
 	fprintf(out, "vmm: vCPU %u registers:\n", cpu);
 	fprintf(out, "vmm:   RIP 0x%016llx RSP 0x%016llx RFLAGS 0x%08llx\n",
@@ -57,7 +57,7 @@ void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t le
 					i ? " " : "", bytes[i]);
 }
 
-void vcpu_dump(struct vcpu *v)
+void dump_vcpu(struct vcpu *v)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
@@ -79,7 +79,7 @@ void vcpu_dump(struct vcpu *v)
 	flockfile(stderr);
 	dump_regs(stderr, v->index, &regs, &sregs);
 	/* The bytes the CPU would fetch, through the walker the decoder uses. */
-	sl_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
+	emulate_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
 	n = pagewalk_read(&m, &p, regs.rip, insn, sizeof(insn));
 	dump_format_bytes(bytes, sizeof(bytes), insn, n);
 	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);

@@ -9,13 +9,11 @@
 
 #include <linux/kvm.h>
 
-void dump_regs(FILE *out, unsigned cpu, const struct kvm_regs *r,
-	       const struct kvm_sregs *s);
 /* "0f 0b 90 ..." into buf, or "(unreadable)" when len is 0. */
 void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t len);
 
 struct vcpu;
 /* Prints v's registers and the bytes at RIP on stderr (through the vcpu_ops). */
-void vcpu_dump(struct vcpu *v);
+void dump_vcpu(struct vcpu *v);
 
 #endif

@@ -27,14 +27,17 @@ int __kvm_ioctl(int fd, unsigned long req, void *arg)
 	return r;
 }
 
-int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
+/* __kvm_ioctl, printing one line naming `what` on failure. */
+static int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
 {
 	int r = __kvm_ioctl(fd, req, arg);
 
 	if (r < 0)
-		die_errno(what, errno, KVM_HINT);
+		errmsg_errno(what, errno, KVM_HINT);
 	return r;
 }
+
+#define KVM_IOCTL(fd, req, arg) kvm_ioctl((fd), (req), (arg), #req)
 
 int __kvm_open(char *err, size_t errlen)
 {
@@ -70,14 +73,16 @@ int kvm_open(void)
 	if (fd >= 0)
 		return fd;
 	if (strncmp(err, "open ", 5) != 0)
-		die(VMM_EXIT_HOST, "%s", err);
-	if (e == ENOENT)
-		die_errno("open /dev/kvm", e,
-			  "load kvm_intel or kvm_amd, or enable virtualisation in firmware or the hypervisor");
-	if (e == EACCES || e == EPERM)
-		die_errno("open /dev/kvm", e,
-			  "run as root or add the user to the group that owns /dev/kvm");
-	die_errno("open /dev/kvm", e, NULL);
+		errmsg("%s", err);
+	else if (e == ENOENT)
+		errmsg_errno("open /dev/kvm", e,
+			     "load kvm_intel or kvm_amd, or enable virtualisation in firmware or the hypervisor");
+	else if (e == EACCES || e == EPERM)
+		errmsg_errno("open /dev/kvm", e,
+			     "run as root or add the user to the group that owns /dev/kvm");
+	else
+		errmsg_errno("open /dev/kvm", e, NULL);
+	return -1;
 }
 
 int __kvm_cap(int fd, long cap)
@@ -90,25 +95,33 @@ int kvm_cap(int fd, long cap)
 	int r = __kvm_cap(fd, cap);
 
 	if (r < 0)
-		die_errno("KVM_CHECK_EXTENSION", errno, NULL);
+		errmsg_errno("KVM_CHECK_EXTENSION", errno, NULL);
 	return r;
 }
 
-void kvm_require(int fd, const struct kvm_cap_need *need, size_t n)
+int kvm_require(int fd, const struct kvm_cap_need *need, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (kvm_cap(fd, need[i].cap) <= 0)
-			die(VMM_EXIT_HOST,
-			    "this host's KVM lacks %s, which vmm needs for %s; a newer host kernel has it",
-			    need[i].name, need[i].why);
+	for (size_t i = 0; i < n; i++) {
+		int r = kvm_cap(fd, need[i].cap);
+
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errmsg("this host's KVM lacks %s, which vmm needs for %s; a newer host kernel has it",
+			       need[i].name, need[i].why);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 unsigned kvm_max_vcpus(int kvm_fd)
 {
-	int r = kvm_cap(kvm_fd, KVM_CAP_MAX_VCPUS);
+	/* A KVM that cannot answer gets the smallest bound any KVM has had. */
+	int r = __kvm_cap(kvm_fd, KVM_CAP_MAX_VCPUS);
 
 	if (r <= 0)
-		r = kvm_cap(kvm_fd, KVM_CAP_NR_VCPUS);
+		r = __kvm_cap(kvm_fd, KVM_CAP_NR_VCPUS);
 	return r > 0 ? (unsigned)r : 4;
 }
 
@@ -139,9 +152,9 @@ struct kvm_cpuid2 *kvm_supported_cpuid(int kvm_fd)
 	struct kvm_cpuid2 *c = __kvm_supported_cpuid(kvm_fd);
 
 	if (!c && errno == ENOMEM)
-		die(VMM_EXIT_HOST, "out of memory for the CPUID table");
-	if (!c)
-		die_errno("KVM_GET_SUPPORTED_CPUID", errno, NULL);
+		errmsg("out of memory for the CPUID table");
+	else if (!c)
+		errmsg_errno("KVM_GET_SUPPORTED_CPUID", errno, NULL);
 	return c;
 }
 
@@ -156,15 +169,15 @@ long __kvm_run_size(int kvm_fd)
 	return r;
 }
 
-size_t kvm_run_size(int kvm_fd)
+long kvm_run_size(int kvm_fd)
 {
 	long r = __kvm_run_size(kvm_fd);
 
 	if (r < 0 && errno == EPROTO)
-		die(VMM_EXIT_HOST, "KVM_GET_VCPU_MMAP_SIZE returned less than struct kvm_run");
-	if (r < 0)
-		die_errno("KVM_GET_VCPU_MMAP_SIZE", errno, KVM_HINT);
-	return (size_t)r;
+		errmsg("KVM_GET_VCPU_MMAP_SIZE returned less than struct kvm_run");
+	else if (r < 0)
+		errmsg_errno("KVM_GET_VCPU_MMAP_SIZE", errno, KVM_HINT);
+	return r;
 }
 
 int __kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd, const char **what)
@@ -184,14 +197,15 @@ int __kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd, const char
 	return __kvm_ioctl(*vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0 ? -1 : 0;
 }
 
-int kvm_vm_create(int kvm_fd, void *hva, uint64_t size)
+int kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd)
 {
 	const char *what;
-	int vm_fd;
 
-	if (__kvm_vm_create(kvm_fd, hva, size, &vm_fd, &what))
-		die_errno(what, errno, KVM_HINT);
-	return vm_fd;
+	if (__kvm_vm_create(kvm_fd, hva, size, vm_fd, &what)) {
+		errmsg_errno(what, errno, KVM_HINT);
+		return -1;
+	}
+	return 0;
 }
 
 /* The boot protocol's segments, with every privilege level set to cpl. */
@@ -236,16 +250,19 @@ int __kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct
 	return __kvm_ioctl(*fd, KVM_SET_REGS, regs) < 0 ? -1 : 0;
 }
 
-void kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
-		     struct kvm_regs *regs, struct kvm_sregs *sregs)
+int kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
+		    struct kvm_regs *regs, struct kvm_sregs *sregs)
 {
 	const char *what;
 
-	if (__kvm_vcpu_create(vm_fd, s, fd, run, regs, sregs, &what))
-		die_errno(what, errno, strncmp(what, "mmap", 4) ? KVM_HINT : NULL);
+	if (__kvm_vcpu_create(vm_fd, s, fd, run, regs, sregs, &what)) {
+		errmsg_errno(what, errno, strncmp(what, "mmap", 4) ? KVM_HINT : NULL);
+		return -1;
+	}
+	return 0;
 }
 
-void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)
+int kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)
 {
 	struct kvm_enable_cap cap = {
 		.cap = KVM_CAP_X86_USER_SPACE_MSR,
@@ -255,9 +272,12 @@ void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)
 	static const uint8_t deny = 0;
 	struct kvm_msr_filter filter = { .flags = KVM_MSR_FILTER_DEFAULT_ALLOW };
 
-	if (n > KVM_MSR_FILTER_MAX_RANGES)
-		die(VMM_EXIT_HOST, "too many MSR filter ranges (%u)", n);
-	KVM_IOCTL(vm_fd, KVM_ENABLE_CAP, &cap);
+	if (n > KVM_MSR_FILTER_MAX_RANGES) {
+		errmsg("too many MSR filter ranges (%u)", n);
+		return -1;
+	}
+	if (KVM_IOCTL(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+		return -1;
 	for (unsigned i = 0; i < n; i++)
 		filter.ranges[i] = (struct kvm_msr_filter_range){
 			.flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE,
@@ -265,5 +285,5 @@ void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)
 			.base = msrs[i],
 			.bitmap = (uint8_t *)&deny,
 		};
-	KVM_IOCTL(vm_fd, KVM_X86_SET_MSR_FILTER, &filter);
+	return KVM_IOCTL(vm_fd, KVM_X86_SET_MSR_FILTER, &filter) < 0 ? -1 : 0;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /dev/kvm, VM and vCPU construction, with two error policies as in the KVM
- * selftests library: __kvm_x() returns what the syscall does (-1 and errno,
- * or NULL) so that --host-info and the probes can report and go on;
- * kvm_x() dies naming the call, for the VMM proper.
+ * /dev/kvm, VM and vCPU construction, with two error policies, after the
+ * KVM selftests library's: __kvm_x() returns what the syscall does (-1 and
+ * errno, or NULL) so that --host-info and the probes can record it and go
+ * on; kvm_x() returns the same after printing one line that names the call,
+ * errno and what the user can do, for the VMM proper. Neither exits: the
+ * caller gives back what it took (vm_create, vm_destroy).
  */
 #ifndef VMM_KVM_H
 #define VMM_KVM_H
@@ -23,22 +25,19 @@ struct boot_layout;
 
 /* ioctl() retried on EINTR; its result (-1 and errno on failure). */
 int __kvm_ioctl(int fd, unsigned long req, void *arg);
-/* ioctl() that dies naming `what` on failure; returns ioctl's result. */
-int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what);
-#define KVM_IOCTL(fd, req, arg) kvm_ioctl((fd), (req), (arg), #req)
 
 /*
  * Opens /dev/kvm and checks the API version: the fd, or -1 with errno and
  * a one-line reason in err.
  */
 int __kvm_open(char *err, size_t errlen);
-/* The same, dying with advice on failure. */
+/* The same, printing the reason and advice on failure. */
 int kvm_open(void);
 /* KVM_CHECK_EXTENSION on fd (the /dev/kvm or VM fd); -1 and errno on failure. */
 int __kvm_cap(int fd, long cap);
 int kvm_cap(int fd, long cap);
-/* Dies naming the first capability in `need` that fd lacks. */
-void kvm_require(int fd, const struct kvm_cap_need *need, size_t n);
+/* 0, or -1 after naming the first capability in `need` that fd lacks. */
+int kvm_require(int fd, const struct kvm_cap_need *need, size_t n);
 /* Upper bound on vCPUs: KVM_CAP_MAX_VCPUS, else NR_VCPUS, else 4. */
 unsigned kvm_max_vcpus(int kvm_fd);
 
@@ -47,7 +46,7 @@ struct kvm_cpuid2 *__kvm_supported_cpuid(int kvm_fd);
 struct kvm_cpuid2 *kvm_supported_cpuid(int kvm_fd);
 /* KVM_GET_VCPU_MMAP_SIZE, or -1 and errno (EPROTO: smaller than kvm_run). */
 long __kvm_run_size(int kvm_fd);
-size_t kvm_run_size(int kvm_fd);
+long kvm_run_size(int kvm_fd);
 
 /*
  * A VM and its vCPUs, built the same way for the guest and for the host
@@ -57,7 +56,7 @@ size_t kvm_run_size(int kvm_fd);
  */
 /* KVM_CREATE_VM with `size` bytes at hva as guest RAM from GPA 0. */
 int __kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd, const char **what);
-int kvm_vm_create(int kvm_fd, void *hva, uint64_t size);
+int kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd);
 
 struct kvm_vcpu_setup {
 	unsigned index;
@@ -72,12 +71,12 @@ struct kvm_vcpu_setup {
  */
 int __kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
 		      struct kvm_regs *regs, struct kvm_sregs *sregs, const char **what);
-void kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
-		     struct kvm_regs *regs, struct kvm_sregs *sregs);
+int kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct kvm_run **run,
+		    struct kvm_regs *regs, struct kvm_sregs *sregs);
 /*
  * Sends guest RDMSR/WRMSR of `msrs` to userspace (KVM_EXIT_X86_RDMSR/WRMSR,
  * reason FILTER); every other MSR stays with KVM.
  */
-void kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n);
+int kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n);
 
 #endif

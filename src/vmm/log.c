@@ -9,7 +9,7 @@
 
 static int quiet;
 
-void vmm_log_set_quiet(int q)
+void log_set_quiet(int q)
 {
 	quiet = q;
 }
@@ -62,10 +62,16 @@ void die(int status, const char *fmt, ...)
 	exit(status);
 }
 
-void die_errno(const char *call, int err, const char *hint)
+void errmsg_errno(const char *call, int err, const char *hint)
 {
 	if (hint && *hint)
-		die(VMM_EXIT_HOST, "%s failed: %s (errno %d); %s", call,
-		    strerror(err), err, hint);
-	die(VMM_EXIT_HOST, "%s failed: %s (errno %d)", call, strerror(err), err);
+		errmsg("%s failed: %s (errno %d); %s", call, strerror(err), err, hint);
+	else
+		errmsg("%s failed: %s (errno %d)", call, strerror(err), err);
+}
+
+void die_errno(const char *call, int err, const char *hint)
+{
+	errmsg_errno(call, err, hint);
+	exit(VMM_EXIT_HOST);
 }

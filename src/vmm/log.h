@@ -5,7 +5,7 @@
 
 #include <stdarg.h>
 
-void vmm_log_set_quiet(int quiet);
+void log_set_quiet(int quiet);
 /* Informational line; -q silences it. */
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -19,8 +19,10 @@ void die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 /*
  * For failed syscalls and ioctls: names the call, errno's text and what the
- * user can do about it, then exits with VMM_EXIT_HOST.
+ * user can do about it (hint may be NULL). die_errno then exits with
+ * VMM_EXIT_HOST.
  */
+void errmsg_errno(const char *call, int err, const char *hint);
 void die_errno(const char *call, int err, const char *hint)
 	__attribute__((noreturn));
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,15 +14,11 @@
 #include "boot.h"
 #include "cli.h"
 #include "hostinfo.h"
-#include "kvm.h"
-#include "loader.h"
 #include "log.h"
 #include "sandbox.h"
 #include "vcpu.h"
 #include "vm.h"
-#include "vmm_msr.h"
 #include "vmm_status.h"
-#include "array_size.h"
 
 #ifndef VMM_VERSION
 #define VMM_VERSION "unknown"
@@ -33,116 +28,12 @@
 #define VMM_SELF_TEST_IMAGE "/usr/local/share/vmm/guest.bin"
 #endif
 
-static const struct kvm_cap_need base_caps[] = {
-	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY", "guest RAM" },
-	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID", "the guest's CPUID table" },
-	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT",
-	  "stopping vCPUs without a race (--timeout, SIGINT)" },
-	{ KVM_CAP_X86_USER_SPACE_MSR, "KVM_CAP_X86_USER_SPACE_MSR",
-	  "emulating TEST_CTRL and CORE_CAPABILITIES in the VMM" },
-	{ KVM_CAP_X86_MSR_FILTER, "KVM_CAP_X86_MSR_FILTER",
-	  "routing MSRs 0x33 and 0xcf to the VMM" },
-	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS", "injecting split-lock #AC" },
-};
-
-static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILITIES };
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint8_t *alloc_guest_ram(uint64_t size)
-{
-	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (mem == MAP_FAILED)
-		die_errno("mmap of guest RAM", errno, "try a smaller -m");
-	return mem;
-}
-
-static const struct kvm_cap_need emulate_caps[] = {
-	{ KVM_CAP_SET_GUEST_DEBUG, "KVM_CAP_SET_GUEST_DEBUG",
-	  "single-stepping the guest under --split-lock=emulate" },
-	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
-	  "cheap register access on every single-step under --split-lock=emulate" },
-};
-
-/* What this KVM can do for --split-lock=emulate, probed once, before the layout is built. */
-struct kvm_probes {
-	bool step_cpl3;     /* single-steps CPL3 code */
-	bool step_hwbp;     /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
-	bool guest_databp;  /* the guest's own data breakpoints fire at CPL0 */
-};
-
-/*
- * --split-lock=emulate single-steps the guest: find out where this KVM can.
- * Without CPL3 stepping the guest is told, in boot_info, that split locks at
- * CPL3 go unseen.
- */
-static void probe_kvm(int kvm_fd, bool emulate, struct kvm_probes *p)
-{
-	char err[160] = "";
-	int cpl0;
-
-	memset(p, 0, sizeof(*p));
-	if (!emulate)
-		return;
-	kvm_require(kvm_fd, emulate_caps, ARRAY_SIZE(emulate_caps));
-	if ((kvm_cap(kvm_fd, KVM_CAP_SYNC_REGS) & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) !=
-	    (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS))
-		die(VMM_EXIT_HOST, "this host's KVM cannot sync registers and sregs in the run page, which --split-lock=emulate needs");
-	cpl0 = hostprobe_singlestep(kvm_fd, 0, err, sizeof(err));
-	if (cpl0 != 1)
-		die(VMM_EXIT_HOST, "--split-lock=emulate needs KVM single-stepping, and on this host it %s%s",
-		    cpl0 == 0 ? "does not stop after one instruction" : "could not be probed: ", err);
-	p->step_cpl3 = hostprobe_singlestep(kvm_fd, 3, NULL, 0) == 1;
-	if (!p->step_cpl3)
-		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
-	p->step_hwbp = hostprobe_hwbp(kvm_fd, NULL, 0) == 1;
-	p->guest_databp = hostprobe_databp(kvm_fd, NULL, 0) == 1;
-}
-
-/* The VM on the already open vm->kvm_fd, over vm->mem as laid out. */
-static void vm_create(struct vm *vm, const struct vmm_options *o,
-		      const struct boot_layout *layout, const struct kvm_probes *probes)
-{
-	struct kvm_cpuid2 *cpuid;
-	unsigned max;
-
-	vm->step_cpl3 = probes->step_cpl3;
-	vm->step_hwbp = probes->step_hwbp;
-	vm->guest_databp = probes->guest_databp;
-	kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps));
-	max = kvm_max_vcpus(vm->kvm_fd);
-	if (o->cpus > max)
-		die(VMM_EXIT_USAGE, "--cpus %u is more than this host's KVM allows (%u)",
-		    o->cpus, max);
-	vm->vm_fd = kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size);
-	kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs));
-	vm->run_size = kvm_run_size(vm->kvm_fd);
-	cpuid = kvm_supported_cpuid(vm->kvm_fd);
-	for (unsigned i = 0; i < vm->ncpus; i++)
-		vcpu_create(&vm->vcpus[i], cpuid, layout);
-	free(cpuid);
-}
-
-/* Everything vm_init_common, main and vm_create acquired for the VM. */
-static void vm_destroy(struct vm *vm)
-{
-	for (unsigned i = 0; i < vm->ncpus; i++)
-		vcpu_destroy(&vm->vcpus[i]);
-	if (vm->vm_fd >= 0)
-		close(vm->vm_fd);
-	if (vm->kvm_fd >= 0)
-		close(vm->kvm_fd);
-	if (vm->mem)
-		munmap(vm->mem, vm->ram_size);
-	vm_destroy_common(vm);
 }
 
 /*
@@ -155,10 +46,10 @@ static int block_stop_signals(void)
 	int fd;
 
 	vm_stop_signals(&set);
-	sigaddset(&set, KICK_SIGNAL);
+	sigaddset(&set, VM_KICK_SIGNAL);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL))
 		die(VMM_EXIT_HOST, "pthread_sigmask failed");
-	sigdelset(&set, KICK_SIGNAL);
+	sigdelset(&set, VM_KICK_SIGNAL);
 	fd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (fd < 0)
 		die_errno("signalfd", errno, NULL);
@@ -219,9 +110,9 @@ static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms)
 	}
 }
 
-static int host_info(const struct vmm_options *o)
+static int host_info(const struct cli_options *o)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 
 	hostinfo_init(&hi);
 	hostinfo_read_proc(&hi);
@@ -234,20 +125,22 @@ static int host_info(const struct vmm_options *o)
 }
 
 /* Decides this VM's split-lock policy before anything is allocated. */
-static void decide_split_lock(struct vm *vm, const struct vmm_options *o)
+static int decide_split_lock(const struct cli_options *o, struct vm_config *c)
 {
-	struct host_info hi;
-	struct split_lock_decision d;
+	struct hostinfo hi;
+	struct policy_decision d;
 
 	hostinfo_init(&hi);
 	hostinfo_read_proc(&hi);
-	split_lock_decide(o->split_lock, &hi, &d);
-	if (!d.start)
-		die(VMM_EXIT_POLICY, "%s", d.line);
+	policy_decide(o->split_lock, &hi, &d);
+	if (!d.start) {
+		errmsg("%s", d.line);
+		return VMM_EXIT_POLICY;
+	}
 	info("%s", d.line);
-	vm->split_lock_enumerated = d.enumerate;
-	vm->split_lock_emulate = o->split_lock == SPLIT_LOCK_EMULATE;
-	ratelimit_init(&vm->split_lock_rate, o->split_lock_ratelimit, o->split_lock_ratelimit);
+	c->split_lock_enumerated = d.enumerate;
+	c->split_lock_emulate = o->split_lock == POLICY_EMULATE;
+	return 0;
 }
 
 /*
@@ -315,18 +208,17 @@ static const char *self_test_image(void)
 	    VMM_SELF_TEST_IMAGE);
 }
 
-static void print_stats(const struct vm *vm, FILE *out, const char *path)
+static void close_stats(FILE *out, const char *path)
 {
-	vm_print_stats(out, vm);
-	if (out != stderr && fclose(out) != 0)
+	if (out && out != stderr && fclose(out) != 0)
 		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
 }
 
 int main(int argc, char **argv)
 {
-	struct vmm_options opts;
+	struct cli_options opts;
 	struct boot_layout layout;
-	struct kvm_probes probes;
+	struct vm_config config;
 	struct vm vm;
 	char err[512];
 	int sig_fd, status;
@@ -346,7 +238,7 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
-	vmm_log_set_quiet(opts.quiet);
+	log_set_quiet(opts.quiet);
 	signal(SIGPIPE, SIG_IGN);
 	if (opts.host_info)
 		return host_info(&opts);
@@ -357,25 +249,25 @@ int main(int argc, char **argv)
 	/* From here a stop signal is held until the VM runs, then stops it. */
 	sig_fd = block_stop_signals();
 
-	if (vm_init_common(&vm, opts.split_lock, opts.cpus, STDOUT_FILENO))
-		die_errno("setting up the VM", errno, NULL);
-	decide_split_lock(&vm, &opts);
-	vm.ram_size = opts.ram_size;
-	vm.mem = alloc_guest_ram(opts.ram_size);
+	config = (struct vm_config){
+		.policy = opts.split_lock, .split_lock_ratelimit = opts.split_lock_ratelimit,
+		.layout = &layout, .image = opts.image, .console_fd = STDOUT_FILENO,
+	};
+	status = decide_split_lock(&opts, &config);
+	/* Probed before the layout is built: its boot flags depend on the answers. */
+	if (!status)
+		status = vm_probe(config.split_lock_emulate, &config.probes);
+	if (status)
+		goto out;
 	layout = (struct boot_layout){
 		.ram_size = opts.ram_size, .cpus = opts.cpus, .cmdline = opts.append,
 	};
-	if (loader_load(opts.image, vm.mem, opts.ram_size, opts.cpus,
-			&layout.image_size, err, sizeof(err)))
-		die(VMM_EXIT_IMAGE, "%s", err);
-	/* Probed before the layout is built: its boot flags depend on the answers. */
-	vm.kvm_fd = kvm_open();
-	probe_kvm(vm.kvm_fd, vm.split_lock_emulate, &probes);
-	if (vm.split_lock_emulate && !probes.step_cpl3)
+	if (config.split_lock_emulate && !config.probes.step_cpl3)
 		layout.flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
-	boot_setup_memory(vm.mem, &layout);
+	status = vm_create(&vm, &config);
+	if (status)
+		goto out;
 
-	vm_create(&vm, &opts, &layout, &probes);
 	vcpu_signals_init();
 	sandbox_enter();
 	start_vcpus(&vm);
@@ -391,8 +283,10 @@ int main(int argc, char **argv)
 
 	status = vm.status;
 	if (opts.stats)
-		print_stats(&vm, stats_out, opts.stats_path);
-	close(sig_fd);
+		vm_print_stats(stats_out, &vm);
 	vm_destroy(&vm);
+out:
+	close_stats(stats_out, opts.stats_path);
+	close(sig_fd);
 	return status;
 }

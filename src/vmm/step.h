@@ -144,7 +144,6 @@ uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
 bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		  bool debug_exit, bool completed);
 
-#define RFLAGS_RF (1ull << 16)
 
 /*
  * The guest's own breakpoints, for the instructions the VMM completes

@@ -49,12 +49,13 @@ struct vcpu {
 	struct step_state step;        /* --split-lock=emulate's view of the stepping */
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */
 	uint64_t warn_suppressed;
-	struct vcpu_stats stats;       /* written by this vCPU's thread only */
+	struct stats stats;       /* written by this vCPU's thread only */
 };
 
 
-void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *cpuid,
-		 const struct boot_layout *layout);
+/* 0, or -1 after one line saying why (v->fd and v->run hold what was made). */
+int vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *cpuid,
+		const struct boot_layout *layout);
 void vcpu_destroy(struct vcpu *v);
 /* pthread entry: runs v until the VM stops. */
 void *vcpu_thread(void *v);

@@ -21,13 +21,14 @@
 #include "ratelimit.h"
 #include "serial.h"
 
-#define KICK_SIGNAL SIGUSR1
+#define VM_KICK_SIGNAL SIGUSR1
 
 struct vm;
+struct boot_layout;
 struct vcpu;
 
 struct vm {
-	enum split_lock_policy policy; /* --split-lock */
+	enum policy policy; /* --split-lock */
 	int kvm_fd;
 	int vm_fd;
 	uint8_t *mem;
@@ -56,10 +57,50 @@ struct vm {
 	_Atomic uint64_t mmio_warned;  /* count of MMIO warnings given */
 };
 
-/* Fills the parts that need no KVM: locks, serial, stop state. */
-int vm_init_common(struct vm *vm, enum split_lock_policy policy, unsigned ncpus,
+/*
+ * The parts that need no KVM: locks, serial, stop state. -1 and errno on
+ * failure; vm_destroy_common() then gives back what was made, as always.
+ */
+int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
 		   int console_fd);
 void vm_destroy_common(struct vm *vm);
+
+/* ---- vm_kvm.c, in the KVM library: the VM's whole lifetime */
+
+/* What this KVM can do for --split-lock=emulate; all false without it. */
+struct vm_probes {
+	bool step_cpl3;                /* single-steps CPL3 code */
+	bool step_hwbp;                /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
+	bool guest_databp;             /* the guest's own data breakpoints fire at CPL0 */
+};
+
+/*
+ * Probes once, before anything is built, since the boot flags depend on the
+ * answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). Opens /dev/kvm for the probe
+ * guests and closes it again. 0, or the exit status after one line.
+ */
+int vm_probe(bool emulate, struct vm_probes *p);
+
+/* Everything decided before the VM takes any resource. */
+struct vm_config {
+	enum policy policy;
+	bool split_lock_enumerated;    /* the policy's answer */
+	bool split_lock_emulate;
+	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
+	struct vm_probes probes;
+	const struct boot_layout *layout; /* the image's size is the loader's to fill in */
+	const char *image;
+	int console_fd;
+};
+
+/*
+ * Takes every resource the VM holds, each once: its shared state, guest RAM
+ * with the image and boot structures in it, /dev/kvm, the VM and its
+ * vCPUs. 0, or the exit status after one line, having given everything back.
+ */
+int vm_create(struct vm *vm, const struct vm_config *c);
+/* Gives back everything vm_create took; the vCPU threads have ended. */
+void vm_destroy(struct vm *vm);
 
 /*
  * Ends the VM with `status`. Returns true for the caller that stopped it

@@ -7,7 +7,8 @@
 temporary directory (--image-hex, --image-kind), "@STATS@" for a path in
 it that --stats-json then reads. With --unprivileged the
 harness runs a copy of vmm as nobody, so that root's bypass of file
-permissions does not hide the unreadable-image error.
+permissions does not hide the unreadable-image error; with --nofile N vmm
+runs out of descriptors after N (a failure half-way through set-up).
 
 Exits 0 when every check holds, 1 when one fails (saying which), and 77
 (meson's skip) when a check needs /dev/kvm and this machine has none usable.
@@ -83,6 +84,8 @@ def main():
                     help="run a copy of vmm as nobody when root")
     ap.add_argument("--signal", help="send this signal (e.g. TERM) after --signal-after s")
     ap.add_argument("--signal-after", type=float, default=0.5)
+    ap.add_argument("--nofile", type=int,
+                    help="start vmm with at most this many descriptors (RLIMIT_NOFILE)")
     ap.add_argument("--close-fd", type=int, action="append", default=[],
                     help="start vmm with this descriptor (0-2) closed (repeatable)")
     ap.add_argument("--stats-json", action="store_true",
@@ -112,6 +115,11 @@ def main():
             os.chmod(copy, 0o755)
             cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                    copy] + args
+        if a.nofile:
+            prlimit = shutil.which("prlimit")
+            if not prlimit:
+                return skip("prlimit (util-linux) is missing, cannot lower RLIMIT_NOFILE")
+            cmd = [prlimit, f"--nofile={a.nofile}"] + cmd
         p = run(cmd, timeout=a.timeout, close_fds=a.close_fd, signal_after=a.signal_after,
                 sig=getattr(signal, "SIG" + a.signal) if a.signal else None)
         failures = check_stats(a, stats) if not p.hung else []

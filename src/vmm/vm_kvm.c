@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KVM half of vm.h: the probe that comes before everything, and the
+ * VM's lifetime. vm_create() takes every resource in one place and
+ * vm_destroy() gives each back, on success and on every error path, so that
+ * main() only orders events. vm.c is the half without ioctls that the unit
+ * tests drive.
+ */
+#include "vm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "boot.h"
+#include "hostinfo.h"
+#include "kvm.h"
+#include "loader.h"
+#include "log.h"
+#include "vcpu.h"
+#include "vmm_msr.h"
+#include "vmm_status.h"
+#include "array_size.h"
+
+static const struct kvm_cap_need base_caps[] = {
+	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY", "guest RAM" },
+	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID", "the guest's CPUID table" },
+	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT",
+	  "stopping vCPUs without a race (--timeout, SIGINT)" },
+	{ KVM_CAP_X86_USER_SPACE_MSR, "KVM_CAP_X86_USER_SPACE_MSR",
+	  "emulating TEST_CTRL and CORE_CAPABILITIES in the VMM" },
+	{ KVM_CAP_X86_MSR_FILTER, "KVM_CAP_X86_MSR_FILTER",
+	  "routing MSRs 0x33 and 0xcf to the VMM" },
+	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS", "injecting split-lock #AC" },
+};
+
+static const struct kvm_cap_need stepping_caps[] = {
+	{ KVM_CAP_SET_GUEST_DEBUG, "KVM_CAP_SET_GUEST_DEBUG",
+	  "single-stepping the guest under --split-lock=emulate" },
+	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
+	  "cheap register access on every single-step under --split-lock=emulate" },
+};
+
+static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILITIES };
+
+/*
+ * --split-lock=emulate single-steps the guest: find out where this KVM can.
+ * Without CPL3 stepping the guest is told, in boot_info, that split locks at
+ * CPL3 go unseen.
+ */
+static int probe_stepping(int kvm_fd, struct vm_probes *p)
+{
+	const int sync = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	char err[160] = "";
+	int cpl0, r;
+
+	if (kvm_require(kvm_fd, stepping_caps, ARRAY_SIZE(stepping_caps)))
+		return VMM_EXIT_HOST;
+	r = kvm_cap(kvm_fd, KVM_CAP_SYNC_REGS);
+	if (r < 0)
+		return VMM_EXIT_HOST;
+	if ((r & sync) != sync) {
+		errmsg("this host's KVM cannot sync registers and sregs in the run page, which --split-lock=emulate needs");
+		return VMM_EXIT_HOST;
+	}
+	cpl0 = hostinfo_probe_singlestep(kvm_fd, 0, err, sizeof(err));
+	if (cpl0 != 1) {
+		errmsg("--split-lock=emulate needs KVM single-stepping, and on this host it %s: %s",
+		       cpl0 == 0 ? "does not stop after one instruction" : "could not be probed", err);
+		return VMM_EXIT_HOST;
+	}
+	p->step_cpl3 = hostinfo_probe_singlestep(kvm_fd, 3, NULL, 0) == 1;
+	if (!p->step_cpl3)
+		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
+	p->step_hwbp = hostinfo_probe_hwbp(kvm_fd, NULL, 0) == 1;
+	p->guest_databp = hostinfo_probe_databp(kvm_fd, NULL, 0) == 1;
+	return 0;
+}
+
+int vm_probe(bool emulate, struct vm_probes *p)
+{
+	int kvm_fd, status;
+
+	*p = (struct vm_probes){ 0 };
+	if (!emulate)
+		return 0;
+	kvm_fd = kvm_open();
+	if (kvm_fd < 0)
+		return VMM_EXIT_HOST;
+	status = probe_stepping(kvm_fd, p);
+	(void)close(kvm_fd);    /* nothing written through it: no error to lose */
+	return status;
+}
+
+/* After the one line saying why: everything vm_create took goes back. */
+static int give_back(struct vm *vm, int status)
+{
+	vm_destroy(vm);
+	return status;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *c)
+{
+	struct boot_layout layout = *c->layout;
+	struct kvm_cpuid2 *cpuid;
+	char err[512];
+	unsigned max;
+	void *mem;
+	long run_size;
+
+	if (vm_init_common(vm, c->policy, layout.cpus, c->console_fd)) {
+		errmsg_errno("setting up the VM", errno, NULL);
+		return give_back(vm, VMM_EXIT_HOST);
+	}
+	vm->split_lock_enumerated = c->split_lock_enumerated;
+	vm->split_lock_emulate = c->split_lock_emulate;
+	vm->step_cpl3 = c->probes.step_cpl3;
+	vm->step_hwbp = c->probes.step_hwbp;
+	vm->guest_databp = c->probes.guest_databp;
+	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
+
+	mem = mmap(NULL, layout.ram_size, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED) {
+		errmsg_errno("mmap of guest RAM", errno, "try a smaller -m");
+		return give_back(vm, VMM_EXIT_HOST);
+	}
+	vm->mem = mem;
+	vm->ram_size = layout.ram_size;
+	/* Before /dev/kvm, so that a bad image is reported on any host. */
+	if (loader_load(c->image, vm->mem, layout.ram_size, layout.cpus, &layout.image_size,
+			err, sizeof(err))) {
+		errmsg("%s", err);
+		return give_back(vm, VMM_EXIT_IMAGE);
+	}
+	boot_setup_memory(vm->mem, &layout);
+
+	vm->kvm_fd = kvm_open();
+	if (vm->kvm_fd < 0 || kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps)))
+		return give_back(vm, VMM_EXIT_HOST);
+	max = kvm_max_vcpus(vm->kvm_fd);
+	if (layout.cpus > max) {
+		errmsg("--cpus %u is more than this host's KVM allows (%u)", layout.cpus, max);
+		return give_back(vm, VMM_EXIT_USAGE);
+	}
+	if (kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size, &vm->vm_fd) ||
+	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs)))
+		return give_back(vm, VMM_EXIT_HOST);
+	run_size = kvm_run_size(vm->kvm_fd);
+	if (run_size < 0)
+		return give_back(vm, VMM_EXIT_HOST);
+	vm->run_size = (size_t)run_size;
+	cpuid = kvm_supported_cpuid(vm->kvm_fd);
+	if (!cpuid)
+		return give_back(vm, VMM_EXIT_HOST);
+	for (unsigned i = 0; i < vm->ncpus; i++) {
+		if (vcpu_create(&vm->vcpus[i], cpuid, &layout)) {
+			free(cpuid);
+			return give_back(vm, VMM_EXIT_HOST);
+		}
+	}
+	free(cpuid);
+	return 0;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; vm->vcpus && i < vm->ncpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	/* Neither fd was written through: closing them cannot lose anything. */
+	if (vm->vm_fd >= 0)
+		(void)close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		(void)close(vm->kvm_fd);
+	if (vm->mem)
+		munmap(vm->mem, vm->ram_size);
+	vm->vm_fd = vm->kvm_fd = -1;
+	vm->mem = NULL;
+	vm_destroy_common(vm);
+}
