@@ -69,5 +69,14 @@ bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len);
 #define SL_DECODE_TRUNCATED (-2)
 int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out);
 const char *sl_op_name(enum sl_op op);
+/*
+ * Length of any instruction at b, without its operands (cheap enough for
+ * every step): 0 where the bytes end first or Zydis cannot decode them
+ * (what the CPU answers with #UD among them). *falls_through: what runs
+ * next, unless an exception intervenes, is the instruction right behind it
+ * in memory; false for branches, calls, returns, INT n, SYSCALL, SYSRET,
+ * transactions and VMX/SGX leaves. Thread-safe.
+ */
+unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_through);
 
 #endif

@@ -246,6 +246,51 @@ bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t e
 	}
 }
 
+uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode)
+{
+	uint64_t next = rip + len;
+
+	if (mode.cs_l)
+		return next;
+	return mode.cs_d ? (uint32_t)next : (uint16_t)next;
+}
+
+bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
+		   struct step_mode mode)
+{
+	if (!insn->falls || !insn->len || insn->rep)
+		return false;
+	switch (insn->kind) {
+	case STEP_OTHER:
+	case STEP_PUSHF:
+	case STEP_POPF:
+		return exit_rip != step_advance(checked_rip, insn->len, mode);
+	default:
+		/* HLT, MOV SS's shadow, INT n, IRET ...: their own rules. */
+		return false;
+	}
+}
+
+bool step_vector_error_code(unsigned vector)
+{
+	/* #DF, #TS, #NP, #SS, #GP, #PF, #AC, #CP, #VC, #SX (SDM vol. 3 6.13, APM vol. 2 8.2). */
+	return vector == 8 || (vector >= 10 && vector <= 14) || vector == 17 ||
+	       vector == 21 || vector == 29 || vector == 30;
+}
+
+int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
+		      uint64_t next_rip)
+{
+	unsigned at = error_code ? 1 : 0;
+	uint64_t rflags = w[at + 2];
+
+	/* RIP, CS (a selector), RFLAGS (bit 1 always set, and the VMM's TF). */
+	if ((w[at] != fault_rip && w[at] != next_rip) || w[at + 1] > 0xffff ||
+	    !(rflags & 2) || !(rflags & X86_RFLAGS_TF) || (rflags >> 32))
+		return -1;
+	return (int)at + 2;
+}
+
 uint64_t step_gate_offset(const uint8_t gate[16])
 {
 	return (uint64_t)gate[0] | (uint64_t)gate[1] << 8 |

@@ -45,6 +45,8 @@ struct step_insn {
 	unsigned len;        /* bytes, where known (0 otherwise) */
 	uint8_t vector;      /* INT n's n, 3 for INT3, 4 for INTO, 1 for INT1 */
 	bool rep;            /* F2/F3 prefix: a string instruction repeats in place */
+	bool falls;          /* set by the caller from a full length decode: len is the
+				whole instruction and what runs next is right behind it */
 };
 
 /* CS state that changes how bytes decode. */
@@ -94,6 +96,7 @@ struct step_state {
 	bool hlt;               /* this entry runs a HLT without stepping */
 	uint64_t rip;
 	struct step_insn insn;
+	struct step_mode mode;  /* CS as `insn` began */
 	bool watch;             /* a breakpoint on a handler stands in for TF */
 	uint64_t watch_addr;
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
@@ -143,6 +146,30 @@ uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
  */
 bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		  bool debug_exit, bool completed);
+
+/* RIP len bytes on, wrapping as EIP and IP do outside 64-bit code. */
+uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode);
+
+/*
+ * A completed step of an instruction that falls through, ending anywhere
+ * but right behind it: an exception was delivered on the way, by the CPU
+ * itself (#GP, #PF, #UD, ...) or by KVM on its own account (a failed MSR
+ * access), which neither the VMM nor its step saw.
+ */
+bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
+		   struct step_mode mode);
+
+/* The CPU pushes an error code for this exception vector (64-bit IDT delivery). */
+bool step_vector_error_code(unsigned vector);
+
+/*
+ * The words at RSP right after the CPU delivered an exception through a
+ * 64-bit gate for an instruction at fault_rip (a fault) or ending at
+ * next_rip (a trap), with the VMM's TF set: the index of the RFLAGS word
+ * (2, or 3 behind an error code), or -1 where they are no such frame.
+ */
+int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
+		      uint64_t next_rip);
 
 #define RFLAGS_RF (1ull << 16)
 

@@ -289,6 +289,7 @@ static void handle_internal_error(struct vcpu *v)
 
 static void emulate_debug_exit(struct vcpu *v);
 static void emulate_after_exit(struct vcpu *v, uint32_t reason);
+static void emulate_msr_fault(struct vcpu *v);
 
 static void handle_exit(struct vcpu *v)
 {
@@ -301,9 +302,13 @@ static void handle_exit(struct vcpu *v)
 	switch (reason) {
 	case KVM_EXIT_X86_RDMSR:
 		splitlock_handle_rdmsr(v);
+		if (v->vm->split_lock_emulate && run->msr.error)
+			emulate_msr_fault(v);
 		break;
 	case KVM_EXIT_X86_WRMSR:
 		splitlock_handle_wrmsr(v);
+		if (v->vm->split_lock_emulate && run->msr.error)
+			emulate_msr_fault(v);
 		break;
 	case KVM_EXIT_EXCEPTION:
 		splitlock_handle_exception(v);
@@ -482,6 +487,24 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler)
 	return true;
 }
 
+/*
+ * Single-step again from RIP as it is now. Stock KVM keeps TF through an
+ * exception it queues itself only at the RIP KVM_SET_GUEST_DEBUG recorded
+ * (inject_pending_event() sets RF on a fault through __kvm_set_rflags(),
+ * which drops TF anywhere else): issued here, the delivery keeps the VMM's
+ * TF, so stepping comes back at the handler (or at its IRET, from the frame).
+ */
+static bool restep_here(struct vcpu *v)
+{
+	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
+
+	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+	v->stepping = true;
+	v->step.watch = false;
+	return true;
+}
+
 static void watch_handler(struct vcpu *v, unsigned vector)
 {
 	struct step_state *s = &v->step;
@@ -507,7 +530,24 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 	s->frame_handler = handler;
 	s->frame_tf = s->guest_tf;
 	s->guest_tf = false;
-	set_debug(v, true, 0);
+	if (v->stepping && !s->watch)
+		restep_here(v);
+	else
+		set_debug(v, true, 0);
+}
+
+/*
+ * The VMM answered an MSR access with an error: the next KVM_RUN completes
+ * it by queuing #GP, which KVM delivers at once, before any step. Its
+ * handler is watched as for an event the VMM injects. Only the debug state
+ * and RFLAGS.TF change here, which completing a failed access leaves alone.
+ */
+static void emulate_msr_fault(struct vcpu *v)
+{
+	if (!v->step.checked)
+		return;
+	v->step.checked = false;	/* the access faults: no step of its own */
+	watch_handler(v, 13);
 }
 
 /*
@@ -520,10 +560,8 @@ static void frame_fix(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 	unsigned vector = (unsigned)s->frame_vector;
-	/* RIP, CS, RFLAGS; an error code comes first for these vectors. */
-	bool err = vector == 8 || (vector >= 10 && vector <= 14) || vector == 17 ||
-		   vector == 21 || vector == 29 || vector == 30;
-	uint64_t la = v->run->s.regs.regs.rsp + (err ? 24 : 16) + 1;
+	/* RIP, CS, RFLAGS; an error code comes first for some vectors. */
+	uint64_t la = v->run->s.regs.regs.rsp + (step_vector_error_code(vector) ? 24 : 16) + 1;
 	uint8_t *b;
 
 	s->frame_vector = -1;
@@ -534,6 +572,51 @@ static void frame_fix(struct vcpu *v)
 	b = stack_byte(v, la);
 	if (b)
 		*b = (uint8_t)((*b & ~1u) | (s->frame_tf ? 1u : 0u));
+}
+
+/*
+ * A step diverted by an exception the VMM did not deliver (step_diverted):
+ * true where the vCPU stopped at the first instruction of the handler
+ * (some CPUs step into it, the lab's among them), with the frame the CPU
+ * just pushed at RSP: the frame then gets the guest's own TF in place of
+ * the VMM's, and nothing ran unchecked. Elsewhere the handler, or its
+ * start, ran before this exit (delivery clears TF; the IRET restores it
+ * from the frame): the caller counts it.
+ */
+static bool diverted_at_handler(struct vcpu *v)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct step_state *s = &v->step;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint8_t idt[256 * 16], raw[32];
+	unsigned gates = (sregs->idt.limit + 1u) / 16, vector;
+	uint64_t w[4];
+	struct paging p;
+	uint8_t *b;
+	int slot;
+
+	if (gates > 256)
+		gates = 256;
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the CPU reads the IDT as a supervisor */
+	if (!(sregs->efer & X86_EFER_LMA) || !gates)
+		return false;
+	gates = (unsigned)(pagewalk_read_as(&m, &p, sregs->idt.base, 0, idt, gates * 16) / 16);
+	for (vector = 0; vector < gates; vector++)
+		if ((idt[vector * 16 + 5] & 0x80) && step_gate_offset(idt + vector * 16) == regs->rip)
+			break;
+	if (vector == gates || read_linear(v, regs->rsp, 0, raw, sizeof(raw)) != sizeof(raw))
+		return false;
+	memcpy(w, raw, sizeof(w));
+	slot = step_frame_rflags(w, step_vector_error_code(vector), s->rip,
+				 step_advance(s->rip, s->insn.len, s->mode));
+	b = slot < 0 ? NULL : stack_byte(v, regs->rsp + 8u * (unsigned)slot + 1);
+	if (!b)
+		return false;
+	/* A fault pushes RFLAGS as the instruction began. */
+	*b = (uint8_t)((*b & ~1u) | (s->tf_at_start ? 1u : 0u));
+	return true;
 }
 
 static uint64_t read_fmask(struct vcpu *v)
@@ -699,6 +782,16 @@ static void emulate_debug_exit(struct vcpu *v)
 		frame_fix(v);
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
+	if (s->checked && (hit & X86_DR6_BS) && !escaped &&
+	    step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode)) {
+		/* The instruction faulted: no step of its own is owed to the guest. */
+		if (diverted_at_handler(v)) {
+			s->checked = false;
+			s->guest_tf = false;	/* delivery clears it */
+		} else {
+			escaped = true;
+		}
+	}
 	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
@@ -846,6 +939,15 @@ static void emulate_before_run(struct vcpu *v)
 	n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
 	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
 		      &s->insn);
+	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||
+			     s->insn.kind == STEP_POPF)) {
+		unsigned len = sl_length(guest_mode(v), bytes, n, &s->insn.falls);
+
+		if (s->insn.len && s->insn.len != len)
+			s->insn.falls = false;
+		s->insn.len = len;
+	}
+	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->tf_at_start = s->guest_tf;
 	if (step_hlt_unstepped(&s->insn, cpl)) {

@@ -136,6 +136,65 @@ static void first_use_from_threads(void **state)
 	}
 }
 
+static unsigned len_of(enum sl_mode mode, const uint8_t *b, size_t n, bool *falls)
+{
+	return sl_length(mode, b, n, falls);
+}
+
+#define LEN(mode, falls, ...) \
+	len_of(mode, (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ }), falls)
+
+/* Any instruction's length, and whether the next one is right behind it. */
+static void lengths(void **state)
+{
+	bool falls;
+
+	(void)state;
+	/* mov (%r15), %rax; movabs $imm64, %r15; a split lock */
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x49, 0x8b, 0x07), 3);
+	assert_true(falls);
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x49, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0x80), 10);
+	assert_true(falls);
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0xf0, 0x83, 0x05, 0x10, 0x93, 0, 0, 0x01), 8);
+	assert_true(falls);
+	/* 66 changes the immediate's size in 16- and 32-bit code alike. */
+	assert_int_equal(LEN(SL_MODE_32, &falls, 0x66, 0x05, 0x34, 0x12), 4);
+	assert_int_equal(LEN(SL_MODE_16, &falls, 0x05, 0x34, 0x12), 3);
+	assert_int_equal(LEN(SL_MODE_16, &falls, 0x66, 0x05, 0x78, 0x56, 0x34, 0x12), 6);
+	/* 0x40 is INC EAX outside 64-bit mode, a REX prefix inside. */
+	assert_int_equal(LEN(SL_MODE_32, &falls, 0x40, 0x90), 1);
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x40, 0x90), 2);
+	/* wrmsr, ud2 (always faults: the CPU decides where it goes), cpuid */
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x0f, 0x30), 2);
+	assert_true(falls);
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x0f, 0x0b), 2);
+	assert_true(falls);
+	/* Branches, calls, returns, INT n, SYSCALL, XBEGIN, VMCALL: elsewhere. */
+	LEN(SL_MODE_64, &falls, 0xeb, 0xfe);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0x74, 0x00);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0xff, 0x25, 0, 0, 0, 0);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0xe8, 0, 0, 0, 0);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0xc3);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0xcd, 0x80);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0x0f, 0x05);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0xc7, 0xf8, 0, 0, 0, 0);
+	assert_false(falls);
+	LEN(SL_MODE_64, &falls, 0x0f, 0x01, 0xc1);
+	assert_false(falls);
+	/* Cut short, or no instruction at all: unknown. */
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x49, 0xbf, 0, 0), 0);
+	assert_false(falls);
+	assert_int_equal(LEN(SL_MODE_64, &falls, 0x06), 0);		/* PUSH ES: #UD in 64-bit mode */
+	assert_false(falls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +204,7 @@ int main(void)
 		cmocka_unit_test(rex_only_in_64_bit_mode),
 		cmocka_unit_test(segments),
 		cmocka_unit_test(truncated),
+		cmocka_unit_test(lengths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

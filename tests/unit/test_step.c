@@ -226,6 +226,73 @@ static void test_escaped(void **state)
 	assert_false(step_escaped(&nop, 0x1000, 0x1000, true, false));
 }
 
+static void test_advance(void **state)
+{
+	(void)state;
+	assert_int_equal(step_advance(0xfffffffffffffffeull, 3, m64), 1);
+	assert_int_equal(step_advance(0xfffffffeull, 3, m64), 0x100000001ull);
+	assert_int_equal(step_advance(0xfffffffeull, 3, m32), 1);		/* EIP wraps */
+	assert_int_equal(step_advance(0xfffe, 3, m16), 1);			/* IP wraps */
+	assert_int_equal(step_advance(0x1000, 3, m16), 0x1003);
+}
+
+static void test_diverted(void **state)
+{
+	struct step_insn load = { .kind = STEP_OTHER, .len = 3, .falls = true };
+	struct step_insn popf = { .kind = STEP_POPF, .len = 1, .falls = true };
+	struct step_insn unknown = { .kind = STEP_OTHER, .len = 3 };	/* no full decode */
+	struct step_insn movs = { .kind = STEP_OTHER, .len = 2, .falls = true, .rep = true };
+	struct step_insn iret = { .kind = STEP_IRET, .len = 1, .falls = true };
+	struct step_insn movss = { .kind = STEP_MOV_SS, .len = 2, .falls = true };
+
+	(void)state;
+	assert_false(step_diverted(&load, 0x1000, 0x1003, m64));
+	/* At a handler (stopped there), or past the handler's return. */
+	assert_true(step_diverted(&load, 0x1000, 0x100080, m64));
+	assert_true(step_diverted(&load, 0x1000, 0x1008, m64));
+	/* Back on itself: step_escaped()'s case, not this one. */
+	assert_true(step_diverted(&load, 0x1000, 0x1000, m64));
+	assert_false(step_diverted(&popf, 0x1000, 0x1001, m32));
+	assert_true(step_diverted(&popf, 0x1000, 0x2000, m32));
+	/* EIP wraps to 0 after the last byte of a 32-bit segment. */
+	assert_false(step_diverted(&load, 0xfffffffd, 0, m32));
+	assert_true(step_diverted(&load, 0xfffffffd, 0x100000000ull, m32));
+	/* Where the next instruction is not known, nothing is concluded. */
+	assert_false(step_diverted(&unknown, 0x1000, 0x2000, m64));
+	assert_false(step_diverted(&movs, 0x1000, 0x1000, m64));
+	assert_false(step_diverted(&iret, 0x1000, 0x2000, m64));
+	assert_false(step_diverted(&movss, 0x1000, 0x1005, m32));	/* the shadowed one ran too */
+}
+
+static void test_frames(void **state)
+{
+	/* RIP, CS, RFLAGS (IF, bit 1, the VMM's TF), RSP ... */
+	const uint64_t plain[4] = { 0x1000, 0x08, 0x302, 0x7ff0 };
+	const uint64_t with_err[4] = { 0, 0x1000, 0x08, 0x302 };
+	const uint64_t trap[4] = { 0x1003, 0x08, 0x302, 0x7ff0 };
+	const uint64_t no_tf[4] = { 0x1000, 0x08, 0x202, 0x7ff0 };
+	const uint64_t other_rip[4] = { 0x2000, 0x08, 0x302, 0x7ff0 };
+	const uint64_t not_cs[4] = { 0x1000, 0x10008, 0x302, 0x7ff0 };
+
+	(void)state;
+	assert_true(step_vector_error_code(13));
+	assert_true(step_vector_error_code(14));
+	assert_true(step_vector_error_code(8));
+	assert_true(step_vector_error_code(17));
+	assert_false(step_vector_error_code(6));
+	assert_false(step_vector_error_code(3));
+	assert_false(step_vector_error_code(32));
+	assert_int_equal(step_frame_rflags(plain, false, 0x1000, 0x1003), 2);
+	assert_int_equal(step_frame_rflags(with_err, true, 0x1000, 0x1003), 3);
+	assert_int_equal(step_frame_rflags(trap, false, 0x1000, 0x1003), 2);
+	/* The wrong layout for the vector, or what is no frame of this step's. */
+	assert_int_equal(step_frame_rflags(with_err, false, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(plain, true, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(no_tf, false, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(other_rip, false, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(not_cs, false, 0x1000, 0x1003), -1);
+}
+
 static void test_breakpoints(void **state)
 {
 	const uint64_t db[4] = { 0x1000, 0x2003, 0x3000, 0x4000 };
@@ -274,6 +341,9 @@ int main(void)
 		cmocka_unit_test(test_debug_exit),
 		cmocka_unit_test(test_dr6_deliver),
 		cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_advance),
+		cmocka_unit_test(test_diverted),
+		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};
