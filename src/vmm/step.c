@@ -77,6 +77,10 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 			out->len = (unsigned)i + 1;
 		}
 		return;
+	case 0xfb:
+		out->kind = STEP_STI;
+		out->len = (unsigned)i + 1;
+		return;
 	case 0xf1:
 		out->kind = STEP_INT1;
 		out->vector = 1;

@@ -37,6 +37,7 @@ enum step_kind {
 	STEP_INT1,       /* ICEBP, f1 */
 	STEP_BRANCH,     /* may legitimately land on its own address */
 	STEP_MOV_DR,     /* MOV to a debug register */
+	STEP_STI,        /* some CPUs (the lab's) run the next instruction in the same step */
 };
 
 struct step_insn {

@@ -530,17 +530,16 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 	s->frame_handler = handler;
 	s->frame_tf = s->guest_tf;
 	s->guest_tf = false;
-	if (v->stepping && !s->watch)
-		restep_here(v);
-	else
-		set_debug(v, true, 0);
+	set_debug(v, true, 0);
 }
 
 /*
  * The VMM answered an MSR access with an error: the next KVM_RUN completes
  * it by queuing #GP, which KVM delivers at once, before any step. Its
- * handler is watched as for an event the VMM injects. Only the debug state
- * and RFLAGS.TF change here, which completing a failed access leaves alone.
+ * handler is watched as for an event the VMM injects; without a breakpoint,
+ * single-step is issued again at this RIP so that the delivery keeps TF
+ * (restep_here). Only the debug state and RFLAGS.TF change here, which
+ * completing a failed access leaves alone.
  */
 static void emulate_msr_fault(struct vcpu *v)
 {
@@ -548,6 +547,8 @@ static void emulate_msr_fault(struct vcpu *v)
 		return;
 	v->step.checked = false;	/* the access faults: no step of its own */
 	watch_handler(v, 13);
+	if (v->stepping && !v->step.watch)
+		restep_here(v);
 }
 
 /*
@@ -683,16 +684,21 @@ static void fix_pushf(struct vcpu *v)
  * split lock if it has no LOCK prefix or XCHG; if it may be, it ran
  * unchecked, and says so.
  */
-static void check_shadowed(struct vcpu *v)
+static void check_shadowed_at(struct vcpu *v, uint64_t rip)
 {
 	uint8_t next[SL_INSN_MAX];
 	size_t n = 0;
 
 	if (v->step.insn.len)
-		n = read_linear(v, v->run->s.regs.regs.rip + v->step.insn.len, WALK_FETCH,
+		n = read_linear(v, step_advance(rip, v->step.insn.len, v->step.mode), WALK_FETCH,
 				next, sizeof(next));
 	if (!n || sl_maybe_locked(guest_mode(v), next, n))
 		v->stats.unchecked_runs++;
+}
+
+static void check_shadowed(struct vcpu *v)
+{
+	check_shadowed_at(v, v->run->s.regs.regs.rip);
 }
 
 /* Hands the guest its own #DB: DR6 as the CPU would leave it, then the event. */
@@ -800,6 +806,13 @@ static void emulate_debug_exit(struct vcpu *v)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
+		/*
+		 * STI's interrupt shadow holds the step trap on some CPUs (the
+		 * lab's), as MOV SS does everywhere: the next instruction ran too.
+		 */
+		if (s->insn.kind == STEP_STI &&
+		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode))
+			check_shadowed_at(v, s->rip);
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & RFLAGS_RF);
 		if (step_delivers(&s->insn, X86_RFLAGS_OF) &&

@@ -244,6 +244,7 @@ static void test_diverted(void **state)
 	struct step_insn movs = { .kind = STEP_OTHER, .len = 2, .falls = true, .rep = true };
 	struct step_insn iret = { .kind = STEP_IRET, .len = 1, .falls = true };
 	struct step_insn movss = { .kind = STEP_MOV_SS, .len = 2, .falls = true };
+	struct step_insn sti = CLASSIFY(m64, 0xfb);
 
 	(void)state;
 	assert_false(step_diverted(&load, 0x1000, 0x1003, m64));
@@ -262,6 +263,10 @@ static void test_diverted(void **state)
 	assert_false(step_diverted(&movs, 0x1000, 0x1000, m64));
 	assert_false(step_diverted(&iret, 0x1000, 0x2000, m64));
 	assert_false(step_diverted(&movss, 0x1000, 0x1005, m32));	/* the shadowed one ran too */
+	sti.falls = true;
+	assert_int_equal(sti.kind, STEP_STI);
+	assert_int_equal(sti.len, 1);
+	assert_false(step_diverted(&sti, 0x1000, 0x1005, m64));	/* so may STI's, on some CPUs */
 }
 
 static void test_frames(void **state)
