@@ -222,3 +222,27 @@ int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *o
 		return -1;
 	return 0;
 }
+
+int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out,
+		     bool *write)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+
+	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
+	    (unsigned)mode > SL_MODE_16 ||
+	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)))
+		return -1;
+	for (unsigned i = 0; i < insn.operand_count_visible; i++) {
+		if (o[i].type != ZYDIS_OPERAND_TYPE_MEMORY || o[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||
+		    o[i].visibility != ZYDIS_OPERAND_VISIBILITY_EXPLICIT)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->mode = mode;
+		out->length = insn.length;
+		out->addr_size = insn.address_width / 8;
+		*write = (o[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) != 0;
+		return memory_operand(&o[i], out);
+	}
+	return -1;
+}

@@ -78,5 +78,14 @@ const char *sl_op_name(enum sl_op op);
  * transactions and VMX/SGX leaves. Thread-safe.
  */
 unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_through);
+/*
+ * The first explicit memory operand of any instruction (LEA's is no
+ * access), in out's length, size, mode, addr_size, seg, base, index, scale
+ * and disp, and whether it is written: 0, or -1 where there is none this
+ * can describe (sizes other than 1, 2, 4, 8 or 16 bytes among them).
+ * For predicting the fault an access will take. Thread-safe.
+ */
+int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out,
+		     bool *write);
 
 #endif

@@ -611,3 +611,39 @@ void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_r
 		off += p->part[i].len;
 	}
 }
+
+int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n)
+{
+	enum sl_mode mode = sl_cpu_mode(&s->sregs, s->regs.rflags);
+	struct sl_exception fault;
+	struct sl_insn insn;
+	struct paging pg;
+	uint64_t la;
+	unsigned done = 0;
+	bool write;
+
+	if (sl_decode_access(mode, bytes, n, &insn, &write))
+		return -1;
+	if (!sl_linear(&insn, &s->sregs, s->regs.rflags, sl_effective(&insn, &s->regs), insn.size,
+		       &la, &fault))
+		return fault.vector;
+	sl_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
+	if (!pg.enabled || !pg.long_mode)
+		return -1;
+	while (done < insn.size) {
+		struct walk w;
+		enum walk_result r = pagewalk(&s->mem, &pg, la, write ? WALK_WRITE : 0, &w);
+
+		if (r == WALK_FAULT)
+			return 14;
+		if (r == WALK_NONCANONICAL)
+			return insn.seg == SL_SEG_SS ? 12 : 13;
+		if (r != WALK_OK)
+			return -1;
+		done += insn.size - done < w.page_left ? insn.size - done : (unsigned)w.page_left;
+		la += w.page_left;
+		if (mode != SL_MODE_64)
+			la &= 0xffffffffull;
+	}
+	return -1;
+}

@@ -154,4 +154,15 @@ void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_r
 /* Sets the accessed bits of the fetch, for a plan that delivers an exception. */
 void sl_plan_fetched(const struct sl_plan *p, const struct guest_mem *m);
 
+/*
+ * The exception the CPU is about to raise for the first explicit memory
+ * operand of the instruction in `bytes` (at snap's RIP), as segmentation
+ * and the page tables stand: #GP or #SS (segment checks, non-canonical
+ * addresses), #PF (the walk, both pages of a split operand), or -1 (none
+ * foreseen, no such operand, paging this walker does not know). Writes
+ * nothing. A forecast, not a plan: an earlier fault, a stale TLB or a
+ * protection key may decide otherwise, so the caller must watch for both.
+ */
+int sl_predict_fault(const struct sl_snapshot *snap, const uint8_t *bytes, size_t n);
+
 #endif

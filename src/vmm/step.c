@@ -288,9 +288,9 @@ int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 	unsigned at = error_code ? 1 : 0;
 	uint64_t rflags = w[at + 2];
 
-	/* RIP, CS (a selector), RFLAGS (bit 1 always set, and the VMM's TF). */
+	/* RIP, CS (a selector), RFLAGS (bit 1 always set, the upper half clear). */
 	if ((w[at] != fault_rip && w[at] != next_rip) || w[at + 1] > 0xffff ||
-	    !(rflags & 2) || !(rflags & X86_RFLAGS_TF) || (rflags >> 32))
+	    !(rflags & 2) || (rflags >> 32))
 		return -1;
 	return (int)at + 2;
 }

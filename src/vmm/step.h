@@ -100,6 +100,9 @@ struct step_state {
 	struct step_mode mode;  /* CS as `insn` began */
 	bool watch;             /* a breakpoint on a handler stands in for TF */
 	uint64_t watch_addr;
+	bool predict;           /* stepping, with a breakpoint on the handler of the
+				   fault `insn` is expected to raise */
+	uint64_t predict_addr;
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
@@ -166,8 +169,8 @@ bool step_vector_error_code(unsigned vector);
 /*
  * The words at RSP right after the CPU delivered an exception through a
  * 64-bit gate for an instruction at fault_rip (a fault) or ending at
- * next_rip (a trap), with the VMM's TF set: the index of the RFLAGS word
- * (2, or 3 behind an error code), or -1 where they are no such frame.
+ * next_rip (a trap): the index of the RFLAGS word (2, or 3 behind an error
+ * code), or -1 where they are no such frame.
  */
 int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 		      uint64_t next_rip);

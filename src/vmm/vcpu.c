@@ -439,7 +439,7 @@ static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
 	struct kvm_guest_debug dbg = { 0 };
 	bool was = v->stepping;
 
-	if (step == v->stepping && !bp && !v->step.watch)
+	if (step == v->stepping && !bp && !v->step.watch && !v->step.predict)
 		return true;
 	if (step) {
 		dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP;
@@ -455,6 +455,7 @@ static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
 	v->stepping = step;
 	v->step.watch = bp != 0;
 	v->step.watch_addr = bp;
+	v->step.predict = false;
 	if (!step)
 		put_guest_tf(v);
 	return true;
@@ -502,6 +503,44 @@ static bool restep_here(struct vcpu *v)
 		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
 	v->stepping = true;
 	v->step.watch = false;
+	v->step.predict = false;
+	return true;
+}
+
+/*
+ * Where hardware breakpoints work: will the instruction at RIP fault on
+ * its memory operand (sl_predict_fault)? Then single-step with a
+ * breakpoint on that vector's handler as well, so that the vCPU stops
+ * before the handler's first instruction, which the CPU delivers with TF
+ * clear; stepping stays on, so a wrong forecast costs nothing but the
+ * ioctls. false: plain stepping.
+ */
+static bool step_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	struct sl_snapshot snap = {
+		.regs = v->run->s.regs.regs,
+		.sregs = v->run->s.regs.sregs,
+		.maxphyaddr = v->maxphyaddr,
+		.mem = { v->vm->mem, v->vm->ram_size },
+	};
+	struct kvm_guest_debug dbg = {
+		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP | KVM_GUESTDBG_USE_HW_BP,
+	};
+	uint64_t handler;
+	int vector = sl_predict_fault(&snap, bytes, n);
+
+	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler))
+		return false;
+	if (v->step.predict && v->step.predict_addr == handler)
+		return true;
+	dbg.arch.debugreg[0] = handler;
+	dbg.arch.debugreg[7] = DR7_L0;
+	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+	v->stepping = true;
+	v->step.watch = false;
+	v->step.predict = true;
+	v->step.predict_addr = handler;
 	return true;
 }
 
@@ -745,7 +784,7 @@ static void emulate_debug_exit(struct vcpu *v)
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct kvm_debugregs dr = { 0 };
 	struct step_db d;
-	bool escaped;
+	bool escaped, at_handler = false;
 
 	if (s->watch) {
 		/*
@@ -773,6 +812,12 @@ static void emulate_debug_exit(struct vcpu *v)
 		return;
 	}
 	v->stats.single_steps++;
+	/* The forecast fault's handler, reached: the VMM's breakpoint, not the guest's. */
+	if (s->predict && (hit & 1) && v->run->debug.arch.pc == s->predict_addr) {
+		at_handler = true;
+		hit &= ~1ull;
+		dr6 &= ~1ull;
+	}
 	if ((hit & X86_DR6_B0_3) && ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0) {
 		step_fail(v, "KVM_GET_DEBUGREGS", errno);
 		return;
@@ -788,7 +833,7 @@ static void emulate_debug_exit(struct vcpu *v)
 		frame_fix(v);
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
-	if (s->checked && (hit & X86_DR6_BS) && !escaped &&
+	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped &&
 	    step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode)) {
 		/* The instruction faulted: no step of its own is owed to the guest. */
 		if (diverted_at_handler(v)) {
@@ -1013,7 +1058,10 @@ static void emulate_before_run(struct vcpu *v)
 	}
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
-	if (!set_debug(v, true, 0))
+	if (!(vm->step_hwbp && s->insn.falls && step_predicted(v, bytes, n)) &&
+	    !set_debug(v, true, 0))
+		return;
+	if (vm_stopping(vm))
 		return;
 	if (s->rearm) {
 		regs->rflags |= X86_RFLAGS_TF;
