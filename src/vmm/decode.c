@@ -223,8 +223,38 @@ int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *o
 	return 0;
 }
 
+static bool plain_integer(const ZydisDecodedInstruction *insn)
+{
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_BT: case ZYDIS_MNEMONIC_BTS: case ZYDIS_MNEMONIC_BTR:
+	case ZYDIS_MNEMONIC_BTC: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_XADD:
+	case ZYDIS_MNEMONIC_CMPXCHG: case ZYDIS_MNEMONIC_MOVBE:
+		return false;
+	default:
+		break;
+	}
+	if (insn->attributes & (ZYDIS_ATTRIB_HAS_LOCK | ZYDIS_ATTRIB_HAS_REP |
+				ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE))
+		return false;
+	switch (insn->meta.category) {
+	case ZYDIS_CATEGORY_DATAXFER:
+	case ZYDIS_CATEGORY_BINARY:
+	case ZYDIS_CATEGORY_LOGICAL:
+	case ZYDIS_CATEGORY_SHIFT:
+	case ZYDIS_CATEGORY_ROTATE:
+	case ZYDIS_CATEGORY_CMOV:
+	case ZYDIS_CATEGORY_SETCC:
+		return insn->meta.isa_set == ZYDIS_ISA_SET_I86 || insn->meta.isa_set == ZYDIS_ISA_SET_I186 ||
+		       insn->meta.isa_set == ZYDIS_ISA_SET_I386 || insn->meta.isa_set == ZYDIS_ISA_SET_I486 ||
+		       insn->meta.isa_set == ZYDIS_ISA_SET_I486REAL ||
+		       insn->meta.isa_set == ZYDIS_ISA_SET_LONGMODE || insn->meta.isa_set == ZYDIS_ISA_SET_CMOV;
+	default:
+		return false;
+	}
+}
+
 int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out,
-		     bool *write)
+		     bool *write, bool *plain)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
@@ -242,6 +272,8 @@ int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_
 		out->length = insn.length;
 		out->addr_size = insn.address_width / 8;
 		*write = (o[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) != 0;
+		if (plain)
+			*plain = plain_integer(&insn);
 		return memory_operand(&o[i], out);
 	}
 	return -1;

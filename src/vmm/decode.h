@@ -83,9 +83,13 @@ unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_
  * access), in out's length, size, mode, addr_size, seg, base, index, scale
  * and disp, and whether it is written: 0, or -1 where there is none this
  * can describe (sizes other than 1, 2, 4, 8 or 16 bytes among them).
- * For predicting the fault an access will take. Thread-safe.
+ * *plain (may be NULL): an integer instruction whose only possible fault
+ * before its access is none (MOV, ADD, CMP, shifts, CMOVcc, SETcc ...: no
+ * x87 or SIMD state, no stack, no lock, no string, no bit offset that
+ * moves the address). For predicting the fault an access will take.
+ * Thread-safe.
  */
 int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out,
-		     bool *write);
+		     bool *write, bool *plain);
 
 #endif

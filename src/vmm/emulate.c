@@ -612,21 +612,28 @@ void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_r
 	}
 }
 
-int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n)
+int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n,
+		     struct sl_forecast *out)
 {
 	enum sl_mode mode = sl_cpu_mode(&s->sregs, s->regs.rflags);
-	struct sl_exception fault;
+	struct sl_forecast f = { .ex = { 0 } };
 	struct sl_insn insn;
 	struct paging pg;
 	uint64_t la;
 	unsigned done = 0;
-	bool write;
+	bool write, plain;
 
-	if (sl_decode_access(mode, bytes, n, &insn, &write))
+	if (out)
+		*out = f;
+	if (sl_decode_access(mode, bytes, n, &insn, &write, &plain))
 		return -1;
 	if (!sl_linear(&insn, &s->sregs, s->regs.rflags, sl_effective(&insn, &s->regs), insn.size,
-		       &la, &fault))
-		return fault.vector;
+		       &la, &f.ex)) {
+		f.certain = plain;
+		if (out)
+			*out = f;
+		return f.ex.vector;
+	}
 	sl_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
 	if (!pg.enabled || !pg.long_mode)
 		return -1;
@@ -634,10 +641,16 @@ int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n
 		struct walk w;
 		enum walk_result r = pagewalk(&s->mem, &pg, la, write ? WALK_WRITE : 0, &w);
 
-		if (r == WALK_FAULT)
-			return 14;
-		if (r == WALK_NONCANONICAL)
-			return insn.seg == SL_SEG_SS ? 12 : 13;
+		if (r == WALK_FAULT || r == WALK_NONCANONICAL) {
+			f.ex = r == WALK_FAULT ?
+			       (struct sl_exception){ .vector = 14, .has_error_code = true,
+						      .error_code = w.error_code } :
+			       (struct sl_exception){ .vector = insn.seg == SL_SEG_SS ? 12 : 13,
+						      .has_error_code = true };
+			if (out)
+				*out = f;
+			return f.ex.vector;
+		}
 		if (r != WALK_OK)
 			return -1;
 		done += insn.size - done < w.page_left ? insn.size - done : (unsigned)w.page_left;

@@ -103,7 +103,8 @@ static void probe_kvm(int kvm_fd, bool emulate, struct kvm_probes *p)
 	p->step_cpl3 = hostprobe_singlestep(kvm_fd, 3, NULL, 0) == 1;
 	if (!p->step_cpl3)
 		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
-	p->step_hwbp = hostprobe_hwbp(kvm_fd, NULL, 0) == 1;
+	/* Tests take the path of hosts without working breakpoints (the lab's) here too. */
+	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") && hostprobe_hwbp(kvm_fd, NULL, 0) == 1;
 	p->guest_databp = hostprobe_databp(kvm_fd, NULL, 0) == 1;
 }
 

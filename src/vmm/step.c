@@ -295,6 +295,32 @@ int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 	return (int)at + 2;
 }
 
+bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64_t rip,
+			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
+			struct step_delivery *out)
+{
+	unsigned type = gate[5] & 0x1f, n = 0;
+	uint16_t sel = (uint16_t)(gate[2] | gate[3] << 8);
+
+	/* Present, S=0 and type 14 or 15; IST 0; the same code segment. */
+	if (!(gate[5] & 0x80) || (type != 0x0e && type != 0x0f) || (gate[4] & 7) || sel != cs)
+		return false;
+	if (error_code)
+		out->frame[n++] = err;
+	out->frame[n++] = rip;
+	out->frame[n++] = cs;
+	out->frame[n++] = rflags;
+	out->frame[n++] = rsp;
+	out->frame[n++] = ss;
+	out->words = n;
+	out->rsp = (rsp & ~0xfull) - 8ull * n;
+	out->rip = step_gate_offset(gate);
+	out->rflags = rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF | X86_RFLAGS_VM | (1ull << 14));
+	if (type == 0x0e)
+		out->rflags &= ~X86_RFLAGS_IF;
+	return true;
+}
+
 uint64_t step_gate_offset(const uint8_t gate[16])
 {
 	return (uint64_t)gate[0] | (uint64_t)gate[1] << 8 |

@@ -103,6 +103,7 @@ struct step_state {
 	bool predict;           /* stepping, with a breakpoint on the handler of the
 				   fault `insn` is expected to raise */
 	uint64_t predict_addr;
+	bool msr_fault;         /* KVM_RUN completes a failed MSR access with immediate_exit */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
@@ -174,6 +175,31 @@ bool step_vector_error_code(unsigned vector);
  */
 int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 		      uint64_t next_rip);
+
+/*
+ * An exception delivered by the VMM itself through a 64-bit IDT gate, as
+ * the CPU would (SDM vol. 3 6.14.2, APM vol. 2 8.9.3), where single-step
+ * cannot follow the CPU's own delivery (it clears TF) and no breakpoint can
+ * stop at the handler: RSP aligned down to 16, then SS, RSP, RFLAGS, CS,
+ * RIP and the error code pushed; the handler runs with TF, NT, RF and VM
+ * clear, and IF too through an interrupt gate.
+ */
+struct step_delivery {
+	uint64_t rsp;           /* the new RSP, where frame[0] goes */
+	uint64_t frame[6];      /* from RSP up: [error code,] RIP, CS, RFLAGS, RSP, SS */
+	unsigned words;
+	uint64_t rip;           /* the handler */
+	uint64_t rflags;        /* the handler's */
+};
+/*
+ * false where the VMM leaves it to the CPU or KVM: a gate that is not a
+ * present 64-bit interrupt or trap gate, one with an IST stack, or one into
+ * another code segment (a privilege change, a stack switch). `rflags` is
+ * what the frame gets: the guest's own, TF included.
+ */
+bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64_t rip,
+			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
+			struct step_delivery *out);
 
 #define RFLAGS_RF (1ull << 16)
 

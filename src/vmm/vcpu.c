@@ -290,6 +290,7 @@ static void handle_internal_error(struct vcpu *v)
 static void emulate_debug_exit(struct vcpu *v);
 static void emulate_after_exit(struct vcpu *v, uint32_t reason);
 static void emulate_msr_fault(struct vcpu *v);
+static bool msr_fault_queued(struct vcpu *v);
 
 static void handle_exit(struct vcpu *v)
 {
@@ -527,7 +528,7 @@ static bool step_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP | KVM_GUESTDBG_USE_HW_BP,
 	};
 	uint64_t handler;
-	int vector = sl_predict_fault(&snap, bytes, n);
+	int vector = sl_predict_fault(&snap, bytes, n, NULL);
 
 	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler))
 		return false;
@@ -541,6 +542,70 @@ static bool step_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 	v->step.watch = false;
 	v->step.predict = true;
 	v->step.predict_addr = handler;
+	return true;
+}
+
+/*
+ * Delivers exception `vector` (error code `err`, where the vector has one)
+ * for the instruction at RIP, as the CPU would (step_delivery_plan), for
+ * hosts where nothing can stop at a handler the CPU or KVM enters (no
+ * working KVM_GUESTDBG_USE_HW_BP: the lab's): the VMM's TF stays set, so
+ * the handler's first instruction is checked like any other. The frame is
+ * written through the guest's page tables as the CPU's supervisor pushes
+ * are (SMAP applies, whatever RFLAGS.AC), accessed and dirty bits set.
+ * false, with nothing written, where a push would fault, shadow stacks are
+ * on (CR4.CET) or the plan declines: the CPU or KVM delivers it then.
+ */
+static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct step_delivery d;
+	struct walk w;
+	struct paging p;
+	uint8_t gate[16], frame[48];
+	uint64_t rflags;
+
+	guest_paging(v, &p);
+	p.cpl = 0;
+	p.ac = false;
+	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & (1ull << 23)) ||
+	    vector * 16 + 15 > sregs->idt.limit ||
+	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * 16, 0, gate, sizeof(gate)) !=
+	    sizeof(gate))
+		return false;
+	/* The frame holds the guest's TF, and RF as every fault pushes it. */
+	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | RFLAGS_RF;
+	if (!step_delivery_plan(gate, sregs->cs.selector, sregs->ss.selector, regs->rip, regs->rsp,
+				rflags, step_vector_error_code(vector), err, &d))
+		return false;
+	/* Both ends of the frame (it spans at most two pages) must take the writes. */
+	for (unsigned end = 0; end < 2; end++) {
+		uint64_t la = end ? d.rsp + 8ull * d.words - 1 : d.rsp;
+
+		if (pagewalk(&m, &p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
+			return false;
+	}
+	for (unsigned i = 0; i < d.words; i++)
+		for (unsigned b = 0; b < 8; b++)
+			frame[8 * i + b] = (uint8_t)(d.frame[i] >> (8 * b));
+	for (unsigned i = 0; i < 8 * d.words; i++) {
+		uint8_t *at = stack_byte(v, d.rsp + i);
+
+		if (!at)
+			return false;	/* checked above: cannot happen */
+		*at = frame[i];
+	}
+	for (unsigned end = 0; end < 2; end++)
+		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
+			pagewalk_set_ad(&m, &w, true);
+	regs->rsp = d.rsp;
+	regs->rip = d.rip;
+	regs->rflags = d.rflags;
+	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	v->step.guest_tf = false;
+	v->stats.faults_delivered++;
 	return true;
 }
 
@@ -586,8 +651,46 @@ static void emulate_msr_fault(struct vcpu *v)
 		return;
 	v->step.checked = false;	/* the access faults: no step of its own */
 	watch_handler(v, 13);
-	if (v->stepping && !v->step.watch)
+	if (v->stepping && !v->step.watch) {
 		restep_here(v);
+		/*
+		 * KVM completes a pending access before it honours immediate_exit
+		 * (KVM API, "struct kvm_run"): the #GP is then queued, not yet
+		 * delivered, and the VMM can deliver it itself (msr_fault_queued).
+		 */
+		v->step.msr_fault = true;
+		v->run->immediate_exit = 1;
+	}
+}
+
+/*
+ * After the KVM_RUN that emulate_msr_fault() made return at once: true
+ * where KVM had queued the #GP and the VMM delivered it instead, the
+ * handler's first instruction to be checked next. false: the #GP (if KVM
+ * queued it at all; an older KVM may not have completed the access yet)
+ * is left to KVM, and the handler runs to its IRET, counted.
+ */
+static bool msr_fault_queued(struct vcpu *v)
+{
+	struct kvm_vcpu_events ev, none;
+
+	v->step.msr_fault = false;
+	if (kvm_get_events(v, &ev) ||
+	    !(ev.exception.injected || ev.exception.pending) || ev.exception.nr != 13 ||
+	    v->run->s.regs.regs.rip != v->step.rip)
+		return false;
+	none = ev;
+	none.exception.injected = 0;
+	none.exception.pending = 0;
+	if (kvm_set_events(v, &none))
+		return false;
+	if (deliver_fault(v, 13, ev.exception.has_error_code ? ev.exception.error_code : 0)) {
+		v->step.frame_vector = -1;
+		return true;
+	}
+	if (kvm_set_events(v, &ev))
+		step_fail(v, "KVM_SET_VCPU_EVENTS (#GP)", errno);
+	return false;
 }
 
 /*
@@ -968,7 +1071,7 @@ static void emulate_before_run(struct vcpu *v)
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	uint8_t bytes[SL_INSN_MAX];
-	unsigned cpl;
+	unsigned cpl, deliveries = 0;
 	size_t n;
 
 	s->checked = false;
@@ -980,6 +1083,7 @@ static void emulate_before_run(struct vcpu *v)
 		watch_handler(v, (unsigned)s->inject_vector);
 		return;
 	}
+again:
 	if (!check_split_locks(v)) {
 		if (s->inject_vector >= 0 && !vm_stopping(vm))
 			watch_handler(v, (unsigned)s->inject_vector);
@@ -1038,6 +1142,23 @@ static void emulate_before_run(struct vcpu *v)
 		s->guest_tf = false;
 		watch_handler(v, s->insn.vector);
 		return;
+	}
+	/*
+	 * No breakpoint can stop at a handler here: an access certain to fault
+	 * (sl_predict_fault) is delivered by the VMM, and the handler checked.
+	 */
+	if (!vm->step_hwbp && s->insn.falls && deliveries < 4) {
+		struct sl_snapshot snap = {
+			.regs = *regs, .sregs = *sregs, .maxphyaddr = v->maxphyaddr,
+			.mem = { vm->mem, vm->ram_size },
+		};
+		struct sl_forecast f;
+
+		if (sl_predict_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
+		    (f.ex.vector == 12 || f.ex.vector == 13) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {
+			deliveries++;
+			goto again;
+		}
 	}
 	s->tf_after = tf_after(v);
 	/*
@@ -1122,6 +1243,8 @@ void *vcpu_thread(void *arg)
 		if (ioctl(v->fd, KVM_RUN, NULL) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->run->immediate_exit = 0;
+				if (completing && v->step.msr_fault)
+					completing = !msr_fault_queued(v);
 				continue;
 			}
 			vm_fail(vm, VMM_EXIT_HOST, "vCPU %u: KVM_RUN failed: %s (errno %d)",

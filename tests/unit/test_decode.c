@@ -202,26 +202,26 @@ static void accesses(void **state)
 	bool write;
 
 	(void)state;
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x89, 0x03 }, 2, &si, &write), 0);
+	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x89, 0x03 }, 2, &si, &write, NULL), 0);
 	assert_true(write);
 	assert_int_equal(si.size, 4);
 	assert_int_equal(si.base, 3);
 	assert_int_equal(si.length, 2);
 	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x48, 0x8b, 0x44, 0x24, 0x08 }, 5,
-					  &si, &write), 0);
+					  &si, &write, NULL), 0);
 	assert_false(write);
 	assert_int_equal(si.size, 8);
 	assert_int_equal(si.base, 4);
 	assert_int_equal(si.disp, 8);
 	assert_int_equal(si.seg, SL_SEG_SS);
 	/* push qword [rbx]: the explicit operand is read; the stack's is implicit. */
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0xff, 0x33 }, 2, &si, &write), 0);
+	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0xff, 0x33 }, 2, &si, &write, NULL), 0);
 	assert_false(write);
 	assert_int_equal(si.size, 8);
 	/* lea, a register operand, a 10-byte x87 operand: nothing to forecast. */
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x48, 0x8d, 0x03 }, 3, &si, &write), -1);
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x01, 0xd8 }, 2, &si, &write), -1);
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0xdb, 0x2b }, 2, &si, &write), -1);
+	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x48, 0x8d, 0x03 }, 3, &si, &write, NULL), -1);
+	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x01, 0xd8 }, 2, &si, &write, NULL), -1);
+	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0xdb, 0x2b }, 2, &si, &write, NULL), -1);
 }
 
 int main(void)

@@ -666,33 +666,33 @@ static void predicts_faults(void **state)
 
 	(void)state;
 	snap.regs.rbx = 0x1000;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load)), -1);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), -1);
 	snap.regs.rbx = 0x400000;	/* past the 4 MiB the boot map covers */
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load)), 14);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 14);
 	snap.regs.rbx = 0x3ffffc;	/* its second page is not present */
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load)), 14);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 14);
 	snap.regs.rbx = 0x8000000000000000ull;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load)), 13);
-	assert_int_equal(sl_predict_fault(&snap, lea, sizeof(lea)), -1);	/* no access */
-	assert_int_equal(sl_predict_fault(&snap, reg, sizeof(reg)), -1);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 13);
+	assert_int_equal(sl_predict_fault(&snap, lea, sizeof(lea), NULL), -1);	/* no access */
+	assert_int_equal(sl_predict_fault(&snap, reg, sizeof(reg), NULL), -1);
 	snap.regs.rsp = 0x800000000000ull;
-	assert_int_equal(sl_predict_fault(&snap, stack, sizeof(stack)), 12);
+	assert_int_equal(sl_predict_fault(&snap, stack, sizeof(stack), NULL), 12);
 	/* A read-only page faults the store only (CR0.WP), never the load. */
 	memcpy(&pde1, ram + BOOT_PD_ADDR + 8, 8);
 	pde1 &= ~(uint64_t)X86_PTE_RW;
 	memcpy(ram + BOOT_PD_ADDR + 8, &pde1, 8);
 	snap.sregs.cr0 |= X86_CR0_WP;
 	snap.regs.rbx = 0x200000;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load)), -1);
-	assert_int_equal(sl_predict_fault(&snap, store, sizeof(store)), 14);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), -1);
+	assert_int_equal(sl_predict_fault(&snap, store, sizeof(store), NULL), 14);
 	/* Compatibility mode: past DS's limit is #GP. */
 	compat_mode();
 	snap.sregs.ds.limit = 0xfff;
 	snap.sregs.ds.g = 0;
 	snap.regs.rbx = 0xffe;
-	assert_int_equal(sl_predict_fault(&snap, ds_load, sizeof(ds_load)), 13);
+	assert_int_equal(sl_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), 13);
 	snap.regs.rbx = 0xffc;
-	assert_int_equal(sl_predict_fault(&snap, ds_load, sizeof(ds_load)), -1);
+	assert_int_equal(sl_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), -1);
 }
 
 int main(void)

@@ -198,7 +198,17 @@ static int b2b_200_mixed(const struct boot_info *bi)
  * (docs/design.md), and then --stats must say so.
  */
 extern uint8_t gp_area[128];
+extern volatile uint64_t gp_frame[7];
 void gp_split_stub(void);
+
+/* What the handler found at RSP: as the CPU delivers it, whoever delivered it. */
+static void print_gp_frame(const char *what)
+{
+	printf("%s #GP frame: error %lx rip %lx cs %lx rflags %lx rsp %lx ss %lx at %lx\n", what,
+	       (unsigned long)gp_frame[0], (unsigned long)gp_frame[1], (unsigned long)gp_frame[2],
+	       (unsigned long)gp_frame[3], (unsigned long)gp_frame[4], (unsigned long)gp_frame[5],
+	       (unsigned long)gp_frame[6]);
+}
 
 static int handler_first(const struct boot_info *bi)
 {
@@ -221,10 +231,14 @@ static int handler_first(const struct boot_info *bi)
 	for (int i = 0; i < 5; i++) {
 		/* Filtered MSR: the VMM answers and KVM injects the #GP. */
 		injected += wrmsr_safe(MSR_IA32_CORE_CAPABILITIES, 0) == X86_VEC_GP;
+		if (i == 4)
+			print_gp_frame("wrmsr");
 		/* Non-canonical load: the CPU's own #GP. */
 		asm volatile(ASM_TRY("1f") "movq (%0), %%rax\n\t" "1:"
 			     : : "r"(0x8000000000000000ull) : "rax", "memory");
 		raised += exception_vector() == X86_VEC_GP;
+		if (i == 4)
+			print_gp_frame("load");
 	}
 	memcpy(&after, gp_area + 62, 4);
 	idt[X86_VEC_GP] = saved;
