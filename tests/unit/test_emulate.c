@@ -662,17 +662,29 @@ static void predicts_faults(void **state)
 	static const uint8_t lea[] = { 0x48, 0x8d, 0x03 };		/* lea rax, [rbx] */
 	static const uint8_t reg[] = { 0x01, 0xd8 };			/* add eax, ebx */
 	static const uint8_t ds_load[] = { 0x8b, 0x03 };		/* mov eax, [ebx] */
+	static const uint8_t movdqa[] = { 0x66, 0x0f, 0x6f, 0x03 };	/* movdqa xmm0, [rbx] */
+	static const uint8_t lock_add[] = { 0xf0, 0x01, 0x03 };	/* lock add [rbx], eax */
+	struct sl_forecast f;
 	uint64_t pde1;
 
 	(void)state;
 	snap.regs.rbx = 0x1000;
 	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), -1);
 	snap.regs.rbx = 0x400000;	/* past the 4 MiB the boot map covers */
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 14);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), &f), 14);
+	assert_false(f.certain);	/* a walk may set accessed bits on its way */
+	assert_int_equal(f.ex.error_code, 0);	/* not present, read, supervisor */
 	snap.regs.rbx = 0x3ffffc;	/* its second page is not present */
 	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 14);
 	snap.regs.rbx = 0x8000000000000000ull;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 13);
+	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), &f), 13);
+	assert_true(f.certain);		/* a plain MOV: nothing else can come first */
+	assert_true(f.ex.has_error_code);
+	assert_int_equal(f.ex.error_code, 0);
+	assert_int_equal(sl_predict_fault(&snap, movdqa, sizeof(movdqa), &f), 13);
+	assert_false(f.certain);	/* SSE: #NM or #UD may come first */
+	assert_int_equal(sl_predict_fault(&snap, lock_add, sizeof(lock_add), &f), 13);
+	assert_false(f.certain);	/* locked: the split-lock check's business */
 	assert_int_equal(sl_predict_fault(&snap, lea, sizeof(lea), NULL), -1);	/* no access */
 	assert_int_equal(sl_predict_fault(&snap, reg, sizeof(reg), NULL), -1);
 	snap.regs.rsp = 0x800000000000ull;

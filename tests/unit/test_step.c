@@ -301,6 +301,48 @@ static void test_frames(void **state)
 	assert_int_equal(step_frame_rflags(not_cs, false, 0x1000, 0x1003), -1);
 }
 
+static void test_delivery(void **state)
+{
+	/* Handler 0xffffffff81234567, selector 0x08, interrupt gate (type 14), no IST. */
+	uint8_t gate[16] = {
+		0x67, 0x45, 0x08, 0x00, 0x00, 0x8e, 0x23, 0x81,
+		0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+	};
+	struct step_delivery d;
+
+	(void)state;
+	/* #GP(0) at RIP 0x1000, RSP 0x7ff8 (not 16-aligned), IF and RF set in the image. */
+	assert_true(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x7ff8, 0x10202, true, 0, &d));
+	assert_int_equal(d.words, 6);
+	assert_int_equal(d.rsp, 0x7ff0 - 48);		/* aligned down to 16 first */
+	assert_int_equal(d.frame[0], 0);		/* error code */
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x08);
+	assert_int_equal(d.frame[3], 0x10202);
+	assert_int_equal(d.frame[4], 0x7ff8);		/* the old RSP, unaligned */
+	assert_int_equal(d.frame[5], 0x10);
+	assert_int_equal(d.rip, 0xffffffff81234567ull);
+	assert_int_equal(d.rflags, 0x2);		/* IF and RF clear through an interrupt gate */
+	/* A trap gate keeps IF; TF, NT and RF go; no error code for #UD. */
+	gate[5] = 0x8f;
+	assert_true(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x14302, false, 0, &d));
+	assert_int_equal(d.words, 5);
+	assert_int_equal(d.rsp, 0x8000 - 40);
+	assert_int_equal(d.frame[0], 0x1000);
+	assert_int_equal(d.frame[2], 0x14302);		/* the image keeps TF */
+	assert_int_equal(d.rflags, 0x202);
+	/* Left to the CPU: not present, a call gate, an IST stack, another code segment. */
+	gate[5] = 0x0e;
+	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
+	gate[5] = 0x8c;
+	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
+	gate[5] = 0x8e;
+	gate[4] = 1;
+	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
+	gate[4] = 0;
+	assert_false(step_delivery_plan(gate, 0x33, 0x2b, 0x1000, 0x8000, 0x2, false, 0, &d));
+}
+
 static void test_breakpoints(void **state)
 {
 	const uint64_t db[4] = { 0x1000, 0x2003, 0x3000, 0x4000 };
@@ -352,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_advance),
 		cmocka_unit_test(test_diverted),
 		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_delivery),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};
