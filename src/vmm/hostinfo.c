@@ -396,7 +396,7 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
 			hi->hwbp > 0 ?
 			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) that emulate did not foresee" :
-			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...), until they return");
+			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return");
 		/* Seen afterwards only by where the step ends, and a retry ends where it should. */
 		fprintf(out, LABEL "%s\n", "",
 			"(a handler that returns to retry the faulting instruction is not even counted)");

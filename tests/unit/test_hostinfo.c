@@ -607,10 +607,10 @@ static void text_report(void **state)
 	assert_has(out, "(a handler that returns to retry the faulting instruction is not even counted)\n");
 	assert_has(out, "all CPL3 code (no single-step there)\n");
 	free(out);
-	/* Without breakpoints (the lab's): no forecast, every such handler runs unchecked. */
+	/* Without breakpoints (the lab's): only the faults emulate delivers itself are watched. */
 	hi.hwbp = 0;
 	out = printed(hostinfo_print, &hi);
-	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself (#PF, #GP, ...), until they return\n");
+	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return\n");
 	assert_has(out, "handlers entered through INT n or an injected event, until they return\n");
 	free(out);
 	hi.hwbp = 1;
