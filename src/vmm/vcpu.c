@@ -561,23 +561,39 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint64_t gate_la = sregs->idt.base + vector * 16, desc_la, desc = 0, rflags;
+	unsigned sel = sregs->cs.selector;
 	struct step_delivery d;
-	struct walk w;
+	struct walk w, gate_w, desc_w;
 	struct paging p;
-	uint8_t gate[16], frame[48];
-	uint64_t rflags;
+	uint8_t gate[16], frame[48], raw[8];
 
 	guest_paging(v, &p);
-	p.cpl = 0;
-	p.ac = false;
-	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & (1ull << 23)) ||
-	    vector * 16 + 15 > sregs->idt.limit ||
-	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * 16, 0, gate, sizeof(gate)) !=
-	    sizeof(gate))
+	p.cpl = 0;	/* the IDT, the GDT and the frame are supervisor accesses */
+	p.ac = false;	/* implicit ones: SMAP applies whatever RFLAGS.AC says */
+	desc_la = sregs->gdt.base + (sel & ~7u);
+	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & (1ull << 23)) || sregs->cs.dpl != 0 ||
+	    (sel & 4) || vector * 16 + 15 > sregs->idt.limit || (sel | 7u) > sregs->gdt.limit ||
+	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
+	    pagewalk(&m, &p, desc_la, 0, &desc_w) != WALK_OK ||
+	    pagewalk_read_as(&m, &p, gate_la, 0, gate, sizeof(gate)) != sizeof(gate) ||
+	    pagewalk_read_as(&m, &p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
+		return false;
+	/*
+	 * The CPU reloads CS from the GDT: a present 64-bit code segment of
+	 * the same privilege whose accessed bit is already set, or the CPU
+	 * would write it (left to the CPU then).
+	 */
+	for (unsigned i = 0; i < 8; i++)
+		desc |= (uint64_t)raw[i] << (8 * i);
+	/* accessed (40), code (43), S (44), P (47), L (53), D (54) */
+	if ((desc & (0x19ull << 40 | 1ull << 47 | 3ull << 53)) !=
+	    (0x19ull << 40 | 1ull << 47 | 1ull << 53) ||
+	    ((desc >> 45) & 3) != sregs->cs.dpl)
 		return false;
 	/* The frame holds the guest's TF, and RF as every fault pushes it. */
 	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | RFLAGS_RF;
-	if (!step_delivery_plan(gate, sregs->cs.selector, sregs->ss.selector, regs->rip, regs->rsp,
+	if (!step_delivery_plan(gate, (uint16_t)sel, sregs->ss.selector, regs->rip, regs->rsp,
 				rflags, step_vector_error_code(vector), err, &d))
 		return false;
 	/* Both ends of the frame (it spans at most two pages) must take the writes. */
@@ -597,13 +613,16 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 			return false;	/* checked above: cannot happen */
 		*at = frame[i];
 	}
+	/* Accessed (and, for the frame, dirty) bits, as the CPU's accesses set them. */
+	pagewalk_set_ad(&m, &gate_w, false);
+	pagewalk_set_ad(&m, &desc_w, false);
 	for (unsigned end = 0; end < 2; end++)
 		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
 	regs->rsp = d.rsp;
 	regs->rip = d.rip;
 	regs->rflags = d.rflags;
-	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
 	v->step.guest_tf = false;
 	v->stats.faults_delivered++;
 	return true;
@@ -684,10 +703,13 @@ static bool msr_fault_queued(struct vcpu *v)
 	none.exception.pending = 0;
 	if (kvm_set_events(v, &none))
 		return false;
+	/* watch_handler() took the guest's TF as delivery would: the frame wants it back. */
+	v->step.guest_tf = v->step.frame_tf;
 	if (deliver_fault(v, 13, ev.exception.has_error_code ? ev.exception.error_code : 0)) {
 		v->step.frame_vector = -1;
 		return true;
 	}
+	v->step.guest_tf = false;
 	if (kvm_set_events(v, &ev))
 		step_fail(v, "KVM_SET_VCPU_EVENTS (#GP)", errno);
 	return false;
