@@ -581,15 +581,17 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 		return false;
 	/*
 	 * The CPU reloads CS from the GDT: a present 64-bit code segment of
-	 * the same privilege whose accessed bit is already set, or the CPU
-	 * would write it (left to the CPU then).
+	 * the same privilege, whose accessed bit the CPU sets if it is clear
+	 * (SDM vol. 3 3.4.5), a supervisor write (then the GDT must take it).
 	 */
 	for (unsigned i = 0; i < 8; i++)
 		desc |= (uint64_t)raw[i] << (8 * i);
-	/* accessed (40), code (43), S (44), P (47), L (53), D (54) */
-	if ((desc & (0x19ull << 40 | 1ull << 47 | 3ull << 53)) !=
-	    (0x19ull << 40 | 1ull << 47 | 1ull << 53) ||
-	    ((desc >> 45) & 3) != sregs->cs.dpl)
+	/* code (43), S (44), P (47), L (53), D (54) */
+	if ((desc & (0x18ull << 40 | 1ull << 47 | 3ull << 53)) !=
+	    (0x18ull << 40 | 1ull << 47 | 1ull << 53) ||
+	    ((desc >> 45) & 3) != sregs->cs.dpl ||
+	    (!(desc & (1ull << 40)) &&
+	     (pagewalk(&m, &p, desc_la + 5, WALK_WRITE, &desc_w) != WALK_OK || desc_w.gpa >= m.size)))
 		return false;
 	/* The frame holds the guest's TF, and RF as every fault pushes it. */
 	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | RFLAGS_RF;
@@ -613,9 +615,14 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 			return false;	/* checked above: cannot happen */
 		*at = frame[i];
 	}
-	/* Accessed (and, for the frame, dirty) bits, as the CPU's accesses set them. */
+	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
 	pagewalk_set_ad(&m, &gate_w, false);
-	pagewalk_set_ad(&m, &desc_w, false);
+	if (!(desc & (1ull << 40))) {
+		m.base[desc_w.gpa] |= 1;	/* byte 5, bit 0: the descriptor's accessed bit */
+		pagewalk_set_ad(&m, &desc_w, true);
+	} else {
+		pagewalk_set_ad(&m, &desc_w, false);
+	}
 	for (unsigned end = 0; end < 2; end++)
 		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
