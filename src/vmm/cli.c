@@ -197,17 +197,17 @@ static void build_getopt_tables(struct option *longopts, char *shortopts)
 	longopts[N_OPTIONS] = (struct option){ 0 };
 }
 
-enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
+enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 			  char *err, size_t errlen)
 {
 	struct option longopts[N_OPTIONS + 1];
 	char shortopts[2 * N_OPTIONS + 2] = ":";
 	int c;
 
-	*o = (struct vmm_options){
+	*o = (struct cli_options){
 		.cpus = 1,
 		.ram_size = VMM_DEFAULT_RAM,
-		.split_lock = SPLIT_LOCK_INHERIT,
+		.split_lock = POLICY_INHERIT,
 	};
 	build_getopt_tables(longopts, shortopts + 1);
 	/* optind = 0 makes glibc re-initialise, so tests can parse repeatedly. */
@@ -250,7 +250,7 @@ enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *o,
 			o->append = optarg;
 			break;
 		case OPT_SPLIT_LOCK:
-			if (split_lock_policy_parse(optarg, &o->split_lock))
+			if (policy_parse(optarg, &o->split_lock))
 				return fail(err, errlen,
 					    "--split-lock: '%s' is not one of inherit, on, off, emulate",
 					    optarg);

@@ -10,11 +10,11 @@
 
 #include "policy.h"
 
-struct vmm_options {
+struct cli_options {
 	unsigned cpus;
 	uint64_t ram_size;
 	uint64_t timeout_ms;          /* 0: no watchdog */
-	enum split_lock_policy split_lock;
+	enum policy split_lock;
 	uint64_t split_lock_ratelimit; /* emulated split locks a second, 0: no limit */
 	bool quiet;
 	bool stats;
@@ -33,7 +33,7 @@ enum cli_result {
 	CLI_ERROR,      /* err holds a one-line message; exit VMM_EXIT_USAGE */
 };
 
-enum cli_result cli_parse(int argc, char *const argv[], struct vmm_options *opts,
+enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *opts,
 			  char *err, size_t errlen);
 void cli_usage(FILE *out);
 

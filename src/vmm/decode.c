@@ -9,31 +9,31 @@
 
 static const struct {
 	ZydisMnemonic mnemonic;
-	enum sl_op op;
+	enum decode_op op;
 	const char *name;
 } ops[] = {
-	{ ZYDIS_MNEMONIC_ADD, SL_ADD, "add" },
-	{ ZYDIS_MNEMONIC_ADC, SL_ADC, "adc" },
-	{ ZYDIS_MNEMONIC_AND, SL_AND, "and" },
-	{ ZYDIS_MNEMONIC_OR, SL_OR, "or" },
-	{ ZYDIS_MNEMONIC_SBB, SL_SBB, "sbb" },
-	{ ZYDIS_MNEMONIC_SUB, SL_SUB, "sub" },
-	{ ZYDIS_MNEMONIC_XOR, SL_XOR, "xor" },
-	{ ZYDIS_MNEMONIC_NOT, SL_NOT, "not" },
-	{ ZYDIS_MNEMONIC_NEG, SL_NEG, "neg" },
-	{ ZYDIS_MNEMONIC_INC, SL_INC, "inc" },
-	{ ZYDIS_MNEMONIC_DEC, SL_DEC, "dec" },
-	{ ZYDIS_MNEMONIC_XCHG, SL_XCHG, "xchg" },
-	{ ZYDIS_MNEMONIC_XADD, SL_XADD, "xadd" },
-	{ ZYDIS_MNEMONIC_CMPXCHG, SL_CMPXCHG, "cmpxchg" },
-	{ ZYDIS_MNEMONIC_CMPXCHG8B, SL_CMPXCHG8B, "cmpxchg8b" },
-	{ ZYDIS_MNEMONIC_CMPXCHG16B, SL_CMPXCHG16B, "cmpxchg16b" },
-	{ ZYDIS_MNEMONIC_BTS, SL_BTS, "bts" },
-	{ ZYDIS_MNEMONIC_BTR, SL_BTR, "btr" },
-	{ ZYDIS_MNEMONIC_BTC, SL_BTC, "btc" },
+	{ ZYDIS_MNEMONIC_ADD, DECODE_ADD, "add" },
+	{ ZYDIS_MNEMONIC_ADC, DECODE_ADC, "adc" },
+	{ ZYDIS_MNEMONIC_AND, DECODE_AND, "and" },
+	{ ZYDIS_MNEMONIC_OR, DECODE_OR, "or" },
+	{ ZYDIS_MNEMONIC_SBB, DECODE_SBB, "sbb" },
+	{ ZYDIS_MNEMONIC_SUB, DECODE_SUB, "sub" },
+	{ ZYDIS_MNEMONIC_XOR, DECODE_XOR, "xor" },
+	{ ZYDIS_MNEMONIC_NOT, DECODE_NOT, "not" },
+	{ ZYDIS_MNEMONIC_NEG, DECODE_NEG, "neg" },
+	{ ZYDIS_MNEMONIC_INC, DECODE_INC, "inc" },
+	{ ZYDIS_MNEMONIC_DEC, DECODE_DEC, "dec" },
+	{ ZYDIS_MNEMONIC_XCHG, DECODE_XCHG, "xchg" },
+	{ ZYDIS_MNEMONIC_XADD, DECODE_XADD, "xadd" },
+	{ ZYDIS_MNEMONIC_CMPXCHG, DECODE_CMPXCHG, "cmpxchg" },
+	{ ZYDIS_MNEMONIC_CMPXCHG8B, DECODE_CMPXCHG8B, "cmpxchg8b" },
+	{ ZYDIS_MNEMONIC_CMPXCHG16B, DECODE_CMPXCHG16B, "cmpxchg16b" },
+	{ ZYDIS_MNEMONIC_BTS, DECODE_BTS, "bts" },
+	{ ZYDIS_MNEMONIC_BTR, DECODE_BTR, "btr" },
+	{ ZYDIS_MNEMONIC_BTC, DECODE_BTC, "btc" },
 };
 
-const char *sl_op_name(enum sl_op op)
+const char *decode_op_name(enum decode_op op)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
 		if (ops[i].op == op)
@@ -41,7 +41,7 @@ const char *sl_op_name(enum sl_op op)
 	return "?";
 }
 
-bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len)
+bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len)
 {
 	size_t i = 0;
 
@@ -50,7 +50,7 @@ bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len)
 	 * REX that is not last is ignored by the CPU, but the instruction
 	 * still decodes. Elsewhere 0x40-0x4f are INC and DEC.
 	 */
-	for (; i < len && i < SL_INSN_MAX; i++) {
+	for (; i < len && i < DECODE_INSN_MAX; i++) {
 		if (b[i] == 0xf0)
 			return true;
 		switch (b[i]) {
@@ -58,7 +58,7 @@ bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len)
 		case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
 			continue;
 		}
-		if (mode == SL_MODE_64 && (b[i] & 0xf0) == 0x40)
+		if (mode == DECODE_MODE_64 && (b[i] & 0xf0) == 0x40)
 			continue;
 		break;
 	}
@@ -66,7 +66,7 @@ bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len)
 	return i + 1 < len && (b[i] == 0x86 || b[i] == 0x87) && (b[i + 1] >> 6) != 3;
 }
 
-/* 0-15 for a general register, SL_REG_RIP, or SL_REG_NONE. */
+/* 0-15 for a general register, DECODE_REG_RIP, or DECODE_REG_NONE. */
 static int gpr(ZydisRegister r, bool *high8)
 {
 	ZydisRegister big;
@@ -75,52 +75,52 @@ static int gpr(ZydisRegister r, bool *high8)
 		*high8 = r == ZYDIS_REGISTER_AH || r == ZYDIS_REGISTER_CH ||
 			 r == ZYDIS_REGISTER_DH || r == ZYDIS_REGISTER_BH;
 	if (r == ZYDIS_REGISTER_NONE)
-		return SL_REG_NONE;
+		return DECODE_REG_NONE;
 	if (r == ZYDIS_REGISTER_RIP || r == ZYDIS_REGISTER_EIP)
-		return SL_REG_RIP;
+		return DECODE_REG_RIP;
 	big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
 	if (big < ZYDIS_REGISTER_RAX || big > ZYDIS_REGISTER_R15)
 		return -2;
 	return (int)(big - ZYDIS_REGISTER_RAX);
 }
 
-static int memory_operand(const ZydisDecodedOperand *o, struct sl_insn *out)
+static int memory_operand(const ZydisDecodedOperand *o, struct decode_insn *out)
 {
 	out->size = o->size / 8;
 	switch (o->mem.segment) {
-	case ZYDIS_REGISTER_ES: out->seg = SL_SEG_ES; break;
-	case ZYDIS_REGISTER_CS: out->seg = SL_SEG_CS; break;
-	case ZYDIS_REGISTER_SS: out->seg = SL_SEG_SS; break;
-	case ZYDIS_REGISTER_DS: out->seg = SL_SEG_DS; break;
-	case ZYDIS_REGISTER_FS: out->seg = SL_SEG_FS; break;
-	case ZYDIS_REGISTER_GS: out->seg = SL_SEG_GS; break;
+	case ZYDIS_REGISTER_ES: out->seg = DECODE_SEG_ES; break;
+	case ZYDIS_REGISTER_CS: out->seg = DECODE_SEG_CS; break;
+	case ZYDIS_REGISTER_SS: out->seg = DECODE_SEG_SS; break;
+	case ZYDIS_REGISTER_DS: out->seg = DECODE_SEG_DS; break;
+	case ZYDIS_REGISTER_FS: out->seg = DECODE_SEG_FS; break;
+	case ZYDIS_REGISTER_GS: out->seg = DECODE_SEG_GS; break;
 	default: return -1;
 	}
 	out->base = gpr(o->mem.base, NULL);
 	out->index = gpr(o->mem.index, NULL);
 	out->scale = o->mem.scale ? o->mem.scale : 1;
 	out->disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
-	if (out->base < SL_REG_NONE || out->index < SL_REG_NONE || out->index == SL_REG_RIP)
+	if (out->base < DECODE_REG_NONE || out->index < DECODE_REG_NONE || out->index == DECODE_REG_RIP)
 		return -1;
 	return out->size == 1 || out->size == 2 || out->size == 4 || out->size == 8 ||
 	       out->size == 16 ? 0 : -1;
 }
 
-static int source_operand(const ZydisDecodedOperand *o, struct sl_insn *out)
+static int source_operand(const ZydisDecodedOperand *o, struct decode_insn *out)
 {
 	if (o->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-		out->src = SL_SRC_IMM;
+		out->src = DECODE_SRC_IMM;
 		out->imm = o->imm.is_signed ? o->imm.value.s : (int64_t)o->imm.value.u;
 		return 0;
 	}
 	if (o->type != ZYDIS_OPERAND_TYPE_REGISTER)
 		return -1;
-	out->src = SL_SRC_REG;
+	out->src = DECODE_SRC_REG;
 	out->src_reg = gpr(o->reg.value, &out->src_high8);
 	return out->src_reg >= 0 && out->src_reg < 16 ? 0 : -1;
 }
 
-static bool lookup(ZydisMnemonic m, enum sl_op *op)
+static bool lookup(ZydisMnemonic m, enum decode_op *op)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++) {
 		if (ops[i].mnemonic == m) {
@@ -142,11 +142,11 @@ static pthread_once_t decoders_once = PTHREAD_ONCE_INIT;
 static void decoders_init(void)
 {
 	decoders_ok =
-		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[SL_MODE_64], ZYDIS_MACHINE_MODE_LONG_64,
+		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[DECODE_MODE_64], ZYDIS_MACHINE_MODE_LONG_64,
 					      ZYDIS_STACK_WIDTH_64)) &&
-		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[SL_MODE_32], ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
+		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[DECODE_MODE_32], ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
 					      ZYDIS_STACK_WIDTH_32)) &&
-		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[SL_MODE_16], ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
+		ZYAN_SUCCESS(ZydisDecoderInit(&decoders[DECODE_MODE_16], ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
 					      ZYDIS_STACK_WIDTH_16));
 	/* Lengths only: no semantic analysis, several times faster. */
 	memcpy(minimal, decoders, sizeof(minimal));
@@ -155,13 +155,13 @@ static void decoders_init(void)
 								  ZYAN_TRUE));
 }
 
-unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_through)
+unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through)
 {
 	ZydisDecodedInstruction insn;
 
 	*falls_through = false;
 	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > SL_MODE_16 ||
+	    (unsigned)mode > DECODE_MODE_16 ||
 	    ZYAN_FAILED(ZydisDecoderDecodeInstruction(&minimal[mode], NULL, b, len, &insn)))
 		return 0;
 	switch (insn.meta.category) {
@@ -184,7 +184,7 @@ unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_
 	return insn.length;
 }
 
-int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out)
+int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
@@ -192,11 +192,11 @@ int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *o
 	ZyanStatus status;
 
 	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > SL_MODE_16)
+	    (unsigned)mode > DECODE_MODE_16)
 		return -1;
 	status = ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o);
 	if (status == ZYDIS_STATUS_NO_MORE_DATA)
-		return SL_DECODE_TRUNCATED;
+		return DECODE_TRUNCATED;
 	if (ZYAN_FAILED(status))
 		return -1;
 	memset(out, 0, sizeof(*out));
@@ -214,7 +214,7 @@ int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *o
 	if (mem_at >= insn.operand_count_visible || o[mem_at].type != ZYDIS_OPERAND_TYPE_MEMORY ||
 	    o[mem_at].mem.type != ZYDIS_MEMOP_TYPE_MEM)
 		return -1;
-	if (!out->locked_by_prefix && out->op != SL_XCHG)
+	if (!out->locked_by_prefix && out->op != DECODE_XCHG)
 		return -1;
 	if (memory_operand(&o[mem_at], out))
 		return -1;
@@ -253,14 +253,14 @@ static bool plain_integer(const ZydisDecodedInstruction *insn)
 	}
 }
 
-int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out,
+int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out,
 		     bool *write, bool *plain)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
 
 	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > SL_MODE_16 ||
+	    (unsigned)mode > DECODE_MODE_16 ||
 	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)))
 		return -1;
 	for (unsigned i = 0; i < insn.operand_count_visible; i++) {

@@ -11,19 +11,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_INSN_MAX 15      /* longest x86 instruction */
+#define DECODE_INSN_MAX 15      /* longest x86 instruction */
 
-enum sl_op {
-	SL_ADD, SL_ADC, SL_AND, SL_OR, SL_SBB, SL_SUB, SL_XOR,
-	SL_NOT, SL_NEG, SL_INC, SL_DEC,
-	SL_XCHG, SL_XADD, SL_CMPXCHG, SL_CMPXCHG8B, SL_CMPXCHG16B,
-	SL_BTS, SL_BTR, SL_BTC,
-	SL_OP_COUNT,
+enum decode_op {
+	DECODE_ADD, DECODE_ADC, DECODE_AND, DECODE_OR, DECODE_SBB, DECODE_SUB, DECODE_XOR,
+	DECODE_NOT, DECODE_NEG, DECODE_INC, DECODE_DEC,
+	DECODE_XCHG, DECODE_XADD, DECODE_CMPXCHG, DECODE_CMPXCHG8B, DECODE_CMPXCHG16B,
+	DECODE_BTS, DECODE_BTR, DECODE_BTC,
+	DECODE_OP_COUNT,
 };
 
 /* General registers by their x86 encoding: 0 RAX ... 15 R15. */
-#define SL_REG_NONE  (-1)
-#define SL_REG_RIP   16
+#define DECODE_REG_NONE  (-1)
+#define DECODE_REG_RIP   16
 
 /*
  * The code size the CPU decodes in: 64-bit mode (EFER.LMA and CS.L), else
@@ -31,24 +31,24 @@ enum sl_op {
  * virtual-8086 mode are 16). It sets the default operand and address
  * sizes, and whether 0x40-0x4f are REX prefixes or INC/DEC.
  */
-enum sl_mode { SL_MODE_64, SL_MODE_32, SL_MODE_16 };
+enum decode_mode { DECODE_MODE_64, DECODE_MODE_32, DECODE_MODE_16 };
 
 /* Segment registers by their x86 encoding. */
-enum sl_seg { SL_SEG_ES, SL_SEG_CS, SL_SEG_SS, SL_SEG_DS, SL_SEG_FS, SL_SEG_GS };
+enum decode_seg { DECODE_SEG_ES, DECODE_SEG_CS, DECODE_SEG_SS, DECODE_SEG_DS, DECODE_SEG_FS, DECODE_SEG_GS };
 
-enum sl_src { SL_SRC_NONE, SL_SRC_REG, SL_SRC_IMM };
+enum decode_src { DECODE_SRC_NONE, DECODE_SRC_REG, DECODE_SRC_IMM };
 
-struct sl_insn {
-	enum sl_op op;
+struct decode_insn {
+	enum decode_op op;
 	unsigned length;        /* instruction bytes */
 	unsigned size;          /* memory operand bytes: 1, 2, 4, 8 or 16 */
-	enum sl_mode mode;      /* the mode it was decoded in */
+	enum decode_mode mode;      /* the mode it was decoded in */
 	unsigned addr_size;     /* 2, 4 or 8 */
-	enum sl_seg seg;        /* the override, or DS or SS by default */
-	int base, index;        /* SL_REG_* or 0-15 */
+	enum decode_seg seg;        /* the override, or DS or SS by default */
+	int base, index;        /* DECODE_REG_* or 0-15 */
 	unsigned scale;
 	int64_t disp;
-	enum sl_src src;
+	enum decode_src src;
 	int src_reg;            /* 0-15, the enclosing 64-bit register */
 	bool src_high8;         /* AH, CH, DH, BH: bits 15:8 of src_reg */
 	int64_t imm;
@@ -59,16 +59,16 @@ struct sl_insn {
  * Cheap look at raw bytes, to spare a full decode for the many instructions
  * a single-stepped guest runs: false means they cannot start a locked RMW.
  */
-bool sl_maybe_locked(enum sl_mode mode, const uint8_t *b, size_t len);
+bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len);
 /*
  * 0 and *out for a locked RMW with a memory operand in `mode`;
- * SL_DECODE_TRUNCATED when the bytes end before the instruction does; -1
+ * DECODE_TRUNCATED when the bytes end before the instruction does; -1
  * otherwise (other instructions, and what the CPU answers with #UD).
  * Thread-safe.
  */
-#define SL_DECODE_TRUNCATED (-2)
-int sl_decode(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out);
-const char *sl_op_name(enum sl_op op);
+#define DECODE_TRUNCATED (-2)
+int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out);
+const char *decode_op_name(enum decode_op op);
 /*
  * Length of any instruction at b, without its operands (cheap enough for
  * every step): 0 where the bytes end first or Zydis cannot decode them
@@ -77,7 +77,7 @@ const char *sl_op_name(enum sl_op op);
  * in memory; false for branches, calls, returns, INT n, SYSCALL, SYSRET,
  * transactions and VMX/SGX leaves. Thread-safe.
  */
-unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_through);
+unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through);
 /*
  * The first explicit memory operand of any instruction (LEA's is no
  * access), in out's length, size, mode, addr_size, seg, base, index, scale
@@ -89,7 +89,7 @@ unsigned sl_length(enum sl_mode mode, const uint8_t *b, size_t len, bool *falls_
  * moves the address). For predicting the fault an access will take.
  * Thread-safe.
  */
-int sl_decode_access(enum sl_mode mode, const uint8_t *b, size_t len, struct sl_insn *out,
+int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out,
 		     bool *write, bool *plain);
 
 #endif

@@ -57,7 +57,7 @@ void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t le
 					i ? " " : "", bytes[i]);
 }
 
-void vcpu_dump(struct vcpu *v)
+void dump_vcpu(struct vcpu *v)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
@@ -79,7 +79,7 @@ void vcpu_dump(struct vcpu *v)
 	flockfile(stderr);
 	dump_regs(stderr, v->index, &regs, &sregs);
 	/* The bytes the CPU would fetch, through the walker the decoder uses. */
-	sl_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
+	emulate_paging(&p, &sregs, &regs, 0, v->maxphyaddr);
 	n = pagewalk_read(&m, &p, regs.rip, insn, sizeof(insn));
 	dump_format_bytes(bytes, sizeof(bytes), insn, n);
 	fprintf(stderr, "vmm:   bytes at RIP: %s\n", bytes);

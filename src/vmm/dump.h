@@ -16,6 +16,6 @@ void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t le
 
 struct vcpu;
 /* Prints v's registers and the bytes at RIP on stderr (through the vcpu_ops). */
-void vcpu_dump(struct vcpu *v);
+void dump_vcpu(struct vcpu *v);
 
 #endif

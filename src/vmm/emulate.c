@@ -17,16 +17,16 @@ static __u64 *gpr(struct kvm_regs *r, int reg)
 	return reg >= 0 && reg < 16 ? gprs[reg] : NULL;
 }
 
-uint64_t sl_reg_get(const struct kvm_regs *r, int reg)
+uint64_t emulate_reg_get(const struct kvm_regs *r, int reg)
 {
 	const __u64 *p = gpr((struct kvm_regs *)r, reg);
 
-	if (reg == SL_REG_RIP)
+	if (reg == DECODE_REG_RIP)
 		return r->rip;
 	return p ? *p : 0;
 }
 
-void sl_reg_set(struct kvm_regs *r, int reg, uint64_t v)
+void emulate_reg_set(struct kvm_regs *r, int reg, uint64_t v)
 {
 	__u64 *p = gpr(r, reg);
 
@@ -35,13 +35,13 @@ void sl_reg_set(struct kvm_regs *r, int reg, uint64_t v)
 }
 
 /* A register source of `size` bytes: AH..BH are bits 15:8 of RAX..RBX. */
-static uint64_t src_value(const struct sl_insn *i, const struct kvm_regs *r)
+static uint64_t src_value(const struct decode_insn *i, const struct kvm_regs *r)
 {
-	if (i->src == SL_SRC_IMM)
+	if (i->src == DECODE_SRC_IMM)
 		return (uint64_t)i->imm;
 	if (i->src_high8)
-		return (sl_reg_get(r, i->src_reg) >> 8) & 0xff;
-	return sl_reg_get(r, i->src_reg);
+		return (emulate_reg_get(r, i->src_reg) >> 8) & 0xff;
+	return emulate_reg_get(r, i->src_reg);
 }
 
 /* Writes as the CPU does: 32-bit results zero-extend, 8/16-bit merge. */
@@ -50,16 +50,16 @@ static void reg_write_sized(struct kvm_regs *r, int reg, bool high8, unsigned si
 	uint64_t old;
 
 	if (high8) {
-		old = sl_reg_get(r, reg);
-		sl_reg_set(r, reg, (old & ~0xff00ull) | ((v & 0xff) << 8));
+		old = emulate_reg_get(r, reg);
+		emulate_reg_set(r, reg, (old & ~0xff00ull) | ((v & 0xff) << 8));
 		return;
 	}
-	old = sl_reg_get(r, reg);
+	old = emulate_reg_get(r, reg);
 	switch (size) {
-	case 1: sl_reg_set(r, reg, (old & ~0xffull) | (v & 0xff)); break;
-	case 2: sl_reg_set(r, reg, (old & ~0xffffull) | (v & 0xffff)); break;
-	case 4: sl_reg_set(r, reg, v & 0xffffffffull); break;
-	default: sl_reg_set(r, reg, v); break;
+	case 1: emulate_reg_set(r, reg, (old & ~0xffull) | (v & 0xff)); break;
+	case 2: emulate_reg_set(r, reg, (old & ~0xffffull) | (v & 0xffff)); break;
+	case 4: emulate_reg_set(r, reg, v & 0xffffffffull); break;
+	default: emulate_reg_set(r, reg, v); break;
 	}
 }
 
@@ -75,17 +75,17 @@ static int64_t sign_extend(uint64_t v, unsigned bytes)
 #define VEC_PF 14
 #define VEC_AC 17
 
-enum sl_mode sl_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
+enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
 {
 	if (!(s->cr0 & X86_CR0_PE) || (rflags & X86_RFLAGS_VM))
-		return SL_MODE_16;
+		return DECODE_MODE_16;
 	if ((s->efer & X86_EFER_LMA) && s->cs.l)
-		return SL_MODE_64;
-	return s->cs.db ? SL_MODE_32 : SL_MODE_16;
+		return DECODE_MODE_64;
+	return s->cs.db ? DECODE_MODE_32 : DECODE_MODE_16;
 }
 
 /* SS.DPL is the CPL on VMX, and what KVM reports as it on SVM. */
-unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags)
+unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
 {
 	if (!(s->cr0 & X86_CR0_PE))
 		return 0;
@@ -94,11 +94,11 @@ unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags)
 	return s->ss.dpl;
 }
 
-void sl_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
+void emulate_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
 	       uint32_t pkru, unsigned maxphyaddr)
 {
-	paging_from_sregs(p, s);
-	p->cpl = sl_cpl(s, r->rflags);
+	pagewalk_from_sregs(p, s);
+	p->cpl = emulate_cpl(s, r->rflags);
 	p->ac = r->rflags & X86_RFLAGS_AC;
 	p->pkru = pkru;
 	p->maxphyaddr = maxphyaddr;
@@ -109,18 +109,18 @@ static uint64_t size_mask(unsigned bytes)
 	return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
 }
 
-uint64_t sl_effective(const struct sl_insn *i, const struct kvm_regs *r)
+uint64_t emulate_effective(const struct decode_insn *i, const struct kvm_regs *r)
 {
 	uint64_t ea = (uint64_t)i->disp;
 
-	if (i->base == SL_REG_RIP)
+	if (i->base == DECODE_REG_RIP)
 		ea += r->rip + i->length;
-	else if (i->base != SL_REG_NONE)
-		ea += sl_reg_get(r, i->base);
-	if (i->index != SL_REG_NONE)
-		ea += sl_reg_get(r, i->index) * i->scale;
+	else if (i->base != DECODE_REG_NONE)
+		ea += emulate_reg_get(r, i->base);
+	if (i->index != DECODE_REG_NONE)
+		ea += emulate_reg_get(r, i->index) * i->scale;
 	/* Register bit offsets are signed and reach beyond the operand. */
-	if ((i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) && i->src == SL_SRC_REG) {
+	if ((i->op == DECODE_BTS || i->op == DECODE_BTR || i->op == DECODE_BTC) && i->src == DECODE_SRC_REG) {
 		int64_t bit = sign_extend(src_value(i, r), i->size);
 
 		/*
@@ -132,35 +132,35 @@ uint64_t sl_effective(const struct sl_insn *i, const struct kvm_regs *r)
 	return ea & size_mask(i->addr_size);
 }
 
-static const struct kvm_segment *segment(const struct kvm_sregs *s, enum sl_seg seg)
+static const struct kvm_segment *segment(const struct kvm_sregs *s, enum decode_seg seg)
 {
 	switch (seg) {
-	case SL_SEG_ES: return &s->es;
-	case SL_SEG_CS: return &s->cs;
-	case SL_SEG_SS: return &s->ss;
-	case SL_SEG_FS: return &s->fs;
-	case SL_SEG_GS: return &s->gs;
-	case SL_SEG_DS: break;
+	case DECODE_SEG_ES: return &s->es;
+	case DECODE_SEG_CS: return &s->cs;
+	case DECODE_SEG_SS: return &s->ss;
+	case DECODE_SEG_FS: return &s->fs;
+	case DECODE_SEG_GS: return &s->gs;
+	case DECODE_SEG_DS: break;
 	}
 	return &s->ds;
 }
 
-bool sl_linear(const struct sl_insn *i, const struct kvm_sregs *s, uint64_t rflags,
-	       uint64_t ea, unsigned size, uint64_t *la, struct sl_exception *fault)
+bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint64_t rflags,
+	       uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault)
 {
 	const struct kvm_segment *sg = segment(s, i->seg);
 	bool real = !(s->cr0 & X86_CR0_PE), ok = true;
 	uint64_t last = ea + size - 1;
 
-	*fault = (struct sl_exception){
-		.vector = i->seg == SL_SEG_SS ? X86_VEC_SS : VEC_GP,
+	*fault = (struct emulate_exception){
+		.vector = i->seg == DECODE_SEG_SS ? X86_VEC_SS : VEC_GP,
 		.has_error_code = !real,
 	};
-	if (i->mode == SL_MODE_64) {
+	if (i->mode == DECODE_MODE_64) {
 		struct paging p = { .la57 = s->cr4 & X86_CR4_LA57 };
 
-		*la = ea + (i->seg == SL_SEG_FS || i->seg == SL_SEG_GS ? sg->base : 0);
-		return paging_canonical(&p, *la) && paging_canonical(&p, *la + size - 1);
+		*la = ea + (i->seg == DECODE_SEG_FS || i->seg == DECODE_SEG_GS ? sg->base : 0);
+		return pagewalk_canonical(&p, *la) && pagewalk_canonical(&p, *la + size - 1);
 	}
 	if (!real && !(rflags & X86_RFLAGS_VM)) {
 		bool code = sg->type & 8;
@@ -179,16 +179,16 @@ bool sl_linear(const struct sl_insn *i, const struct kvm_sregs *s, uint64_t rfla
 	return ok;
 }
 
-bool sl_crosses_line(uint64_t la, unsigned size)
+bool emulate_crosses_line(uint64_t la, unsigned size)
 {
-	return size > 1 && (la % SL_CACHE_LINE) + size > SL_CACHE_LINE;
+	return size > 1 && (la % EMULATE_CACHE_LINE) + size > EMULATE_CACHE_LINE;
 }
 
-bool sl_is_split_lock(const struct sl_insn *i, const struct sl_access *a)
+bool emulate_is_split_lock(const struct decode_insn *i, const struct emulate_access *a)
 {
-	if (i->op == SL_CMPXCHG16B && (a->la & 15))
+	if (i->op == DECODE_CMPXCHG16B && (a->la & 15))
 		return false;
-	return sl_crosses_line(a->la, a->size);
+	return emulate_crosses_line(a->la, a->size);
 }
 
 /*
@@ -301,12 +301,12 @@ static void op_cmpxchg16b(uint8_t *m, uint64_t *a, uint64_t *d, uint64_t b, uint
 		     : [m] "r"(m), "b"(b), "c"(c) : "memory", "cc");
 }
 
-static void execute_cmpxchg_wide(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem,
+static void execute_cmpxchg_wide(const struct decode_insn *i, struct kvm_regs *r, uint8_t *mem,
 				 uint64_t *fl)
 {
 	uint64_t a = r->rax, d = r->rdx;
 
-	if (i->op == SL_CMPXCHG8B) {
+	if (i->op == DECODE_CMPXCHG8B) {
 		op_cmpxchg8b(mem, &a, &d, r->rbx, r->rcx, fl);
 		/* Like any 32-bit register write, a failed compare zero-extends. */
 		if (!(*fl & X86_RFLAGS_ZF)) {
@@ -320,30 +320,30 @@ static void execute_cmpxchg_wide(const struct sl_insn *i, struct kvm_regs *r, ui
 	}
 }
 
-void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem)
+void emulate_execute(const struct decode_insn *i, struct kvm_regs *r, uint8_t *mem)
 {
 	uint64_t fl = r->rflags & X86_RFLAGS_ARITH;
 	uint64_t src = src_value(i, r), out;
 
 	switch (i->op) {
-	case SL_ADD: op_add(mem, i->size, src, &fl); break;
-	case SL_ADC: op_adc(mem, i->size, src, &fl); break;
-	case SL_AND: op_and(mem, i->size, src, &fl); break;
-	case SL_OR: op_or(mem, i->size, src, &fl); break;
-	case SL_SBB: op_sbb(mem, i->size, src, &fl); break;
-	case SL_SUB: op_sub(mem, i->size, src, &fl); break;
-	case SL_XOR: op_xor(mem, i->size, src, &fl); break;
-	case SL_NOT: op_not(mem, i->size, &fl); break;
-	case SL_NEG: op_neg(mem, i->size, &fl); break;
-	case SL_INC: op_inc(mem, i->size, &fl); break;
-	case SL_DEC: op_dec(mem, i->size, &fl); break;
-	case SL_XCHG:
-	case SL_XADD:
-		out = i->op == SL_XCHG ? op_xchg(mem, i->size, src, &fl)
+	case DECODE_ADD: op_add(mem, i->size, src, &fl); break;
+	case DECODE_ADC: op_adc(mem, i->size, src, &fl); break;
+	case DECODE_AND: op_and(mem, i->size, src, &fl); break;
+	case DECODE_OR: op_or(mem, i->size, src, &fl); break;
+	case DECODE_SBB: op_sbb(mem, i->size, src, &fl); break;
+	case DECODE_SUB: op_sub(mem, i->size, src, &fl); break;
+	case DECODE_XOR: op_xor(mem, i->size, src, &fl); break;
+	case DECODE_NOT: op_not(mem, i->size, &fl); break;
+	case DECODE_NEG: op_neg(mem, i->size, &fl); break;
+	case DECODE_INC: op_inc(mem, i->size, &fl); break;
+	case DECODE_DEC: op_dec(mem, i->size, &fl); break;
+	case DECODE_XCHG:
+	case DECODE_XADD:
+		out = i->op == DECODE_XCHG ? op_xchg(mem, i->size, src, &fl)
 				       : op_xadd(mem, i->size, src, &fl);
 		reg_write_sized(r, i->src_reg, i->src_high8, i->size, out);
 		break;
-	case SL_CMPXCHG:
+	case DECODE_CMPXCHG:
 		out = op_cmpxchg(mem, i->size, src, r->rax, &fl);
 		/*
 		 * The accumulator is written only when the compare fails, so a
@@ -352,59 +352,59 @@ void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem)
 		if (!(fl & X86_RFLAGS_ZF))
 			reg_write_sized(r, 0, false, i->size, out);
 		break;
-	case SL_CMPXCHG8B:
-	case SL_CMPXCHG16B:
+	case DECODE_CMPXCHG8B:
+	case DECODE_CMPXCHG16B:
 		execute_cmpxchg_wide(i, r, mem, &fl);
 		break;
-	case SL_BTS: op_bts(mem, i->size, src & (8ull * i->size - 1), &fl); break;
-	case SL_BTR: op_btr(mem, i->size, src & (8ull * i->size - 1), &fl); break;
-	case SL_BTC: op_btc(mem, i->size, src & (8ull * i->size - 1), &fl); break;
-	case SL_OP_COUNT: break;
+	case DECODE_BTS: op_bts(mem, i->size, src & (8ull * i->size - 1), &fl); break;
+	case DECODE_BTR: op_btr(mem, i->size, src & (8ull * i->size - 1), &fl); break;
+	case DECODE_BTC: op_btc(mem, i->size, src & (8ull * i->size - 1), &fl); break;
+	case DECODE_OP_COUNT: break;
 	}
 	r->rflags = (r->rflags & ~X86_RFLAGS_ARITH) | (fl & X86_RFLAGS_ARITH);
 	r->rip = (r->rip + i->length) &
-		 (i->mode == SL_MODE_64 ? ~0ull : i->mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
+		 (i->mode == DECODE_MODE_64 ? ~0ull : i->mode == DECODE_MODE_32 ? 0xffffffffull : 0xffffull);
 }
 
 /* ---- the decision */
 
-static void plan_stop(struct sl_plan *p, const char *why)
+static void plan_stop(struct emulate_plan *p, const char *why)
 {
-	p->kind = SL_PLAN_STOP;
+	p->kind = EMULATE_PLAN_STOP;
 	p->why = why;
 }
 
-static void plan_native(struct sl_plan *p, const char *why)
+static void plan_native(struct emulate_plan *p, const char *why)
 {
-	p->kind = SL_PLAN_NATIVE;
+	p->kind = EMULATE_PLAN_NATIVE;
 	p->why = why;
 }
 
-static void plan_inject(struct sl_plan *p, const struct sl_exception *ex, const char *why)
+static void plan_inject(struct emulate_plan *p, const struct emulate_exception *ex, const char *why)
 {
-	p->kind = SL_PLAN_INJECT;
+	p->kind = EMULATE_PLAN_INJECT;
 	p->ex = *ex;
 	p->why = why;
 }
 
-static const struct sl_exception ac0 = { .vector = VEC_AC, .has_error_code = true };
+static const struct emulate_exception ac0 = { .vector = VEC_AC, .has_error_code = true };
 
 /*
  * Instruction bytes at CS:RIP as the CPU fetches them, page by page, up to
  * where a fetch would fault, leave RAM or pass CS's limit; the walks are
  * kept for their accessed bits.
  */
-static void fetch(const struct sl_snapshot *s, const struct paging *pg, enum sl_mode mode,
-		  struct sl_plan *p)
+static void fetch(const struct emulate_snapshot *s, const struct paging *pg, enum decode_mode mode,
+		  struct emulate_plan *p)
 {
-	uint64_t la = s->regs.rip, want = SL_INSN_MAX;
+	uint64_t la = s->regs.rip, want = DECODE_INSN_MAX;
 
-	if (mode != SL_MODE_64) {
-		uint64_t ip = s->regs.rip & (mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
+	if (mode != DECODE_MODE_64) {
+		uint64_t ip = s->regs.rip & (mode == DECODE_MODE_32 ? 0xffffffffull : 0xffffull);
 
 		want = ip > s->sregs.cs.limit ? 0 : s->sregs.cs.limit - ip + 1;
-		if (want > SL_INSN_MAX)
-			want = SL_INSN_MAX;
+		if (want > DECODE_INSN_MAX)
+			want = DECODE_INSN_MAX;
 		else
 			p->fetch_faults = true;	/* past the limit: #GP */
 		la = (s->sregs.cs.base + ip) & 0xffffffffull;
@@ -434,8 +434,8 @@ static void fetch(const struct sl_snapshot *s, const struct paging *pg, enum sl_
  * fills p->part. Returns WALK_OK or the first failure, with *cr2 the first
  * byte of the page that faulted.
  */
-static enum walk_result walk_operand(const struct sl_snapshot *s, const struct paging *pg,
-				     struct sl_plan *p, uint64_t *cr2)
+static enum walk_result walk_operand(const struct emulate_snapshot *s, const struct paging *pg,
+				     struct emulate_plan *p, uint64_t *cr2)
 {
 	uint64_t la = p->access.la;
 	unsigned done = 0;
@@ -444,7 +444,7 @@ static enum walk_result walk_operand(const struct sl_snapshot *s, const struct p
 	p->nparts = 0;
 	while (done < p->access.size) {
 		struct walk *w = &p->op[p->nparts];
-		struct sl_part *part = &p->part[p->nparts];
+		struct emulate_part *part = &p->part[p->nparts];
 
 		*cr2 = la;
 		r = pagewalk(&s->mem, pg, la, WALK_WRITE, w);
@@ -458,17 +458,17 @@ static enum walk_result walk_operand(const struct sl_snapshot *s, const struct p
 		done += part->len;
 		la += part->len;
 		/* Outside 64-bit mode linear addresses are 32 bits. */
-		if (p->insn.mode != SL_MODE_64)
+		if (p->insn.mode != DECODE_MODE_64)
 			la &= 0xffffffffull;
 	}
 	return WALK_OK;
 }
 
-void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
+void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 {
-	enum sl_mode mode = sl_cpu_mode(&s->sregs, s->regs.rflags);
-	bool hw = s->source == SL_HARDWARE;
-	struct sl_exception fault;
+	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
+	bool hw = s->source == EMULATE_SOURCE_HARDWARE;
+	struct emulate_exception fault;
 	struct paging pg;
 	enum walk_result r;
 	uint64_t ea, cr2 = 0;
@@ -476,7 +476,7 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	int d;
 
 	memset(p, 0, sizeof(*p));
-	sl_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
+	emulate_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
 
 	/*
 	 * Legacy alignment checking raises #AC(0) for any misaligned access at
@@ -503,15 +503,15 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	fetch(s, &pg, mode, p);
 	if (!p->nbytes && !hw)
 		return;		/* the fetch faults: the CPU says so */
-	if (!hw && !sl_maybe_locked(mode, p->bytes, p->nbytes))
+	if (!hw && !decode_maybe_locked(mode, p->bytes, p->nbytes))
 		return;
-	d = sl_decode(mode, p->bytes, p->nbytes, &p->insn);
+	d = decode_insn(mode, p->bytes, p->nbytes, &p->insn);
 	/*
 	 * The CPU fetched it before raising #AC, so the tables changed since:
 	 * re-entering lets the CPU raise the fetch fault itself. Only then:
 	 * resuming on anything else would meet the same #AC again.
 	 */
-	if (d == SL_DECODE_TRUNCATED && hw && p->fetch_faults) {
+	if (d == DECODE_TRUNCATED && hw && p->fetch_faults) {
 		plan_native(p, "the instruction fetch faults now: the CPU raises it on re-entry");
 		return;
 	}
@@ -522,9 +522,9 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	}
 	p->decoded = true;
 
-	ea = sl_effective(&p->insn, &s->regs);
+	ea = emulate_effective(&p->insn, &s->regs);
 	p->access.size = p->insn.size;
-	if (!sl_linear(&p->insn, &s->sregs, s->regs.rflags, ea, p->insn.size, &p->access.la,
+	if (!emulate_linear(&p->insn, &s->sregs, s->regs.rflags, ea, p->insn.size, &p->access.la,
 		       &fault)) {
 		if (!hw) {
 			plan_native(p, "a segment fault comes first");
@@ -533,7 +533,7 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 		plan_inject(p, &fault, "segment fault");
 		return;
 	}
-	if (!sl_is_split_lock(&p->insn, &p->access)) {
+	if (!emulate_is_split_lock(&p->insn, &p->access)) {
 		if (hw)
 			plan_stop(p, "the #AC is not at a split lock the VMM can see");
 		return;
@@ -557,7 +557,7 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 			plan_native(p, "a page fault comes first");
 			return;
 		}
-		fault = (struct sl_exception){ .vector = VEC_PF, .has_error_code = true,
+		fault = (struct emulate_exception){ .vector = VEC_PF, .has_error_code = true,
 					       .error_code = p->op[p->nparts].error_code,
 					       .has_cr2 = true, .cr2 = cr2 };
 		plan_inject(p, &fault, "page fault");
@@ -565,9 +565,9 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 	}
 	if (r != WALK_OK) {
 		if (hw)
-			plan_stop(p, walk_result_name(r));
+			plan_stop(p, pagewalk_result_name(r));
 		else
-			plan_native(p, walk_result_name(r));
+			plan_native(p, pagewalk_result_name(r));
 		return;
 	}
 	if (!hw && (!p->part[0].ram || (p->nparts > 1 && !p->part[1].ram))) {
@@ -578,22 +578,22 @@ void sl_plan(const struct sl_snapshot *s, struct sl_plan *p)
 		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
 		return;
 	}
-	p->kind = SL_PLAN_EMULATE;
+	p->kind = EMULATE_PLAN_EMULATE;
 	p->why = "split lock";
 }
 
-void sl_plan_fetched(const struct sl_plan *p, const struct guest_mem *m)
+void emulate_plan_fetched(const struct emulate_plan *p, const struct guest_mem *m)
 {
 	for (unsigned i = 0; i < p->nfetch; i++)
 		pagewalk_set_ad(m, &p->fetch[i], false);
 }
 
-void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_regs *r)
+void emulate_perform(const struct emulate_plan *p, const struct guest_mem *m, struct kvm_regs *r)
 {
 	uint8_t op[16] __attribute__((aligned(16)));
 	unsigned off = 0;
 
-	sl_plan_fetched(p, m);
+	emulate_plan_fetched(p, m);
 	for (unsigned i = 0; i < p->nparts; i++)
 		pagewalk_set_ad(m, &p->op[i], true);
 	for (unsigned i = 0; i < p->nparts; i++) {
@@ -603,7 +603,7 @@ void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_r
 			memset(op + off, 0xff, p->part[i].len);
 		off += p->part[i].len;
 	}
-	sl_execute(&p->insn, r, op);
+	emulate_execute(&p->insn, r, op);
 	off = 0;
 	for (unsigned i = 0; i < p->nparts; i++) {
 		if (p->part[i].ram)
@@ -612,12 +612,12 @@ void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_r
 	}
 }
 
-int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n,
+int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes, size_t n,
 		     struct sl_forecast *out)
 {
-	enum sl_mode mode = sl_cpu_mode(&s->sregs, s->regs.rflags);
+	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
 	struct sl_forecast f = { .ex = { 0 } };
-	struct sl_insn insn;
+	struct decode_insn insn;
 	struct paging pg;
 	uint64_t la;
 	unsigned done = 0;
@@ -625,16 +625,16 @@ int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n
 
 	if (out)
 		*out = f;
-	if (sl_decode_access(mode, bytes, n, &insn, &write, &plain))
+	if (decode_access(mode, bytes, n, &insn, &write, &plain))
 		return -1;
-	if (!sl_linear(&insn, &s->sregs, s->regs.rflags, sl_effective(&insn, &s->regs), insn.size,
+	if (!emulate_linear(&insn, &s->sregs, s->regs.rflags, emulate_effective(&insn, &s->regs), insn.size,
 		       &la, &f.ex)) {
 		f.certain = plain;
 		if (out)
 			*out = f;
 		return f.ex.vector;
 	}
-	sl_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
+	emulate_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
 	if (!pg.enabled || !pg.long_mode)
 		return -1;
 	while (done < insn.size) {
@@ -643,9 +643,9 @@ int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n
 
 		if (r == WALK_FAULT || r == WALK_NONCANONICAL) {
 			f.ex = r == WALK_FAULT ?
-			       (struct sl_exception){ .vector = 14, .has_error_code = true,
+			       (struct emulate_exception){ .vector = 14, .has_error_code = true,
 						      .error_code = w.error_code } :
-			       (struct sl_exception){ .vector = insn.seg == SL_SEG_SS ? 12 : 13,
+			       (struct emulate_exception){ .vector = insn.seg == DECODE_SEG_SS ? 12 : 13,
 						      .has_error_code = true };
 			if (out)
 				*out = f;
@@ -655,7 +655,7 @@ int sl_predict_fault(const struct sl_snapshot *s, const uint8_t *bytes, size_t n
 			return -1;
 		done += insn.size - done < w.page_left ? insn.size - done : (unsigned)w.page_left;
 		la += w.page_left;
-		if (mode != SL_MODE_64)
+		if (mode != DECODE_MODE_64)
 			la &= 0xffffffffull;
 	}
 	return -1;

@@ -18,19 +18,19 @@
 #include "decode.h"
 #include "pagewalk.h"
 
-#define SL_CACHE_LINE 64
+#define EMULATE_CACHE_LINE 64
 
 /* The bytes an instruction reads and writes: linear address and size. */
-struct sl_access {
+struct emulate_access {
 	uint64_t la;
 	unsigned size;
 };
 
-uint64_t sl_reg_get(const struct kvm_regs *r, int reg);
-void sl_reg_set(struct kvm_regs *r, int reg, uint64_t v);
+uint64_t emulate_reg_get(const struct kvm_regs *r, int reg);
+void emulate_reg_set(struct kvm_regs *r, int reg, uint64_t v);
 
 /* An exception as the CPU would raise it; cr2 for #PF. */
-struct sl_exception {
+struct emulate_exception {
 	uint8_t vector;
 	bool has_error_code;
 	uint32_t error_code;
@@ -39,10 +39,10 @@ struct sl_exception {
 };
 
 /* The mode the CPU decodes in, and its CPL, from sregs and RFLAGS. */
-enum sl_mode sl_cpu_mode(const struct kvm_sregs *s, uint64_t rflags);
-unsigned sl_cpl(const struct kvm_sregs *s, uint64_t rflags);
+enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags);
+unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags);
 /* The guest's paging state for an access it makes at its current CPL. */
-void sl_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
+void emulate_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
 	       uint32_t pkru, unsigned maxphyaddr);
 
 /*
@@ -51,7 +51,7 @@ void sl_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_reg
  * but the word the offset selects, as on the CPU: the offset's bytes are
  * added before the wrap (67 f0 0f ab wraps at 32 bits).
  */
-uint64_t sl_effective(const struct sl_insn *i, const struct kvm_regs *r);
+uint64_t emulate_effective(const struct decode_insn *i, const struct kvm_regs *r);
 /*
  * Segmentation (SDM vol. 3 3.4.4, 5.3): the linear address of `size`
  * bytes written at offset ea of i's segment, or false and the fault:
@@ -60,34 +60,34 @@ uint64_t sl_effective(const struct sl_insn *i, const struct kvm_regs *r);
  * other modes check the segment's limit, type and usability, and wrap at
  * 32 bits.
  */
-bool sl_linear(const struct sl_insn *i, const struct kvm_sregs *s, uint64_t rflags,
-	       uint64_t ea, unsigned size, uint64_t *la, struct sl_exception *fault);
+bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint64_t rflags,
+	       uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault);
 /* The split-lock rule: the access spans two cache lines. */
-bool sl_crosses_line(uint64_t la, unsigned size);
+bool emulate_crosses_line(uint64_t la, unsigned size);
 /*
  * Whether i at a is a split lock: it crosses a line and the CPU would get
  * that far (a misaligned CMPXCHG16B raises #GP before any lock).
  */
-bool sl_is_split_lock(const struct sl_insn *i, const struct sl_access *a);
+bool emulate_is_split_lock(const struct decode_insn *i, const struct emulate_access *a);
 
 /*
  * Performs i on `mem` (its operand's bytes, in a 16-byte aligned buffer)
  * and updates r: destination registers, RFLAGS and RIP (which wraps at
  * 32 or 16 bits outside 64-bit mode).
  */
-void sl_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem);
+void emulate_execute(const struct decode_insn *i, struct kvm_regs *r, uint8_t *mem);
 
 /* ---- the one decision for a caught split lock, as pure code */
 
 /* How a split lock was caught. */
-enum sl_source {
-	SL_HARDWARE,        /* #AC exit from a split_lock_detect=fatal host */
-	SL_SOFTWARE,        /* --split-lock=emulate's check before each step */
+enum emulate_source {
+	EMULATE_SOURCE_HARDWARE,        /* #AC exit from a split_lock_detect=fatal host */
+	EMULATE_SOURCE_SOFTWARE,        /* --split-lock=emulate's check before each step */
 };
 
 /* What the decision reads: the vCPU stopped at the instruction. */
-struct sl_snapshot {
-	enum sl_source source;
+struct emulate_snapshot {
+	enum emulate_source source;
 	bool ac_requested;          /* the guest's TEST_CTRL bit 29 */
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
@@ -97,36 +97,36 @@ struct sl_snapshot {
 	struct guest_mem mem;
 };
 
-enum sl_plan_kind {
-	SL_PLAN_NONE,       /* no split lock here: the CPU runs it */
+enum emulate_plan_kind {
+	EMULATE_PLAN_NONE,       /* no split lock here: the CPU runs it */
 	/*
 	 * Let the CPU run the instruction itself: it raises a fault or legacy
 	 * #AC before any lock, exactly as it would without the VMM (on the
 	 * hardware path: the fetch now faults, so resuming lets the CPU say so).
 	 */
-	SL_PLAN_NATIVE,
-	SL_PLAN_INJECT,     /* deliver plan.ex, RIP left on the instruction */
-	SL_PLAN_EMULATE,    /* perform it at plan.part[] with sl_perform() */
-	SL_PLAN_STOP,       /* stop the VM: plan.why */
+	EMULATE_PLAN_NATIVE,
+	EMULATE_PLAN_INJECT,     /* deliver plan.ex, RIP left on the instruction */
+	EMULATE_PLAN_EMULATE,    /* perform it at plan.part[] with emulate_perform() */
+	EMULATE_PLAN_STOP,       /* stop the VM: plan.why */
 };
 
 /* Operand bytes in guest-physical space; outside RAM is KVM's MMIO. */
-struct sl_part {
+struct emulate_part {
 	uint64_t gpa;
 	unsigned len;
 	bool ram;
 };
 
-struct sl_plan {
-	enum sl_plan_kind kind;
+struct emulate_plan {
+	enum emulate_plan_kind kind;
 	const char *why;            /* the reason, for messages and tests */
-	struct sl_exception ex;     /* SL_PLAN_INJECT */
-	uint8_t bytes[SL_INSN_MAX];
+	struct emulate_exception ex;     /* EMULATE_PLAN_INJECT */
+	uint8_t bytes[DECODE_INSN_MAX];
 	size_t nbytes;
 	bool decoded;
-	struct sl_insn insn;
-	struct sl_access access;    /* valid when decoded and no segment fault */
-	struct sl_part part[2];     /* SL_PLAN_EMULATE */
+	struct decode_insn insn;
+	struct emulate_access access;    /* valid when decoded and no segment fault */
+	struct emulate_part part[2];     /* EMULATE_PLAN_EMULATE */
 	unsigned nparts;
 	struct walk fetch[2], op[2]; /* for the accessed and dirty bits */
 	unsigned nfetch;
@@ -143,16 +143,16 @@ struct sl_plan {
  * is left to the CPU; on the hardware path, where the CPU has raised #AC
  * instead, the fault is computed for injection.
  */
-void sl_plan(const struct sl_snapshot *s, struct sl_plan *p);
+void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p);
 /*
- * Carries out an SL_PLAN_EMULATE plan on guest memory and r, with every
+ * Carries out an EMULATE_PLAN_EMULATE plan on guest memory and r, with every
  * other vCPU out of guest mode: accessed and dirty bits as the CPU sets
  * them, the operation, MMIO bytes read as all-ones and their writes
  * dropped (what KVM does without the VMM).
  */
-void sl_perform(const struct sl_plan *p, const struct guest_mem *m, struct kvm_regs *r);
+void emulate_perform(const struct emulate_plan *p, const struct guest_mem *m, struct kvm_regs *r);
 /* Sets the accessed bits of the fetch, for a plan that delivers an exception. */
-void sl_plan_fetched(const struct sl_plan *p, const struct guest_mem *m);
+void emulate_plan_fetched(const struct emulate_plan *p, const struct guest_mem *m);
 
 /*
  * The exception the CPU is about to raise for the first explicit memory
@@ -164,16 +164,16 @@ void sl_plan_fetched(const struct sl_plan *p, const struct guest_mem *m);
  * protection key may decide otherwise, so the caller must watch for both.
  */
 struct sl_forecast {
-	struct sl_exception ex;     /* the vector above, with its error code */
+	struct emulate_exception ex;     /* the vector above, with its error code */
 	/*
 	 * Nothing else can come first: a segmentation or non-canonical fault
 	 * (no page walk, so no accessed bits the CPU may set on the way) of a
-	 * plain integer instruction (sl_decode_access). Enough for the VMM to
+	 * plain integer instruction (decode_access). Enough for the VMM to
 	 * deliver it itself, where nothing can watch the CPU's delivery.
 	 */
 	bool certain;
 };
-int sl_predict_fault(const struct sl_snapshot *snap, const uint8_t *bytes, size_t n,
+int emulate_predict_fault(const struct emulate_snapshot *snap, const uint8_t *bytes, size_t n,
 		     struct sl_forecast *out);
 
 #endif

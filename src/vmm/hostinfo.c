@@ -19,7 +19,7 @@
 #include <linux/kvm.h>
 
 
-void hostinfo_init(struct host_info *hi)
+void hostinfo_init(struct hostinfo *hi)
 {
 	memset(hi, 0, sizeof(*hi));
 	hi->split_lock_mitigate = -1;
@@ -28,7 +28,7 @@ void hostinfo_init(struct host_info *hi)
 	hi->singlestep_cpl3 = -1;
 	hi->hwbp = -1;
 	hi->databp_cpl0 = -1;
-	hi->mode = SLD_MODE_NONE;
+	hi->mode = HOSTINFO_MODE_NONE;
 }
 
 static bool is_blank(char c)
@@ -73,7 +73,7 @@ static const char *line_value(const char *line, const char *end, const char *key
 	return p + 1;
 }
 
-int hostinfo_parse_cpuinfo(struct host_info *hi, const char *text)
+int hostinfo_parse_cpuinfo(struct hostinfo *hi, const char *text)
 {
 	hi->cpuinfo_read = false;
 	hi->sld_flag = false;
@@ -133,7 +133,7 @@ static void copy_trunc(char *dst, size_t size, const char *src, size_t len)
 	dst[len] = '\0';
 }
 
-int hostinfo_parse_cmdline(struct host_info *hi, const char *text)
+int hostinfo_parse_cmdline(struct hostinfo *hi, const char *text)
 {
 	/* sld_state_setup() looks at a copy truncated to 19 characters. */
 	char arg[20];
@@ -199,7 +199,7 @@ int hostinfo_parse_cmdline(struct host_info *hi, const char *text)
 	return 0;
 }
 
-int hostinfo_parse_mitigate(struct host_info *hi, const char *text)
+int hostinfo_parse_mitigate(struct hostinfo *hi, const char *text)
 {
 	hi->split_lock_mitigate = -1;
 	if (!text || (text[0] != '0' && text[0] != '1') ||
@@ -209,7 +209,7 @@ int hostinfo_parse_mitigate(struct host_info *hi, const char *text)
 	return 0;
 }
 
-void hostinfo_finish(struct host_info *hi)
+void hostinfo_finish(struct hostinfo *hi)
 {
 	const char *v = hi->cmdline_value;
 
@@ -219,67 +219,67 @@ void hostinfo_finish(struct host_info *hi)
 	 * mechanism that never reaches the VMM as #AC.
 	 */
 	if (!hi->sld_flag)
-		hi->mode = SLD_MODE_NONE;
+		hi->mode = HOSTINFO_MODE_NONE;
 	else if (!hi->cmdline_has_sld || hi->cmdline_malformed)
-		hi->mode = SLD_MODE_WARN;
+		hi->mode = HOSTINFO_MODE_WARN;
 	else if (strcmp(v, "off") == 0)
-		hi->mode = SLD_MODE_OFF;
+		hi->mode = HOSTINFO_MODE_OFF;
 	else if (strcmp(v, "fatal") == 0)
-		hi->mode = SLD_MODE_FATAL;
+		hi->mode = HOSTINFO_MODE_FATAL;
 	else if (strncmp(v, "ratelimit:", 10) == 0)
-		hi->mode = SLD_MODE_RATELIMIT;
+		hi->mode = HOSTINFO_MODE_RATELIMIT;
 	else
-		hi->mode = SLD_MODE_WARN;
+		hi->mode = HOSTINFO_MODE_WARN;
 }
 
-bool hostinfo_can_deliver_ac(const struct host_info *hi)
+bool hostinfo_can_deliver_ac(const struct hostinfo *hi)
 {
-	return hi->mode == SLD_MODE_FATAL;
+	return hi->mode == HOSTINFO_MODE_FATAL;
 }
 
-const char *sld_mode_name(enum sld_mode m)
+const char *hostinfo_mode_name(enum hostinfo_mode m)
 {
 	switch (m) {
-	case SLD_MODE_NONE: return "none";
-	case SLD_MODE_OFF: return "off";
-	case SLD_MODE_WARN: return "warn";
-	case SLD_MODE_FATAL: return "fatal";
-	case SLD_MODE_RATELIMIT: return "ratelimit";
+	case HOSTINFO_MODE_NONE: return "none";
+	case HOSTINFO_MODE_OFF: return "off";
+	case HOSTINFO_MODE_WARN: return "warn";
+	case HOSTINFO_MODE_FATAL: return "fatal";
+	case HOSTINFO_MODE_RATELIMIT: return "ratelimit";
 	}
 	return "?";
 }
 
 /* ------------------------------------------------------------ report */
 
-static const char *mode_meaning(const struct host_info *hi)
+static const char *mode_meaning(const struct hostinfo *hi)
 {
 	switch (hi->mode) {
-	case SLD_MODE_NONE:
+	case HOSTINFO_MODE_NONE:
 		return "the CPU cannot detect split locks; a guest split lock just runs, locking the bus";
-	case SLD_MODE_OFF:
+	case HOSTINFO_MODE_OFF:
 		return "the host kernel switched detection off; a guest split lock just runs, locking the bus";
-	case SLD_MODE_WARN:
+	case HOSTINFO_MODE_WARN:
 		return "the host kernel absorbs a guest split lock (logs it, lets the guest go on); KVM never tells the VMM";
-	case SLD_MODE_FATAL:
+	case HOSTINFO_MODE_FATAL:
 		return "a guest split lock stops the guest; KVM exits to the VMM with #AC (KVM_EXIT_EXCEPTION, and SIGBUS to the vCPU thread), so the VMM can deliver it";
-	case SLD_MODE_RATELIMIT:
+	case HOSTINFO_MODE_RATELIMIT:
 		return "split-lock #AC is off; the host kernel only throttles bus locks (#DB, where bus_lock_detect exists); KVM never tells the VMM";
 	}
 	return "?";
 }
 
-static const char *deliver_reason(const struct host_info *hi)
+static const char *deliver_reason(const struct hostinfo *hi)
 {
 	switch (hi->mode) {
-	case SLD_MODE_NONE:
+	case HOSTINFO_MODE_NONE:
 		return "the host CPU has no split-lock detection";
-	case SLD_MODE_OFF:
+	case HOSTINFO_MODE_OFF:
 		return "the host kernel runs split_lock_detect=off";
-	case SLD_MODE_WARN:
+	case HOSTINFO_MODE_WARN:
 		return "the host kernel runs split_lock_detect=warn; fatal is needed";
-	case SLD_MODE_RATELIMIT:
+	case HOSTINFO_MODE_RATELIMIT:
 		return "the host kernel runs split_lock_detect=ratelimit; fatal is needed";
-	case SLD_MODE_FATAL:
+	case HOSTINFO_MODE_FATAL:
 		return "the host kernel runs split_lock_detect=fatal";
 	}
 	return "?";
@@ -290,7 +290,7 @@ static const char *tristate(int v)
 	return v > 0 ? "yes" : v == 0 ? "no" : "unknown";
 }
 
-static const char *probe_meaning(const struct host_info *hi)
+static const char *probe_meaning(const struct hostinfo *hi)
 {
 	if (hi->cpuid_7_edx30_reaches_guest > 0)
 		return "yes: KVM_SET_CPUID2's CPUID.(7,0):EDX[30] reaches the guest, so the VMM can enumerate IA32_CORE_CAPABILITIES";
@@ -304,7 +304,7 @@ static const struct {
 	const char *key;      /* the JSON key */
 	size_t off;
 } caps[] = {
-#define CAP(c, f) { "KVM_CAP_" #c, #f, offsetof(struct host_kvm_caps, f) }
+#define CAP(c, f) { "KVM_CAP_" #c, #f, offsetof(struct hostinfo_kvm_caps, f) }
 	CAP(X86_USER_SPACE_MSR, user_space_msr),
 	CAP(X86_MSR_FILTER, msr_filter),
 	CAP(EXCEPTION_PAYLOAD, exception_payload),
@@ -317,7 +317,7 @@ static const struct {
 #undef CAP
 };
 
-static int cap_value(const struct host_info *hi, size_t i)
+static int cap_value(const struct hostinfo *hi, size_t i)
 {
 	int v;
 
@@ -328,7 +328,7 @@ static int cap_value(const struct host_info *hi, size_t i)
 /* Labels and capability names share one value column. */
 #define LABEL "%-30s"
 
-void hostinfo_print(FILE *out, const struct host_info *hi)
+void hostinfo_print(FILE *out, const struct hostinfo *hi)
 {
 	bool deliver = hostinfo_can_deliver_ac(hi);
 	const char *pm;
@@ -358,7 +358,7 @@ void hostinfo_print(FILE *out, const struct host_info *hi)
 			"in warn mode a split-locking task is also slowed: 10 ms sleep, one core at a time" :
 			"in warn mode a split-locking task is only logged");
 
-	fprintf(out, LABEL "%s: %s\n", "effective mode:", sld_mode_name(hi->mode), mode_meaning(hi));
+	fprintf(out, LABEL "%s: %s\n", "effective mode:", hostinfo_mode_name(hi->mode), mode_meaning(hi));
 	fprintf(out, LABEL "%s (%s)\n", "split-lock #AC delivery:", deliver ? "yes" : "no",
 		deliver_reason(hi));
 
@@ -491,7 +491,7 @@ static void json_int_or_null(FILE *out, int v)
 		fprintf(out, "%d", v);
 }
 
-void hostinfo_print_json(FILE *out, const struct host_info *hi)
+void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 {
 	bool kvm = hi->kvm_error[0] == '\0';
 
@@ -518,7 +518,7 @@ void hostinfo_print_json(FILE *out, const struct host_info *hi)
 	fputs("},\"split_lock_mitigate\":", out);
 	json_int_or_null(out, hi->split_lock_mitigate);
 	fputs(",\"mode\":", out);
-	json_str(out, sld_mode_name(hi->mode));
+	json_str(out, hostinfo_mode_name(hi->mode));
 	fprintf(out, ",\"can_deliver_ac\":%s", hostinfo_can_deliver_ac(hi) ? "true" : "false");
 
 	fprintf(out, ",\"kvm\":{\"available\":%s,\"error\":", kvm ? "true" : "false");

@@ -14,15 +14,15 @@
 #include <stdio.h>
 
 /* The host kernel's split-lock mode (split_lock_detect=). */
-enum sld_mode {
-	SLD_MODE_NONE,       /* the CPU has no split-lock detection */
-	SLD_MODE_OFF,
-	SLD_MODE_WARN,       /* kernel default when the CPU has it */
-	SLD_MODE_FATAL,
-	SLD_MODE_RATELIMIT,
+enum hostinfo_mode {
+	HOSTINFO_MODE_NONE,       /* the CPU has no split-lock detection */
+	HOSTINFO_MODE_OFF,
+	HOSTINFO_MODE_WARN,       /* kernel default when the CPU has it */
+	HOSTINFO_MODE_FATAL,
+	HOSTINFO_MODE_RATELIMIT,
 };
 
-struct host_kvm_caps {
+struct hostinfo_kvm_caps {
 	int user_space_msr;
 	int msr_filter;
 	int exception_payload;
@@ -34,7 +34,7 @@ struct host_kvm_caps {
 	int max_vcpus;
 };
 
-struct host_info {
+struct hostinfo {
 	/* /proc/cpuinfo */
 	bool cpuinfo_read;
 	bool sld_flag;               /* "split_lock_detect" in flags */
@@ -48,11 +48,11 @@ struct host_info {
 	/* /proc/sys/kernel/split_lock_mitigate: -1 absent or unreadable */
 	int split_lock_mitigate;
 	/* derived by hostinfo_finish() */
-	enum sld_mode mode;
+	enum hostinfo_mode mode;
 
 	/* KVM; kvm_error is empty when /dev/kvm could be opened */
 	char kvm_error[160];
-	struct host_kvm_caps caps;
+	struct hostinfo_kvm_caps caps;
 	/* probe guest: 1 = a KVM_SET_CPUID2 value of CPUID.(7,0):EDX[30]
 	 * reaches the guest, 0 = KVM answers from the host instead,
 	 * -1 = not run (probe_error says why) */
@@ -70,33 +70,33 @@ struct host_info {
 	int databp_cpl0;
 };
 
-void hostinfo_init(struct host_info *hi);
+void hostinfo_init(struct hostinfo *hi);
 /* Each returns 0, or -1 for text it could not make sense of (fields stay safe). */
-int hostinfo_parse_cpuinfo(struct host_info *hi, const char *text);
-int hostinfo_parse_cmdline(struct host_info *hi, const char *text);
-int hostinfo_parse_mitigate(struct host_info *hi, const char *text);
+int hostinfo_parse_cpuinfo(struct hostinfo *hi, const char *text);
+int hostinfo_parse_cmdline(struct hostinfo *hi, const char *text);
+int hostinfo_parse_mitigate(struct hostinfo *hi, const char *text);
 /* Effective mode from the fields above, as the kernel would decide it. */
-void hostinfo_finish(struct host_info *hi);
-const char *sld_mode_name(enum sld_mode m);
+void hostinfo_finish(struct hostinfo *hi);
+const char *hostinfo_mode_name(enum hostinfo_mode m);
 /* True when KVM on this host reports guest split locks to the VMM. */
-bool hostinfo_can_deliver_ac(const struct host_info *hi);
+bool hostinfo_can_deliver_ac(const struct hostinfo *hi);
 
 /* Reads the /proc files and finishes; no KVM. */
-void hostinfo_read_proc(struct host_info *hi);
+void hostinfo_read_proc(struct hostinfo *hi);
 /* Opens /dev/kvm for the capabilities, and with run_probe runs the probe guest. */
-void hostinfo_read_kvm(struct host_info *hi, bool run_probe);
+void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe);
 
 /*
  * Runs a probe guest at `cpl` (0 or 3) on the /dev/kvm fd: 1 when single-step
  * works there, 0 when it does not, -1 (with err) when the probe failed.
  */
-int hostprobe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen);
+int hostinfo_probe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen);
 /* Likewise for a hardware execute breakpoint (KVM_GUESTDBG_USE_HW_BP) at CPL0. */
-int hostprobe_hwbp(int kvm_fd, char *err, size_t errlen);
+int hostinfo_probe_hwbp(int kvm_fd, char *err, size_t errlen);
 /* Likewise for the guest's own data breakpoint at CPL0. */
-int hostprobe_databp(int kvm_fd, char *err, size_t errlen);
+int hostinfo_probe_databp(int kvm_fd, char *err, size_t errlen);
 
-void hostinfo_print(FILE *out, const struct host_info *hi);
-void hostinfo_print_json(FILE *out, const struct host_info *hi);
+void hostinfo_print(FILE *out, const struct hostinfo *hi);
+void hostinfo_print_json(FILE *out, const struct hostinfo *hi);
 
 #endif

@@ -78,7 +78,7 @@ fail:
 	return NULL;
 }
 
-void hostinfo_read_proc(struct host_info *hi)
+void hostinfo_read_proc(struct hostinfo *hi)
 {
 	char *text;
 	int err = 0;
@@ -102,7 +102,7 @@ void hostinfo_read_proc(struct host_info *hi)
 /* ------------------------------------------------------------ KVM */
 
 /* Records the first failure only: later ones are usually its consequences. */
-static int probe_fail(struct host_info *hi, const char *call, int err)
+static int probe_fail(struct hostinfo *hi, const char *call, int err)
 {
 	if (!hi->probe_error[0]) {
 		if (err)
@@ -162,7 +162,7 @@ static const char *exit_name(uint32_t r)
 }
 
 /* Runs the probe guest until it reports; 0 and *edx, or -1 with probe_error. */
-static int probe_run(struct host_info *hi, struct probe *p, uint32_t *edx)
+static int probe_run(struct hostinfo *hi, struct probe *p, uint32_t *edx)
 {
 	for (int i = 0; i < PROBE_MAX_EXITS; i++) {
 		struct kvm_run *run = p->run;
@@ -192,15 +192,15 @@ static int probe_run(struct host_info *hi, struct probe *p, uint32_t *edx)
 	return probe_fail(hi, "the probe guest did not report within 16 exits", 0);
 }
 
-static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool table_bit,
+static int probe_setup_code(struct hostinfo *hi, int kvm, struct probe *p, bool table_bit,
 			    const uint8_t *code, size_t code_len, unsigned cpl);
 
-static int probe_setup(struct host_info *hi, int kvm, struct probe *p, bool table_bit)
+static int probe_setup(struct hostinfo *hi, int kvm, struct probe *p, bool table_bit)
 {
 	return probe_setup_code(hi, kvm, p, table_bit, probe_code, sizeof(probe_code), 0);
 }
 
-static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool table_bit,
+static int probe_setup_code(struct hostinfo *hi, int kvm, struct probe *p, bool table_bit,
 			    const uint8_t *code, size_t code_len, unsigned cpl)
 {
 	const struct boot_layout layout = {
@@ -252,7 +252,7 @@ static int probe_setup_code(struct host_info *hi, int kvm, struct probe *p, bool
 	return 0;
 }
 
-static void probe_teardown(struct host_info *hi, struct probe *p)
+static void probe_teardown(struct hostinfo *hi, struct probe *p)
 {
 	free(p->cpuid);
 	if (p->run && munmap(p->run, p->run_size) < 0)
@@ -272,7 +272,7 @@ static void probe_teardown(struct host_info *hi, struct probe *p)
  * own bit, so that "the guest saw the table's value" cannot be the host's
  * value showing through.
  */
-static void probe_cpuid(struct host_info *hi, int kvm)
+static void probe_cpuid(struct hostinfo *hi, int kvm)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	uint32_t r[4], edx = 0;
@@ -300,10 +300,10 @@ static void probe_cpuid(struct host_info *hi, int kvm)
  */
 static const uint8_t step_code[] = { 0x90, 0x90, 0xf4 };
 
-int hostprobe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
+int hostinfo_probe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
-	struct host_info scratch;
+	struct hostinfo scratch;
 	struct kvm_guest_debug dbg = {
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
 	};
@@ -331,10 +331,10 @@ int hostprobe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
  * the second nop: --split-lock=emulate puts one on an exception handler's
  * first instruction to check it before it runs.
  */
-int hostprobe_hwbp(int kvm, char *err, size_t errlen)
+int hostinfo_probe_hwbp(int kvm, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
-	struct host_info scratch;
+	struct hostinfo scratch;
 	struct kvm_guest_debug dbg = {
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP,
 		.arch.debugreg = { [0] = BOOT_IMAGE_ADDR + 1, [7] = 0x1 },
@@ -383,10 +383,10 @@ static const uint8_t databp_code[] = {
 	0xf4,
 };
 
-int hostprobe_databp(int kvm, char *err, size_t errlen)
+int hostinfo_probe_databp(int kvm, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
-	struct host_info scratch;
+	struct hostinfo scratch;
 	struct kvm_guest_debug dbg = {
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
 	};
@@ -419,15 +419,15 @@ int hostprobe_databp(int kvm, char *err, size_t errlen)
 	return result;
 }
 
-static void probe_singlestep(struct host_info *hi, int kvm)
+static void probe_singlestep(struct hostinfo *hi, int kvm)
 {
-	hi->singlestep_cpl0 = hostprobe_singlestep(kvm, 0, NULL, 0);
-	hi->singlestep_cpl3 = hostprobe_singlestep(kvm, 3, NULL, 0);
-	hi->hwbp = hostprobe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
-	hi->databp_cpl0 = hostprobe_databp(kvm, NULL, 0);
+	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
+	hi->singlestep_cpl3 = hostinfo_probe_singlestep(kvm, 3, NULL, 0);
+	hi->hwbp = hostinfo_probe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
+	hi->databp_cpl0 = hostinfo_probe_databp(kvm, NULL, 0);
 }
 
-void hostinfo_read_kvm(struct host_info *hi, bool run_probe)
+void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)
 {
 	int kvm;
 

@@ -9,7 +9,7 @@
 
 static int quiet;
 
-void vmm_log_set_quiet(int q)
+void log_set_quiet(int q)
 {
 	quiet = q;
 }

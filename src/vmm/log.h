@@ -5,7 +5,7 @@
 
 #include <stdarg.h>
 
-void vmm_log_set_quiet(int quiet);
+void log_set_quiet(int quiet);
 /* Informational line; -q silences it. */
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

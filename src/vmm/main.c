@@ -65,7 +65,7 @@ static uint8_t *alloc_guest_ram(uint64_t size)
 	return mem;
 }
 
-static const struct kvm_cap_need emulate_caps[] = {
+static const struct kvm_cap_need stepping_caps[] = {
 	{ KVM_CAP_SET_GUEST_DEBUG, "KVM_CAP_SET_GUEST_DEBUG",
 	  "single-stepping the guest under --split-lock=emulate" },
 	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
@@ -92,24 +92,24 @@ static void probe_kvm(int kvm_fd, bool emulate, struct kvm_probes *p)
 	memset(p, 0, sizeof(*p));
 	if (!emulate)
 		return;
-	kvm_require(kvm_fd, emulate_caps, ARRAY_SIZE(emulate_caps));
+	kvm_require(kvm_fd, stepping_caps, ARRAY_SIZE(stepping_caps));
 	if ((kvm_cap(kvm_fd, KVM_CAP_SYNC_REGS) & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) !=
 	    (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS))
 		die(VMM_EXIT_HOST, "this host's KVM cannot sync registers and sregs in the run page, which --split-lock=emulate needs");
-	cpl0 = hostprobe_singlestep(kvm_fd, 0, err, sizeof(err));
+	cpl0 = hostinfo_probe_singlestep(kvm_fd, 0, err, sizeof(err));
 	if (cpl0 != 1)
 		die(VMM_EXIT_HOST, "--split-lock=emulate needs KVM single-stepping, and on this host it %s%s",
 		    cpl0 == 0 ? "does not stop after one instruction" : "could not be probed: ", err);
-	p->step_cpl3 = hostprobe_singlestep(kvm_fd, 3, NULL, 0) == 1;
+	p->step_cpl3 = hostinfo_probe_singlestep(kvm_fd, 3, NULL, 0) == 1;
 	if (!p->step_cpl3)
 		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
 	/* Tests take the path of hosts without working breakpoints (the lab's) here too. */
-	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") && hostprobe_hwbp(kvm_fd, NULL, 0) == 1;
-	p->guest_databp = hostprobe_databp(kvm_fd, NULL, 0) == 1;
+	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") && hostinfo_probe_hwbp(kvm_fd, NULL, 0) == 1;
+	p->guest_databp = hostinfo_probe_databp(kvm_fd, NULL, 0) == 1;
 }
 
 /* The VM on the already open vm->kvm_fd, over vm->mem as laid out. */
-static void vm_create(struct vm *vm, const struct vmm_options *o,
+static void vm_create(struct vm *vm, const struct cli_options *o,
 		      const struct boot_layout *layout, const struct kvm_probes *probes)
 {
 	struct kvm_cpuid2 *cpuid;
@@ -156,10 +156,10 @@ static int block_stop_signals(void)
 	int fd;
 
 	vm_stop_signals(&set);
-	sigaddset(&set, KICK_SIGNAL);
+	sigaddset(&set, VM_KICK_SIGNAL);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL))
 		die(VMM_EXIT_HOST, "pthread_sigmask failed");
-	sigdelset(&set, KICK_SIGNAL);
+	sigdelset(&set, VM_KICK_SIGNAL);
 	fd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (fd < 0)
 		die_errno("signalfd", errno, NULL);
@@ -220,9 +220,9 @@ static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms)
 	}
 }
 
-static int host_info(const struct vmm_options *o)
+static int host_info(const struct cli_options *o)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 
 	hostinfo_init(&hi);
 	hostinfo_read_proc(&hi);
@@ -235,19 +235,19 @@ static int host_info(const struct vmm_options *o)
 }
 
 /* Decides this VM's split-lock policy before anything is allocated. */
-static void decide_split_lock(struct vm *vm, const struct vmm_options *o)
+static void decide_split_lock(struct vm *vm, const struct cli_options *o)
 {
-	struct host_info hi;
-	struct split_lock_decision d;
+	struct hostinfo hi;
+	struct policy_decision d;
 
 	hostinfo_init(&hi);
 	hostinfo_read_proc(&hi);
-	split_lock_decide(o->split_lock, &hi, &d);
+	policy_decide(o->split_lock, &hi, &d);
 	if (!d.start)
 		die(VMM_EXIT_POLICY, "%s", d.line);
 	info("%s", d.line);
 	vm->split_lock_enumerated = d.enumerate;
-	vm->split_lock_emulate = o->split_lock == SPLIT_LOCK_EMULATE;
+	vm->split_lock_emulate = o->split_lock == POLICY_EMULATE;
 	ratelimit_init(&vm->split_lock_rate, o->split_lock_ratelimit, o->split_lock_ratelimit);
 }
 
@@ -325,7 +325,7 @@ static void print_stats(const struct vm *vm, FILE *out, const char *path)
 
 int main(int argc, char **argv)
 {
-	struct vmm_options opts;
+	struct cli_options opts;
 	struct boot_layout layout;
 	struct kvm_probes probes;
 	struct vm vm;
@@ -347,7 +347,7 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
-	vmm_log_set_quiet(opts.quiet);
+	log_set_quiet(opts.quiet);
 	signal(SIGPIPE, SIG_IGN);
 	if (opts.host_info)
 		return host_info(&opts);

@@ -5,7 +5,7 @@
 
 #include "x86.h"
 
-const char *walk_result_name(enum walk_result r)
+const char *pagewalk_result_name(enum walk_result r)
 {
 	switch (r) {
 	case WALK_OK: return "ok";
@@ -17,7 +17,7 @@ const char *walk_result_name(enum walk_result r)
 	return "?";
 }
 
-bool paging_canonical(const struct paging *p, uint64_t la)
+bool pagewalk_canonical(const struct paging *p, uint64_t la)
 {
 	unsigned shift = p->la57 ? 7 : 16;
 
@@ -106,7 +106,7 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 	}
 	if (!p->long_mode)
 		return WALK_UNSUPPORTED;
-	if (!paging_canonical(p, la))
+	if (!pagewalk_canonical(p, la))
 		return WALK_NONCANONICAL;
 	for (level = levels; level >= 1; level--) {
 		uint64_t addr = (table & phys_mask(p)) + ((la >> (12 + 9 * (level - 1))) & 511) * 8;
@@ -152,7 +152,7 @@ void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write
 	}
 }
 
-void paging_from_sregs(struct paging *p, const struct kvm_sregs *s)
+void pagewalk_from_sregs(struct paging *p, const struct kvm_sregs *s)
 {
 	*p = (struct paging){
 		.enabled = s->cr0 & X86_CR0_PG,

@@ -69,15 +69,15 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 			  unsigned access, struct walk *w);
 /* Sets the accessed bits of a successful walk's entries, dirty for a write. */
 void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write);
-const char *walk_result_name(enum walk_result r);
+const char *pagewalk_result_name(enum walk_result r);
 /* Whether la is canonical for the paging mode (48 or 57 bits). */
-bool paging_canonical(const struct paging *p, uint64_t la);
+bool pagewalk_canonical(const struct paging *p, uint64_t la);
 
 /*
  * The paging state in sregs; RFLAGS.AC, PKRU and MAXPHYADDR come from
  * elsewhere and are left for the caller.
  */
-void paging_from_sregs(struct paging *p, const struct kvm_sregs *s);
+void pagewalk_from_sregs(struct paging *p, const struct kvm_sregs *s);
 /*
  * Reads up to len bytes at a linear address as instruction fetches, page
  * by page; returns how many it could (fewer where a fetch would fault or

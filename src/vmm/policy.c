@@ -8,55 +8,55 @@
 #include "array_size.h"
 
 static const char *const names[] = {
-	[SPLIT_LOCK_INHERIT] = "inherit",
-	[SPLIT_LOCK_ON] = "on",
-	[SPLIT_LOCK_OFF] = "off",
-	[SPLIT_LOCK_EMULATE] = "emulate",
+	[POLICY_INHERIT] = "inherit",
+	[POLICY_ON] = "on",
+	[POLICY_OFF] = "off",
+	[POLICY_EMULATE] = "emulate",
 };
 
-const char *split_lock_policy_name(enum split_lock_policy p)
+const char *policy_name(enum policy p)
 {
 	if ((unsigned)p < ARRAY_SIZE(names))
 		return names[p];
 	return "?";
 }
 
-int split_lock_policy_parse(const char *s, enum split_lock_policy *out)
+int policy_parse(const char *s, enum policy *out)
 {
 	for (unsigned i = 0; i < ARRAY_SIZE(names); i++) {
 		if (strcmp(s, names[i]) == 0) {
-			*out = (enum split_lock_policy)i;
+			*out = (enum policy)i;
 			return 0;
 		}
 	}
 	return -1;
 }
 
-static void host_reason(const struct host_info *hi, char *buf, size_t len)
+static void host_reason(const struct hostinfo *hi, char *buf, size_t len)
 {
 	switch (hi->mode) {
-	case SLD_MODE_NONE:
+	case HOSTINFO_MODE_NONE:
 		snprintf(buf, len, "the host CPU has no split-lock detection (no split_lock_detect flag in /proc/cpuinfo)");
 		break;
-	case SLD_MODE_OFF:
+	case HOSTINFO_MODE_OFF:
 		snprintf(buf, len, "the host kernel runs split_lock_detect=off");
 		break;
-	case SLD_MODE_WARN:
+	case HOSTINFO_MODE_WARN:
 		snprintf(buf, len, "the host kernel runs split_lock_detect=warn%s, so KVM lets guest split locks through without telling the VMM",
 			 hi->cmdline_has_sld && !hi->cmdline_malformed ? "" : " (the default)");
 		break;
-	case SLD_MODE_RATELIMIT:
+	case HOSTINFO_MODE_RATELIMIT:
 		snprintf(buf, len, "the host kernel runs split_lock_detect=ratelimit:%u, which throttles split locks instead of reporting them",
 			 hi->ratelimit);
 		break;
-	case SLD_MODE_FATAL:
+	case HOSTINFO_MODE_FATAL:
 		snprintf(buf, len, "the host kernel runs split_lock_detect=fatal, so KVM reports every guest split lock to the VMM");
 		break;
 	}
 }
 
-void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
-		       struct split_lock_decision *d)
+void policy_decide(enum policy p, const struct hostinfo *hi,
+		       struct policy_decision *d)
 {
 	char why[256];
 	bool deliver = hostinfo_can_deliver_ac(hi);
@@ -64,12 +64,12 @@ void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 	host_reason(hi, why, sizeof(why));
 	d->start = true;
 	switch (p) {
-	case SPLIT_LOCK_OFF:
+	case POLICY_OFF:
 		d->enumerate = false;
 		snprintf(d->line, sizeof(d->line),
 			 "split-lock detection: off, not enumerated to the guest (as asked)");
 		return;
-	case SPLIT_LOCK_ON:
+	case POLICY_ON:
 		d->enumerate = deliver;
 		d->start = deliver;
 		if (!deliver) {
@@ -79,10 +79,10 @@ void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 			return;
 		}
 		break;
-	case SPLIT_LOCK_INHERIT:
+	case POLICY_INHERIT:
 		d->enumerate = deliver;
 		break;
-	case SPLIT_LOCK_EMULATE:
+	case POLICY_EMULATE:
 		/* The VMM behaves like a fatal host itself, whatever the host is. */
 		d->enumerate = true;
 		snprintf(d->line, sizeof(d->line),
@@ -90,6 +90,6 @@ void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
 		return;
 	}
 	snprintf(d->line, sizeof(d->line), "split-lock detection: %s, %s: %s",
-		 split_lock_policy_name(p),
+		 policy_name(p),
 		 d->enumerate ? "enumerated to the guest" : "not enumerated", why);
 }

@@ -12,26 +12,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct host_info;
+struct hostinfo;
 
-enum split_lock_policy {
-	SPLIT_LOCK_INHERIT,
-	SPLIT_LOCK_ON,
-	SPLIT_LOCK_OFF,
-	SPLIT_LOCK_EMULATE,  /* detect split locks in software, on any host */
+enum policy {
+	POLICY_INHERIT,
+	POLICY_ON,
+	POLICY_OFF,
+	POLICY_EMULATE,  /* detect split locks in software, on any host */
 };
 
-const char *split_lock_policy_name(enum split_lock_policy p);
+const char *policy_name(enum policy p);
 /* 0 and *out set when s names a policy, -1 otherwise. */
-int split_lock_policy_parse(const char *s, enum split_lock_policy *out);
+int policy_parse(const char *s, enum policy *out);
 
-struct split_lock_decision {
+struct policy_decision {
 	bool start;          /* false: refuse to start (VMM_EXIT_POLICY) */
 	bool enumerate;      /* CORE_CAPABILITIES bit 5, TEST_CTRL bit 29 */
 	char line[512];      /* one line for a person: policy, outcome, why */
 };
 
-void split_lock_decide(enum split_lock_policy p, const struct host_info *hi,
-		       struct split_lock_decision *d);
+void policy_decide(enum policy p, const struct hostinfo *hi,
+		       struct policy_decision *d);
 
 #endif

@@ -15,12 +15,12 @@
 #include "x86.h"
 #include "vmm_status.h"
 
-enum ac_action splitlock_decide_ac(const struct msr_state *msrs)
+enum splitlock_ac_action splitlock_decide_ac(const struct msr_state *msrs)
 {
-	return (msrs->test_ctrl & TEST_CTRL_SPLIT_LOCK_DETECT) ? AC_INJECT : AC_EMULATE;
+	return (msrs->test_ctrl & TEST_CTRL_SPLIT_LOCK_DETECT) ? SPLITLOCK_AC_INJECT : SPLITLOCK_AC_EMULATE;
 }
 
-static enum stats_msr stats_slot(uint32_t index)
+static enum stats_msr counted_msr(uint32_t index)
 {
 	return index == MSR_TEST_CTRL ? STATS_MSR_TEST_CTRL : STATS_MSR_CORE_CAPABILITIES;
 }
@@ -44,7 +44,7 @@ void splitlock_handle_rdmsr(struct vcpu *v)
 
 	if (!expected_msr_exit(v))
 		return;
-	v->stats.msr_reads[stats_slot(v->run->msr.index)]++;
+	v->stats.msr_reads[counted_msr(v->run->msr.index)]++;
 	if (msr_read(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index, &val) == MSR_OK) {
 		v->run->msr.error = 0;
 		v->run->msr.data = val;
@@ -58,7 +58,7 @@ void splitlock_handle_wrmsr(struct vcpu *v)
 {
 	if (!expected_msr_exit(v))
 		return;
-	v->stats.msr_writes[stats_slot(v->run->msr.index)]++;
+	v->stats.msr_writes[counted_msr(v->run->msr.index)]++;
 	if (msr_write(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index,
 		      v->run->msr.data) == MSR_OK) {
 		v->run->msr.error = 0;
@@ -72,7 +72,7 @@ void splitlock_handle_wrmsr(struct vcpu *v)
  * Injects an exception as a fault, RIP left on the instruction; CR2 first
  * for #PF. 0 or -errno.
  */
-static int inject(struct vcpu *v, const struct sl_exception *ex)
+static int inject(struct vcpu *v, const struct emulate_exception *ex)
 {
 	struct kvm_vcpu_events ev;
 	struct kvm_sregs sregs;
@@ -120,7 +120,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void describe(const struct sl_plan *p, uint64_t rip, char *buf, size_t len)
+static void describe(const struct emulate_plan *p, uint64_t rip, char *buf, size_t len)
 {
 	char bytes[64];
 
@@ -128,21 +128,21 @@ static void describe(const struct sl_plan *p, uint64_t rip, char *buf, size_t le
 	if (p->decoded)
 		snprintf(buf, len, "split lock at RIP 0x%llx (%s%s, %u bytes at 0x%llx, bytes %s)",
 			 (unsigned long long)rip,
-			 p->insn.locked_by_prefix ? "lock " : "", sl_op_name(p->insn.op),
+			 p->insn.locked_by_prefix ? "lock " : "", decode_op_name(p->insn.op),
 			 p->access.size, (unsigned long long)p->access.la, bytes);
 	else
 		snprintf(buf, len, "split lock at RIP 0x%llx (bytes %s)",
 			 (unsigned long long)rip, bytes);
 }
 
-static void stop_uninvited(struct vcpu *v, const struct sl_snapshot *s, const struct sl_plan *p)
+static void stop_uninvited(struct vcpu *v, const struct emulate_snapshot *s, const struct emulate_plan *p)
 {
 	char what[256];
 
 	bool stopped;
 
 	v->stats.split_lock_stops++;
-	if (s->source == SL_SOFTWARE && !p->decoded) {
+	if (s->source == EMULATE_SOURCE_SOFTWARE && !p->decoded) {
 		stopped = vm_fail(v->vm, VMM_EXIT_SPLIT_LOCK,
 				  "vCPU %u: --split-lock=emulate cannot check the instruction at RIP 0x%llx: %s",
 				  v->index, (unsigned long long)s->regs.rip, p->why);
@@ -155,10 +155,10 @@ static void stop_uninvited(struct vcpu *v, const struct sl_snapshot *s, const st
 				  v->index, what, p->why);
 	}
 	if (stopped)
-		vcpu_dump(v);
+		dump_vcpu(v);
 }
 
-static void warn_emulated(struct vcpu *v, const struct sl_snapshot *s, const struct sl_plan *p)
+static void warn_emulated(struct vcpu *v, const struct emulate_snapshot *s, const struct emulate_plan *p)
 {
 	char what[256];
 
@@ -187,26 +187,26 @@ static void pay_ratelimit(struct vcpu *v)
 }
 
 /* The decision's inputs, read from the vCPU. false if KVM failed. */
-static bool snapshot(struct vcpu *v, enum sl_source source, struct sl_snapshot *s)
+static bool snapshot(struct vcpu *v, enum emulate_source source, struct emulate_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->source = source;
-	s->ac_requested = splitlock_decide_ac(&v->msrs) == AC_INJECT;
+	s->ac_requested = splitlock_decide_ac(&v->msrs) == SPLITLOCK_AC_INJECT;
 	s->maxphyaddr = v->maxphyaddr;
 	s->mem = (struct guest_mem){ v->vm->mem, v->vm->ram_size };
 	return v->ops->get_regs(v, &s->regs) == 0 && v->ops->get_sregs(v, &s->sregs) == 0;
 }
 
 /*
- * sl_plan(), reading PKRU (an XSAVE read, too dear for every step) only
+ * emulate_plan(), reading PKRU (an XSAVE read, too dear for every step) only
  * when the decision needs it.
  */
-static void plan(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p)
+static void plan(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
 {
-	sl_plan(s, p);
+	emulate_plan(s, p);
 	if (p->needs_pkru && v->ops->get_pkru && v->ops->get_pkru(v, &s->pkru) == 0) {
 		s->pkru_known = true;
-		sl_plan(s, p);
+		emulate_plan(s, p);
 	}
 }
 
@@ -216,7 +216,7 @@ static void fail_host(struct vcpu *v, const char *call, int r)
 		v->index, call, strerror(-r), -r);
 }
 
-static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
+static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
 			   bool replanned);
 
 /*
@@ -224,7 +224,7 @@ static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan
  * guest mode, deciding again once they are: another vCPU may have changed
  * the page tables or the operand since.
  */
-static enum sl_outcome emulate(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p)
+static enum splitlock_outcome emulate(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
 {
 	struct vm *vm = v->vm;
 	struct kvm_regs regs;
@@ -232,77 +232,77 @@ static enum sl_outcome emulate(struct vcpu *v, struct sl_snapshot *s, struct sl_
 
 	pay_ratelimit(v);
 	if (!vm_pause_others(vm, v))
-		return SL_STOPPED;
+		return SPLITLOCK_STOPPED;
 	plan(v, s, p);
-	if (p->kind != SL_PLAN_EMULATE) {
+	if (p->kind != EMULATE_PLAN_EMULATE) {
 		vm_resume_others(vm);
 		return act(v, s, p, true);
 	}
 	regs = s->regs;
-	sl_perform(p, &s->mem, &regs);
+	emulate_perform(p, &s->mem, &regs);
 	r = v->ops->set_regs(v, &regs);
 	vm_resume_others(vm);
 	if (r) {
 		fail_host(v, "KVM_SET_REGS", r);
-		return SL_STOPPED;
+		return SPLITLOCK_STOPPED;
 	}
 	v->stats.split_locks_emulated++;
 	warn_emulated(v, s, p);
-	return SL_EMULATED;
+	return SPLITLOCK_EMULATED;
 }
 
 /* Carries out a plan; `replanned` for emulate()'s second decision. */
-static enum sl_outcome act(struct vcpu *v, struct sl_snapshot *s, struct sl_plan *p,
+static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
 			   bool replanned)
 {
 	int r;
 
-	if (s->source == SL_SOFTWARE && !replanned &&
-	    (p->kind == SL_PLAN_INJECT || p->kind == SL_PLAN_EMULATE || p->kind == SL_PLAN_STOP))
+	if (s->source == EMULATE_SOURCE_SOFTWARE && !replanned &&
+	    (p->kind == EMULATE_PLAN_INJECT || p->kind == EMULATE_PLAN_EMULATE || p->kind == EMULATE_PLAN_STOP))
 		v->stats.split_locks_detected++;
 	switch (p->kind) {
-	case SL_PLAN_NONE:
-	case SL_PLAN_NATIVE:
-		return SL_NONE;
-	case SL_PLAN_STOP:
+	case EMULATE_PLAN_NONE:
+	case EMULATE_PLAN_NATIVE:
+		return SPLITLOCK_NONE;
+	case EMULATE_PLAN_STOP:
 		stop_uninvited(v, s, p);
-		return SL_STOPPED;
-	case SL_PLAN_INJECT:
+		return SPLITLOCK_STOPPED;
+	case EMULATE_PLAN_INJECT:
 		r = inject(v, &p->ex);
 		if (r) {
 			fail_host(v, p->ex.has_cr2 ? "injecting #PF with KVM_SET_SREGS and KVM_SET_VCPU_EVENTS"
 						   : "injecting an exception with KVM_SET_VCPU_EVENTS", r);
-			return SL_STOPPED;
+			return SPLITLOCK_STOPPED;
 		}
-		sl_plan_fetched(p, &s->mem);
+		emulate_plan_fetched(p, &s->mem);
 		if (p->ex.vector == X86_VEC_AC) {
 			v->stats.ac_injected++;
-			return SL_AC_INJECTED;
+			return SPLITLOCK_AC_INJECTED;
 		}
-		return SL_FAULT_INJECTED;
-	case SL_PLAN_EMULATE:
+		return SPLITLOCK_FAULT_INJECTED;
+	case EMULATE_PLAN_EMULATE:
 		if (replanned)
-			return SL_NONE;	/* not reached: emulate() performs it */
+			return SPLITLOCK_NONE;	/* not reached: emulate() performs it */
 		return emulate(v, s, p);
 	}
-	return SL_NONE;
+	return SPLITLOCK_NONE;
 }
 
-enum sl_outcome splitlock_check(struct vcpu *v)
+enum splitlock_outcome splitlock_check(struct vcpu *v)
 {
-	struct sl_snapshot s;
-	struct sl_plan p;
+	struct emulate_snapshot s;
+	struct emulate_plan p;
 
-	if (!snapshot(v, SL_SOFTWARE, &s))
-		return SL_NONE;
+	if (!snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))
+		return SPLITLOCK_NONE;
 	plan(v, &s, &p);
 	return act(v, &s, &p, false);
 }
 
 void splitlock_handle_exception(struct vcpu *v)
 {
-	struct sl_snapshot s;
-	struct sl_plan p;
+	struct emulate_snapshot s;
+	struct emulate_plan p;
 	bool sigbus = v->sigbus != 0;
 	uint32_t vector = v->run->ex.exception;
 
@@ -315,7 +315,7 @@ void splitlock_handle_exception(struct vcpu *v)
 			v->index, vector, v->run->ex.error_code);
 		return;
 	}
-	if (!snapshot(v, SL_HARDWARE, &s)) {
+	if (!snapshot(v, EMULATE_SOURCE_HARDWARE, &s)) {
 		vm_fail(v->vm, VMM_EXIT_HOST, "vCPU %u: reading registers after a split-lock #AC failed",
 			v->index);
 		return;

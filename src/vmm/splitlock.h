@@ -14,20 +14,20 @@
 #include "vcpu.h"
 
 /* What to do with a split lock; pure, see splitlock_decide_ac(). */
-enum ac_action {
-	AC_INJECT,          /* the guest asked for it: deliver #AC */
-	AC_EMULATE,         /* it did not: complete the instruction for it */
+enum splitlock_ac_action {
+	SPLITLOCK_AC_INJECT,          /* the guest asked for it: deliver #AC */
+	SPLITLOCK_AC_EMULATE,         /* it did not: complete the instruction for it */
 };
 
-enum sl_outcome {
-	SL_NONE,            /* no split lock at RIP, or one the CPU faults on first */
-	SL_AC_INJECTED,
-	SL_FAULT_INJECTED,  /* the fault the CPU would raise instead (#PF, #GP, #SS) */
-	SL_EMULATED,        /* done, RIP moved on: check the next one too */
-	SL_STOPPED,         /* the VM is stopping */
+enum splitlock_outcome {
+	SPLITLOCK_NONE,            /* no split lock at RIP, or one the CPU faults on first */
+	SPLITLOCK_AC_INJECTED,
+	SPLITLOCK_FAULT_INJECTED,  /* the fault the CPU would raise instead (#PF, #GP, #SS) */
+	SPLITLOCK_EMULATED,        /* done, RIP moved on: check the next one too */
+	SPLITLOCK_STOPPED,         /* the VM is stopping */
 };
 
-enum ac_action splitlock_decide_ac(const struct msr_state *msrs);
+enum splitlock_ac_action splitlock_decide_ac(const struct msr_state *msrs);
 
 void splitlock_handle_rdmsr(struct vcpu *v);
 void splitlock_handle_wrmsr(struct vcpu *v);
@@ -35,15 +35,15 @@ void splitlock_handle_wrmsr(struct vcpu *v);
  * KVM_EXIT_EXCEPTION: a hardware split-lock #AC is injected when the guest
  * asked for it (or it is a legacy alignment check), replaced by the fault
  * the operand would take without detection, else emulated; what cannot be
- * emulated stops the VM. sl_plan() decides.
+ * emulated stops the VM. emulate_plan() decides.
  */
 void splitlock_handle_exception(struct vcpu *v);
 /*
  * --split-lock=emulate: looks at the instruction at RIP before it runs; a
  * split lock gets #AC if the guest asked for it, else is emulated, and one
  * the CPU would fault on first (or check for legacy alignment) is left to
- * the CPU. sl_plan() decides.
+ * the CPU. emulate_plan() decides.
  */
-enum sl_outcome splitlock_check(struct vcpu *v);
+enum splitlock_outcome splitlock_check(struct vcpu *v);
 
 #endif

@@ -34,13 +34,13 @@ const char *stats_exit_name(uint32_t reason)
 	return NULL;
 }
 
-static void msr_counts(FILE *out, const char *name, uint64_t reads, uint64_t writes)
+static void print_msr_counts(FILE *out, const char *name, uint64_t reads, uint64_t writes)
 {
 	fprintf(out, "\"%s\":{\"reads\":%llu,\"writes\":%llu}", name,
 		(unsigned long long)reads, (unsigned long long)writes);
 }
 
-void stats_print_vcpu_json(FILE *out, unsigned index, const struct vcpu_stats *s)
+void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s)
 {
 	const char *sep = "";
 
@@ -57,10 +57,10 @@ void stats_print_vcpu_json(FILE *out, unsigned index, const struct vcpu_stats *s
 		sep = ",";
 	}
 	fprintf(out, "},\"msr\":{");
-	msr_counts(out, "test_ctrl", s->msr_reads[STATS_MSR_TEST_CTRL],
+	print_msr_counts(out, "test_ctrl", s->msr_reads[STATS_MSR_TEST_CTRL],
 		   s->msr_writes[STATS_MSR_TEST_CTRL]);
 	fputc(',', out);
-	msr_counts(out, "core_capabilities", s->msr_reads[STATS_MSR_CORE_CAPABILITIES],
+	print_msr_counts(out, "core_capabilities", s->msr_reads[STATS_MSR_CORE_CAPABILITIES],
 		   s->msr_writes[STATS_MSR_CORE_CAPABILITIES]);
 	fprintf(out, "},\"gp_injected\":%llu,\"ac_injected\":%llu,\"split_lock_stops\":%llu,\"sigbus\":%llu",
 		(unsigned long long)s->gp_injected, (unsigned long long)s->ac_injected,

@@ -14,7 +14,7 @@ enum stats_msr {
 	STATS_MSR_COUNT,
 };
 
-struct vcpu_stats {
+struct stats {
 	uint64_t exits[STATS_EXIT_REASONS + 1];   /* last: any higher reason */
 	uint64_t msr_reads[STATS_MSR_COUNT];
 	uint64_t msr_writes[STATS_MSR_COUNT];
@@ -32,13 +32,13 @@ struct vcpu_stats {
 	uint64_t sigbus;
 };
 
-static inline void stats_count_exit(struct vcpu_stats *s, uint32_t reason)
+static inline void stats_count_exit(struct stats *s, uint32_t reason)
 {
 	s->exits[reason < STATS_EXIT_REASONS ? reason : STATS_EXIT_REASONS]++;
 }
 
 const char *stats_exit_name(uint32_t reason);
 /* One vCPU's counters as a JSON object (vm_print_stats prints them all). */
-void stats_print_vcpu_json(FILE *out, unsigned index, const struct vcpu_stats *s);
+void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s);
 
 #endif

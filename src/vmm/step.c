@@ -350,7 +350,7 @@ uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64
 {
 	uint64_t hits = 0;
 
-	if (rflags & RFLAGS_RF)
+	if (rflags & X86_RFLAGS_RF)
 		return 0;
 	for (unsigned i = 0; i < 4; i++)
 		if (bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == rip)

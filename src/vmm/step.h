@@ -201,7 +201,6 @@ bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64
 			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
 			struct step_delivery *out);
 
-#define RFLAGS_RF (1ull << 16)
 
 /*
  * The guest's own breakpoints, for the instructions the VMM completes

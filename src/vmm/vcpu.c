@@ -63,7 +63,7 @@ void vcpu_signals_init(void)
 
 	/* No SA_RESTART: KVM_RUN must come back with EINTR. */
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(KICK_SIGNAL, &sa, NULL) < 0)
+	if (sigaction(VM_KICK_SIGNAL, &sa, NULL) < 0)
 		die_errno("sigaction(SIGUSR1)", errno, NULL);
 	sa = (struct sigaction){ .sa_sigaction = sigbus_handler, .sa_flags = SA_SIGINFO };
 	sigemptyset(&sa.sa_mask);
@@ -71,17 +71,17 @@ void vcpu_signals_init(void)
 		die_errno("sigaction(SIGBUS)", errno, NULL);
 }
 
-static int kvm_get_regs(struct vcpu *v, struct kvm_regs *regs)
+static int ioctl_get_regs(struct vcpu *v, struct kvm_regs *regs)
 {
 	return ioctl(v->fd, KVM_GET_REGS, regs) < 0 ? -errno : 0;
 }
 
-static int kvm_get_sregs(struct vcpu *v, struct kvm_sregs *sregs)
+static int ioctl_get_sregs(struct vcpu *v, struct kvm_sregs *sregs)
 {
 	return ioctl(v->fd, KVM_GET_SREGS, sregs) < 0 ? -errno : 0;
 }
 
-static int kvm_set_regs(struct vcpu *v, const struct kvm_regs *regs)
+static int ioctl_set_regs(struct vcpu *v, const struct kvm_regs *regs)
 {
 	return ioctl(v->fd, KVM_SET_REGS, regs) < 0 ? -errno : 0;
 }
@@ -116,7 +116,7 @@ static int sync_set_regs(struct vcpu *v, const struct kvm_regs *regs)
 	return 0;
 }
 
-static int kvm_set_sregs(struct vcpu *v, const struct kvm_sregs *sregs)
+static int ioctl_set_sregs(struct vcpu *v, const struct kvm_sregs *sregs)
 {
 	return ioctl(v->fd, KVM_SET_SREGS, sregs) < 0 ? -errno : 0;
 }
@@ -133,7 +133,7 @@ static int sync_set_sregs(struct vcpu *v, const struct kvm_sregs *sregs)
  * the host's offsets: PKRU sits where CPUID.(0xd,9):EBX says, and is in its
  * init state, 0, when XSTATE_BV bit 9 is clear.
  */
-static int kvm_get_pkru(struct vcpu *v, uint32_t *pkru)
+static int ioctl_get_pkru(struct vcpu *v, uint32_t *pkru)
 {
 	struct kvm_xsave xs;
 	uint32_t a = 0xd, b, c = 9, d;
@@ -151,12 +151,12 @@ static int kvm_get_pkru(struct vcpu *v, uint32_t *pkru)
 	return 0;
 }
 
-static int kvm_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
+static int ioctl_get_events(struct vcpu *v, struct kvm_vcpu_events *ev)
 {
 	return ioctl(v->fd, KVM_GET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
 }
 
-static int kvm_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
+static int ioctl_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 {
 	return ioctl(v->fd, KVM_SET_VCPU_EVENTS, ev) < 0 ? -errno : 0;
 }
@@ -185,7 +185,7 @@ static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 			return -errno;
 		v->run->kvm_dirty_regs &= ~(uint64_t)KVM_SYNC_X86_REGS;
 	}
-	r = kvm_set_events(v, ev);
+	r = ioctl_set_events(v, ev);
 
 	if (!r && (ev->exception.injected || ev->exception.pending))
 		v->step.inject_vector = ev->exception.nr;
@@ -193,24 +193,24 @@ static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 }
 
 
-static const struct vcpu_ops kvm_vcpu_ops = {
-	.get_regs = kvm_get_regs,
-	.get_sregs = kvm_get_sregs,
-	.get_events = kvm_get_events,
-	.set_events = kvm_set_events,
-	.set_regs = kvm_set_regs,
-	.set_sregs = kvm_set_sregs,
-	.get_pkru = kvm_get_pkru,
+static const struct vcpu_ops ioctl_vcpu_ops = {
+	.get_regs = ioctl_get_regs,
+	.get_sregs = ioctl_get_sregs,
+	.get_events = ioctl_get_events,
+	.set_events = ioctl_set_events,
+	.set_regs = ioctl_set_regs,
+	.set_sregs = ioctl_set_sregs,
+	.get_pkru = ioctl_get_pkru,
 };
 
 static const struct vcpu_ops sync_vcpu_ops = {
 	.get_regs = sync_get_regs,
 	.get_sregs = sync_get_sregs,
-	.get_events = kvm_get_events,
+	.get_events = ioctl_get_events,
 	.set_events = sync_set_events,
 	.set_regs = sync_set_regs,
 	.set_sregs = sync_set_sregs,
-	.get_pkru = kvm_get_pkru,
+	.get_pkru = ioctl_get_pkru,
 };
 
 void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
@@ -224,7 +224,7 @@ void vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 
 	if (!cpuid)
 		die(VMM_EXIT_HOST, "out of memory for vCPU %u's CPUID table", v->index);
-	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &kvm_vcpu_ops;
+	v->ops = vm->split_lock_emulate ? &sync_vcpu_ops : &ioctl_vcpu_ops;
 	v->step = (struct step_state){ .inject_vector = -1, .frame_vector = -1 };
 	msr_reset(&v->msrs);
 	ratelimit_init(&v->warn_rate, 1, 5);
@@ -270,7 +270,7 @@ static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (vm_fail(v->vm, status, "vCPU %u: %s", v->index, msg))
-		vcpu_dump(v);
+		dump_vcpu(v);
 }
 
 static void handle_internal_error(struct vcpu *v)
@@ -287,9 +287,9 @@ static void handle_internal_error(struct vcpu *v)
 		   run->internal.suberror, *data ? ", data" : "", data);
 }
 
-static void emulate_debug_exit(struct vcpu *v);
-static void emulate_after_exit(struct vcpu *v, uint32_t reason);
-static void emulate_msr_fault(struct vcpu *v);
+static void stepping_debug_exit(struct vcpu *v);
+static void stepping_after_exit(struct vcpu *v, uint32_t reason);
+static void stepping_msr_fault(struct vcpu *v);
 static bool msr_fault_queued(struct vcpu *v);
 
 static void handle_exit(struct vcpu *v)
@@ -299,17 +299,17 @@ static void handle_exit(struct vcpu *v)
 
 	stats_count_exit(&v->stats, reason);
 	if (v->vm->split_lock_emulate)
-		emulate_after_exit(v, reason);
+		stepping_after_exit(v, reason);
 	switch (reason) {
 	case KVM_EXIT_X86_RDMSR:
 		splitlock_handle_rdmsr(v);
 		if (v->vm->split_lock_emulate && run->msr.error)
-			emulate_msr_fault(v);
+			stepping_msr_fault(v);
 		break;
 	case KVM_EXIT_X86_WRMSR:
 		splitlock_handle_wrmsr(v);
 		if (v->vm->split_lock_emulate && run->msr.error)
-			emulate_msr_fault(v);
+			stepping_msr_fault(v);
 		break;
 	case KVM_EXIT_EXCEPTION:
 		splitlock_handle_exception(v);
@@ -329,7 +329,7 @@ static void handle_exit(struct vcpu *v)
 		if (vm_vcpu_halted(v->vm)) {
 			errmsg("every vCPU has halted with nothing to wake them (there are no interrupts); vCPU %u halted last",
 			       v->index);
-			vcpu_dump(v);
+			dump_vcpu(v);
 		}
 		break;
 	case KVM_EXIT_SHUTDOWN:
@@ -348,7 +348,7 @@ static void handle_exit(struct vcpu *v)
 		break;
 	case KVM_EXIT_DEBUG:
 		if (v->vm->split_lock_emulate) {
-			emulate_debug_exit(v);
+			stepping_debug_exit(v);
 			break;
 		}
 		fatal_exit(v, VMM_EXIT_UNHANDLED, "debug exit (KVM_EXIT_DEBUG) while not single-stepping, DR6 0x%llx",
@@ -375,7 +375,7 @@ void vcpu_report_rip(struct vcpu *v)
 #define DR7_L0           0x1ull      /* DR0 enabled, execute, one byte */
 #define MSR_SYSCALL_MASK 0xc0000084u
 
-static bool step_fail(struct vcpu *v, const char *call, int err)
+static bool stepping_fail(struct vcpu *v, const char *call, int err)
 {
 	vm_fail(v->vm, VMM_EXIT_HOST,
 		"vCPU %u: %s failed: %s (errno %d); --split-lock=emulate cannot go on watching this guest",
@@ -387,12 +387,12 @@ static bool step_fail(struct vcpu *v, const char *call, int err)
 static void guest_paging(struct vcpu *v, struct paging *p)
 {
 	/* PKRU applies to none of the accesses made through this. */
-	sl_paging(p, &v->run->s.regs.sregs, &v->run->s.regs.regs, 0, v->maxphyaddr);
+	emulate_paging(p, &v->run->s.regs.sregs, &v->run->s.regs.regs, 0, v->maxphyaddr);
 }
 
-static enum sl_mode guest_mode(struct vcpu *v)
+static enum decode_mode guest_mode(struct vcpu *v)
 {
-	return sl_cpu_mode(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags);
+	return emulate_cpu_mode(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags);
 }
 
 /*
@@ -452,7 +452,7 @@ static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
 	if (!was && step)	/* unstepped, KVM_GET_REGS showed the real TF */
 		v->step.guest_tf = (v->run->s.regs.regs.rflags & X86_RFLAGS_TF) != 0;
 	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+		return stepping_fail(v, "KVM_SET_GUEST_DEBUG", errno);
 	v->stepping = step;
 	v->step.watch = bp != 0;
 	v->step.watch_addr = bp;
@@ -501,7 +501,7 @@ static bool restep_here(struct vcpu *v)
 	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
 
 	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+		return stepping_fail(v, "KVM_SET_GUEST_DEBUG", errno);
 	v->stepping = true;
 	v->step.watch = false;
 	v->step.predict = false;
@@ -510,15 +510,15 @@ static bool restep_here(struct vcpu *v)
 
 /*
  * Where hardware breakpoints work: will the instruction at RIP fault on
- * its memory operand (sl_predict_fault)? Then single-step with a
+ * its memory operand (emulate_predict_fault)? Then single-step with a
  * breakpoint on that vector's handler as well, so that the vCPU stops
  * before the handler's first instruction, which the CPU delivers with TF
  * clear; stepping stays on, so a wrong forecast costs nothing but the
  * ioctls. false: plain stepping.
  */
-static bool step_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
+static bool stepping_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
-	struct sl_snapshot snap = {
+	struct emulate_snapshot snap = {
 		.regs = v->run->s.regs.regs,
 		.sregs = v->run->s.regs.sregs,
 		.maxphyaddr = v->maxphyaddr,
@@ -528,7 +528,7 @@ static bool step_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP | KVM_GUESTDBG_USE_HW_BP,
 	};
 	uint64_t handler;
-	int vector = sl_predict_fault(&snap, bytes, n, NULL);
+	int vector = emulate_predict_fault(&snap, bytes, n, NULL);
 
 	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler))
 		return false;
@@ -537,7 +537,7 @@ static bool step_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 	dbg.arch.debugreg[0] = handler;
 	dbg.arch.debugreg[7] = DR7_L0;
 	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
-		return step_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+		return stepping_fail(v, "KVM_SET_GUEST_DEBUG", errno);
 	v->stepping = true;
 	v->step.watch = false;
 	v->step.predict = true;
@@ -594,7 +594,7 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 	     (pagewalk(&m, &p, desc_la + 5, WALK_WRITE, &desc_w) != WALK_OK || desc_w.gpa >= m.size)))
 		return false;
 	/* The frame holds the guest's TF, and RF as every fault pushes it. */
-	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | RFLAGS_RF;
+	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | X86_RFLAGS_RF;
 	if (!step_delivery_plan(gate, (uint16_t)sel, sregs->ss.selector, regs->rip, regs->rsp,
 				rflags, step_vector_error_code(vector), err, &d))
 		return false;
@@ -671,7 +671,7 @@ static void watch_handler(struct vcpu *v, unsigned vector)
  * (restep_here). Only the debug state and RFLAGS.TF change here, which
  * completing a failed access leaves alone.
  */
-static void emulate_msr_fault(struct vcpu *v)
+static void stepping_msr_fault(struct vcpu *v)
 {
 	if (!v->step.checked)
 		return;
@@ -690,7 +690,7 @@ static void emulate_msr_fault(struct vcpu *v)
 }
 
 /*
- * After the KVM_RUN that emulate_msr_fault() made return at once: true
+ * After the KVM_RUN that stepping_msr_fault() made return at once: true
  * where KVM had queued the #GP and the VMM delivered it instead, the
  * handler's first instruction to be checked next. false: the #GP (if KVM
  * queued it at all; an older KVM may not have completed the access yet)
@@ -701,14 +701,14 @@ static bool msr_fault_queued(struct vcpu *v)
 	struct kvm_vcpu_events ev, none;
 
 	v->step.msr_fault = false;
-	if (kvm_get_events(v, &ev) ||
+	if (ioctl_get_events(v, &ev) ||
 	    !(ev.exception.injected || ev.exception.pending) || ev.exception.nr != 13 ||
 	    v->run->s.regs.regs.rip != v->step.rip)
 		return false;
 	none = ev;
 	none.exception.injected = 0;
 	none.exception.pending = 0;
-	if (kvm_set_events(v, &none))
+	if (ioctl_set_events(v, &none))
 		return false;
 	/* watch_handler() took the guest's TF as delivery would: the frame wants it back. */
 	v->step.guest_tf = v->step.frame_tf;
@@ -717,8 +717,8 @@ static bool msr_fault_queued(struct vcpu *v)
 		return true;
 	}
 	v->step.guest_tf = false;
-	if (kvm_set_events(v, &ev))
-		step_fail(v, "KVM_SET_VCPU_EVENTS (#GP)", errno);
+	if (ioctl_set_events(v, &ev))
+		stepping_fail(v, "KVM_SET_VCPU_EVENTS (#GP)", errno);
 	return false;
 }
 
@@ -857,13 +857,13 @@ static void fix_pushf(struct vcpu *v)
  */
 static void check_shadowed_at(struct vcpu *v, uint64_t rip)
 {
-	uint8_t next[SL_INSN_MAX];
+	uint8_t next[DECODE_INSN_MAX];
 	size_t n = 0;
 
 	if (v->step.insn.len)
 		n = read_linear(v, step_advance(rip, v->step.insn.len, v->step.mode), WALK_FETCH,
 				next, sizeof(next));
-	if (!n || sl_maybe_locked(guest_mode(v), next, n))
+	if (!n || decode_maybe_locked(guest_mode(v), next, n))
 		v->stats.unchecked_runs++;
 }
 
@@ -880,13 +880,13 @@ static void reinject_db(struct vcpu *v, uint64_t payload)
 	int r;
 
 	if (ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0) {
-		step_fail(v, "KVM_GET_DEBUGREGS", errno);
+		stepping_fail(v, "KVM_GET_DEBUGREGS", errno);
 		return;
 	}
 	dr.dr6 = step_dr6_deliver(dr.dr6, payload);
 	dr.flags = 0;
 	if (ioctl(v->fd, KVM_SET_DEBUGREGS, &dr) < 0) {
-		step_fail(v, "KVM_SET_DEBUGREGS", errno);
+		stepping_fail(v, "KVM_SET_DEBUGREGS", errno);
 		return;
 	}
 	r = v->ops->get_events(v, &ev);
@@ -902,14 +902,14 @@ static void reinject_db(struct vcpu *v, uint64_t payload)
 		r = v->ops->set_events(v, &ev);
 	}
 	if (r) {
-		step_fail(v, "KVM_SET_VCPU_EVENTS (#DB)", -r);
+		stepping_fail(v, "KVM_SET_VCPU_EVENTS (#DB)", -r);
 		return;
 	}
 	v->stats.db_reinjected++;
 }
 
 /* KVM_EXIT_DEBUG under emulate. */
-static void emulate_debug_exit(struct vcpu *v)
+static void stepping_debug_exit(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 	uint64_t dr6 = v->run->debug.arch.dr6;
@@ -951,7 +951,7 @@ static void emulate_debug_exit(struct vcpu *v)
 		dr6 &= ~1ull;
 	}
 	if ((hit & X86_DR6_B0_3) && ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0) {
-		step_fail(v, "KVM_GET_DEBUGREGS", errno);
+		stepping_fail(v, "KVM_GET_DEBUGREGS", errno);
 		return;
 	}
 	/*
@@ -991,7 +991,7 @@ static void emulate_debug_exit(struct vcpu *v)
 		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode))
 			check_shadowed_at(v, s->rip);
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
-		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & RFLAGS_RF);
+		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		if (step_delivers(&s->insn, X86_RFLAGS_OF) &&
 		    gate_handler(v, s->insn.vector, &s->frame_handler)) {
 			s->frame_vector = s->insn.vector;
@@ -1010,7 +1010,7 @@ static bool refresh_dr(struct vcpu *v)
 	struct kvm_debugregs dr;
 
 	if (ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0)
-		return step_fail(v, "KVM_GET_DEBUGREGS", errno);
+		return stepping_fail(v, "KVM_GET_DEBUGREGS", errno);
 	memcpy(v->step.db, dr.db, sizeof(v->step.db));
 	v->step.dr7 = dr.dr7;
 	v->step.dr_valid = true;
@@ -1018,20 +1018,20 @@ static bool refresh_dr(struct vcpu *v)
 }
 
 /* The memory operand of the locked instruction at RIP, if it is one. */
-static bool locked_operand(struct vcpu *v, struct sl_access *acc)
+static bool locked_operand(struct vcpu *v, struct emulate_access *acc)
 {
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	enum sl_mode mode = guest_mode(v);
-	uint8_t bytes[SL_INSN_MAX];
-	struct sl_insn insn;
-	struct sl_exception fault;
+	enum decode_mode mode = guest_mode(v);
+	uint8_t bytes[DECODE_INSN_MAX];
+	struct decode_insn insn;
+	struct emulate_exception fault;
 	size_t n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
 
-	if (!n || !sl_maybe_locked(mode, bytes, n) || sl_decode(mode, bytes, n, &insn))
+	if (!n || !decode_maybe_locked(mode, bytes, n) || decode_insn(mode, bytes, n, &insn))
 		return false;
 	acc->size = insn.size;
-	return sl_linear(&insn, sregs, regs->rflags, sl_effective(&insn, regs), insn.size,
+	return emulate_linear(&insn, sregs, regs->rflags, emulate_effective(&insn, regs), insn.size,
 			 &acc->la, &fault);
 }
 
@@ -1051,13 +1051,13 @@ static bool check_split_locks(struct vcpu *v)
 	if (!s->dr_valid && !refresh_dr(v))
 		return false;
 	for (;;) {
-		struct sl_access acc;
+		struct emulate_access acc;
 		bool data, tf = s->guest_tf;
-		enum sl_outcome o;
+		enum splitlock_outcome o;
 		uint64_t payload;
 
 		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
-					       regs->rflags | (s->iret_rf ? RFLAGS_RF : 0));
+					       regs->rflags | (s->iret_rf ? X86_RFLAGS_RF : 0));
 
 		s->iret_rf = false;
 
@@ -1072,11 +1072,11 @@ static bool check_split_locks(struct vcpu *v)
 		}
 		data = v->vm->guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
 		o = splitlock_check(v);
-		if (o == SL_STOPPED || vm_stopping(v->vm))
+		if (o == SPLITLOCK_STOPPED || vm_stopping(v->vm))
 			return false;
-		if (o != SL_EMULATED)
+		if (o != SPLITLOCK_EMULATED)
 			return s->inject_vector < 0;
-		regs->rflags &= ~RFLAGS_RF;
+		regs->rflags &= ~X86_RFLAGS_RF;
 		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 		payload = (tf ? X86_DR6_BS : 0) | (data ? step_data_hits(s->db, s->dr7, acc.la, acc.size) : 0);
 		if (payload) {
@@ -1093,13 +1093,13 @@ static bool check_split_locks(struct vcpu *v)
  * on, and the next is checked before anything runs); pauses and stops are
  * honoured in between, so the VM stays responsive.
  */
-static void emulate_before_run(struct vcpu *v)
+static void stepping_before_run(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
 	struct step_state *s = &v->step;
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	uint8_t bytes[SL_INSN_MAX];
+	uint8_t bytes[DECODE_INSN_MAX];
 	unsigned cpl, deliveries = 0;
 	size_t n;
 
@@ -1132,7 +1132,7 @@ again:
 		      &s->insn);
 	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||
 			     s->insn.kind == STEP_POPF)) {
-		unsigned len = sl_length(guest_mode(v), bytes, n, &s->insn.falls);
+		unsigned len = decode_length(guest_mode(v), bytes, n, &s->insn.falls);
 
 		if (s->insn.len && s->insn.len != len)
 			s->insn.falls = false;
@@ -1164,7 +1164,7 @@ again:
 				return;
 			}
 		}
-		step_fail(v, "KVM_SET_VCPU_EVENTS (INT1)", errno);
+		stepping_fail(v, "KVM_SET_VCPU_EVENTS (INT1)", errno);
 		return;
 	}
 	if (vm->step_hwbp && step_delivers(&s->insn, regs->rflags)) {
@@ -1174,16 +1174,16 @@ again:
 	}
 	/*
 	 * No breakpoint can stop at a handler here: an access certain to fault
-	 * (sl_predict_fault) is delivered by the VMM, and the handler checked.
+	 * (emulate_predict_fault) is delivered by the VMM, and the handler checked.
 	 */
 	if (!vm->step_hwbp && s->insn.falls && deliveries < 4) {
-		struct sl_snapshot snap = {
+		struct emulate_snapshot snap = {
 			.regs = *regs, .sregs = *sregs, .maxphyaddr = v->maxphyaddr,
 			.mem = { vm->mem, vm->ram_size },
 		};
 		struct sl_forecast f;
 
-		if (sl_predict_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
+		if (emulate_predict_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
 		    (f.ex.vector == 12 || f.ex.vector == 13) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {
 			deliveries++;
 			goto again;
@@ -1208,7 +1208,7 @@ again:
 	}
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
-	if (!(vm->step_hwbp && s->insn.falls && step_predicted(v, bytes, n)) &&
+	if (!(vm->step_hwbp && s->insn.falls && stepping_predicted(v, bytes, n)) &&
 	    !set_debug(v, true, 0))
 		return;
 	if (vm_stopping(vm))
@@ -1222,7 +1222,7 @@ again:
 }
 
 /* After each exit under emulate, before it is handled. */
-static void emulate_after_exit(struct vcpu *v, uint32_t reason)
+static void stepping_after_exit(struct vcpu *v, uint32_t reason)
 {
 	struct step_state *s = &v->step;
 
@@ -1253,7 +1253,7 @@ void *vcpu_thread(void *arg)
 
 	this_vcpu = v;
 	sigemptyset(&kick);
-	sigaddset(&kick, KICK_SIGNAL);
+	sigaddset(&kick, VM_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 
 	while (!vm_stopping(vm)) {
@@ -1265,7 +1265,7 @@ void *vcpu_thread(void *arg)
 		 * state now would change an instruction KVM is half-way through.
 		 */
 		if (vm->split_lock_emulate && !completing) {
-			emulate_before_run(v);
+			stepping_before_run(v);
 			if (vm_stopping(vm))
 				break;
 		}

@@ -49,7 +49,7 @@ struct vcpu {
 	struct step_state step;        /* --split-lock=emulate's view of the stepping */
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */
 	uint64_t warn_suppressed;
-	struct vcpu_stats stats;       /* written by this vCPU's thread only */
+	struct stats stats;       /* written by this vCPU's thread only */
 };
 
 

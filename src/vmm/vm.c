@@ -24,7 +24,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int vm_init_common(struct vm *vm, enum split_lock_policy policy, unsigned ncpus,
+int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
 		   int console_fd)
 {
 	pthread_condattr_t attr;
@@ -87,7 +87,7 @@ bool vm_stop(struct vm *vm, int status)
 		struct vcpu *v = &vm->vcpus[i];
 
 		if (v->started && !pthread_equal(v->thread, self))
-			pthread_kill(v->thread, KICK_SIGNAL);
+			pthread_kill(v->thread, VM_KICK_SIGNAL);
 	}
 	pthread_mutex_unlock(&vm->lock);
 
@@ -167,7 +167,7 @@ bool vm_pause_others(struct vm *vm, struct vcpu *self)
 		struct vcpu *v = &vm->vcpus[i];
 
 		if (v != self && v->started)
-			pthread_kill(v->thread, KICK_SIGNAL);
+			pthread_kill(v->thread, VM_KICK_SIGNAL);
 	}
 	/*
 	 * Halted vCPUs and those waiting out the ratelimit run no guest code
@@ -267,7 +267,7 @@ void vm_stop_signals(sigset_t *set)
 {
 	/*
 	 * Every signal whose default action ends the process, except those
-	 * vmm uses itself (KICK_SIGNAL; SIGBUS, which KVM sends with a
+	 * vmm uses itself (VM_KICK_SIGNAL; SIGBUS, which KVM sends with a
 	 * split-lock #AC; SIGPIPE, ignored so that a console reader going away
 	 * is a write error; SIGSYS, the sandbox's report) and the synchronous
 	 * faults (SIGSEGV, SIGILL, SIGFPE, SIGTRAP, SIGABRT): those mean a bug
@@ -290,7 +290,7 @@ void vm_stop_signals(sigset_t *set)
 void vm_print_stats(FILE *out, const struct vm *vm)
 {
 	fprintf(out, "{\"status\":%d,\"split_lock\":{\"policy\":\"%s\",\"enumerated\":%s},\"vcpus\":[",
-		vm->status, split_lock_policy_name(vm->policy),
+		vm->status, policy_name(vm->policy),
 		vm->split_lock_enumerated ? "true" : "false");
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		if (i)

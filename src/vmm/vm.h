@@ -21,13 +21,13 @@
 #include "ratelimit.h"
 #include "serial.h"
 
-#define KICK_SIGNAL SIGUSR1
+#define VM_KICK_SIGNAL SIGUSR1
 
 struct vm;
 struct vcpu;
 
 struct vm {
-	enum split_lock_policy policy; /* --split-lock */
+	enum policy policy; /* --split-lock */
 	int kvm_fd;
 	int vm_fd;
 	uint8_t *mem;
@@ -57,7 +57,7 @@ struct vm {
 };
 
 /* Fills the parts that need no KVM: locks, serial, stop state. */
-int vm_init_common(struct vm *vm, enum split_lock_policy policy, unsigned ncpus,
+int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
 		   int console_fd);
 void vm_destroy_common(struct vm *vm);
 

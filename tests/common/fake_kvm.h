@@ -43,7 +43,7 @@ struct fake_vcpu {
 
 struct fake_vm {
 	struct vm vm;
-	struct vmm_options opts;
+	struct cli_options opts;
 	struct kvm_run *runs;        /* one run page per vCPU */
 	struct fake_vcpu *cpus;
 	int console_fd;

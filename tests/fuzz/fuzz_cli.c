@@ -10,7 +10,7 @@
  *    global state is reset between calls);
  *  - CLI_RUN: every field is in range (cpus 1..VMM_MAX_VCPUS, RAM in
  *    VMM_MIN_RAM..VMM_MAX_RAM in whole KiB, timeout at most a week, a
- *    split-lock policy split_lock_policy_name knows, --json only with
+ *    split-lock policy policy_name knows, --json only with
  *    --host-info, an image exactly when not --host-info), and every string
  *    field points into an argument, --append shorter than BOOT_CMDLINE_MAX;
  *  - CLI_ERROR: a one-line message that fits the buffer;
@@ -146,7 +146,7 @@ static void check_string_field(const struct argv_copy *c, const char *p, const c
 }
 
 static void check_result(const struct argv_copy *c, enum cli_result r,
-			 const struct vmm_options *o, const char *err, size_t errlen)
+			 const struct cli_options *o, const char *err, size_t errlen)
 {
 	switch (r) {
 	case CLI_RUN:
@@ -157,7 +157,7 @@ static void check_result(const struct argv_copy *c, enum cli_result r,
 			   o->ram_size);
 		FUZZ_CHECK(o->timeout_ms <= 7ull * 86400 * 1000, "timeout %" PRIu64, o->timeout_ms);
 		/* A policy the rest of vmm knows by name (the set grows). */
-		FUZZ_CHECK(strcmp(split_lock_policy_name(o->split_lock), "?") != 0,
+		FUZZ_CHECK(strcmp(policy_name(o->split_lock), "?") != 0,
 			   "split_lock %d", (int)o->split_lock);
 		FUZZ_CHECK(!o->json || o->host_info, "--json without --host-info accepted");
 		FUZZ_CHECK(o->host_info ? !o->image : !!o->image,
@@ -187,7 +187,7 @@ static void check_result(const struct argv_copy *c, enum cli_result r,
 /* The answer of one parse in a form two parses can be compared by. */
 struct outcome {
 	enum cli_result r;
-	struct vmm_options o;
+	struct cli_options o;
 	int image_arg, append_arg, stats_arg;
 	size_t image_off, append_off, stats_off;
 	char *err;

@@ -5,10 +5,10 @@
  * of 64-bit, 32-bit and 16-bit mode.
  *
  * Oracles:
- *  - sl_maybe_locked, the cheap filter, never says no to bytes that
- *    sl_decode accepts (its header's promise);
+ *  - decode_maybe_locked, the cheap filter, never says no to bytes that
+ *    decode_insn accepts (its header's promise);
  *  - an accepted instruction is well formed: a known op, length within the
- *    input and SL_INSN_MAX, a 1/2/4/8/16-byte operand (16 exactly for
+ *    input and DECODE_INSN_MAX, a 1/2/4/8/16-byte operand (16 exactly for
  *    CMPXCHG16B, only in 64-bit mode; 8 for CMPXCHG8B), 4- or 8-byte
  *    addressing in 64-bit mode and 2 or 4 elsewhere, a segment register,
  *    registers in range (RIP only as a base, in 64-bit mode), scale 1/2/4/8, the source kind each op
@@ -22,17 +22,17 @@
 
 #include "decode.h"
 
-static bool is_prefix(enum sl_mode mode, uint8_t b)
+static bool is_prefix(enum decode_mode mode, uint8_t b)
 {
 	switch (b) {
 	case 0xf0: case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e:
 	case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
 		return true;
 	}
-	return mode == SL_MODE_64 && (b & 0xf0) == 0x40;	/* REX */
+	return mode == DECODE_MODE_64 && (b & 0xf0) == 0x40;	/* REX */
 }
 
-static bool same(const struct sl_insn *a, const struct sl_insn *b)
+static bool same(const struct decode_insn *a, const struct decode_insn *b)
 {
 	return a->op == b->op && a->length == b->length && a->size == b->size &&
 	       a->mode == b->mode && a->addr_size == b->addr_size && a->seg == b->seg && a->base == b->base &&
@@ -41,54 +41,54 @@ static bool same(const struct sl_insn *a, const struct sl_insn *b)
 	       a->imm == b->imm && a->locked_by_prefix == b->locked_by_prefix;
 }
 
-static void check_insn(const uint8_t *b, size_t len, const struct sl_insn *i)
+static void check_insn(const uint8_t *b, size_t len, const struct decode_insn *i)
 {
 	bool lock_byte = false;
 	size_t p;
 
-	FUZZ_CHECK((unsigned)i->op < SL_OP_COUNT && strcmp(sl_op_name(i->op), "?") != 0,
+	FUZZ_CHECK((unsigned)i->op < DECODE_OP_COUNT && strcmp(decode_op_name(i->op), "?") != 0,
 		   "op %d", (int)i->op);
-	FUZZ_CHECK(i->length >= 1 && i->length <= len && i->length <= SL_INSN_MAX,
+	FUZZ_CHECK(i->length >= 1 && i->length <= len && i->length <= DECODE_INSN_MAX,
 		   "length %u of %zu bytes", i->length, len);
 	FUZZ_CHECK(i->size == 1 || i->size == 2 || i->size == 4 || i->size == 8 || i->size == 16,
 		   "operand size %u", i->size);
-	FUZZ_CHECK((i->size == 16) == (i->op == SL_CMPXCHG16B), "%s with a %u-byte operand",
-		   sl_op_name(i->op), i->size);
-	FUZZ_CHECK(i->op != SL_CMPXCHG8B || i->size == 8, "cmpxchg8b with %u bytes", i->size);
-	FUZZ_CHECK(!(i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) || i->size >= 2,
-		   "%s on a byte", sl_op_name(i->op));
-	FUZZ_CHECK(i->size != 16 || i->mode == SL_MODE_64, "16-byte operand outside 64-bit mode");
-	FUZZ_CHECK(i->mode == SL_MODE_64 ? i->addr_size == 4 || i->addr_size == 8
+	FUZZ_CHECK((i->size == 16) == (i->op == DECODE_CMPXCHG16B), "%s with a %u-byte operand",
+		   decode_op_name(i->op), i->size);
+	FUZZ_CHECK(i->op != DECODE_CMPXCHG8B || i->size == 8, "cmpxchg8b with %u bytes", i->size);
+	FUZZ_CHECK(!(i->op == DECODE_BTS || i->op == DECODE_BTR || i->op == DECODE_BTC) || i->size >= 2,
+		   "%s on a byte", decode_op_name(i->op));
+	FUZZ_CHECK(i->size != 16 || i->mode == DECODE_MODE_64, "16-byte operand outside 64-bit mode");
+	FUZZ_CHECK(i->mode == DECODE_MODE_64 ? i->addr_size == 4 || i->addr_size == 8
 					 : i->addr_size == 2 || i->addr_size == 4,
 		   "address size %u in mode %d", i->addr_size, (int)i->mode);
-	FUZZ_CHECK((unsigned)i->seg <= SL_SEG_GS, "segment %d", (int)i->seg);
-	FUZZ_CHECK(i->base != SL_REG_RIP || i->mode == SL_MODE_64, "RIP-relative outside 64-bit mode");
-	FUZZ_CHECK(i->base == SL_REG_NONE || i->base == SL_REG_RIP ||
+	FUZZ_CHECK((unsigned)i->seg <= DECODE_SEG_GS, "segment %d", (int)i->seg);
+	FUZZ_CHECK(i->base != DECODE_REG_RIP || i->mode == DECODE_MODE_64, "RIP-relative outside 64-bit mode");
+	FUZZ_CHECK(i->base == DECODE_REG_NONE || i->base == DECODE_REG_RIP ||
 		   (i->base >= 0 && i->base < 16), "base %d", i->base);
-	FUZZ_CHECK(i->index == SL_REG_NONE || (i->index >= 0 && i->index < 16), "index %d", i->index);
-	FUZZ_CHECK(i->base != SL_REG_RIP || i->index == SL_REG_NONE, "RIP-relative with an index");
+	FUZZ_CHECK(i->index == DECODE_REG_NONE || (i->index >= 0 && i->index < 16), "index %d", i->index);
+	FUZZ_CHECK(i->base != DECODE_REG_RIP || i->index == DECODE_REG_NONE, "RIP-relative with an index");
 	FUZZ_CHECK(i->scale == 1 || i->scale == 2 || i->scale == 4 || i->scale == 8,
 		   "scale %u", i->scale);
 
 	switch (i->op) {
-	case SL_NOT: case SL_NEG: case SL_INC: case SL_DEC:
-	case SL_CMPXCHG8B: case SL_CMPXCHG16B:
-		FUZZ_CHECK(i->src == SL_SRC_NONE, "%s with a source", sl_op_name(i->op));
+	case DECODE_NOT: case DECODE_NEG: case DECODE_INC: case DECODE_DEC:
+	case DECODE_CMPXCHG8B: case DECODE_CMPXCHG16B:
+		FUZZ_CHECK(i->src == DECODE_SRC_NONE, "%s with a source", decode_op_name(i->op));
 		break;
-	case SL_XCHG: case SL_XADD: case SL_CMPXCHG:
-		FUZZ_CHECK(i->src == SL_SRC_REG, "%s without a register source", sl_op_name(i->op));
+	case DECODE_XCHG: case DECODE_XADD: case DECODE_CMPXCHG:
+		FUZZ_CHECK(i->src == DECODE_SRC_REG, "%s without a register source", decode_op_name(i->op));
 		break;
 	default:
-		FUZZ_CHECK(i->src == SL_SRC_REG || i->src == SL_SRC_IMM, "%s without a source",
-			   sl_op_name(i->op));
+		FUZZ_CHECK(i->src == DECODE_SRC_REG || i->src == DECODE_SRC_IMM, "%s without a source",
+			   decode_op_name(i->op));
 		break;
 	}
-	if (i->src == SL_SRC_REG)
+	if (i->src == DECODE_SRC_REG)
 		FUZZ_CHECK(i->src_reg >= 0 && i->src_reg < 16, "source register %d", i->src_reg);
 	if (i->src_high8)
-		FUZZ_CHECK(i->src == SL_SRC_REG && i->src_reg < 4 && i->size == 1,
+		FUZZ_CHECK(i->src == DECODE_SRC_REG && i->src_reg < 4 && i->size == 1,
 			   "high-byte source %d for a %u-byte operand", i->src_reg, i->size);
-	FUZZ_CHECK(i->locked_by_prefix || i->op == SL_XCHG, "%s without LOCK", sl_op_name(i->op));
+	FUZZ_CHECK(i->locked_by_prefix || i->op == DECODE_XCHG, "%s without LOCK", decode_op_name(i->op));
 
 	for (p = 0; p < i->length && is_prefix(i->mode, b[p]); p++)
 		lock_byte |= b[p] == 0xf0;
@@ -97,19 +97,19 @@ static void check_insn(const uint8_t *b, size_t len, const struct sl_insn *i)
 		   i->locked_by_prefix, lock_byte);
 }
 
-static void one_mode(enum sl_mode mode, const uint8_t *data, size_t size)
+static void one_mode(enum decode_mode mode, const uint8_t *data, size_t size)
 {
-	struct sl_insn a, b;
+	struct decode_insn a, b;
 	bool maybe;
 	uint8_t *exact;
 
-	maybe = sl_maybe_locked(mode, data, size);
+	maybe = decode_maybe_locked(mode, data, size);
 	memset(&a, 0, sizeof(a));
-	if (sl_decode(mode, data, size, &a) != 0)
+	if (decode_insn(mode, data, size, &a) != 0)
 		return;
 	FUZZ_CHECK(a.mode == mode, "decoded in mode %d, asked %d", (int)a.mode, (int)mode);
-	FUZZ_CHECK(maybe, "sl_maybe_locked said no to a locked RMW (%s, %u bytes, mode %d)",
-		   sl_op_name(a.op), a.length, (int)mode);
+	FUZZ_CHECK(maybe, "decode_maybe_locked said no to a locked RMW (%s, %u bytes, mode %d)",
+		   decode_op_name(a.op), a.length, (int)mode);
 	check_insn(data, size, &a);
 
 	/* The instruction alone, in a buffer of its own size, decodes the same. */
@@ -117,10 +117,10 @@ static void one_mode(enum sl_mode mode, const uint8_t *data, size_t size)
 	FUZZ_SETUP(exact);
 	memcpy(exact, data, a.length);
 	memset(&b, 0x55, sizeof(b));
-	FUZZ_CHECK(sl_decode(mode, exact, a.length, &b) == 0 && same(&a, &b),
+	FUZZ_CHECK(decode_insn(mode, exact, a.length, &b) == 0 && same(&a, &b),
 		   "decoding %u bytes alone differs", a.length);
-	FUZZ_CHECK(sl_maybe_locked(mode, exact, a.length), "sl_maybe_locked depends on trailing bytes");
-	FUZZ_CHECK(sl_decode(mode, exact, a.length - 1, &b) == SL_DECODE_TRUNCATED,
+	FUZZ_CHECK(decode_maybe_locked(mode, exact, a.length), "decode_maybe_locked depends on trailing bytes");
+	FUZZ_CHECK(decode_insn(mode, exact, a.length - 1, &b) == DECODE_TRUNCATED,
 		   "%u bytes decode from %u, or are not called truncated", a.length, a.length - 1);
 	free(exact);
 }
@@ -129,8 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 64)
 		return 0;
-	one_mode(SL_MODE_64, data, size);
-	one_mode(SL_MODE_32, data, size);
-	one_mode(SL_MODE_16, data, size);
+	one_mode(DECODE_MODE_64, data, size);
+	one_mode(DECODE_MODE_32, data, size);
+	one_mode(DECODE_MODE_16, data, size);
 	return 0;
 }

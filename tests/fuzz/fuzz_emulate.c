@@ -7,11 +7,11 @@
  * each a selector byte that picks one of a table of edge values (0, -1,
  * INT64_MIN, 2^31, ...) or, from 0x80 on, the next 8 bytes; 16 bytes of
  * operand memory; then the instruction bytes, decoded in each of 64-bit,
- * 32-bit and 16-bit mode. Inputs that sl_decode turns down are skipped
+ * 32-bit and 16-bit mode. Inputs that decode_insn turns down are skipped
  * (fuzz-decode covers those).
  *
  * Oracles:
- *  - sl_effective and sl_linear: the address is disp + base (RIP after the
+ *  - emulate_effective and emulate_linear: the address is disp + base (RIP after the
  *    instruction) + index * scale, moved by the word a register bit offset
  *    selects (floor(offset / bits), computed in 128-bit arithmetic) for
  *    BTS/BTR/BTC, cut to the address size; in 64-bit mode plus the FS/GS
@@ -20,8 +20,8 @@
  *    input's low halves, plus the base cut to 32 bits and refused exactly
  *    when the last byte passes the limit or the segment is CS (a code
  *    segment, not writable);
- *  - sl_crosses_line is "first and last byte in different 64-byte lines";
- *  - sl_execute: RIP moves past the instruction; memory holds the result
+ *  - emulate_crosses_line is "first and last byte in different 64-byte lines";
+ *  - emulate_execute: RIP moves past the instruction; memory holds the result
  *    the reference computes for every op (ADD..XOR with CF in, NOT, NEG,
  *    INC, DEC, XCHG, XADD, CMPXCHG, CMPXCHG8B/16B, BTS/BTR/BTC), no byte
  *    past the operand changes; only the registers the op writes change,
@@ -87,16 +87,16 @@ static __int128 sext(uint64_t v, unsigned size)
 }
 
 /* The source operand as the instruction sees it. */
-static uint64_t src_of(const struct sl_insn *i, const struct kvm_regs *r)
+static uint64_t src_of(const struct decode_insn *i, const struct kvm_regs *r)
 {
-	if (i->src == SL_SRC_IMM)
+	if (i->src == DECODE_SRC_IMM)
 		return (uint64_t)i->imm;
 	if (i->src_high8)
-		return (sl_reg_get(r, i->src_reg) >> 8) & 0xff;
-	return sl_reg_get(r, i->src_reg);
+		return (emulate_reg_get(r, i->src_reg) >> 8) & 0xff;
+	return emulate_reg_get(r, i->src_reg);
 }
 
-static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
+static uint64_t ref_address(const struct decode_insn *i, const struct kvm_regs *r,
 			    uint64_t fs, uint64_t gs, bool *ok)
 {
 	uint64_t ea = (uint64_t)i->disp;
@@ -105,29 +105,29 @@ static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
 		&r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15,
 	};
 
-	if (i->base == SL_REG_RIP)
+	if (i->base == DECODE_REG_RIP)
 		ea += r->rip + i->length;
 	else if (i->base >= 0)
 		ea += *gprs[i->base];
 	if (i->index >= 0)
 		ea += *gprs[i->index] * i->scale;
-	if ((i->op == SL_BTS || i->op == SL_BTR || i->op == SL_BTC) && i->src == SL_SRC_REG) {
+	if ((i->op == DECODE_BTS || i->op == DECODE_BTR || i->op == DECODE_BTC) && i->src == DECODE_SRC_REG) {
 		__int128 bit = sext(src_of(i, r), i->size), bits = 8 * (__int128)i->size;
 		__int128 word = bit >= 0 ? bit / bits : -((-bit + bits - 1) / bits);
 
 		ea += (uint64_t)(word * i->size);
 	}
 	ea &= mask_of(i->addr_size);
-	if (i->mode != SL_MODE_64) {
-		uint64_t base = i->seg == SL_SEG_FS ? (uint32_t)fs : i->seg == SL_SEG_GS ? (uint32_t)gs : 0;
+	if (i->mode != DECODE_MODE_64) {
+		uint64_t base = i->seg == DECODE_SEG_FS ? (uint32_t)fs : i->seg == DECODE_SEG_GS ? (uint32_t)gs : 0;
 
 		/* Every op here writes, and code segments are not writable. */
-		*ok = ea + i->size - 1 <= 0xffffffffull && i->seg != SL_SEG_CS;
+		*ok = ea + i->size - 1 <= 0xffffffffull && i->seg != DECODE_SEG_CS;
 		return (base + ea) & 0xffffffffull;
 	}
-	if (i->seg == SL_SEG_FS)
+	if (i->seg == DECODE_SEG_FS)
 		ea += fs;
-	else if (i->seg == SL_SEG_GS)
+	else if (i->seg == DECODE_SEG_GS)
 		ea += gs;
 	*ok = ((int64_t)(ea << 16) >> 16) == (int64_t)ea &&
 	      ((int64_t)((ea + i->size - 1) << 16) >> 16) == (int64_t)(ea + i->size - 1);
@@ -135,7 +135,7 @@ static uint64_t ref_address(const struct sl_insn *i, const struct kvm_regs *r,
 }
 
 /* Long mode, paging, CS for `mode`; flat writable data segments. */
-static void sregs_for(enum sl_mode mode, uint64_t fs, uint64_t gs, struct kvm_sregs *s)
+static void sregs_for(enum decode_mode mode, uint64_t fs, uint64_t gs, struct kvm_sregs *s)
 {
 	struct kvm_segment data = { .limit = 0xffffffff, .type = 3, .present = 1, .db = 1, .s = 1 };
 
@@ -143,16 +143,16 @@ static void sregs_for(enum sl_mode mode, uint64_t fs, uint64_t gs, struct kvm_sr
 	s->cr0 = 0x80000011;
 	s->efer = 0x500;
 	s->cs = (struct kvm_segment){ .limit = 0xffffffff, .type = 11, .present = 1, .s = 1,
-				      .l = mode == SL_MODE_64, .db = mode == SL_MODE_32 };
+				      .l = mode == DECODE_MODE_64, .db = mode == DECODE_MODE_32 };
 	s->ds = s->es = s->ss = s->fs = s->gs = data;
-	s->fs.base = mode == SL_MODE_64 ? fs : (uint32_t)fs;
-	s->gs.base = mode == SL_MODE_64 ? gs : (uint32_t)gs;
+	s->fs.base = mode == DECODE_MODE_64 ? fs : (uint32_t)fs;
+	s->gs.base = mode == DECODE_MODE_64 ? gs : (uint32_t)gs;
 }
 
 /* x86 register write of `size` bytes. */
 static void write_sized(struct kvm_regs *r, int reg, bool high8, unsigned size, uint64_t v)
 {
-	uint64_t old = sl_reg_get(r, reg);
+	uint64_t old = emulate_reg_get(r, reg);
 
 	if (high8)
 		v = (old & ~0xff00ull) | ((v & 0xff) << 8);
@@ -162,14 +162,14 @@ static void write_sized(struct kvm_regs *r, int reg, bool high8, unsigned size, 
 		v = (old & ~0xffffull) | (v & 0xffff);
 	else if (size == 4)
 		v &= 0xffffffffull;
-	sl_reg_set(r, reg, v);
+	emulate_reg_set(r, reg, v);
 }
 
 /*
  * Performs i on the reference: memory, registers, and which flags it can
  * tell (*known bits of *fl).
  */
-static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *mem,
+static void ref_execute(const struct decode_insn *i, struct kvm_regs *r, uint8_t *mem,
 			uint64_t *fl, uint64_t *known)
 {
 	unsigned sz = i->size;
@@ -179,26 +179,26 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 
 	*known = 0;
 	switch (i->op) {
-	case SL_ADD: res = m + s; break;
-	case SL_ADC: res = m + s + cf; break;
-	case SL_SUB: res = m - s; break;
-	case SL_SBB: res = m - s - cf; break;
-	case SL_AND: res = m & s; break;
-	case SL_OR: res = m | s; break;
-	case SL_XOR: res = m ^ s; break;
-	case SL_NOT: res = ~m; break;
-	case SL_NEG: res = -m; break;
-	case SL_INC: res = m + 1; break;
-	case SL_DEC: res = m - 1; break;
-	case SL_XCHG:
+	case DECODE_ADD: res = m + s; break;
+	case DECODE_ADC: res = m + s + cf; break;
+	case DECODE_SUB: res = m - s; break;
+	case DECODE_SBB: res = m - s - cf; break;
+	case DECODE_AND: res = m & s; break;
+	case DECODE_OR: res = m | s; break;
+	case DECODE_XOR: res = m ^ s; break;
+	case DECODE_NOT: res = ~m; break;
+	case DECODE_NEG: res = -m; break;
+	case DECODE_INC: res = m + 1; break;
+	case DECODE_DEC: res = m - 1; break;
+	case DECODE_XCHG:
 		res = s;
 		write_sized(r, i->src_reg, i->src_high8, sz, m);
 		break;
-	case SL_XADD:
+	case DECODE_XADD:
 		res = m + s;
 		write_sized(r, i->src_reg, i->src_high8, sz, m);
 		break;
-	case SL_CMPXCHG:
+	case DECODE_CMPXCHG:
 		*known = X86_RFLAGS_ZF;
 		if ((r->rax & mask) == m) {
 			res = s;
@@ -209,7 +209,7 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 			write_sized(r, 0, false, sz, m);
 		}
 		break;
-	case SL_CMPXCHG8B: {
+	case DECODE_CMPXCHG8B: {
 		uint64_t want = (r->rdx << 32) | (uint32_t)r->rax;
 
 		*known = X86_RFLAGS_ZF;
@@ -225,7 +225,7 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 		}
 		break;
 	}
-	case SL_CMPXCHG16B: {
+	case DECODE_CMPXCHG16B: {
 		uint64_t lo = load(mem, 8), hi = load(mem + 8, 8);
 
 		*known = X86_RFLAGS_ZF;
@@ -241,15 +241,15 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 		}
 		break;
 	}
-	case SL_BTS: case SL_BTR: case SL_BTC: {
+	case DECODE_BTS: case DECODE_BTR: case DECODE_BTC: {
 		uint64_t bit = 1ull << (s & (8ull * sz - 1));
 
 		*known = X86_RFLAGS_CF;
 		*fl = (*fl & ~X86_RFLAGS_CF) | ((m & bit) ? X86_RFLAGS_CF : 0);
-		res = i->op == SL_BTS ? m | bit : i->op == SL_BTR ? m & ~bit : m ^ bit;
+		res = i->op == DECODE_BTS ? m | bit : i->op == DECODE_BTR ? m & ~bit : m ^ bit;
 		break;
 	}
-	case SL_OP_COUNT:
+	case DECODE_OP_COUNT:
 		set_res = false;
 		break;
 	}
@@ -259,8 +259,8 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 	store(mem, sz, res);
 	/* ZF and SF of the result, for the ops that set them from it. */
 	switch (i->op) {
-	case SL_ADD: case SL_ADC: case SL_SUB: case SL_SBB: case SL_AND: case SL_OR:
-	case SL_XOR: case SL_NEG: case SL_INC: case SL_DEC: case SL_XADD:
+	case DECODE_ADD: case DECODE_ADC: case DECODE_SUB: case DECODE_SBB: case DECODE_AND: case DECODE_OR:
+	case DECODE_XOR: case DECODE_NEG: case DECODE_INC: case DECODE_DEC: case DECODE_XADD:
 		*known |= X86_RFLAGS_ZF | X86_RFLAGS_SF;
 		*fl = (*fl & ~(X86_RFLAGS_ZF | X86_RFLAGS_SF)) | (res == 0 ? X86_RFLAGS_ZF : 0) | (res & sign ? X86_RFLAGS_SF : 0);
 		break;
@@ -269,71 +269,71 @@ static void ref_execute(const struct sl_insn *i, struct kvm_regs *r, uint8_t *me
 	}
 	/* Carries: CF of ADD/SUB and friends (INC and DEC keep it). */
 	switch (i->op) {
-	case SL_ADD: case SL_XADD:
+	case DECODE_ADD: case DECODE_XADD:
 		*known |= X86_RFLAGS_CF;
 		*fl = (*fl & ~X86_RFLAGS_CF) | (res < m ? X86_RFLAGS_CF : 0);
 		break;
-	case SL_SUB:
+	case DECODE_SUB:
 		*known |= X86_RFLAGS_CF;
 		*fl = (*fl & ~X86_RFLAGS_CF) | (s > m ? X86_RFLAGS_CF : 0);
 		break;
-	case SL_AND: case SL_OR: case SL_XOR:
+	case DECODE_AND: case DECODE_OR: case DECODE_XOR:
 		*known |= X86_RFLAGS_CF;
 		*fl &= ~X86_RFLAGS_CF;
 		break;
-	case SL_INC: case SL_DEC: case SL_NOT: case SL_XCHG:
+	case DECODE_INC: case DECODE_DEC: case DECODE_NOT: case DECODE_XCHG:
 		*known |= X86_RFLAGS_CF;	/* unchanged */
 		break;
 	default:
 		break;
 	}
-	if (i->op == SL_NOT || i->op == SL_XCHG) {
+	if (i->op == DECODE_NOT || i->op == DECODE_XCHG) {
 		*known = X86_RFLAGS_ARITH;		/* no flag changes at all */
 	}
 }
 
 
-static void one_mode(const struct sl_insn *ip, const struct kvm_regs *rp, uint64_t fs, uint64_t gs,
+static void one_mode(const struct decode_insn *ip, const struct kvm_regs *rp, uint64_t fs, uint64_t gs,
 		     const uint8_t *memory)
 {
-	struct sl_insn i = *ip;
+	struct decode_insn i = *ip;
 	struct kvm_regs r = *rp, got, want;
 	struct kvm_sregs sregs;
-	struct sl_exception fault;
+	struct emulate_exception fault;
 	uint8_t buf[64] __attribute__((aligned(16))), ref[64];
-	struct sl_access a = { .size = i.size };
+	struct emulate_access a = { .size = i.size };
 	uint64_t fl, known, want_la;
 	bool ok, want_ok;
 
 	sregs_for(i.mode, fs, gs, &sregs);
-	FUZZ_CHECK(sl_cpu_mode(&sregs, r.rflags & ~(1ull << 17)) == i.mode, "mode");
-	ok = sl_linear(&i, &sregs, r.rflags & ~(1ull << 17), sl_effective(&i, &r), i.size, &a.la, &fault);
+	FUZZ_CHECK(emulate_cpu_mode(&sregs, r.rflags & ~(1ull << 17)) == i.mode, "mode");
+	ok = emulate_linear(&i, &sregs, r.rflags & ~(1ull << 17), emulate_effective(&i, &r), i.size, &a.la, &fault);
 	want_la = ref_address(&i, &r, fs, gs, &want_ok);
-	FUZZ_CHECK(ok == want_ok, "%s: segment check %d, reference %d", sl_op_name(i.op), ok, want_ok);
+	FUZZ_CHECK(ok == want_ok, "%s: segment check %d, reference %d", decode_op_name(i.op), ok, want_ok);
 	FUZZ_CHECK(a.la == want_la, "%s: address 0x%" PRIx64 ", reference 0x%" PRIx64,
-		   sl_op_name(i.op), a.la, want_la);
-	FUZZ_CHECK(ok || (fault.vector == (i.seg == SL_SEG_SS ? 12 : 13) && fault.has_error_code &&
+		   decode_op_name(i.op), a.la, want_la);
+	FUZZ_CHECK(ok || (fault.vector == (i.seg == DECODE_SEG_SS ? 12 : 13) && fault.has_error_code &&
 			  fault.error_code == 0), "fault %u", fault.vector);
-	FUZZ_CHECK(sl_crosses_line(a.la, a.size) ==
-		   (a.la / SL_CACHE_LINE !=
-		    ((unsigned __int128)a.la + a.size - 1) / SL_CACHE_LINE),
-		   "sl_crosses_line(0x%" PRIx64 ", %u)", a.la, a.size);
+	FUZZ_CHECK(emulate_crosses_line(a.la, a.size) ==
+		   (a.la / EMULATE_CACHE_LINE !=
+		    ((unsigned __int128)a.la + a.size - 1) / EMULATE_CACHE_LINE),
+		   "emulate_crosses_line(0x%" PRIx64 ", %u)", a.la, a.size);
 
 	memset(buf, 0xee, sizeof(buf));
 	memcpy(buf, memory, i.size);
 	memcpy(ref, buf, sizeof(ref));
 	got = r;
 	want = r;
-	sl_execute(&i, &got, buf);
+	emulate_execute(&i, &got, buf);
 	fl = r.rflags;
 	ref_execute(&i, &want, ref, &fl, &known);
-	want.rip = (want.rip + i.length) & (i.mode == SL_MODE_64 ? ~0ull :
-					    i.mode == SL_MODE_32 ? 0xffffffffull : 0xffffull);
+	want.rip = (want.rip + i.length) & (i.mode == DECODE_MODE_64 ? ~0ull :
+					    i.mode == DECODE_MODE_32 ? 0xffffffffull : 0xffffull);
 
 	FUZZ_CHECK(memcmp(buf, ref, i.size) == 0, "%s (%u bytes): memory differs from the reference",
-		   sl_op_name(i.op), i.size);
+		   decode_op_name(i.op), i.size);
 	FUZZ_CHECK(memcmp(buf + i.size, ref + i.size, sizeof(buf) - i.size) == 0,
-		   "%s wrote past its %u-byte operand", sl_op_name(i.op), i.size);
+		   "%s wrote past its %u-byte operand", decode_op_name(i.op), i.size);
 	FUZZ_CHECK(got.rip == want.rip, "RIP 0x%llx, want 0x%llx", got.rip, want.rip);
 	FUZZ_CHECK(got.rax == want.rax && got.rcx == want.rcx && got.rdx == want.rdx &&
 		   got.rbx == want.rbx && got.rsp == want.rsp && got.rbp == want.rbp &&
@@ -342,11 +342,11 @@ static void one_mode(const struct sl_insn *ip, const struct kvm_regs *rp, uint64
 		   got.r12 == want.r12 && got.r13 == want.r13 && got.r14 == want.r14 &&
 		   got.r15 == want.r15,
 		   "%s: registers differ (RAX 0x%llx want 0x%llx, RDX 0x%llx want 0x%llx)",
-		   sl_op_name(i.op), got.rax, want.rax, got.rdx, want.rdx);
+		   decode_op_name(i.op), got.rax, want.rax, got.rdx, want.rdx);
 	FUZZ_CHECK((got.rflags & ~X86_RFLAGS_ARITH) == (r.rflags & ~X86_RFLAGS_ARITH), "%s changed RFLAGS 0x%llx -> 0x%llx",
-		   sl_op_name(i.op), r.rflags, got.rflags);
+		   decode_op_name(i.op), r.rflags, got.rflags);
 	FUZZ_CHECK((got.rflags & known) == (fl & known), "%s: RFLAGS 0x%llx, reference 0x%" PRIx64
-		   " in bits 0x%" PRIx64, sl_op_name(i.op), got.rflags, fl, known);
+		   " in bits 0x%" PRIx64, decode_op_name(i.op), got.rflags, fl, known);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -355,7 +355,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct kvm_regs r;
 	uint64_t fs, gs;
 	uint8_t memory[16];
-	struct sl_insn i;
+	struct decode_insn i;
 
 	memset(&r, 0, sizeof(r));
 	r.rax = reg_value(&in); r.rcx = reg_value(&in); r.rdx = reg_value(&in);
@@ -369,10 +369,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gs = reg_value(&in);
 	memset(memory, 0, sizeof(memory));
 	fuzz_bytes(&in, memory, sizeof(memory));
-	if (in.n > SL_INSN_MAX + 1)
+	if (in.n > DECODE_INSN_MAX + 1)
 		return 0;
-	for (int mode = SL_MODE_64; mode <= SL_MODE_16; mode++)
-		if (sl_decode((enum sl_mode)mode, in.p, in.n, &i) == 0)
+	for (int mode = DECODE_MODE_64; mode <= DECODE_MODE_16; mode++)
+		if (decode_insn((enum decode_mode)mode, in.p, in.n, &i) == 0)
 			one_mode(&i, &r, fs, gs, memory);
 	return 0;
 }

@@ -16,7 +16,7 @@
  *    kernel's 19-character copy and match rules; "0"/"1" with an optional
  *    newline), including the return values;
  *  - hostinfo_finish derives the mode the kernel would;
- *  - split_lock_decide for each policy: enumerate only on a fatal host and
+ *  - policy_decide for each policy: enumerate only on a fatal host and
  *    not with "off", refuse only "on" on a host that cannot deliver;
  *  - hostinfo_print_json is one well-formed JSON object (strict grammar,
  *    valid UTF-8, unique keys) whose "mode" and "can_deliver_ac" match;
@@ -37,7 +37,7 @@ struct ref {
 	char value[32];
 	unsigned ratelimit;
 	int mitigate;
-	enum sld_mode mode;
+	enum hostinfo_mode mode;
 };
 
 /* /proc/cpuinfo: the first line whose key is exactly "flags". */
@@ -150,24 +150,24 @@ static void ref_mitigate(struct ref *r, const char *text)
 	}
 }
 
-static enum sld_mode ref_mode(const struct ref *r)
+static enum hostinfo_mode ref_mode(const struct ref *r)
 {
 	if (!r->sld)
-		return SLD_MODE_NONE;
+		return HOSTINFO_MODE_NONE;
 	if (!r->has_sld || r->malformed)
-		return SLD_MODE_WARN;
+		return HOSTINFO_MODE_WARN;
 	if (strcmp(r->value, "off") == 0)
-		return SLD_MODE_OFF;
+		return HOSTINFO_MODE_OFF;
 	if (strcmp(r->value, "fatal") == 0)
-		return SLD_MODE_FATAL;
+		return HOSTINFO_MODE_FATAL;
 	if (strncmp(r->value, "ratelimit:", 10) == 0)
-		return SLD_MODE_RATELIMIT;
-	return SLD_MODE_WARN;
+		return HOSTINFO_MODE_RATELIMIT;
+	return HOSTINFO_MODE_WARN;
 }
 
 /* --------------------------------------------------------- checks */
 
-static void check_fields(const struct host_info *hi, const struct ref *r)
+static void check_fields(const struct hostinfo *hi, const struct ref *r)
 {
 	FUZZ_CHECK(hi->cpuinfo_read == r->cpuinfo_read, "cpuinfo_read %d, reference %d",
 		   hi->cpuinfo_read, r->cpuinfo_read);
@@ -186,37 +186,37 @@ static void check_fields(const struct host_info *hi, const struct ref *r)
 		   hi->ratelimit, r->ratelimit);
 	FUZZ_CHECK(hi->split_lock_mitigate == r->mitigate, "split_lock_mitigate %d, reference %d",
 		   hi->split_lock_mitigate, r->mitigate);
-	FUZZ_CHECK(hi->mode == r->mode, "mode %s, reference %s", sld_mode_name(hi->mode),
-		   sld_mode_name(r->mode));
+	FUZZ_CHECK(hi->mode == r->mode, "mode %s, reference %s", hostinfo_mode_name(hi->mode),
+		   hostinfo_mode_name(r->mode));
 }
 
-static void check_policy(const struct host_info *hi)
+static void check_policy(const struct hostinfo *hi)
 {
-	static const enum split_lock_policy policies[] = {
-		SPLIT_LOCK_INHERIT, SPLIT_LOCK_ON, SPLIT_LOCK_OFF,
+	static const enum policy policies[] = {
+		POLICY_INHERIT, POLICY_ON, POLICY_OFF,
 	};
-	bool fatal = hi->mode == SLD_MODE_FATAL;
+	bool fatal = hi->mode == HOSTINFO_MODE_FATAL;
 
 	FUZZ_CHECK(hostinfo_can_deliver_ac(hi) == fatal, "can_deliver on a %s host",
-		   sld_mode_name(hi->mode));
+		   hostinfo_mode_name(hi->mode));
 	for (size_t i = 0; i < ARRAY_SIZE(policies); i++) {
-		struct split_lock_decision d;
-		enum split_lock_policy p = policies[i];
+		struct policy_decision d;
+		enum policy p = policies[i];
 
 		memset(&d, 0x55, sizeof(d));
-		split_lock_decide(p, hi, &d);
-		FUZZ_CHECK(d.enumerate == (fatal && p != SPLIT_LOCK_OFF),
-			   "policy %s on a %s host: enumerate %d", split_lock_policy_name(p),
-			   sld_mode_name(hi->mode), d.enumerate);
-		FUZZ_CHECK(d.start == !(p == SPLIT_LOCK_ON && !fatal),
-			   "policy %s on a %s host: start %d", split_lock_policy_name(p),
-			   sld_mode_name(hi->mode), d.start);
+		policy_decide(p, hi, &d);
+		FUZZ_CHECK(d.enumerate == (fatal && p != POLICY_OFF),
+			   "policy %s on a %s host: enumerate %d", policy_name(p),
+			   hostinfo_mode_name(hi->mode), d.enumerate);
+		FUZZ_CHECK(d.start == !(p == POLICY_ON && !fatal),
+			   "policy %s on a %s host: start %d", policy_name(p),
+			   hostinfo_mode_name(hi->mode), d.start);
 		FUZZ_CHECK(memchr(d.line, '\0', sizeof(d.line)) && d.line[0] && !strchr(d.line, '\n'),
 			   "policy line is not one line");
 	}
 }
 
-static void check_json(const struct host_info *hi)
+static void check_json(const struct hostinfo *hi)
 {
 	char *buf = NULL, why[160], want[64];
 	size_t len = 0;
@@ -229,15 +229,15 @@ static void check_json(const struct host_info *hi)
 	FUZZ_CHECK(len && buf[len - 1] == '\n', "JSON does not end with a newline");
 	FUZZ_CHECK(fuzz_json_check(buf, len, why, sizeof(why)) == 0, "bad JSON: %s:\n%s", why, buf);
 	FUZZ_CHECK(buf[0] == '{', "JSON is not an object");
-	snprintf(want, sizeof(want), "\"mode\":\"%s\"", sld_mode_name(hi->mode));
+	snprintf(want, sizeof(want), "\"mode\":\"%s\"", hostinfo_mode_name(hi->mode));
 	FUZZ_CHECK(strstr(buf, want), "JSON lacks %s", want);
 	snprintf(want, sizeof(want), "\"can_deliver_ac\":%s",
-		 hi->mode == SLD_MODE_FATAL ? "true" : "false");
+		 hi->mode == HOSTINFO_MODE_FATAL ? "true" : "false");
 	FUZZ_CHECK(strstr(buf, want), "JSON lacks %s", want);
 	free(buf);
 }
 
-static void check_text(const struct host_info *hi)
+static void check_text(const struct hostinfo *hi)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -260,7 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t flags = fuzz_u8(&in);
 	int caps[9];
 	char *cpuinfo, *cmdline, *mitigate, *kvm_error, *probe_error;
-	struct host_info hi;
+	struct hostinfo hi;
 	struct ref r;
 	int ret;
 
@@ -294,7 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* What hostprobe.c would fill in from KVM, from the input instead. */
 	if (flags & 8) {
-		hi.caps = (struct host_kvm_caps){
+		hi.caps = (struct hostinfo_kvm_caps){
 			caps[0], caps[1], caps[2], caps[3], caps[4],
 			caps[5], caps[6], caps[7], caps[8],
 		};

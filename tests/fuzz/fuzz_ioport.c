@@ -172,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct model m;
 	struct fuzz_in in = fuzz_in(data, size);
 	unsigned ncpus = 1 + (fuzz_u8(&in) & 3);
-	struct vmm_options opts = { 0 };
+	struct cli_options opts = { 0 };
 	struct vm vm;
 	int fd = console_fd();
 	char *got;

@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 3:
 			/* Injected exactly when the guest armed it; what else happens varies. */
-			FUZZ_CHECK((splitlock_decide_ac(&s) == AC_INJECT) ==
+			FUZZ_CHECK((splitlock_decide_ac(&s) == SPLITLOCK_AC_INJECT) ==
 				   !!(shadow & TEST_CTRL_SPLIT_LOCK_DETECT),
 				   "#AC decision with TEST_CTRL 0x%" PRIx64, shadow);
 			break;

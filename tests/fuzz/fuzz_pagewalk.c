@@ -32,7 +32,7 @@
  *    bit of each entry used, and dirty on the last for a write, only;
  *  - pagewalk_read returns as many leading bytes as fetches translate into
  *    RAM, and they are RAM's at the translated addresses;
- *  - walk_result_name knows every result.
+ *  - pagewalk_result_name knows every result.
  */
 #include <inttypes.h>
 
@@ -240,9 +240,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(shadow, ram, ram_size);
 		ref_walk(shadow, ram_size, &pg, la, access, &w);
 		r = pagewalk(&m, &pg, la, access, &got);
-		FUZZ_CHECK(strcmp(walk_result_name(r), "?") != 0, "result %d", (int)r);
+		FUZZ_CHECK(strcmp(pagewalk_result_name(r), "?") != 0, "result %d", (int)r);
 		FUZZ_CHECK(r == w.r, "walk of 0x%" PRIx64 " (access %u): %s, reference %s", la,
-			   access, walk_result_name(r), walk_result_name(w.r));
+			   access, pagewalk_result_name(r), pagewalk_result_name(w.r));
 		FUZZ_CHECK(memcmp(shadow, ram, ram_size) == 0,
 			   "guest RAM changed by the walk of 0x%" PRIx64, la);
 		if (r == WALK_FAULT)

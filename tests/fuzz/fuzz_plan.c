@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The split-lock decision (sl_plan, sl_perform in emulate.c) on a guest of
+ * The split-lock decision (emulate_plan, emulate_perform in emulate.c) on a guest of
  * 2 MiB of RAM with the boot protocol's identity map, which the input then
  * edits, in any CPU mode and privilege, from either path.
  *
@@ -26,7 +26,7 @@
  *    page boundary, W set (every locked RMW writes) and U exactly at CPL3;
  *    #GP and #SS have error code 0 and no CR2;
  *  - a plan to emulate is a decoded split lock whose parts add up to the
- *    operand, all in RAM on the software path; sl_perform then changes no
+ *    operand, all in RAM on the software path; emulate_perform then changes no
  *    RAM byte outside those parts and the paging-structure pages.
  */
 #include <inttypes.h>
@@ -43,23 +43,23 @@
 
 static uint8_t *ram, *before;
 
-static void check_plan(const struct sl_snapshot *s, const struct sl_plan *p, bool legacy)
+static void check_plan(const struct emulate_snapshot *s, const struct emulate_plan *p, bool legacy)
 {
-	bool hw = s->source == SL_HARDWARE;
+	bool hw = s->source == EMULATE_SOURCE_HARDWARE;
 
-	FUZZ_CHECK((unsigned)p->kind <= SL_PLAN_STOP, "plan kind %d", (int)p->kind);
-	FUZZ_CHECK(p->kind == SL_PLAN_NONE || p->kind == SL_PLAN_EMULATE || p->why,
+	FUZZ_CHECK((unsigned)p->kind <= EMULATE_PLAN_STOP, "plan kind %d", (int)p->kind);
+	FUZZ_CHECK(p->kind == EMULATE_PLAN_NONE || p->kind == EMULATE_PLAN_EMULATE || p->why,
 		   "plan %d without a reason", (int)p->kind);
 	if (hw && (legacy || s->ac_requested))
-		FUZZ_CHECK(p->kind == SL_PLAN_INJECT && p->ex.vector == 17 && p->ex.has_error_code &&
+		FUZZ_CHECK(p->kind == EMULATE_PLAN_INJECT && p->ex.vector == 17 && p->ex.has_error_code &&
 			   p->ex.error_code == 0, "hardware #AC (legacy %d, asked %d) became plan %d",
 			   legacy, s->ac_requested, (int)p->kind);
 	if (!hw) {
-		FUZZ_CHECK(p->kind != SL_PLAN_STOP, "the software path stopped: %s", p->why);
-		FUZZ_CHECK(p->kind != SL_PLAN_INJECT || (p->ex.vector == 17 && s->ac_requested),
+		FUZZ_CHECK(p->kind != EMULATE_PLAN_STOP, "the software path stopped: %s", p->why);
+		FUZZ_CHECK(p->kind != EMULATE_PLAN_INJECT || (p->ex.vector == 17 && s->ac_requested),
 			   "the software path injected vector %u", p->ex.vector);
 	}
-	if (p->kind == SL_PLAN_INJECT && p->ex.vector == 14) {
+	if (p->kind == EMULATE_PLAN_INJECT && p->ex.vector == 14) {
 		FUZZ_CHECK(p->decoded && p->ex.has_cr2 && p->ex.has_error_code, "#PF without CR2");
 		FUZZ_CHECK(p->ex.cr2 == p->access.la ||
 			   ((p->ex.cr2 & 0xfff) == 0 && p->ex.cr2 - p->access.la < p->access.size),
@@ -68,13 +68,13 @@ static void check_plan(const struct sl_snapshot *s, const struct sl_plan *p, boo
 		FUZZ_CHECK((p->ex.error_code & 2) && !!(p->ex.error_code & 4) ==
 			   (s->sregs.ss.dpl == 3), "#PF error code 0x%x", p->ex.error_code);
 	}
-	if (p->kind == SL_PLAN_INJECT && (p->ex.vector == 12 || p->ex.vector == 13))
+	if (p->kind == EMULATE_PLAN_INJECT && (p->ex.vector == 12 || p->ex.vector == 13))
 		FUZZ_CHECK(p->ex.has_error_code && p->ex.error_code == 0 && !p->ex.has_cr2,
 			   "#%u with error code 0x%x", p->ex.vector, p->ex.error_code);
-	if (p->kind == SL_PLAN_EMULATE) {
+	if (p->kind == EMULATE_PLAN_EMULATE) {
 		unsigned total = 0;
 
-		FUZZ_CHECK(p->decoded && sl_crosses_line(p->access.la, p->access.size),
+		FUZZ_CHECK(p->decoded && emulate_crosses_line(p->access.la, p->access.size),
 			   "emulating what is not a split lock");
 		FUZZ_CHECK(p->nparts == 1 || p->nparts == 2, "%u parts", p->nparts);
 		for (unsigned i = 0; i < p->nparts; i++) {
@@ -87,7 +87,7 @@ static void check_plan(const struct sl_snapshot *s, const struct sl_plan *p, boo
 	}
 }
 
-static bool in_parts(const struct sl_plan *p, uint64_t gpa)
+static bool in_parts(const struct emulate_plan *p, uint64_t gpa)
 {
 	for (unsigned i = 0; i < p->nparts; i++)
 		if (p->part[i].ram && gpa - p->part[i].gpa < p->part[i].len)
@@ -100,8 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const unsigned maxphys[] = { 52, 46, 40, 36 };
 	struct fuzz_in in = fuzz_in(data, size);
 	uint8_t a = fuzz_u8(&in), b = fuzz_u8(&in), dst;
-	struct sl_snapshot s;
-	struct sl_plan p;
+	struct emulate_snapshot s;
+	struct emulate_plan p;
 	uint8_t code[16];
 	__u64 *gprs[8];
 	bool legacy;
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&s, 0, sizeof(s));
 	s.mem = (struct guest_mem){ ram, RAM };
 	boot_init_sregs(&s.sregs);
-	s.source = a & 1 ? SL_HARDWARE : SL_SOFTWARE;
+	s.source = a & 1 ? EMULATE_SOURCE_HARDWARE : EMULATE_SOURCE_SOFTWARE;
 	s.ac_requested = a & 2;
 	if (a & 4)
 		s.sregs.cs.l = 0;
@@ -157,17 +157,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	legacy = s.sregs.ss.dpl == 3 && (s.sregs.cr0 & X86_CR0_AM) && (s.regs.rflags & (1ull << 18));
 
 	memcpy(before, ram, RAM);
-	sl_plan(&s, &p);
-	FUZZ_CHECK(memcmp(before, ram, RAM) == 0, "sl_plan wrote guest memory");
+	emulate_plan(&s, &p);
+	FUZZ_CHECK(memcmp(before, ram, RAM) == 0, "emulate_plan wrote guest memory");
 	check_plan(&s, &p, legacy);
-	if (p.kind == SL_PLAN_EMULATE) {
+	if (p.kind == EMULATE_PLAN_EMULATE) {
 		struct kvm_regs r = s.regs;
 
-		sl_perform(&p, &s.mem, &r);
+		emulate_perform(&p, &s.mem, &r);
 		for (uint64_t g = 0; g < RAM; g++)
 			if (ram[g] != before[g] && !in_parts(&p, g))
 				FUZZ_CHECK(g >= BOOT_PML4_ADDR && g < TABLES_END,
-					   "sl_perform changed 0x%" PRIx64 ", outside its operand", g);
+					   "emulate_perform changed 0x%" PRIx64 ", outside its operand", g);
 	}
 	return 0;
 }

@@ -44,12 +44,12 @@
  *    operand; at a non-canonical 64-bit RIP the handler leaves it to the
  *    CPU (the fetch faults); an emulated instruction moves RIP past its
  *    own length;
- *  - #AC, against the decision (sl_plan on the vCPU's state before the
+ *  - #AC, against the decision (emulate_plan on the vCPU's state before the
  *    exit, PKRU read only if it asks): the executor does exactly that:
  *    injects its exception as a fault with nothing else pending and every
  *    other event as KVM gave it (no payload flag), CR2 first for #PF, and
  *    the fetch's accessed bits; emulates it so that RAM and registers are
- *    what sl_perform gives on a copy (and nothing happens once the VM is
+ *    what emulate_perform gives on a copy (and nothing happens once the VM is
  *    stopping: the other vCPUs cannot be paused); stops the VM with
  *    VMM_EXIT_SPLIT_LOCK naming the vCPU, RIP and the reason, with the
  *    bytes at RIP in the dump; leaves it to the CPU (nothing set, RAM
@@ -78,7 +78,7 @@
 
 struct model {
 	uint64_t tc;
-	struct vcpu_stats st;
+	struct stats st;
 };
 
 /* The ops bits 1-3 of an exception's fake byte make fail. */
@@ -224,8 +224,8 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 	struct kvm_regs regs0, wregs;
 	struct kvm_sregs sregs0;
 	struct guest_mem wmem = { want, RAM };
-	struct sl_snapshot s;
-	struct sl_plan p;
+	struct emulate_snapshot s;
+	struct emulate_plan p;
 	unsigned calls[FAKE_NOPS];
 	bool first = *status < 0, asked = m->tc & TEST_CTRL_SPLIT_LOCK_DETECT;
 	bool legacy = (a->cpu & 7) == 7, host = false;
@@ -240,17 +240,17 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 
 	/* The decision, as splitlock.c takes it. */
 	memset(&s, 0, sizeof(s));
-	s.source = SL_HARDWARE;
+	s.source = EMULATE_SOURCE_HARDWARE;
 	s.ac_requested = asked;
 	s.regs = regs0;
 	s.sregs = sregs0;
 	s.maxphyaddr = v->maxphyaddr;
 	s.mem = (struct guest_mem){ want, RAM };
-	sl_plan(&s, &p);
+	emulate_plan(&s, &p);
 	if (p.needs_pkru && a->fail != FAKE_OP(get_pkru)) {
 		s.pkru_known = true;
 		s.pkru = a->pkru;
-		sl_plan(&s, &p);
+		emulate_plan(&s, &p);
 	}
 
 	fuzz_capture_begin(cap);
@@ -263,20 +263,20 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 		if (first)
 			FUZZ_CHECK(strstr(cap->buf, "reading registers after a split-lock #AC failed"),
 				   "message: %s", cap->buf);
-		p.kind = SL_PLAN_NONE;	/* nothing else may happen */
+		p.kind = EMULATE_PLAN_NONE;	/* nothing else may happen */
 	}
 	/* The architecture, whatever the plan says. */
 	if (!host && (asked || legacy))
-		FUZZ_CHECK(p.kind == SL_PLAN_INJECT && p.ex.vector == X86_VEC_AC,
+		FUZZ_CHECK(p.kind == EMULATE_PLAN_INJECT && p.ex.vector == X86_VEC_AC,
 			   "#AC (asked %d, legacy %d) became plan %d", asked, legacy, (int)p.kind);
 	if (!host && !asked && !legacy && !(a->cpu & 128) && !canonical48(a->rip))
-		FUZZ_CHECK(p.kind == SL_PLAN_NATIVE, "non-canonical RIP: plan %d", (int)p.kind);
+		FUZZ_CHECK(p.kind == EMULATE_PLAN_NATIVE, "non-canonical RIP: plan %d", (int)p.kind);
 
 	switch (p.kind) {
-	case SL_PLAN_NONE:
-	case SL_PLAN_NATIVE:
+	case EMULATE_PLAN_NONE:
+	case EMULATE_PLAN_NATIVE:
 		break;
-	case SL_PLAN_STOP:
+	case EMULATE_PLAN_STOP:
 		m->st.split_lock_stops++;
 		if (first) {
 			*status = VMM_EXIT_SPLIT_LOCK;
@@ -295,7 +295,7 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 			}
 		}
 		break;
-	case SL_PLAN_INJECT: {
+	case EMULATE_PLAN_INJECT: {
 		const struct kvm_vcpu_events *e = &fc->events;
 		uint8_t vec = p.ex.vector;
 
@@ -316,7 +316,7 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 					   "message: %s", cap->buf);
 			break;
 		}
-		sl_plan_fetched(&p, &wmem);
+		emulate_plan_fetched(&p, &wmem);
 		if (vec == X86_VEC_AC)
 			m->st.ac_injected++;
 		FUZZ_CHECK(fc->calls[FAKE_OP(set_events)] == calls[FAKE_OP(set_events)] + 1,
@@ -339,11 +339,11 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 			   fc->sregs.cr2);
 		break;
 	}
-	case SL_PLAN_EMULATE:
+	case EMULATE_PLAN_EMULATE:
 		FUZZ_CHECK(!asked && !legacy, "emulated what the guest asked #AC for");
 		if (!first)
 			break;	/* the other vCPUs cannot be paused: nothing happens */
-		sl_perform(&p, &wmem, &wregs);
+		emulate_perform(&p, &wmem, &wregs);
 		FUZZ_CHECK(wregs.rip == ((regs0.rip + p.insn.length) &
 					 (a->cpu & 128 ? 0xffffffffull : ~0ull)),
 			   "RIP 0x%llx after %u bytes at 0x%llx", wregs.rip, p.insn.length, regs0.rip);
@@ -364,10 +364,10 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 	}
 	if (host && first)
 		*status = VMM_EXIT_HOST;
-	if (p.kind != SL_PLAN_INJECT)
+	if (p.kind != EMULATE_PLAN_INJECT)
 		FUZZ_CHECK(fc->calls[FAKE_OP(set_events)] == calls[FAKE_OP(set_events)] &&
 			   memcmp(&fc->events, &ev0, sizeof(ev0)) == 0, "events set for plan %d", (int)p.kind);
-	if (p.kind != SL_PLAN_INJECT || host)
+	if (p.kind != EMULATE_PLAN_INJECT || host)
 		FUZZ_CHECK(fc->sregs.cr2 == sregs0.cr2 || (host && p.ex.has_cr2), "CR2 changed");
 	FUZZ_CHECK(memcmp(&fc->regs, &wregs, sizeof(wregs)) == 0, "registers (plan %d)", (int)p.kind);
 	if (memcmp(vm->mem, want, RAM)) {
@@ -379,7 +379,7 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 			   vm->mem[i], want[i]);
 	}
 	/* Only the stop that wins prints; an injection prints nothing. */
-	if (!(first && *status >= 0) && !(p.kind == SL_PLAN_EMULATE && !host && first))
+	if (!(first && *status >= 0) && !(p.kind == EMULATE_PLAN_EMULATE && !host && first))
 		FUZZ_CHECK(cap->len == 0, "printed: %s", cap->buf);
 }
 

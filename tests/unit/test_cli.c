@@ -22,14 +22,14 @@ static char err[256];
 
 static void defaults(void **state)
 {
-	struct vmm_options o;
+	struct cli_options o;
 
 	(void)state;
 	assert_int_equal(PARSE(&o, "guest.bin"), CLI_RUN);
 	assert_int_equal(o.cpus, 1);
 	assert_int_equal(o.ram_size, VMM_DEFAULT_RAM);
 	assert_int_equal(o.timeout_ms, 0);
-	assert_int_equal(o.split_lock, SPLIT_LOCK_INHERIT);
+	assert_int_equal(o.split_lock, POLICY_INHERIT);
 	assert_string_equal(o.image, "guest.bin");
 	assert_false(o.quiet);
 	assert_null(o.append);
@@ -37,7 +37,7 @@ static void defaults(void **state)
 
 static void all_options(void **state)
 {
-	struct vmm_options o;
+	struct cli_options o;
 
 	(void)state;
 	assert_int_equal(PARSE(&o, "-c", "4", "--memory=128M", "--timeout", "2.5",
@@ -46,7 +46,7 @@ static void all_options(void **state)
 	assert_int_equal(o.cpus, 4);
 	assert_int_equal(o.ram_size, 128ull << 20);
 	assert_int_equal(o.timeout_ms, 2500);
-	assert_int_equal(o.split_lock, SPLIT_LOCK_OFF);
+	assert_int_equal(o.split_lock, POLICY_OFF);
 	assert_true(o.quiet);
 	assert_true(o.stats);
 	assert_string_equal(o.append, "hello");
@@ -54,12 +54,12 @@ static void all_options(void **state)
 	/* GNU getopt permutes: options after the image count too. */
 	assert_int_equal(PARSE(&o, "img", "--cpus", "2", "--split-lock", "on"), CLI_RUN);
 	assert_int_equal(o.cpus, 2);
-	assert_int_equal(o.split_lock, SPLIT_LOCK_ON);
+	assert_int_equal(o.split_lock, POLICY_ON);
 }
 
 static void self_test(void **state)
 {
-	struct vmm_options o;
+	struct cli_options o;
 
 	(void)state;
 	assert_int_equal(PARSE(&o, "--self-test", "-c", "2", "--split-lock=emulate"), CLI_RUN);
@@ -74,7 +74,7 @@ static void self_test(void **state)
 
 static void help_and_version(void **state)
 {
-	struct vmm_options o;
+	struct cli_options o;
 
 	(void)state;
 	assert_int_equal(PARSE(&o, "--help"), CLI_HELP);
@@ -117,7 +117,7 @@ static void bad_input(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *argv[6] = { "vmm" };
-		struct vmm_options o;
+		struct cli_options o;
 		int argc = 1;
 
 		for (int j = 0; j < 4 && cases[i].args[j]; j++)
@@ -133,7 +133,7 @@ static void bad_input(void **state)
 
 static void long_append(void **state)
 {
-	struct vmm_options o;
+	struct cli_options o;
 	char text[BOOT_CMDLINE_MAX + 1];
 
 	(void)state;
@@ -196,7 +196,7 @@ static void sizes(void **state)
 
 static void host_info_alone(void **state)
 {
-	struct vmm_options o;
+	struct cli_options o;
 
 	(void)state;
 	assert_int_equal(PARSE(&o, "--host-info", "--json"), CLI_RUN);

@@ -15,12 +15,12 @@
 
 #include "decode.h"
 
-static struct sl_insn dec(enum sl_mode mode, const uint8_t *b, size_t n, int want)
+static struct decode_insn dec(enum decode_mode mode, const uint8_t *b, size_t n, int want)
 {
-	struct sl_insn si;
+	struct decode_insn si;
 
 	memset(&si, 0, sizeof(si));
-	assert_int_equal(sl_decode(mode, b, n, &si), want);
+	assert_int_equal(decode_insn(mode, b, n, &si), want);
 	return si;
 }
 
@@ -29,28 +29,28 @@ static struct sl_insn dec(enum sl_mode mode, const uint8_t *b, size_t n, int wan
 
 static void sizes_per_mode(void **state)
 {
-	struct sl_insn si;
+	struct decode_insn si;
 
 	(void)state;
 	/* lock add [ebx]/[rbx]/[bp+di], eax/ax */
-	si = DEC(SL_MODE_64, 0, 0xf0, 0x01, 0x03);
+	si = DEC(DECODE_MODE_64, 0, 0xf0, 0x01, 0x03);
 	assert_int_equal(si.size, 4);
 	assert_int_equal(si.addr_size, 8);
-	assert_int_equal(si.mode, SL_MODE_64);
-	si = DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x03);
+	assert_int_equal(si.mode, DECODE_MODE_64);
+	si = DEC(DECODE_MODE_32, 0, 0xf0, 0x01, 0x03);
 	assert_int_equal(si.size, 4);
 	assert_int_equal(si.addr_size, 4);
-	si = DEC(SL_MODE_16, 0, 0xf0, 0x01, 0x03);
+	si = DEC(DECODE_MODE_16, 0, 0xf0, 0x01, 0x03);
 	assert_int_equal(si.size, 2);
 	assert_int_equal(si.addr_size, 2);
 	/* 0x66 and 0x67 flip the defaults both ways. */
-	si = DEC(SL_MODE_16, 0, 0x66, 0x67, 0xf0, 0x01, 0x03);
+	si = DEC(DECODE_MODE_16, 0, 0x66, 0x67, 0xf0, 0x01, 0x03);
 	assert_int_equal(si.size, 4);
 	assert_int_equal(si.addr_size, 4);
-	si = DEC(SL_MODE_32, 0, 0x67, 0xf0, 0x01, 0x07);	/* [bx] */
+	si = DEC(DECODE_MODE_32, 0, 0x67, 0xf0, 0x01, 0x07);	/* [bx] */
 	assert_int_equal(si.addr_size, 2);
 	assert_int_equal(si.base, 3);
-	si = DEC(SL_MODE_64, 0, 0x67, 0xf0, 0x01, 0x07);	/* [edi] */
+	si = DEC(DECODE_MODE_64, 0, 0x67, 0xf0, 0x01, 0x07);	/* [edi] */
 	assert_int_equal(si.addr_size, 4);
 	assert_int_equal(si.base, 7);
 }
@@ -60,63 +60,63 @@ static void rex_only_in_64_bit_mode(void **state)
 	static const uint8_t rex_add[] = { 0xf0, 0x48, 0x01, 0x03 };
 	static const uint8_t rex_first[] = { 0x48, 0xf0, 0x01, 0x03 };
 	static const uint8_t c16b[] = { 0xf0, 0x48, 0x0f, 0xc7, 0x0b };
-	struct sl_insn si;
+	struct decode_insn si;
 
 	(void)state;
-	si = DEC(SL_MODE_64, 0, 0xf0, 0x48, 0x01, 0x03);
+	si = DEC(DECODE_MODE_64, 0, 0xf0, 0x48, 0x01, 0x03);
 	assert_int_equal(si.size, 8);
 	/* Elsewhere 0x48 is DEC EAX: LOCK DEC reg is #UD, not a split lock. */
-	assert_int_equal(sl_decode(SL_MODE_32, rex_add, sizeof(rex_add), &si), -1);
-	assert_int_equal(sl_decode(SL_MODE_16, rex_add, sizeof(rex_add), &si), -1);
-	assert_int_equal(sl_decode(SL_MODE_32, c16b, sizeof(c16b), &si), -1);
+	assert_int_equal(decode_insn(DECODE_MODE_32, rex_add, sizeof(rex_add), &si), -1);
+	assert_int_equal(decode_insn(DECODE_MODE_16, rex_add, sizeof(rex_add), &si), -1);
+	assert_int_equal(decode_insn(DECODE_MODE_32, c16b, sizeof(c16b), &si), -1);
 	/* The cheap filter agrees: a leading 0x48 is an opcode there. */
-	assert_true(sl_maybe_locked(SL_MODE_64, rex_first, sizeof(rex_first)));
-	assert_false(sl_maybe_locked(SL_MODE_32, rex_first, sizeof(rex_first)));
-	assert_true(sl_maybe_locked(SL_MODE_32, rex_add, sizeof(rex_add)));
+	assert_true(decode_maybe_locked(DECODE_MODE_64, rex_first, sizeof(rex_first)));
+	assert_false(decode_maybe_locked(DECODE_MODE_32, rex_first, sizeof(rex_first)));
+	assert_true(decode_maybe_locked(DECODE_MODE_32, rex_add, sizeof(rex_add)));
 }
 
 static void segments(void **state)
 {
-	struct sl_insn si;
+	struct decode_insn si;
 
 	(void)state;
-	assert_int_equal(DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x03).seg, SL_SEG_DS);
-	assert_int_equal(DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x45, 0x00).seg, SL_SEG_SS);	/* [ebp] */
-	assert_int_equal(DEC(SL_MODE_64, 0, 0xf0, 0x01, 0x04, 0x24).seg, SL_SEG_SS);	/* [rsp] */
-	assert_int_equal(DEC(SL_MODE_16, 0, 0xf0, 0x01, 0x02).seg, SL_SEG_SS);	/* [bp+si] */
-	assert_int_equal(DEC(SL_MODE_32, 0, 0x26, 0xf0, 0x01, 0x03).seg, SL_SEG_ES);
-	assert_int_equal(DEC(SL_MODE_32, 0, 0x2e, 0xf0, 0x01, 0x03).seg, SL_SEG_CS);
-	assert_int_equal(DEC(SL_MODE_64, 0, 0x65, 0xf0, 0x01, 0x03).seg, SL_SEG_GS);
-	si = DEC(SL_MODE_64, 0, 0xf0, 0x01, 0x05, 0, 0, 0, 0);
-	assert_int_equal(si.base, SL_REG_RIP);
+	assert_int_equal(DEC(DECODE_MODE_32, 0, 0xf0, 0x01, 0x03).seg, DECODE_SEG_DS);
+	assert_int_equal(DEC(DECODE_MODE_32, 0, 0xf0, 0x01, 0x45, 0x00).seg, DECODE_SEG_SS);	/* [ebp] */
+	assert_int_equal(DEC(DECODE_MODE_64, 0, 0xf0, 0x01, 0x04, 0x24).seg, DECODE_SEG_SS);	/* [rsp] */
+	assert_int_equal(DEC(DECODE_MODE_16, 0, 0xf0, 0x01, 0x02).seg, DECODE_SEG_SS);	/* [bp+si] */
+	assert_int_equal(DEC(DECODE_MODE_32, 0, 0x26, 0xf0, 0x01, 0x03).seg, DECODE_SEG_ES);
+	assert_int_equal(DEC(DECODE_MODE_32, 0, 0x2e, 0xf0, 0x01, 0x03).seg, DECODE_SEG_CS);
+	assert_int_equal(DEC(DECODE_MODE_64, 0, 0x65, 0xf0, 0x01, 0x03).seg, DECODE_SEG_GS);
+	si = DEC(DECODE_MODE_64, 0, 0xf0, 0x01, 0x05, 0, 0, 0, 0);
+	assert_int_equal(si.base, DECODE_REG_RIP);
 	/* No RIP-relative addressing outside 64-bit mode: disp32 alone. */
-	si = DEC(SL_MODE_32, 0, 0xf0, 0x01, 0x05, 0x10, 0, 0, 0);
-	assert_int_equal(si.base, SL_REG_NONE);
+	si = DEC(DECODE_MODE_32, 0, 0xf0, 0x01, 0x05, 0x10, 0, 0, 0);
+	assert_int_equal(si.base, DECODE_REG_NONE);
 	assert_int_equal(si.disp, 0x10);
 }
 
 static void truncated(void **state)
 {
 	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
-	struct sl_insn si;
+	struct decode_insn si;
 
 	(void)state;
 	for (size_t n = 0; n < sizeof(xadd); n++)
-		assert_int_equal(sl_decode(SL_MODE_64, xadd, n, &si), SL_DECODE_TRUNCATED);
-	assert_int_equal(sl_decode(SL_MODE_64, xadd, sizeof(xadd), &si), 0);
-	assert_int_equal(sl_decode(SL_MODE_64, (const uint8_t[]){ 0x90 }, 1, &si), -1);
+		assert_int_equal(decode_insn(DECODE_MODE_64, xadd, n, &si), DECODE_TRUNCATED);
+	assert_int_equal(decode_insn(DECODE_MODE_64, xadd, sizeof(xadd), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, (const uint8_t[]){ 0x90 }, 1, &si), -1);
 }
 
 static void *decode_many(void *arg)
 {
 	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
-	struct sl_insn si;
+	struct decode_insn si;
 	long bad = 0;
 
 	(void)arg;
 	for (int i = 0; i < 1000; i++)
-		bad += sl_decode((enum sl_mode)(i % 3), xadd, sizeof(xadd), &si) != 0 ||
-		       si.op != SL_XADD;
+		bad += decode_insn((enum decode_mode)(i % 3), xadd, sizeof(xadd), &si) != 0 ||
+		       si.op != DECODE_XADD;
 	return (void *)bad;
 }
 
@@ -136,9 +136,9 @@ static void first_use_from_threads(void **state)
 	}
 }
 
-static unsigned len_of(enum sl_mode mode, const uint8_t *b, size_t n, bool *falls)
+static unsigned len_of(enum decode_mode mode, const uint8_t *b, size_t n, bool *falls)
 {
-	return sl_length(mode, b, n, falls);
+	return decode_length(mode, b, n, falls);
 }
 
 #define LEN(mode, falls, ...) \
@@ -151,77 +151,77 @@ static void lengths(void **state)
 
 	(void)state;
 	/* mov (%r15), %rax; movabs $imm64, %r15; a split lock */
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x49, 0x8b, 0x07), 3);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x49, 0x8b, 0x07), 3);
 	assert_true(falls);
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x49, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0x80), 10);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x49, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0x80), 10);
 	assert_true(falls);
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0xf0, 0x83, 0x05, 0x10, 0x93, 0, 0, 0x01), 8);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0xf0, 0x83, 0x05, 0x10, 0x93, 0, 0, 0x01), 8);
 	assert_true(falls);
 	/* 66 changes the immediate's size in 16- and 32-bit code alike. */
-	assert_int_equal(LEN(SL_MODE_32, &falls, 0x66, 0x05, 0x34, 0x12), 4);
-	assert_int_equal(LEN(SL_MODE_16, &falls, 0x05, 0x34, 0x12), 3);
-	assert_int_equal(LEN(SL_MODE_16, &falls, 0x66, 0x05, 0x78, 0x56, 0x34, 0x12), 6);
+	assert_int_equal(LEN(DECODE_MODE_32, &falls, 0x66, 0x05, 0x34, 0x12), 4);
+	assert_int_equal(LEN(DECODE_MODE_16, &falls, 0x05, 0x34, 0x12), 3);
+	assert_int_equal(LEN(DECODE_MODE_16, &falls, 0x66, 0x05, 0x78, 0x56, 0x34, 0x12), 6);
 	/* 0x40 is INC EAX outside 64-bit mode, a REX prefix inside. */
-	assert_int_equal(LEN(SL_MODE_32, &falls, 0x40, 0x90), 1);
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x40, 0x90), 2);
+	assert_int_equal(LEN(DECODE_MODE_32, &falls, 0x40, 0x90), 1);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x40, 0x90), 2);
 	/* wrmsr, ud2 (always faults: the CPU decides where it goes), cpuid */
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x0f, 0x30), 2);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x0f, 0x30), 2);
 	assert_true(falls);
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x0f, 0x0b), 2);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x0f, 0x0b), 2);
 	assert_true(falls);
 	/* Branches, calls, returns, INT n, SYSCALL, XBEGIN, VMCALL: elsewhere. */
-	LEN(SL_MODE_64, &falls, 0xeb, 0xfe);
+	LEN(DECODE_MODE_64, &falls, 0xeb, 0xfe);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0x74, 0x00);
+	LEN(DECODE_MODE_64, &falls, 0x74, 0x00);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0xff, 0x25, 0, 0, 0, 0);
+	LEN(DECODE_MODE_64, &falls, 0xff, 0x25, 0, 0, 0, 0);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0xe8, 0, 0, 0, 0);
+	LEN(DECODE_MODE_64, &falls, 0xe8, 0, 0, 0, 0);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0xc3);
+	LEN(DECODE_MODE_64, &falls, 0xc3);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0xcd, 0x80);
+	LEN(DECODE_MODE_64, &falls, 0xcd, 0x80);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0x0f, 0x05);
+	LEN(DECODE_MODE_64, &falls, 0x0f, 0x05);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0xc7, 0xf8, 0, 0, 0, 0);
+	LEN(DECODE_MODE_64, &falls, 0xc7, 0xf8, 0, 0, 0, 0);
 	assert_false(falls);
-	LEN(SL_MODE_64, &falls, 0x0f, 0x01, 0xc1);
+	LEN(DECODE_MODE_64, &falls, 0x0f, 0x01, 0xc1);
 	assert_false(falls);
 	/* Cut short, or no instruction at all: unknown. */
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x49, 0xbf, 0, 0), 0);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x49, 0xbf, 0, 0), 0);
 	assert_false(falls);
-	assert_int_equal(LEN(SL_MODE_64, &falls, 0x06), 0);		/* PUSH ES: #UD in 64-bit mode */
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x06), 0);		/* PUSH ES: #UD in 64-bit mode */
 	assert_false(falls);
 }
 
 /* The memory operand of any instruction, and whether it is written. */
 static void accesses(void **state)
 {
-	struct sl_insn si;
+	struct decode_insn si;
 	bool write;
 
 	(void)state;
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x89, 0x03 }, 2, &si, &write, NULL), 0);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x89, 0x03 }, 2, &si, &write, NULL), 0);
 	assert_true(write);
 	assert_int_equal(si.size, 4);
 	assert_int_equal(si.base, 3);
 	assert_int_equal(si.length, 2);
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x48, 0x8b, 0x44, 0x24, 0x08 }, 5,
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x48, 0x8b, 0x44, 0x24, 0x08 }, 5,
 					  &si, &write, NULL), 0);
 	assert_false(write);
 	assert_int_equal(si.size, 8);
 	assert_int_equal(si.base, 4);
 	assert_int_equal(si.disp, 8);
-	assert_int_equal(si.seg, SL_SEG_SS);
+	assert_int_equal(si.seg, DECODE_SEG_SS);
 	/* push qword [rbx]: the explicit operand is read; the stack's is implicit. */
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0xff, 0x33 }, 2, &si, &write, NULL), 0);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xff, 0x33 }, 2, &si, &write, NULL), 0);
 	assert_false(write);
 	assert_int_equal(si.size, 8);
 	/* lea, a register operand, a 10-byte x87 operand: nothing to forecast. */
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x48, 0x8d, 0x03 }, 3, &si, &write, NULL), -1);
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0x01, 0xd8 }, 2, &si, &write, NULL), -1);
-	assert_int_equal(sl_decode_access(SL_MODE_64, (const uint8_t[]){ 0xdb, 0x2b }, 2, &si, &write, NULL), -1);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x48, 0x8d, 0x03 }, 3, &si, &write, NULL), -1);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x01, 0xd8 }, 2, &si, &write, NULL), -1);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xdb, 0x2b }, 2, &si, &write, NULL), -1);
 }
 
 int main(void)

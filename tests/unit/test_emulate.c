@@ -61,7 +61,7 @@ struct insn_case {
 	const char *what;
 	uint8_t bytes[12];
 	unsigned len;
-	enum sl_op op;
+	enum decode_op op;
 	unsigned size;
 	bool bit_reg;        /* BT* with a register offset: keep it small */
 };
@@ -69,51 +69,51 @@ struct insn_case {
 #define B(...) { __VA_ARGS__ }, sizeof((uint8_t[]){ __VA_ARGS__ })
 
 static const struct insn_case cases[] = {
-	{ "lock add byte [rdi], cl", B(0xf0, 0x00, 0x0f), SL_ADD, 1, false },
-	{ "lock add byte [rdi], dh", B(0xf0, 0x00, 0x37), SL_ADD, 1, false },
-	{ "lock add word [rdi], cx", B(0x66, 0xf0, 0x01, 0x0f), SL_ADD, 2, false },
-	{ "lock add dword [rdi], esi", B(0xf0, 0x01, 0x37), SL_ADD, 4, false },
-	{ "lock add qword [rdi], rsi", B(0xf0, 0x48, 0x01, 0x37), SL_ADD, 8, false },
-	{ "lock add dword [rdi], -128", B(0xf0, 0x83, 0x07, 0x80), SL_ADD, 4, false },
-	{ "lock adc dword [rdi], ecx", B(0xf0, 0x11, 0x0f), SL_ADC, 4, false },
-	{ "lock adc byte [rdi], 0x7f", B(0xf0, 0x80, 0x17, 0x7f), SL_ADC, 1, false },
-	{ "lock and qword [rdi], rbx", B(0xf0, 0x48, 0x21, 0x1f), SL_AND, 8, false },
-	{ "lock or byte [rdi], bl", B(0xf0, 0x08, 0x1f), SL_OR, 1, false },
-	{ "lock or word [rdi], 0x8001", B(0x66, 0xf0, 0x81, 0x0f, 0x01, 0x80), SL_OR, 2, false },
-	{ "lock sbb word [rdi], dx", B(0x66, 0xf0, 0x19, 0x17), SL_SBB, 2, false },
-	{ "lock sub qword [rdi], rax", B(0xf0, 0x48, 0x29, 0x07), SL_SUB, 8, false },
-	{ "lock sub qword [rdi], imm32", B(0xf0, 0x48, 0x81, 0x2f, 0x78, 0x56, 0x34, 0x92), SL_SUB, 8, false },
-	{ "lock xor dword [rdi], ebx", B(0xf0, 0x31, 0x1f), SL_XOR, 4, false },
-	{ "lock xor byte [rdi], 0xa5", B(0xf0, 0x80, 0x37, 0xa5), SL_XOR, 1, false },
-	{ "lock not dword [rdi]", B(0xf0, 0xf7, 0x17), SL_NOT, 4, false },
-	{ "lock not byte [rdi]", B(0xf0, 0xf6, 0x17), SL_NOT, 1, false },
-	{ "lock neg qword [rdi]", B(0xf0, 0x48, 0xf7, 0x1f), SL_NEG, 8, false },
-	{ "lock neg byte [rdi]", B(0xf0, 0xf6, 0x1f), SL_NEG, 1, false },
-	{ "lock inc word [rdi]", B(0x66, 0xf0, 0xff, 0x07), SL_INC, 2, false },
-	{ "lock inc byte [rdi]", B(0xf0, 0xfe, 0x07), SL_INC, 1, false },
-	{ "lock dec dword [rdi]", B(0xf0, 0xff, 0x0f), SL_DEC, 4, false },
-	{ "lock dec qword [rdi]", B(0xf0, 0x48, 0xff, 0x0f), SL_DEC, 8, false },
-	{ "xchg dword [rdi], ecx", B(0x87, 0x0f), SL_XCHG, 4, false },
-	{ "xchg byte [rdi], al", B(0x86, 0x07), SL_XCHG, 1, false },
-	{ "xchg byte [rdi], bh", B(0x86, 0x3f), SL_XCHG, 1, false },
-	{ "xchg word [rdi], si", B(0x66, 0x87, 0x37), SL_XCHG, 2, false },
-	{ "lock xchg qword [rdi], rsi", B(0xf0, 0x48, 0x87, 0x37), SL_XCHG, 8, false },
-	{ "lock xadd dword [rdi], esi", B(0xf0, 0x0f, 0xc1, 0x37), SL_XADD, 4, false },
-	{ "lock xadd byte [rdi], ah", B(0xf0, 0x0f, 0xc0, 0x27), SL_XADD, 1, false },
-	{ "lock xadd word [rdi], cx", B(0x66, 0xf0, 0x0f, 0xc1, 0x0f), SL_XADD, 2, false },
-	{ "lock xadd qword [rdi], rbx", B(0xf0, 0x48, 0x0f, 0xc1, 0x1f), SL_XADD, 8, false },
-	{ "lock cmpxchg dword [rdi], ecx", B(0xf0, 0x0f, 0xb1, 0x0f), SL_CMPXCHG, 4, false },
-	{ "lock cmpxchg byte [rdi], bl", B(0xf0, 0x0f, 0xb0, 0x1f), SL_CMPXCHG, 1, false },
-	{ "lock cmpxchg word [rdi], dx", B(0x66, 0xf0, 0x0f, 0xb1, 0x17), SL_CMPXCHG, 2, false },
-	{ "lock cmpxchg qword [rdi], rsi", B(0xf0, 0x48, 0x0f, 0xb1, 0x37), SL_CMPXCHG, 8, false },
-	{ "lock cmpxchg8b [rdi]", B(0xf0, 0x0f, 0xc7, 0x0f), SL_CMPXCHG8B, 8, false },
-	{ "lock cmpxchg16b [rdi]", B(0xf0, 0x48, 0x0f, 0xc7, 0x0f), SL_CMPXCHG16B, 16, false },
-	{ "lock bts dword [rdi], 5", B(0xf0, 0x0f, 0xba, 0x2f, 0x05), SL_BTS, 4, false },
-	{ "lock btr qword [rdi], 63", B(0xf0, 0x48, 0x0f, 0xba, 0x37, 0x3f), SL_BTR, 8, false },
-	{ "lock btc word [rdi], 17", B(0x66, 0xf0, 0x0f, 0xba, 0x3f, 0x11), SL_BTC, 2, false },
-	{ "lock bts dword [rdi], ecx", B(0xf0, 0x0f, 0xab, 0x0f), SL_BTS, 4, true },
-	{ "lock btr qword [rdi], rdx", B(0xf0, 0x48, 0x0f, 0xb3, 0x17), SL_BTR, 8, true },
-	{ "lock btc word [rdi], si", B(0x66, 0xf0, 0x0f, 0xbb, 0x37), SL_BTC, 2, true },
+	{ "lock add byte [rdi], cl", B(0xf0, 0x00, 0x0f), DECODE_ADD, 1, false },
+	{ "lock add byte [rdi], dh", B(0xf0, 0x00, 0x37), DECODE_ADD, 1, false },
+	{ "lock add word [rdi], cx", B(0x66, 0xf0, 0x01, 0x0f), DECODE_ADD, 2, false },
+	{ "lock add dword [rdi], esi", B(0xf0, 0x01, 0x37), DECODE_ADD, 4, false },
+	{ "lock add qword [rdi], rsi", B(0xf0, 0x48, 0x01, 0x37), DECODE_ADD, 8, false },
+	{ "lock add dword [rdi], -128", B(0xf0, 0x83, 0x07, 0x80), DECODE_ADD, 4, false },
+	{ "lock adc dword [rdi], ecx", B(0xf0, 0x11, 0x0f), DECODE_ADC, 4, false },
+	{ "lock adc byte [rdi], 0x7f", B(0xf0, 0x80, 0x17, 0x7f), DECODE_ADC, 1, false },
+	{ "lock and qword [rdi], rbx", B(0xf0, 0x48, 0x21, 0x1f), DECODE_AND, 8, false },
+	{ "lock or byte [rdi], bl", B(0xf0, 0x08, 0x1f), DECODE_OR, 1, false },
+	{ "lock or word [rdi], 0x8001", B(0x66, 0xf0, 0x81, 0x0f, 0x01, 0x80), DECODE_OR, 2, false },
+	{ "lock sbb word [rdi], dx", B(0x66, 0xf0, 0x19, 0x17), DECODE_SBB, 2, false },
+	{ "lock sub qword [rdi], rax", B(0xf0, 0x48, 0x29, 0x07), DECODE_SUB, 8, false },
+	{ "lock sub qword [rdi], imm32", B(0xf0, 0x48, 0x81, 0x2f, 0x78, 0x56, 0x34, 0x92), DECODE_SUB, 8, false },
+	{ "lock xor dword [rdi], ebx", B(0xf0, 0x31, 0x1f), DECODE_XOR, 4, false },
+	{ "lock xor byte [rdi], 0xa5", B(0xf0, 0x80, 0x37, 0xa5), DECODE_XOR, 1, false },
+	{ "lock not dword [rdi]", B(0xf0, 0xf7, 0x17), DECODE_NOT, 4, false },
+	{ "lock not byte [rdi]", B(0xf0, 0xf6, 0x17), DECODE_NOT, 1, false },
+	{ "lock neg qword [rdi]", B(0xf0, 0x48, 0xf7, 0x1f), DECODE_NEG, 8, false },
+	{ "lock neg byte [rdi]", B(0xf0, 0xf6, 0x1f), DECODE_NEG, 1, false },
+	{ "lock inc word [rdi]", B(0x66, 0xf0, 0xff, 0x07), DECODE_INC, 2, false },
+	{ "lock inc byte [rdi]", B(0xf0, 0xfe, 0x07), DECODE_INC, 1, false },
+	{ "lock dec dword [rdi]", B(0xf0, 0xff, 0x0f), DECODE_DEC, 4, false },
+	{ "lock dec qword [rdi]", B(0xf0, 0x48, 0xff, 0x0f), DECODE_DEC, 8, false },
+	{ "xchg dword [rdi], ecx", B(0x87, 0x0f), DECODE_XCHG, 4, false },
+	{ "xchg byte [rdi], al", B(0x86, 0x07), DECODE_XCHG, 1, false },
+	{ "xchg byte [rdi], bh", B(0x86, 0x3f), DECODE_XCHG, 1, false },
+	{ "xchg word [rdi], si", B(0x66, 0x87, 0x37), DECODE_XCHG, 2, false },
+	{ "lock xchg qword [rdi], rsi", B(0xf0, 0x48, 0x87, 0x37), DECODE_XCHG, 8, false },
+	{ "lock xadd dword [rdi], esi", B(0xf0, 0x0f, 0xc1, 0x37), DECODE_XADD, 4, false },
+	{ "lock xadd byte [rdi], ah", B(0xf0, 0x0f, 0xc0, 0x27), DECODE_XADD, 1, false },
+	{ "lock xadd word [rdi], cx", B(0x66, 0xf0, 0x0f, 0xc1, 0x0f), DECODE_XADD, 2, false },
+	{ "lock xadd qword [rdi], rbx", B(0xf0, 0x48, 0x0f, 0xc1, 0x1f), DECODE_XADD, 8, false },
+	{ "lock cmpxchg dword [rdi], ecx", B(0xf0, 0x0f, 0xb1, 0x0f), DECODE_CMPXCHG, 4, false },
+	{ "lock cmpxchg byte [rdi], bl", B(0xf0, 0x0f, 0xb0, 0x1f), DECODE_CMPXCHG, 1, false },
+	{ "lock cmpxchg word [rdi], dx", B(0x66, 0xf0, 0x0f, 0xb1, 0x17), DECODE_CMPXCHG, 2, false },
+	{ "lock cmpxchg qword [rdi], rsi", B(0xf0, 0x48, 0x0f, 0xb1, 0x37), DECODE_CMPXCHG, 8, false },
+	{ "lock cmpxchg8b [rdi]", B(0xf0, 0x0f, 0xc7, 0x0f), DECODE_CMPXCHG8B, 8, false },
+	{ "lock cmpxchg16b [rdi]", B(0xf0, 0x48, 0x0f, 0xc7, 0x0f), DECODE_CMPXCHG16B, 16, false },
+	{ "lock bts dword [rdi], 5", B(0xf0, 0x0f, 0xba, 0x2f, 0x05), DECODE_BTS, 4, false },
+	{ "lock btr qword [rdi], 63", B(0xf0, 0x48, 0x0f, 0xba, 0x37, 0x3f), DECODE_BTR, 8, false },
+	{ "lock btc word [rdi], 17", B(0x66, 0xf0, 0x0f, 0xba, 0x3f, 0x11), DECODE_BTC, 2, false },
+	{ "lock bts dword [rdi], ecx", B(0xf0, 0x0f, 0xab, 0x0f), DECODE_BTS, 4, true },
+	{ "lock btr qword [rdi], rdx", B(0xf0, 0x48, 0x0f, 0xb3, 0x17), DECODE_BTR, 8, true },
+	{ "lock btc word [rdi], si", B(0x66, 0xf0, 0x0f, 0xbb, 0x37), DECODE_BTC, 2, true },
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -163,7 +163,7 @@ static void random_ctx(struct ctx *c, const struct insn_case *ic, uint8_t *mem)
 	for (unsigned i = 0; i < 2 * AREA; i++)
 		mem[i] = (uint8_t)rnd();
 	/* Half the compare-exchanges should succeed. */
-	if ((ic->op == SL_CMPXCHG || ic->op == SL_CMPXCHG8B || ic->op == SL_CMPXCHG16B) &&
+	if ((ic->op == DECODE_CMPXCHG || ic->op == DECODE_CMPXCHG8B || ic->op == DECODE_CMPXCHG16B) &&
 	    (rnd() & 1)) {
 		memcpy(&c->rax, mem + AREA, 8);
 		memcpy(&c->rdx, mem + AREA + 8, 8);
@@ -173,28 +173,28 @@ static void random_ctx(struct ctx *c, const struct insn_case *ic, uint8_t *mem)
 static bool operand_ok;	/* the last operand() passed the canonical check */
 
 /* Where si's operand is in 64-bit mode with these FS and GS bases. */
-static struct sl_access operand(const struct sl_insn *si, const struct kvm_regs *r,
+static struct emulate_access operand(const struct decode_insn *si, const struct kvm_regs *r,
 				uint64_t fs_base, uint64_t gs_base)
 {
 	struct kvm_sregs s = { .cr0 = 0x80000011, .efer = 0x500, .cs = { .l = 1 } };
-	struct sl_exception fault;
-	struct sl_access a = { .size = si->size };
+	struct emulate_exception fault;
+	struct emulate_access a = { .size = si->size };
 
 	s.fs.base = fs_base;
 	s.gs.base = gs_base;
-	assert_int_equal(sl_cpu_mode(&s, r->rflags), SL_MODE_64);
-	operand_ok = sl_linear(si, &s, r->rflags, sl_effective(si, r), si->size, &a.la, &fault);
+	assert_int_equal(emulate_cpu_mode(&s, r->rflags), DECODE_MODE_64);
+	operand_ok = emulate_linear(si, &s, r->rflags, emulate_effective(si, r), si->size, &a.la, &fault);
 	return a;
 }
 
-static void one_run(const struct insn_case *ic, const struct sl_insn *si)
+static void one_run(const struct insn_case *ic, const struct decode_insn *si)
 {
 	uint8_t native_mem[2 * AREA] __attribute__((aligned(16)));
 	uint8_t emu_mem[2 * AREA] __attribute__((aligned(16)));
 	uint8_t op[16] __attribute__((aligned(16)));
 	struct ctx c, n;
 	struct kvm_regs r;
-	struct sl_access a;
+	struct emulate_access a;
 	int64_t off;
 
 	random_ctx(&c, ic, native_mem);
@@ -213,7 +213,7 @@ static void one_run(const struct insn_case *ic, const struct sl_insn *si)
 	assert_true(off >= -AREA && off + a.size <= AREA);
 	assert_int_equal(a.size, ic->size);
 	memcpy(op, emu_mem + AREA + off, a.size);
-	sl_execute(si, &r, op);
+	emulate_execute(si, &r, op);
 	memcpy(emu_mem + AREA + off, op, a.size);
 
 	if (memcmp(native_mem, emu_mem, sizeof(emu_mem)))
@@ -236,14 +236,14 @@ static void matches_host_cpu(void **state)
 	(void)state;
 	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
 		const struct insn_case *ic = &cases[k];
-		struct sl_insn si;
+		struct decode_insn si;
 
-		if (sl_decode(SL_MODE_64, ic->bytes, ic->len, &si))
+		if (decode_insn(DECODE_MODE_64, ic->bytes, ic->len, &si))
 			fail_msg("%s: not decoded as a locked RMW", ic->what);
 		assert_int_equal(si.op, ic->op);
 		assert_int_equal(si.size, ic->size);
 		assert_int_equal(si.length, ic->len);
-		assert_true(sl_maybe_locked(SL_MODE_64, ic->bytes, ic->len));
+		assert_true(decode_maybe_locked(DECODE_MODE_64, ic->bytes, ic->len));
 		memcpy(jit, ic->bytes, ic->len);
 		jit[ic->len] = 0xc3;	/* ret */
 		for (int i = 0; i < 500; i++)
@@ -262,36 +262,36 @@ static void not_locked_rmw(void **state)
 		{ { 0xf3, 0xa4 }, 2 },                /* rep movsb */
 		{ { 0x0f, 0xab, 0x0f }, 3 },          /* bts without lock */
 	};
-	struct sl_insn si;
+	struct decode_insn si;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(others); i++)
-		assert_int_equal(sl_decode(SL_MODE_64, others[i].b, others[i].len, &si), -1);
-	assert_false(sl_maybe_locked(SL_MODE_64, others[0].b, others[0].len));
-	assert_false(sl_maybe_locked(SL_MODE_64, others[1].b, others[1].len));
-	assert_false(sl_maybe_locked(SL_MODE_64, others[2].b, others[2].len));
+		assert_int_equal(decode_insn(DECODE_MODE_64, others[i].b, others[i].len, &si), -1);
+	assert_false(decode_maybe_locked(DECODE_MODE_64, others[0].b, others[0].len));
+	assert_false(decode_maybe_locked(DECODE_MODE_64, others[1].b, others[1].len));
+	assert_false(decode_maybe_locked(DECODE_MODE_64, others[2].b, others[2].len));
 }
 
 /* The cheap filter may say yes too often, never too rarely. */
 static void prefilter_has_no_false_negatives(void **state)
 {
 	static const uint8_t prefixes[] = { 0xf0, 0x66, 0x67, 0x64, 0x65, 0x48, 0x4c, 0x40, 0xf3 };
-	struct sl_insn si;
+	struct decode_insn si;
 	unsigned decoded = 0;
 
 	(void)state;
 	for (int i = 0; i < 200000; i++) {
-		uint8_t b[SL_INSN_MAX];
+		uint8_t b[DECODE_INSN_MAX];
 		unsigned np = rnd() % 4;
 
 		for (unsigned j = 0; j < sizeof(b); j++)
 			b[j] = (uint8_t)rnd();
 		for (unsigned j = 0; j < np; j++)
 			b[j] = prefixes[rnd() % sizeof(prefixes)];
-		if (sl_decode(SL_MODE_64, b, sizeof(b), &si) == 0) {
+		if (decode_insn(DECODE_MODE_64, b, sizeof(b), &si) == 0) {
 			decoded++;
-			if (!sl_maybe_locked(SL_MODE_64, b, sizeof(b)))
-				fail_msg("prefilter rejects a locked %s", sl_op_name(si.op));
+			if (!decode_maybe_locked(DECODE_MODE_64, b, sizeof(b)))
+				fail_msg("prefilter rejects a locked %s", decode_op_name(si.op));
 		}
 	}
 	assert_true(decoded > 100);
@@ -300,8 +300,8 @@ static void prefilter_has_no_false_negatives(void **state)
 static void operand_addresses(void **state)
 {
 	struct kvm_regs r = { .rax = 0x1000, .rbx = 0x10, .rip = 0x200000, .rdi = 0x1ffffffff0ull };
-	struct sl_insn si;
-	struct sl_access a;
+	struct decode_insn si;
+	struct emulate_access a;
 	static const uint8_t sib[] = { 0xf0, 0x01, 0x4c, 0x98, 0x10 };     /* [rax+rbx*4+0x10] */
 	static const uint8_t riprel[] = { 0xf0, 0x01, 0x0d, 0x00, 0x01, 0x00, 0x00 }; /* [rip+0x100] */
 	static const uint8_t fs[] = { 0x64, 0xf0, 0x01, 0x0f };            /* fs:[rdi] */
@@ -309,21 +309,21 @@ static void operand_addresses(void **state)
 	static const uint8_t bts_neg[] = { 0xf0, 0x0f, 0xab, 0x0f };       /* bts [rdi], ecx */
 
 	(void)state;
-	assert_int_equal(sl_decode(SL_MODE_64, sib, sizeof(sib), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, sib, sizeof(sib), &si), 0);
 	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1000 + 0x10 * 4 + 0x10);
-	assert_int_equal(sl_decode(SL_MODE_64, riprel, sizeof(riprel), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, riprel, sizeof(riprel), &si), 0);
 	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x200000 + sizeof(riprel) + 0x100);
-	assert_int_equal(sl_decode(SL_MODE_64, fs, sizeof(fs), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, fs, sizeof(fs), &si), 0);
 	a = operand(&si, &r, 0x7000000, 0x9000000);
 	assert_int_equal(a.la, 0x1ffffffff0ull + 0x7000000);
-	assert_int_equal(sl_decode(SL_MODE_64, a32, sizeof(a32), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, a32, sizeof(a32), &si), 0);
 	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0xfffffff0ull);
 	/* Bit -1 is bit 31 of the dword below [rdi]. */
 	r.rcx = (uint64_t)-1;
-	assert_int_equal(sl_decode(SL_MODE_64, bts_neg, sizeof(bts_neg), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, bts_neg, sizeof(bts_neg), &si), 0);
 	a = operand(&si, &r, 0, 0);
 	assert_int_equal(a.la, 0x1ffffffff0ull - 4);
 	r.rcx = 64;
@@ -336,7 +336,7 @@ static void operand_addresses(void **state)
 	{
 		static const uint8_t bts64[] = { 0xf0, 0x48, 0x0f, 0xab, 0x07 };  /* bts [rdi], rax */
 
-		assert_int_equal(sl_decode(SL_MODE_64, bts64, sizeof(bts64), &si), 0);
+		assert_int_equal(decode_insn(DECODE_MODE_64, bts64, sizeof(bts64), &si), 0);
 		r.rax = 0x8000000000000000ull;
 		r.rdi = 0x100000;
 		a = operand(&si, &r, 0, 0);
@@ -351,22 +351,22 @@ static void operand_addresses(void **state)
 static void line_rule(void **state)
 {
 	(void)state;
-	assert_false(sl_crosses_line(0, 8));
-	assert_false(sl_crosses_line(56, 8));
-	assert_true(sl_crosses_line(57, 8));
-	assert_true(sl_crosses_line(63, 2));
-	assert_false(sl_crosses_line(63, 1));
-	assert_false(sl_crosses_line(48, 16));
-	assert_true(sl_crosses_line(56, 16));
-	assert_true(sl_crosses_line(0x1000 - 2, 4));	/* page and line */
-	assert_false(sl_crosses_line(0x1000, 4));
+	assert_false(emulate_crosses_line(0, 8));
+	assert_false(emulate_crosses_line(56, 8));
+	assert_true(emulate_crosses_line(57, 8));
+	assert_true(emulate_crosses_line(63, 2));
+	assert_false(emulate_crosses_line(63, 1));
+	assert_false(emulate_crosses_line(48, 16));
+	assert_true(emulate_crosses_line(56, 16));
+	assert_true(emulate_crosses_line(0x1000 - 2, 4));	/* page and line */
+	assert_false(emulate_crosses_line(0x1000, 4));
 }
 
 /* ---- the decision, on guest RAM with the boot protocol's identity map */
 
 #define RAM (4ull << 20)
 static uint8_t *ram;
-static struct sl_snapshot snap;
+static struct emulate_snapshot snap;
 
 static int setup_guest(void **state)
 {
@@ -411,16 +411,16 @@ static uint32_t at(uint64_t gpa)
 	return v;
 }
 
-static void plan_both(struct sl_plan *sw, struct sl_plan *hw)
+static void plan_both(struct emulate_plan *sw, struct emulate_plan *hw)
 {
 	uint8_t *before = malloc(RAM);
 
 	assert_non_null(before);
 	memcpy(before, ram, RAM);
-	snap.source = SL_SOFTWARE;
-	sl_plan(&snap, sw);
-	snap.source = SL_HARDWARE;
-	sl_plan(&snap, hw);
+	snap.source = EMULATE_SOURCE_SOFTWARE;
+	emulate_plan(&snap, sw);
+	snap.source = EMULATE_SOURCE_HARDWARE;
+	emulate_plan(&snap, hw);
 	/* Deciding never writes guest memory, accessed bits included. */
 	assert_memory_equal(before, ram, RAM);
 	free(before);
@@ -430,7 +430,7 @@ static void plan_both(struct sl_plan *sw, struct sl_plan *hw)
 static void compat_segment_base(void **state)
 {
 	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	compat_mode();
@@ -440,13 +440,13 @@ static void compat_segment_base(void **state)
 	memcpy(ram + 0x30003e, (uint32_t[]){ 0x11111111 }, 4);
 	memcpy(ram + 0x3e, (uint32_t[]){ 0x22222222 }, 4);
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
-	assert_int_equal(hw.kind, SL_PLAN_EMULATE);
-	assert_int_equal(sw.insn.mode, SL_MODE_32);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
+	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
+	assert_int_equal(sw.insn.mode, DECODE_MODE_32);
 	assert_int_equal(sw.access.la, 0x30003e);
 	assert_int_equal(sw.nparts, 1);
 	assert_int_equal(sw.part[0].gpa, 0x30003e);
-	sl_perform(&sw, &snap.mem, &snap.regs);
+	emulate_perform(&sw, &snap.mem, &snap.regs);
 	assert_int_equal(at(0x30003e), 0x11111112);
 	assert_int_equal(at(0x3e), 0x22222222);
 	assert_int_equal(snap.regs.rip, 0x101004);
@@ -458,21 +458,21 @@ static void compat_segment_base(void **state)
 static void compat_has_no_rex(void **state)
 {
 	static const uint8_t rex_add[] = { 0xf0, 0x48, 0x01, 0x03 };
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	compat_mode();
 	snap.regs.rbx = 0x20003e;
 	code(0x101000, rex_add, sizeof(rex_add));
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NONE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NONE);
 	assert_false(sw.decoded);
-	assert_int_equal(hw.kind, SL_PLAN_STOP);
+	assert_int_equal(hw.kind, EMULATE_PLAN_STOP);
 	/* The same bytes are a 64-bit lock add in 64-bit mode. */
 	snap.sregs.cs.l = 1;
 	snap.sregs.cs.db = 0;
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
 	assert_int_equal(sw.access.size, 8);
 }
 
@@ -482,7 +482,7 @@ static void compat_segment_faults(void **state)
 	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* [ebx] */
 	static const uint8_t add_ebp[] = { 0xf0, 0x83, 0x45, 0x00, 0x01 }; /* [ebp+0]: SS */
 	static const uint8_t add_cs[] = { 0x2e, 0xf0, 0x83, 0x03, 0x01 };  /* cs:[ebx] */
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	compat_mode();
@@ -490,20 +490,20 @@ static void compat_segment_faults(void **state)
 	code(0x101000, add, sizeof(add));
 	snap.sregs.ds.limit = 0x200040;		/* the last byte is 0x200041 */
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
-	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(hw.ex.vector, 13);
 	assert_true(hw.ex.has_error_code);
 	assert_int_equal(hw.ex.error_code, 0);
 	assert_false(hw.ex.has_cr2);
 	snap.sregs.ds.limit = 0x200041;
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
 
 	snap.sregs.ss.limit = 0x200040;
 	code(0x101000, add_ebp, sizeof(add_ebp));
 	plan_both(&sw, &hw);
-	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(hw.ex.vector, 12);
 
 	/* Expand-down: offsets above the limit are the valid ones. */
@@ -511,7 +511,7 @@ static void compat_segment_faults(void **state)
 	snap.sregs.ds.limit = 0x1fffff;
 	code(0x101000, add, sizeof(add));
 	plan_both(&sw, &hw);
-	assert_int_equal(hw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
 	snap.sregs.ds.limit = 0x200040;
 	plan_both(&sw, &hw);
 	assert_int_equal(hw.ex.vector, 13);
@@ -520,15 +520,15 @@ static void compat_segment_faults(void **state)
 	snap.sregs.ds.type = 0x1;
 	snap.sregs.ds.limit = 0xffffffff;
 	plan_both(&sw, &hw);
-	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	snap.sregs.ds.type = 0x3;
 	snap.sregs.ds.unusable = 1;
 	plan_both(&sw, &hw);
-	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	snap.sregs.ds.unusable = 0;
 	code(0x101000, add_cs, sizeof(add_cs));
 	plan_both(&sw, &hw);
-	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(hw.ex.vector, 13);
 }
 
@@ -537,25 +537,25 @@ static void wraps(void **state)
 {
 	static const uint8_t bts[] = { 0x67, 0xf0, 0x0f, 0xab, 0x0f };  /* bts [edi], ecx */
 	static const uint8_t add16[] = { 0x67, 0xf0, 0x01, 0x07 };      /* add [bx], eax */
-	struct sl_insn si;
+	struct decode_insn si;
 	struct kvm_regs r = { .rdi = 0x1fffffff0ull, .rcx = 0x200, .rbx = 0x1fffe };
 
 	(void)state;
-	assert_int_equal(sl_decode(SL_MODE_64, bts, sizeof(bts), &si), 0);
+	assert_int_equal(decode_insn(DECODE_MODE_64, bts, sizeof(bts), &si), 0);
 	assert_int_equal(si.addr_size, 4);
 	/* 0xfffffff0 + 512 / 8 wraps at 32 bits. */
-	assert_int_equal(sl_effective(&si, &r), 0x30);
-	assert_int_equal(sl_decode(SL_MODE_32, add16, sizeof(add16), &si), 0);
+	assert_int_equal(emulate_effective(&si, &r), 0x30);
+	assert_int_equal(decode_insn(DECODE_MODE_32, add16, sizeof(add16), &si), 0);
 	assert_int_equal(si.addr_size, 2);
-	assert_int_equal(sl_effective(&si, &r), 0xfffe);
+	assert_int_equal(emulate_effective(&si, &r), 0xfffe);
 	/* EIP wraps at 32 bits outside 64-bit mode. */
 	{
 		static const uint8_t add[] = { 0xf0, 0x01, 0x03 };
 		uint8_t mem[16] __attribute__((aligned(16))) = { 0 };
 
-		assert_int_equal(sl_decode(SL_MODE_32, add, sizeof(add), &si), 0);
+		assert_int_equal(decode_insn(DECODE_MODE_32, add, sizeof(add), &si), 0);
 		r.rip = 0xfffffffe;
-		sl_execute(&si, &r, mem);
+		emulate_execute(&si, &r, mem);
 		assert_int_equal(r.rip, 1);
 	}
 }
@@ -565,23 +565,23 @@ static void long_mode_faults(void **state)
 {
 	static const uint8_t fs_add[] = { 0x64, 0xf0, 0x01, 0x03 };       /* fs:[rbx] */
 	static const uint8_t rsp_add[] = { 0xf0, 0x01, 0x04, 0x24 };      /* [rsp] */
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	snap.sregs.fs.base = 0x200000;
 	snap.regs.rbx = 0x3e;
 	code(0x101000, fs_add, sizeof(fs_add));
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
 	assert_int_equal(sw.access.la, 0x20003e);
 	snap.regs.rbx = 0x7fffffdffffeull;	/* the last byte is not canonical */
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
 	assert_int_equal(hw.ex.vector, 13);
 	snap.regs.rsp = 0x800000000000ull - 2;
 	code(0x101000, rsp_add, sizeof(rsp_add));
 	plan_both(&sw, &hw);
-	assert_int_equal(hw.kind, SL_PLAN_INJECT);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(hw.ex.vector, 12);
 }
 
@@ -594,7 +594,7 @@ static void mmio_operand(void **state)
 {
 	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
 	uint64_t pde = 0x40000000ull | X86_PTE_P | X86_PTE_RW | X86_PTE_US | X86_PTE_PS;
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);	/* 0x200000 -> 1 GiB: no RAM */
@@ -602,13 +602,13 @@ static void mmio_operand(void **state)
 	memcpy(ram + 0x1ffffe, "\x10\x20", 2);
 	code(0x101000, add, sizeof(add));
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
-	assert_int_equal(hw.kind, SL_PLAN_EMULATE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
+	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
 	assert_int_equal(hw.nparts, 2);
 	assert_true(hw.part[0].ram);
 	assert_false(hw.part[1].ram);
 	assert_int_equal(hw.part[1].gpa, 0x40000000ull);
-	sl_perform(&hw, &snap.mem, &snap.regs);
+	emulate_perform(&hw, &snap.mem, &snap.regs);
 	/* 0xffff2010 + 1 */
 	assert_int_equal(ram[0x1ffffe], 0x11);
 	assert_int_equal(ram[0x1fffff], 0x20);
@@ -618,39 +618,39 @@ static void mmio_operand(void **state)
 static void ac_requested(void **state)
 {
 	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	snap.ac_requested = true;
 	snap.regs.rbx = 0x20003e;
 	code(0x101000, add, sizeof(add));
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_INJECT);
+	assert_int_equal(sw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(sw.ex.vector, 17);
 	assert_int_equal(hw.ex.vector, 17);
 	assert_true(sw.ex.has_error_code);
 	snap.regs.rbx = RAM - 2;		/* second page not present */
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NATIVE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
 	assert_int_equal(hw.ex.vector, 17);	/* the CPU raised #AC already */
 	/* Not a split lock at all: nothing to do on the software path. */
 	snap.regs.rbx = 0x200000;
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NONE);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NONE);
 }
 
 /* A misaligned CMPXCHG16B raises #GP and never locks. */
 static void cmpxchg16b_misaligned(void **state)
 {
 	static const uint8_t c16[] = { 0xf0, 0x48, 0x0f, 0xc7, 0x0b };
-	struct sl_plan sw, hw;
+	struct emulate_plan sw, hw;
 
 	(void)state;
 	snap.regs.rbx = 0x200038;
 	code(0x101000, c16, sizeof(c16));
 	plan_both(&sw, &hw);
-	assert_int_equal(sw.kind, SL_PLAN_NONE);
-	assert_int_equal(hw.kind, SL_PLAN_STOP);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NONE);
+	assert_int_equal(hw.kind, EMULATE_PLAN_STOP);
 }
 
 /* Any instruction's memory operand: the fault the CPU is about to raise. */
@@ -669,42 +669,42 @@ static void predicts_faults(void **state)
 
 	(void)state;
 	snap.regs.rbx = 0x1000;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), -1);
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), -1);
 	snap.regs.rbx = 0x400000;	/* past the 4 MiB the boot map covers */
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), &f), 14);
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 14);
 	assert_false(f.certain);	/* a walk may set accessed bits on its way */
 	assert_int_equal(f.ex.error_code, 0);	/* not present, read, supervisor */
 	snap.regs.rbx = 0x3ffffc;	/* its second page is not present */
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), 14);
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), 14);
 	snap.regs.rbx = 0x8000000000000000ull;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), &f), 13);
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 13);
 	assert_true(f.certain);		/* a plain MOV: nothing else can come first */
 	assert_true(f.ex.has_error_code);
 	assert_int_equal(f.ex.error_code, 0);
-	assert_int_equal(sl_predict_fault(&snap, movdqa, sizeof(movdqa), &f), 13);
+	assert_int_equal(emulate_predict_fault(&snap, movdqa, sizeof(movdqa), &f), 13);
 	assert_false(f.certain);	/* SSE: #NM or #UD may come first */
-	assert_int_equal(sl_predict_fault(&snap, lock_add, sizeof(lock_add), &f), 13);
+	assert_int_equal(emulate_predict_fault(&snap, lock_add, sizeof(lock_add), &f), 13);
 	assert_false(f.certain);	/* locked: the split-lock check's business */
-	assert_int_equal(sl_predict_fault(&snap, lea, sizeof(lea), NULL), -1);	/* no access */
-	assert_int_equal(sl_predict_fault(&snap, reg, sizeof(reg), NULL), -1);
+	assert_int_equal(emulate_predict_fault(&snap, lea, sizeof(lea), NULL), -1);	/* no access */
+	assert_int_equal(emulate_predict_fault(&snap, reg, sizeof(reg), NULL), -1);
 	snap.regs.rsp = 0x800000000000ull;
-	assert_int_equal(sl_predict_fault(&snap, stack, sizeof(stack), NULL), 12);
+	assert_int_equal(emulate_predict_fault(&snap, stack, sizeof(stack), NULL), 12);
 	/* A read-only page faults the store only (CR0.WP), never the load. */
 	memcpy(&pde1, ram + BOOT_PD_ADDR + 8, 8);
 	pde1 &= ~(uint64_t)X86_PTE_RW;
 	memcpy(ram + BOOT_PD_ADDR + 8, &pde1, 8);
 	snap.sregs.cr0 |= X86_CR0_WP;
 	snap.regs.rbx = 0x200000;
-	assert_int_equal(sl_predict_fault(&snap, load, sizeof(load), NULL), -1);
-	assert_int_equal(sl_predict_fault(&snap, store, sizeof(store), NULL), 14);
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), -1);
+	assert_int_equal(emulate_predict_fault(&snap, store, sizeof(store), NULL), 14);
 	/* Compatibility mode: past DS's limit is #GP. */
 	compat_mode();
 	snap.sregs.ds.limit = 0xfff;
 	snap.sregs.ds.g = 0;
 	snap.regs.rbx = 0xffe;
-	assert_int_equal(sl_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), 13);
+	assert_int_equal(emulate_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), 13);
 	snap.regs.rbx = 0xffc;
-	assert_int_equal(sl_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), -1);
+	assert_int_equal(emulate_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), -1);
 }
 
 int main(void)

@@ -64,7 +64,7 @@ static const char cpuinfo_only_vmx_flags[] =
 
 static void init_defaults(void **state)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 
 	(void)state;
 	memset(&hi, 0x5a, sizeof(hi));
@@ -74,7 +74,7 @@ static void init_defaults(void **state)
 	assert_false(hi.cmdline_has_sld);
 	assert_int_equal(hi.split_lock_mitigate, -1);
 	assert_int_equal(hi.cpuid_7_edx30_reaches_guest, -1);
-	assert_int_equal(hi.mode, SLD_MODE_NONE);
+	assert_int_equal(hi.mode, HOSTINFO_MODE_NONE);
 	assert_string_equal(hi.kvm_error, "");
 	assert_string_equal(hi.probe_error, "");
 	assert_int_equal(hi.caps.max_vcpus, 0);
@@ -82,7 +82,7 @@ static void init_defaults(void **state)
 
 static void cpuinfo(void **state)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 
 	(void)state;
 	hostinfo_init(&hi);
@@ -116,7 +116,7 @@ static void cpuinfo_unusable(void **state)
 		"flags split_lock_detect\n",
 		NULL,
 	};
-	struct host_info hi;
+	struct hostinfo hi;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
@@ -198,7 +198,7 @@ static void cmdline(void **state)
 		{ "foo=\"a split_lock_detect=fatal b\"", true, false, "fatal", 0 },
 		{ "quiet -- split_lock_detect=fatal", true, false, "fatal", 0 },
 	};
-	struct host_info hi;
+	struct hostinfo hi;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -225,7 +225,7 @@ static void cmdline(void **state)
 static void mitigate(void **state)
 {
 	static const char *const bad[] = { "", "x", "2\n", "01\n", "1\n\n", " 1\n", "-1\n", "1x", NULL };
-	struct host_info hi;
+	struct hostinfo hi;
 
 	(void)state;
 	hostinfo_init(&hi);
@@ -248,26 +248,26 @@ static void finish_matrix(void **state)
 {
 	static const struct {
 		const char *cmdline;
-		enum sld_mode with_flag;
+		enum hostinfo_mode with_flag;
 	} rows[] = {
-		{ "quiet", SLD_MODE_WARN },
-		{ "split_lock_detect=off", SLD_MODE_OFF },
-		{ "split_lock_detect=warn", SLD_MODE_WARN },
-		{ "split_lock_detect=fatal", SLD_MODE_FATAL },
-		{ "split_lock_detect=ratelimit:5", SLD_MODE_RATELIMIT },
-		{ "split_lock_detect=ratelimit:", SLD_MODE_RATELIMIT },
-		{ "split_lock_detect=ratelimit:0", SLD_MODE_WARN },
-		{ "split_lock_detect=bogus", SLD_MODE_WARN },
-		{ "split_lock_detect=fatal split_lock_detect=nope", SLD_MODE_WARN },
-		{ NULL, SLD_MODE_WARN }, /* /proc/cmdline unreadable */
+		{ "quiet", HOSTINFO_MODE_WARN },
+		{ "split_lock_detect=off", HOSTINFO_MODE_OFF },
+		{ "split_lock_detect=warn", HOSTINFO_MODE_WARN },
+		{ "split_lock_detect=fatal", HOSTINFO_MODE_FATAL },
+		{ "split_lock_detect=ratelimit:5", HOSTINFO_MODE_RATELIMIT },
+		{ "split_lock_detect=ratelimit:", HOSTINFO_MODE_RATELIMIT },
+		{ "split_lock_detect=ratelimit:0", HOSTINFO_MODE_WARN },
+		{ "split_lock_detect=bogus", HOSTINFO_MODE_WARN },
+		{ "split_lock_detect=fatal split_lock_detect=nope", HOSTINFO_MODE_WARN },
+		{ NULL, HOSTINFO_MODE_WARN }, /* /proc/cmdline unreadable */
 	};
-	struct host_info hi;
+	struct hostinfo hi;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		for (int flag = 0; flag < 2; flag++) {
 			for (int bld = 0; bld < 2; bld++) {
-				enum sld_mode want = flag ? rows[i].with_flag : SLD_MODE_NONE;
+				enum hostinfo_mode want = flag ? rows[i].with_flag : HOSTINFO_MODE_NONE;
 
 				hostinfo_init(&hi);
 				hostinfo_parse_cmdline(&hi, rows[i].cmdline);
@@ -278,7 +278,7 @@ static void finish_matrix(void **state)
 				if (hi.mode != want)
 					fail_msg("cmdline '%s' flag %d bld %d: mode %s, want %s",
 						 rows[i].cmdline ? rows[i].cmdline : "(none)", flag, bld,
-						 sld_mode_name(hi.mode), sld_mode_name(want));
+						 hostinfo_mode_name(hi.mode), hostinfo_mode_name(want));
 			}
 		}
 	}
@@ -287,18 +287,18 @@ static void finish_matrix(void **state)
 static void mode_names(void **state)
 {
 	(void)state;
-	assert_string_equal(sld_mode_name(SLD_MODE_NONE), "none");
-	assert_string_equal(sld_mode_name(SLD_MODE_OFF), "off");
-	assert_string_equal(sld_mode_name(SLD_MODE_WARN), "warn");
-	assert_string_equal(sld_mode_name(SLD_MODE_FATAL), "fatal");
-	assert_string_equal(sld_mode_name(SLD_MODE_RATELIMIT), "ratelimit");
-	assert_string_equal(sld_mode_name((enum sld_mode)42), "?");
+	assert_string_equal(hostinfo_mode_name(HOSTINFO_MODE_NONE), "none");
+	assert_string_equal(hostinfo_mode_name(HOSTINFO_MODE_OFF), "off");
+	assert_string_equal(hostinfo_mode_name(HOSTINFO_MODE_WARN), "warn");
+	assert_string_equal(hostinfo_mode_name(HOSTINFO_MODE_FATAL), "fatal");
+	assert_string_equal(hostinfo_mode_name(HOSTINFO_MODE_RATELIMIT), "ratelimit");
+	assert_string_equal(hostinfo_mode_name((enum hostinfo_mode)42), "?");
 }
 
 /* ------------------------------------------------------------ output */
 
 /* What fn prints for hi, to free. */
-static char *printed(void (*fn)(FILE *, const struct host_info *), const struct host_info *hi)
+static char *printed(void (*fn)(FILE *, const struct hostinfo *), const struct hostinfo *hi)
 {
 	struct capture c;
 
@@ -471,14 +471,14 @@ static void assert_has(const char *text, const char *needle)
 }
 
 /* What this project's machines look like: no detection, PVM's KVM. */
-static void machine_like_here(struct host_info *hi)
+static void machine_like_here(struct hostinfo *hi)
 {
 	hostinfo_init(hi);
 	assert_int_equal(hostinfo_parse_cpuinfo(hi, cpuinfo_neither), 0);
 	assert_int_equal(hostinfo_parse_cmdline(hi, "console=ttyS0 quiet -- --init\n"), 0);
 	assert_int_equal(hostinfo_parse_mitigate(hi, "1\n"), 0);
 	hostinfo_finish(hi);
-	hi->caps = (struct host_kvm_caps){
+	hi->caps = (struct hostinfo_kvm_caps){
 		.user_space_msr = 1, .msr_filter = 1, .exception_payload = 1,
 		.vcpu_events = 1, .set_guest_debug = 1, .bus_lock_exit = 0,
 		.immediate_exit = 1, .nr_vcpus = 2, .max_vcpus = 1024,
@@ -492,7 +492,7 @@ static void machine_like_here(struct host_info *hi)
 
 static void json_here(void **state)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 	char *out;
 
 	(void)state;
@@ -515,7 +515,7 @@ static void json_here(void **state)
 
 static void json_fatal_and_ratelimit(void **state)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 	char *out;
 
 	(void)state;
@@ -552,7 +552,7 @@ static void json_fatal_and_ratelimit(void **state)
 
 static void json_escaping(void **state)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 	char *out;
 
 	(void)state;
@@ -586,7 +586,7 @@ static void json_escaping(void **state)
 
 static void text_report(void **state)
 {
-	struct host_info hi;
+	struct hostinfo hi;
 	char *out;
 
 	(void)state;

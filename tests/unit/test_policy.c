@@ -13,68 +13,68 @@
 #include "array_size.h"
 
 struct row {
-	enum split_lock_policy policy;
-	enum sld_mode mode;
+	enum policy policy;
+	enum hostinfo_mode mode;
 	bool start;
 	bool enumerate;
 	const char *says;
 };
 
 static const struct row table[] = {
-	{ SPLIT_LOCK_INHERIT, SLD_MODE_NONE, true, false, "no split-lock detection" },
-	{ SPLIT_LOCK_INHERIT, SLD_MODE_OFF, true, false, "split_lock_detect=off" },
-	{ SPLIT_LOCK_INHERIT, SLD_MODE_WARN, true, false, "split_lock_detect=warn" },
-	{ SPLIT_LOCK_INHERIT, SLD_MODE_RATELIMIT, true, false, "ratelimit:7" },
-	{ SPLIT_LOCK_INHERIT, SLD_MODE_FATAL, true, true, "split_lock_detect=fatal" },
-	{ SPLIT_LOCK_ON, SLD_MODE_NONE, false, false, "cannot be honoured" },
-	{ SPLIT_LOCK_ON, SLD_MODE_OFF, false, false, "boot the host with split_lock_detect=fatal" },
-	{ SPLIT_LOCK_ON, SLD_MODE_WARN, false, false, "cannot be honoured" },
-	{ SPLIT_LOCK_ON, SLD_MODE_RATELIMIT, false, false, "cannot be honoured" },
-	{ SPLIT_LOCK_ON, SLD_MODE_FATAL, true, true, "enumerated to the guest" },
-	{ SPLIT_LOCK_OFF, SLD_MODE_NONE, true, false, "as asked" },
-	{ SPLIT_LOCK_OFF, SLD_MODE_OFF, true, false, "as asked" },
-	{ SPLIT_LOCK_OFF, SLD_MODE_WARN, true, false, "as asked" },
-	{ SPLIT_LOCK_OFF, SLD_MODE_RATELIMIT, true, false, "as asked" },
-	{ SPLIT_LOCK_OFF, SLD_MODE_FATAL, true, false, "as asked" },
+	{ POLICY_INHERIT, HOSTINFO_MODE_NONE, true, false, "no split-lock detection" },
+	{ POLICY_INHERIT, HOSTINFO_MODE_OFF, true, false, "split_lock_detect=off" },
+	{ POLICY_INHERIT, HOSTINFO_MODE_WARN, true, false, "split_lock_detect=warn" },
+	{ POLICY_INHERIT, HOSTINFO_MODE_RATELIMIT, true, false, "ratelimit:7" },
+	{ POLICY_INHERIT, HOSTINFO_MODE_FATAL, true, true, "split_lock_detect=fatal" },
+	{ POLICY_ON, HOSTINFO_MODE_NONE, false, false, "cannot be honoured" },
+	{ POLICY_ON, HOSTINFO_MODE_OFF, false, false, "boot the host with split_lock_detect=fatal" },
+	{ POLICY_ON, HOSTINFO_MODE_WARN, false, false, "cannot be honoured" },
+	{ POLICY_ON, HOSTINFO_MODE_RATELIMIT, false, false, "cannot be honoured" },
+	{ POLICY_ON, HOSTINFO_MODE_FATAL, true, true, "enumerated to the guest" },
+	{ POLICY_OFF, HOSTINFO_MODE_NONE, true, false, "as asked" },
+	{ POLICY_OFF, HOSTINFO_MODE_OFF, true, false, "as asked" },
+	{ POLICY_OFF, HOSTINFO_MODE_WARN, true, false, "as asked" },
+	{ POLICY_OFF, HOSTINFO_MODE_RATELIMIT, true, false, "as asked" },
+	{ POLICY_OFF, HOSTINFO_MODE_FATAL, true, false, "as asked" },
 };
 
 static void decision_table(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
-		struct host_info hi;
-		struct split_lock_decision d;
+		struct hostinfo hi;
+		struct policy_decision d;
 
 		memset(&hi, 0, sizeof(hi));
 		hi.mode = table[i].mode;
-		hi.sld_flag = table[i].mode != SLD_MODE_NONE;
+		hi.sld_flag = table[i].mode != HOSTINFO_MODE_NONE;
 		hi.ratelimit = 7;
-		split_lock_decide(table[i].policy, &hi, &d);
+		policy_decide(table[i].policy, &hi, &d);
 		if (d.start != table[i].start || d.enumerate != table[i].enumerate)
 			fail_msg("row %zu (%s, mode %d): start %d enumerate %d", i,
-				 split_lock_policy_name(table[i].policy), table[i].mode,
+				 policy_name(table[i].policy), table[i].mode,
 				 d.start, d.enumerate);
 		if (!strstr(d.line, table[i].says))
 			fail_msg("row %zu: '%s' lacks '%s'", i, d.line, table[i].says);
 		assert_null(strchr(d.line, '\n'));
-		assert_int_equal(hostinfo_can_deliver_ac(&hi), table[i].mode == SLD_MODE_FATAL);
+		assert_int_equal(hostinfo_can_deliver_ac(&hi), table[i].mode == HOSTINFO_MODE_FATAL);
 	}
 }
 
 static void names(void **state)
 {
-	enum split_lock_policy p;
+	enum policy p;
 
 	(void)state;
-	assert_int_equal(split_lock_policy_parse("inherit", &p), 0);
-	assert_int_equal(p, SPLIT_LOCK_INHERIT);
-	assert_int_equal(split_lock_policy_parse("on", &p), 0);
-	assert_int_equal(p, SPLIT_LOCK_ON);
-	assert_int_equal(split_lock_policy_parse("off", &p), 0);
-	assert_int_equal(p, SPLIT_LOCK_OFF);
-	assert_int_equal(split_lock_policy_parse("", &p), -1);
-	assert_int_equal(split_lock_policy_parse("onn", &p), -1);
-	assert_string_equal(split_lock_policy_name(SPLIT_LOCK_OFF), "off");
+	assert_int_equal(policy_parse("inherit", &p), 0);
+	assert_int_equal(p, POLICY_INHERIT);
+	assert_int_equal(policy_parse("on", &p), 0);
+	assert_int_equal(p, POLICY_ON);
+	assert_int_equal(policy_parse("off", &p), 0);
+	assert_int_equal(p, POLICY_OFF);
+	assert_int_equal(policy_parse("", &p), -1);
+	assert_int_equal(policy_parse("onn", &p), -1);
+	assert_string_equal(policy_name(POLICY_OFF), "off");
 }
 
 int main(void)

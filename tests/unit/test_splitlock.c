@@ -460,12 +460,12 @@ static void legacy_alignment_check(void **state)
 	assert_int_equal(v->stats.ac_injected, 1);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	FAKE_CALLS(f, set_events) = 0;
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 	assert_int_equal(FAKE_CALLS(f, set_events), 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* Without RFLAGS.AC it is a split lock again. */
 	f->regs.rflags &= ~(1ull << 18);
-	assert_int_equal(splitlock_check(v), SL_EMULATED);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_EMULATED);
 	assert_int_equal(operand_at(0x20003e), 0x11223349);
 	assert_false(vm_stopping(&fv.vm));
 }
@@ -478,13 +478,13 @@ static void software_leaves_faults_to_the_cpu(void **state)
 
 	(void)state;
 	place_split_xadd(v, RAM - 2);
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 	place_split_xadd(v, 0x20003e);
 	page_flags(0x200000, 0, X86_PTE_RW);
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 	/* Even when the guest asked for #AC: the fault comes first. */
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 	assert_int_equal(FAKE_CALLS(f, set_events), 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* An instruction on a no-execute page is not even fetched. */
@@ -492,10 +492,10 @@ static void software_leaves_faults_to_the_cpu(void **state)
 	page_flags(0x101234, 1ull << 63, 0);
 	f->sregs.efer |= 1ull << 11;
 	wrmsr(v, MSR_TEST_CTRL, 0);
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	page_flags(0x101234, 0, 1ull << 63);
-	assert_int_equal(splitlock_check(v), SL_EMULATED);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_EMULATED);
 	assert_int_equal(v->stats.split_locks_detected, 1);
 	assert_false(vm_stopping(&fv.vm));
 }
@@ -585,19 +585,19 @@ static void software_check(void **state)
 
 	(void)state;
 	place_split_xadd(v, 0x200000);		/* inside one line */
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 	memset(ram + 0x101234, 0x90, 4);	/* not a locked op */
-	assert_int_equal(splitlock_check(v), SL_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
 
 	place_split_xadd(v, 0x20003e);
-	assert_int_equal(splitlock_check(v), SL_EMULATED);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_EMULATED);
 	memcpy(&result, ram + 0x20003e, 4);
 	assert_int_equal(result, 0x11223349);
 	assert_int_equal(v->stats.split_locks_detected, 1);
 
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
 	place_split_xadd(v, 0x20003e);
-	assert_int_equal(splitlock_check(v), SL_AC_INJECTED);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_AC_INJECTED);
 	assert_int_equal(f->events.exception.nr, 17);
 	memcpy(&result, ram + 0x20003e, 4);
 	assert_int_equal(result, 0x11223344);	/* a fault: nothing written */
@@ -648,9 +648,9 @@ static void decision(void **state)
 	struct msr_state s = { 0 };
 
 	(void)state;
-	assert_int_equal(splitlock_decide_ac(&s), AC_EMULATE);
+	assert_int_equal(splitlock_decide_ac(&s), SPLITLOCK_AC_EMULATE);
 	s.test_ctrl = TEST_CTRL_SPLIT_LOCK_DETECT;
-	assert_int_equal(splitlock_decide_ac(&s), AC_INJECT);
+	assert_int_equal(splitlock_decide_ac(&s), SPLITLOCK_AC_INJECT);
 }
 
 int main(void)

@@ -352,7 +352,7 @@ static void test_breakpoints(void **state)
 
 	(void)state;
 	assert_int_equal(step_exec_hits(db, dr7, 0x1000, 0), 1);
-	assert_int_equal(step_exec_hits(db, dr7, 0x1000, RFLAGS_RF), 0);	/* RF suppresses it */
+	assert_int_equal(step_exec_hits(db, dr7, 0x1000, X86_RFLAGS_RF), 0);	/* RF suppresses it */
 	assert_int_equal(step_exec_hits(db, dr7, 0x1001, 0), 0);
 	assert_int_equal(step_exec_hits(db, 0, 0x1000, 0), 0);		/* not enabled */
 	/* DR1 covers 0x2000-0x2003 (aligned down); a split write reaching it hits. */

@@ -27,7 +27,7 @@
 #define MS 1000000ull
 #define SEC 1000000000ull
 
-static struct vmm_options opts;
+static struct cli_options opts;
 static struct vm vm;
 static int devnull = -1;
 
@@ -62,7 +62,7 @@ static int setup(void **state)
 
 	(void)state;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(KICK_SIGNAL, &sa, NULL) < 0)
+	if (sigaction(VM_KICK_SIGNAL, &sa, NULL) < 0)
 		return -1;
 	devnull = open("/dev/null", O_WRONLY);
 	if (devnull < 0 || vm_init_common(&vm, opts.split_lock, 3, devnull))
@@ -186,7 +186,7 @@ static void *fake_run_loop(void *arg)
 	sigset_t kick;
 
 	sigemptyset(&kick);
-	sigaddset(&kick, KICK_SIGNAL);
+	sigaddset(&kick, VM_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	while (!vm_stopping(&vm)) {
 		vm_pause_point(&vm, v);
@@ -231,7 +231,7 @@ static void a_starting_vcpu_is_paused_too(void **state)
 	(void)state;
 	/* As in vmm: threads start with the kick blocked and unblock it. */
 	sigemptyset(&kick);
-	sigaddset(&kick, KICK_SIGNAL);
+	sigaddset(&kick, VM_KICK_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &kick, &old);
 	for (int round = 0; round < 30; round++) {
 		memset(&pauser, 0, sizeof(pauser));
@@ -264,7 +264,7 @@ static void every_fatal_signal_stops_the_vm(void **state)
 	static const int harmless[] = { SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
 					SIGURG, SIGWINCH };
 	/* Used by vmm, faults in vmm itself, or uncatchable (vmm(1) SIGNALS). */
-	static const int kept[] = { KICK_SIGNAL, SIGBUS, SIGPIPE, SIGSYS, SIGSEGV, SIGILL,
+	static const int kept[] = { VM_KICK_SIGNAL, SIGBUS, SIGPIPE, SIGSYS, SIGSEGV, SIGILL,
 				    SIGFPE, SIGTRAP, SIGABRT, SIGKILL };
 	sigset_t set;
 
