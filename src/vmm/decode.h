@@ -69,5 +69,27 @@ bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len);
 #define DECODE_TRUNCATED (-2)
 int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out);
 const char *decode_op_name(enum decode_op op);
+/*
+ * Length of any instruction at b, without its operands (cheap enough for
+ * every step): 0 where the bytes end first or Zydis cannot decode them
+ * (what the CPU answers with #UD among them). *falls_through: what runs
+ * next, unless an exception intervenes, is the instruction right behind it
+ * in memory; false for branches, calls, returns, INT n, SYSCALL, SYSRET,
+ * transactions and VMX/SGX leaves. Thread-safe.
+ */
+unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through);
+/*
+ * The first explicit memory operand of any instruction (LEA's is no
+ * access), in out's length, size, mode, addr_size, seg, base, index, scale
+ * and disp, and whether it is written: 0, or -1 where there is none this
+ * can describe (sizes other than 1, 2, 4, 8 or 16 bytes among them).
+ * *plain (may be NULL): an integer instruction whose only possible fault
+ * before its access is none (MOV, ADD, CMP, shifts, CMOVcc, SETcc ...: no
+ * x87 or SIMD state, no stack, no lock, no string, no bit offset that
+ * moves the address). For predicting the fault an access will take.
+ * Thread-safe.
+ */
+int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out,
+		     bool *write, bool *plain);
 
 #endif

@@ -615,3 +615,52 @@ void emulate_perform(const struct emulate_plan *p, const struct guest_mem *m, st
 		off += p->part[i].len;
 	}
 }
+
+int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes, size_t n,
+		     struct sl_forecast *out)
+{
+	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
+	struct sl_forecast f = { .ex = { 0 } };
+	struct decode_insn insn;
+	struct paging pg;
+	uint64_t la;
+	unsigned done = 0;
+	bool write, plain;
+
+	if (out)
+		*out = f;
+	if (decode_access(mode, bytes, n, &insn, &write, &plain))
+		return -1;
+	if (!emulate_linear(&insn, &s->sregs, s->regs.rflags, emulate_effective(&insn, &s->regs), insn.size,
+		       &la, &f.ex)) {
+		f.certain = plain;
+		if (out)
+			*out = f;
+		return f.ex.vector;
+	}
+	emulate_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
+	if (!pg.enabled || !pg.long_mode)
+		return -1;
+	while (done < insn.size) {
+		struct walk w;
+		enum walk_result r = pagewalk(&s->mem, &pg, la, write ? WALK_WRITE : 0, &w);
+
+		if (r == WALK_FAULT || r == WALK_NONCANONICAL) {
+			f.ex = r == WALK_FAULT ?
+			       (struct emulate_exception){ .vector = 14, .has_error_code = true,
+						      .error_code = w.error_code } :
+			       (struct emulate_exception){ .vector = insn.seg == DECODE_SEG_SS ? 12 : 13,
+						      .has_error_code = true };
+			if (out)
+				*out = f;
+			return f.ex.vector;
+		}
+		if (r != WALK_OK)
+			return -1;
+		done += insn.size - done < w.page_left ? insn.size - done : (unsigned)w.page_left;
+		la += w.page_left;
+		if (mode != DECODE_MODE_64)
+			la &= 0xffffffffull;
+	}
+	return -1;
+}

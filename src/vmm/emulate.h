@@ -148,4 +148,26 @@ void emulate_perform(const struct emulate_plan *p, const struct guest_mem *m, st
 /* Sets the accessed bits of the fetch, for a plan that delivers an exception. */
 void emulate_plan_fetched(const struct emulate_plan *p, const struct guest_mem *m);
 
+/*
+ * The exception the CPU is about to raise for the first explicit memory
+ * operand of the instruction in `bytes` (at snap's RIP), as segmentation
+ * and the page tables stand: #GP or #SS (segment checks, non-canonical
+ * addresses), #PF (the walk, both pages of a split operand), or -1 (none
+ * foreseen, no such operand, paging this walker does not know), and in
+ * *out (may be NULL) the details. Writes nothing. A forecast, not a plan: an earlier fault, a stale TLB or a
+ * protection key may decide otherwise, so the caller must watch for both.
+ */
+struct sl_forecast {
+	struct emulate_exception ex;     /* the vector above, with its error code */
+	/*
+	 * Nothing else can come first: a segmentation or non-canonical fault
+	 * (no page walk, so no accessed bits the CPU may set on the way) of a
+	 * plain integer instruction (decode_access). Enough for the VMM to
+	 * deliver it itself, where nothing can watch the CPU's delivery.
+	 */
+	bool certain;
+};
+int emulate_predict_fault(const struct emulate_snapshot *snap, const uint8_t *bytes, size_t n,
+		     struct sl_forecast *out);
+
 #endif

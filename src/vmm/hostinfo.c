@@ -394,7 +394,12 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
-			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...), until they return");
+			hi->hwbp > 0 ?
+			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) that emulate did not foresee" :
+			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return");
+		/* Seen afterwards only by where the step ends, and a retry ends where it should. */
+		fprintf(out, LABEL "%s\n", "",
+			"(a handler that returns to retry the faulting instruction is not even counted)");
 		if (hi->singlestep_cpl3 == 0)
 			fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
 		if (hi->hwbp == 0)

@@ -77,6 +77,10 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 			out->len = (unsigned)i + 1;
 		}
 		return;
+	case 0xfb:
+		out->kind = STEP_STI;
+		out->len = (unsigned)i + 1;
+		return;
 	case 0xf1:
 		out->kind = STEP_INT1;
 		out->vector = 1;
@@ -244,6 +248,77 @@ bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t e
 	default:
 		return false;
 	}
+}
+
+uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode)
+{
+	uint64_t next = rip + len;
+
+	if (mode.cs_l)
+		return next;
+	return mode.cs_d ? (uint32_t)next : (uint16_t)next;
+}
+
+bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
+		   struct step_mode mode)
+{
+	if (!insn->falls || !insn->len || insn->rep)
+		return false;
+	switch (insn->kind) {
+	case STEP_OTHER:
+	case STEP_PUSHF:
+	case STEP_POPF:
+		return exit_rip != step_advance(checked_rip, insn->len, mode);
+	default:
+		/* HLT, MOV SS's shadow, INT n, IRET ...: their own rules. */
+		return false;
+	}
+}
+
+bool step_vector_error_code(unsigned vector)
+{
+	/* #DF, #TS, #NP, #SS, #GP, #PF, #AC, #CP, #VC, #SX (SDM vol. 3 6.13, APM vol. 2 8.2). */
+	return vector == 8 || (vector >= 10 && vector <= 14) || vector == 17 ||
+	       vector == 21 || vector == 29 || vector == 30;
+}
+
+int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
+		      uint64_t next_rip)
+{
+	unsigned at = error_code ? 1 : 0;
+	uint64_t rflags = w[at + 2];
+
+	/* RIP, CS (a selector), RFLAGS (bit 1 always set, the upper half clear). */
+	if ((w[at] != fault_rip && w[at] != next_rip) || w[at + 1] > 0xffff ||
+	    !(rflags & 2) || (rflags >> 32))
+		return -1;
+	return (int)at + 2;
+}
+
+bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64_t rip,
+			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
+			struct step_delivery *out)
+{
+	unsigned type = gate[5] & 0x1f, n = 0;
+	uint16_t sel = (uint16_t)(gate[2] | gate[3] << 8);
+
+	/* Present, S=0 and type 14 or 15; IST 0; the same code segment. */
+	if (!(gate[5] & 0x80) || (type != 0x0e && type != 0x0f) || (gate[4] & 7) || sel != cs)
+		return false;
+	if (error_code)
+		out->frame[n++] = err;
+	out->frame[n++] = rip;
+	out->frame[n++] = cs;
+	out->frame[n++] = rflags;
+	out->frame[n++] = rsp;
+	out->frame[n++] = ss;
+	out->words = n;
+	out->rsp = (rsp & ~0xfull) - 8ull * n;
+	out->rip = step_gate_offset(gate);
+	out->rflags = rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF | X86_RFLAGS_VM | (1ull << 14));
+	if (type == 0x0e)
+		out->rflags &= ~X86_RFLAGS_IF;
+	return true;
 }
 
 uint64_t step_gate_offset(const uint8_t gate[16])

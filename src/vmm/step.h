@@ -37,6 +37,7 @@ enum step_kind {
 	STEP_INT1,       /* ICEBP, f1 */
 	STEP_BRANCH,     /* may legitimately land on its own address */
 	STEP_MOV_DR,     /* MOV to a debug register */
+	STEP_STI,        /* some CPUs (the lab's) run the next instruction in the same step */
 };
 
 struct step_insn {
@@ -45,6 +46,8 @@ struct step_insn {
 	unsigned len;        /* bytes, where known (0 otherwise) */
 	uint8_t vector;      /* INT n's n, 3 for INT3, 4 for INTO, 1 for INT1 */
 	bool rep;            /* F2/F3 prefix: a string instruction repeats in place */
+	bool falls;          /* set by the caller from a full length decode: len is the
+				whole instruction and what runs next is right behind it */
 };
 
 /* CS state that changes how bytes decode. */
@@ -94,8 +97,13 @@ struct step_state {
 	bool hlt;               /* this entry runs a HLT without stepping */
 	uint64_t rip;
 	struct step_insn insn;
+	struct step_mode mode;  /* CS as `insn` began */
 	bool watch;             /* a breakpoint on a handler stands in for TF */
 	uint64_t watch_addr;
+	bool predict;           /* stepping, with a breakpoint on the handler of the
+				   fault `insn` is expected to raise */
+	uint64_t predict_addr;
+	bool msr_fault;         /* KVM_RUN completes a failed MSR access with immediate_exit */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
@@ -143,6 +151,55 @@ uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
  */
 bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		  bool debug_exit, bool completed);
+
+/* RIP len bytes on, wrapping as EIP and IP do outside 64-bit code. */
+uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode);
+
+/*
+ * A completed step of an instruction that falls through, ending anywhere
+ * but right behind it: an exception was delivered on the way, by the CPU
+ * itself (#GP, #PF, #UD, ...) or by KVM on its own account (a failed MSR
+ * access), which neither the VMM nor its step saw.
+ */
+bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
+		   struct step_mode mode);
+
+/* The CPU pushes an error code for this exception vector (64-bit IDT delivery). */
+bool step_vector_error_code(unsigned vector);
+
+/*
+ * The words at RSP right after the CPU delivered an exception through a
+ * 64-bit gate for an instruction at fault_rip (a fault) or ending at
+ * next_rip (a trap): the index of the RFLAGS word (2, or 3 behind an error
+ * code), or -1 where they are no such frame.
+ */
+int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
+		      uint64_t next_rip);
+
+/*
+ * An exception delivered by the VMM itself through a 64-bit IDT gate, as
+ * the CPU would (SDM vol. 3 6.14.2, APM vol. 2 8.9.3), where single-step
+ * cannot follow the CPU's own delivery (it clears TF) and no breakpoint can
+ * stop at the handler: RSP aligned down to 16, then SS, RSP, RFLAGS, CS,
+ * RIP and the error code pushed; the handler runs with TF, NT, RF and VM
+ * clear, and IF too through an interrupt gate.
+ */
+struct step_delivery {
+	uint64_t rsp;           /* the new RSP, where frame[0] goes */
+	uint64_t frame[6];      /* from RSP up: [error code,] RIP, CS, RFLAGS, RSP, SS */
+	unsigned words;
+	uint64_t rip;           /* the handler */
+	uint64_t rflags;        /* the handler's */
+};
+/*
+ * false where the VMM leaves it to the CPU or KVM: a gate that is not a
+ * present 64-bit interrupt or trap gate, one with an IST stack, or one into
+ * another code segment (a privilege change, a stack switch). `rflags` is
+ * what the frame gets: the guest's own, TF included.
+ */
+bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64_t rip,
+			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
+			struct step_delivery *out);
 
 
 /*

@@ -295,6 +295,8 @@ static void handle_internal_error(struct vcpu *v)
 
 static void stepping_debug_exit(struct vcpu *v);
 static void stepping_after_exit(struct vcpu *v, uint32_t reason);
+static void stepping_msr_fault(struct vcpu *v);
+static bool msr_fault_queued(struct vcpu *v);
 
 static void handle_exit(struct vcpu *v)
 {
@@ -307,9 +309,13 @@ static void handle_exit(struct vcpu *v)
 	switch (reason) {
 	case KVM_EXIT_X86_RDMSR:
 		splitlock_handle_rdmsr(v);
+		if (v->vm->split_lock_emulate && run->msr.error)
+			stepping_msr_fault(v);
 		break;
 	case KVM_EXIT_X86_WRMSR:
 		splitlock_handle_wrmsr(v);
+		if (v->vm->split_lock_emulate && run->msr.error)
+			stepping_msr_fault(v);
 		break;
 	case KVM_EXIT_EXCEPTION:
 		splitlock_handle_exception(v);
@@ -440,7 +446,7 @@ static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
 	struct kvm_guest_debug dbg = { 0 };
 	bool was = v->stepping;
 
-	if (step == v->stepping && !bp && !v->step.watch)
+	if (step == v->stepping && !bp && !v->step.watch && !v->step.predict)
 		return true;
 	if (step) {
 		dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP;
@@ -456,6 +462,7 @@ static bool set_debug(struct vcpu *v, bool step, uint64_t bp)
 	v->stepping = step;
 	v->step.watch = bp != 0;
 	v->step.watch_addr = bp;
+	v->step.predict = false;
 	if (!step)
 		put_guest_tf(v);
 	return true;
@@ -488,6 +495,152 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler)
 	return true;
 }
 
+/*
+ * Single-step again from RIP as it is now. Stock KVM keeps TF through an
+ * exception it queues itself only at the RIP KVM_SET_GUEST_DEBUG recorded
+ * (inject_pending_event() sets RF on a fault through __kvm_set_rflags(),
+ * which drops TF anywhere else): issued here, the delivery keeps the VMM's
+ * TF, so stepping comes back at the handler (or at its IRET, from the frame).
+ */
+static bool restep_here(struct vcpu *v)
+{
+	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
+
+	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		return stepping_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+	v->stepping = true;
+	v->step.watch = false;
+	v->step.predict = false;
+	return true;
+}
+
+/*
+ * Where hardware breakpoints work: will the instruction at RIP fault on
+ * its memory operand (emulate_predict_fault)? Then single-step with a
+ * breakpoint on that vector's handler as well, so that the vCPU stops
+ * before the handler's first instruction, which the CPU delivers with TF
+ * clear; stepping stays on, so a wrong forecast costs nothing but the
+ * ioctls. false: plain stepping.
+ */
+static bool stepping_predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	struct emulate_snapshot snap = {
+		.regs = v->run->s.regs.regs,
+		.sregs = v->run->s.regs.sregs,
+		.maxphyaddr = v->maxphyaddr,
+		.mem = { v->vm->mem, v->vm->ram_size },
+	};
+	struct kvm_guest_debug dbg = {
+		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP | KVM_GUESTDBG_USE_HW_BP,
+	};
+	uint64_t handler;
+	int vector = emulate_predict_fault(&snap, bytes, n, NULL);
+
+	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler))
+		return false;
+	if (v->step.predict && v->step.predict_addr == handler)
+		return true;
+	dbg.arch.debugreg[0] = handler;
+	dbg.arch.debugreg[7] = DR7_L0;
+	if (ioctl(v->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		return stepping_fail(v, "KVM_SET_GUEST_DEBUG", errno);
+	v->stepping = true;
+	v->step.watch = false;
+	v->step.predict = true;
+	v->step.predict_addr = handler;
+	return true;
+}
+
+/*
+ * Delivers exception `vector` (error code `err`, where the vector has one)
+ * for the instruction at RIP, as the CPU would (step_delivery_plan), for
+ * hosts where nothing can stop at a handler the CPU or KVM enters (no
+ * working KVM_GUESTDBG_USE_HW_BP: the lab's): the VMM's TF stays set, so
+ * the handler's first instruction is checked like any other. The frame is
+ * written through the guest's page tables as the CPU's supervisor pushes
+ * are (SMAP applies, whatever RFLAGS.AC), accessed and dirty bits set.
+ * false, with nothing written, where a push would fault, shadow stacks are
+ * on (CR4.CET) or the plan declines: the CPU or KVM delivers it then.
+ */
+static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint64_t gate_la = sregs->idt.base + vector * 16, desc_la, desc = 0, rflags;
+	unsigned sel = sregs->cs.selector;
+	struct step_delivery d;
+	struct walk w, gate_w, desc_w;
+	struct paging p;
+	uint8_t gate[16], frame[48], raw[8];
+
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the IDT, the GDT and the frame are supervisor accesses */
+	p.ac = false;	/* implicit ones: SMAP applies whatever RFLAGS.AC says */
+	desc_la = sregs->gdt.base + (sel & ~7u);
+	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & (1ull << 23)) || sregs->cs.dpl != 0 ||
+	    (sel & 4) || vector * 16 + 15 > sregs->idt.limit || (sel | 7u) > sregs->gdt.limit ||
+	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
+	    pagewalk(&m, &p, desc_la, 0, &desc_w) != WALK_OK ||
+	    pagewalk_read_as(&m, &p, gate_la, 0, gate, sizeof(gate)) != sizeof(gate) ||
+	    pagewalk_read_as(&m, &p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
+		return false;
+	/*
+	 * The CPU reloads CS from the GDT: a present 64-bit code segment of
+	 * the same privilege, whose accessed bit the CPU sets if it is clear
+	 * (SDM vol. 3 3.4.5), a supervisor write (then the GDT must take it).
+	 */
+	for (unsigned i = 0; i < 8; i++)
+		desc |= (uint64_t)raw[i] << (8 * i);
+	/* code (43), S (44), P (47), L (53), D (54) */
+	if ((desc & (0x18ull << 40 | 1ull << 47 | 3ull << 53)) !=
+	    (0x18ull << 40 | 1ull << 47 | 1ull << 53) ||
+	    ((desc >> 45) & 3) != sregs->cs.dpl ||
+	    (!(desc & (1ull << 40)) &&
+	     (pagewalk(&m, &p, desc_la + 5, WALK_WRITE, &desc_w) != WALK_OK || desc_w.gpa >= m.size)))
+		return false;
+	/* The frame holds the guest's TF, and RF as every fault pushes it. */
+	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | X86_RFLAGS_RF;
+	if (!step_delivery_plan(gate, (uint16_t)sel, sregs->ss.selector, regs->rip, regs->rsp,
+				rflags, step_vector_error_code(vector), err, &d))
+		return false;
+	/* Both ends of the frame (it spans at most two pages) must take the writes. */
+	for (unsigned end = 0; end < 2; end++) {
+		uint64_t la = end ? d.rsp + 8ull * d.words - 1 : d.rsp;
+
+		if (pagewalk(&m, &p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
+			return false;
+	}
+	for (unsigned i = 0; i < d.words; i++)
+		for (unsigned b = 0; b < 8; b++)
+			frame[8 * i + b] = (uint8_t)(d.frame[i] >> (8 * b));
+	for (unsigned i = 0; i < 8 * d.words; i++) {
+		uint8_t *at = stack_byte(v, d.rsp + i);
+
+		if (!at)
+			return false;	/* checked above: cannot happen */
+		*at = frame[i];
+	}
+	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
+	pagewalk_set_ad(&m, &gate_w, false);
+	if (!(desc & (1ull << 40))) {
+		m.base[desc_w.gpa] |= 1;	/* byte 5, bit 0: the descriptor's accessed bit */
+		pagewalk_set_ad(&m, &desc_w, true);
+	} else {
+		pagewalk_set_ad(&m, &desc_w, false);
+	}
+	for (unsigned end = 0; end < 2; end++)
+		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
+			pagewalk_set_ad(&m, &w, true);
+	regs->rsp = d.rsp;
+	regs->rip = d.rip;
+	regs->rflags = d.rflags;
+	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
+	v->step.guest_tf = false;
+	v->stats.faults_delivered++;
+	return true;
+}
+
 static void watch_handler(struct vcpu *v, unsigned vector)
 {
 	struct step_state *s = &v->step;
@@ -517,6 +670,65 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 }
 
 /*
+ * The VMM answered an MSR access with an error: the next KVM_RUN completes
+ * it by queuing #GP, which KVM delivers at once, before any step. Its
+ * handler is watched as for an event the VMM injects; without a breakpoint,
+ * single-step is issued again at this RIP so that the delivery keeps TF
+ * (restep_here). Only the debug state and RFLAGS.TF change here, which
+ * completing a failed access leaves alone.
+ */
+static void stepping_msr_fault(struct vcpu *v)
+{
+	if (!v->step.checked)
+		return;
+	v->step.checked = false;	/* the access faults: no step of its own */
+	watch_handler(v, 13);
+	if (v->stepping && !v->step.watch) {
+		restep_here(v);
+		/*
+		 * KVM completes a pending access before it honours immediate_exit
+		 * (KVM API, "struct kvm_run"): the #GP is then queued, not yet
+		 * delivered, and the VMM can deliver it itself (msr_fault_queued).
+		 */
+		v->step.msr_fault = true;
+		v->run->immediate_exit = 1;
+	}
+}
+
+/*
+ * After the KVM_RUN that stepping_msr_fault() made return at once: true
+ * where KVM had queued the #GP and the VMM delivered it instead, the
+ * handler's first instruction to be checked next. false: the #GP (if KVM
+ * queued it at all; an older KVM may not have completed the access yet)
+ * is left to KVM, and the handler runs to its IRET, counted.
+ */
+static bool msr_fault_queued(struct vcpu *v)
+{
+	struct kvm_vcpu_events ev, none;
+
+	v->step.msr_fault = false;
+	if (ioctl_get_events(v, &ev) ||
+	    !(ev.exception.injected || ev.exception.pending) || ev.exception.nr != 13 ||
+	    v->run->s.regs.regs.rip != v->step.rip)
+		return false;
+	none = ev;
+	none.exception.injected = 0;
+	none.exception.pending = 0;
+	if (ioctl_set_events(v, &none))
+		return false;
+	/* watch_handler() took the guest's TF as delivery would: the frame wants it back. */
+	v->step.guest_tf = v->step.frame_tf;
+	if (deliver_fault(v, 13, ev.exception.has_error_code ? ev.exception.error_code : 0)) {
+		v->step.frame_vector = -1;
+		return true;
+	}
+	v->step.guest_tf = false;
+	if (ioctl_set_events(v, &ev))
+		stepping_fail(v, "KVM_SET_VCPU_EVENTS (#GP)", errno);
+	return false;
+}
+
+/*
  * A step that stopped at the first instruction of the handler of an event
  * delivered with the VMM's TF: the frame at RSP shows it, so the guest's
  * own goes in its place. Where the CPU ran the handler without stopping,
@@ -526,10 +738,8 @@ static void frame_fix(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 	unsigned vector = (unsigned)s->frame_vector;
-	/* RIP, CS, RFLAGS; an error code comes first for these vectors. */
-	bool err = vector == 8 || (vector >= 10 && vector <= 14) || vector == 17 ||
-		   vector == 21 || vector == 29 || vector == 30;
-	uint64_t la = v->run->s.regs.regs.rsp + (err ? 24 : 16) + 1;
+	/* RIP, CS, RFLAGS; an error code comes first for some vectors. */
+	uint64_t la = v->run->s.regs.regs.rsp + (step_vector_error_code(vector) ? 24 : 16) + 1;
 	uint8_t *b;
 
 	s->frame_vector = -1;
@@ -540,6 +750,51 @@ static void frame_fix(struct vcpu *v)
 	b = stack_byte(v, la);
 	if (b)
 		*b = (uint8_t)((*b & ~1u) | (s->frame_tf ? 1u : 0u));
+}
+
+/*
+ * A step diverted by an exception the VMM did not deliver (step_diverted):
+ * true where the vCPU stopped at the first instruction of the handler
+ * (some CPUs step into it, the lab's among them), with the frame the CPU
+ * just pushed at RSP: the frame then gets the guest's own TF in place of
+ * the VMM's, and nothing ran unchecked. Elsewhere the handler, or its
+ * start, ran before this exit (delivery clears TF; the IRET restores it
+ * from the frame): the caller counts it.
+ */
+static bool diverted_at_handler(struct vcpu *v)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct step_state *s = &v->step;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint8_t idt[256 * 16], raw[32];
+	unsigned gates = (sregs->idt.limit + 1u) / 16, vector;
+	uint64_t w[4];
+	struct paging p;
+	uint8_t *b;
+	int slot;
+
+	if (gates > 256)
+		gates = 256;
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the CPU reads the IDT as a supervisor */
+	if (!(sregs->efer & X86_EFER_LMA) || !gates)
+		return false;
+	gates = (unsigned)(pagewalk_read_as(&m, &p, sregs->idt.base, 0, idt, gates * 16) / 16);
+	for (vector = 0; vector < gates; vector++)
+		if ((idt[vector * 16 + 5] & 0x80) && step_gate_offset(idt + vector * 16) == regs->rip)
+			break;
+	if (vector == gates || read_linear(v, regs->rsp, 0, raw, sizeof(raw)) != sizeof(raw))
+		return false;
+	memcpy(w, raw, sizeof(w));
+	slot = step_frame_rflags(w, step_vector_error_code(vector), s->rip,
+				 step_advance(s->rip, s->insn.len, s->mode));
+	b = slot < 0 ? NULL : stack_byte(v, regs->rsp + 8u * (unsigned)slot + 1);
+	if (!b)
+		return false;
+	/* A fault pushes RFLAGS as the instruction began. */
+	*b = (uint8_t)((*b & ~1u) | (s->tf_at_start ? 1u : 0u));
+	return true;
 }
 
 static uint64_t read_fmask(struct vcpu *v)
@@ -606,16 +861,21 @@ static void fix_pushf(struct vcpu *v)
  * split lock if it has no LOCK prefix or XCHG; if it may be, it ran
  * unchecked, and says so.
  */
-static void check_shadowed(struct vcpu *v)
+static void check_shadowed_at(struct vcpu *v, uint64_t rip)
 {
 	uint8_t next[DECODE_INSN_MAX];
 	size_t n = 0;
 
 	if (v->step.insn.len)
-		n = read_linear(v, v->run->s.regs.regs.rip + v->step.insn.len, WALK_FETCH,
+		n = read_linear(v, step_advance(rip, v->step.insn.len, v->step.mode), WALK_FETCH,
 				next, sizeof(next));
 	if (!n || decode_maybe_locked(guest_mode(v), next, n))
 		v->stats.unchecked_runs++;
+}
+
+static void check_shadowed(struct vcpu *v)
+{
+	check_shadowed_at(v, v->run->s.regs.regs.rip);
 }
 
 /* Hands the guest its own #DB: DR6 as the CPU would leave it, then the event. */
@@ -662,7 +922,7 @@ static void stepping_debug_exit(struct vcpu *v)
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct kvm_debugregs dr = { 0 };
 	struct step_db d;
-	bool escaped;
+	bool escaped, at_handler = false;
 
 	if (s->watch) {
 		/*
@@ -690,6 +950,12 @@ static void stepping_debug_exit(struct vcpu *v)
 		return;
 	}
 	v->stats.single_steps++;
+	/* The forecast fault's handler, reached: the VMM's breakpoint, not the guest's. */
+	if (s->predict && (hit & 1) && v->run->debug.arch.pc == s->predict_addr) {
+		at_handler = true;
+		hit &= ~1ull;
+		dr6 &= ~1ull;
+	}
 	if ((hit & X86_DR6_B0_3) && ioctl(v->fd, KVM_GET_DEBUGREGS, &dr) < 0) {
 		stepping_fail(v, "KVM_GET_DEBUGREGS", errno);
 		return;
@@ -705,6 +971,16 @@ static void stepping_debug_exit(struct vcpu *v)
 		frame_fix(v);
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
+	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped &&
+	    step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode)) {
+		/* The instruction faulted: no step of its own is owed to the guest. */
+		if (diverted_at_handler(v)) {
+			s->checked = false;
+			s->guest_tf = false;	/* delivery clears it */
+		} else {
+			escaped = true;
+		}
+	}
 	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
@@ -713,6 +989,13 @@ static void stepping_debug_exit(struct vcpu *v)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
+		/*
+		 * STI's interrupt shadow holds the step trap on some CPUs (the
+		 * lab's), as MOV SS does everywhere: the next instruction ran too.
+		 */
+		if (s->insn.kind == STEP_STI &&
+		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode))
+			check_shadowed_at(v, s->rip);
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		if (step_delivers(&s->insn, X86_RFLAGS_OF) &&
@@ -823,7 +1106,7 @@ static void stepping_before_run(struct vcpu *v)
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	uint8_t bytes[DECODE_INSN_MAX];
-	unsigned cpl;
+	unsigned cpl, deliveries = 0;
 	size_t n;
 
 	s->checked = false;
@@ -835,6 +1118,7 @@ static void stepping_before_run(struct vcpu *v)
 		watch_handler(v, (unsigned)s->inject_vector);
 		return;
 	}
+again:
 	if (!check_split_locks(v)) {
 		if (s->inject_vector >= 0 && !vm_stopping(vm))
 			watch_handler(v, (unsigned)s->inject_vector);
@@ -852,6 +1136,15 @@ static void stepping_before_run(struct vcpu *v)
 	n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
 	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
 		      &s->insn);
+	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||
+			     s->insn.kind == STEP_POPF)) {
+		unsigned len = decode_length(guest_mode(v), bytes, n, &s->insn.falls);
+
+		if (s->insn.len && s->insn.len != len)
+			s->insn.falls = false;
+		s->insn.len = len;
+	}
+	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->tf_at_start = s->guest_tf;
 	if (step_hlt_unstepped(&s->insn, cpl)) {
@@ -885,6 +1178,23 @@ static void stepping_before_run(struct vcpu *v)
 		watch_handler(v, s->insn.vector);
 		return;
 	}
+	/*
+	 * No breakpoint can stop at a handler here: an access certain to fault
+	 * (emulate_predict_fault) is delivered by the VMM, and the handler checked.
+	 */
+	if (!vm->step_hwbp && s->insn.falls && deliveries < 4) {
+		struct emulate_snapshot snap = {
+			.regs = *regs, .sregs = *sregs, .maxphyaddr = v->maxphyaddr,
+			.mem = { vm->mem, vm->ram_size },
+		};
+		struct sl_forecast f;
+
+		if (emulate_predict_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
+		    (f.ex.vector == 12 || f.ex.vector == 13) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {
+			deliveries++;
+			goto again;
+		}
+	}
 	s->tf_after = tf_after(v);
 	/*
 	 * An IRET that gives the guest TF: some KVMs (the project's own) run
@@ -904,7 +1214,10 @@ static void stepping_before_run(struct vcpu *v)
 	}
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
-	if (!set_debug(v, true, 0))
+	if (!(vm->step_hwbp && s->insn.falls && stepping_predicted(v, bytes, n)) &&
+	    !set_debug(v, true, 0))
+		return;
+	if (vm_stopping(vm))
 		return;
 	if (s->rearm) {
 		regs->rflags |= X86_RFLAGS_TF;
@@ -965,6 +1278,8 @@ void *vcpu_thread(void *arg)
 		if (ioctl(v->fd, KVM_RUN, NULL) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->run->immediate_exit = 0;
+				if (completing && v->step.msr_fault)
+					completing = !msr_fault_queued(v);
 				continue;
 			}
 			vm_fail(vm, VMM_EXIT_HOST, "vCPU %u: KVM_RUN failed: %s (errno %d)",

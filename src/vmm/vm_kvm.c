@@ -73,7 +73,8 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	p->step_cpl3 = hostinfo_probe_singlestep(kvm_fd, 3, NULL, 0) == 1;
 	if (!p->step_cpl3)
 		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
-	p->step_hwbp = hostinfo_probe_hwbp(kvm_fd, NULL, 0) == 1;
+	/* Tests take the path of hosts without working breakpoints (the lab's) here too. */
+	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") && hostinfo_probe_hwbp(kvm_fd, NULL, 0) == 1;
 	p->guest_databp = hostinfo_probe_databp(kvm_fd, NULL, 0) == 1;
 	return 0;
 }

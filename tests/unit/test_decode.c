@@ -136,6 +136,94 @@ static void first_use_from_threads(void **state)
 	}
 }
 
+static unsigned len_of(enum decode_mode mode, const uint8_t *b, size_t n, bool *falls)
+{
+	return decode_length(mode, b, n, falls);
+}
+
+#define LEN(mode, falls, ...) \
+	len_of(mode, (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ }), falls)
+
+/* Any instruction's length, and whether the next one is right behind it. */
+static void lengths(void **state)
+{
+	bool falls;
+
+	(void)state;
+	/* mov (%r15), %rax; movabs $imm64, %r15; a split lock */
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x49, 0x8b, 0x07), 3);
+	assert_true(falls);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x49, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0x80), 10);
+	assert_true(falls);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0xf0, 0x83, 0x05, 0x10, 0x93, 0, 0, 0x01), 8);
+	assert_true(falls);
+	/* 66 changes the immediate's size in 16- and 32-bit code alike. */
+	assert_int_equal(LEN(DECODE_MODE_32, &falls, 0x66, 0x05, 0x34, 0x12), 4);
+	assert_int_equal(LEN(DECODE_MODE_16, &falls, 0x05, 0x34, 0x12), 3);
+	assert_int_equal(LEN(DECODE_MODE_16, &falls, 0x66, 0x05, 0x78, 0x56, 0x34, 0x12), 6);
+	/* 0x40 is INC EAX outside 64-bit mode, a REX prefix inside. */
+	assert_int_equal(LEN(DECODE_MODE_32, &falls, 0x40, 0x90), 1);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x40, 0x90), 2);
+	/* wrmsr, ud2 (always faults: the CPU decides where it goes), cpuid */
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x0f, 0x30), 2);
+	assert_true(falls);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x0f, 0x0b), 2);
+	assert_true(falls);
+	/* Branches, calls, returns, INT n, SYSCALL, XBEGIN, VMCALL: elsewhere. */
+	LEN(DECODE_MODE_64, &falls, 0xeb, 0xfe);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0x74, 0x00);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0xff, 0x25, 0, 0, 0, 0);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0xe8, 0, 0, 0, 0);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0xc3);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0xcd, 0x80);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0x0f, 0x05);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0xc7, 0xf8, 0, 0, 0, 0);
+	assert_false(falls);
+	LEN(DECODE_MODE_64, &falls, 0x0f, 0x01, 0xc1);
+	assert_false(falls);
+	/* Cut short, or no instruction at all: unknown. */
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x49, 0xbf, 0, 0), 0);
+	assert_false(falls);
+	assert_int_equal(LEN(DECODE_MODE_64, &falls, 0x06), 0);		/* PUSH ES: #UD in 64-bit mode */
+	assert_false(falls);
+}
+
+/* The memory operand of any instruction, and whether it is written. */
+static void accesses(void **state)
+{
+	struct decode_insn si;
+	bool write;
+
+	(void)state;
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x89, 0x03 }, 2, &si, &write, NULL), 0);
+	assert_true(write);
+	assert_int_equal(si.size, 4);
+	assert_int_equal(si.base, 3);
+	assert_int_equal(si.length, 2);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x48, 0x8b, 0x44, 0x24, 0x08 }, 5,
+					  &si, &write, NULL), 0);
+	assert_false(write);
+	assert_int_equal(si.size, 8);
+	assert_int_equal(si.base, 4);
+	assert_int_equal(si.disp, 8);
+	assert_int_equal(si.seg, DECODE_SEG_SS);
+	/* push qword [rbx]: the explicit operand is read; the stack's is implicit. */
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xff, 0x33 }, 2, &si, &write, NULL), 0);
+	assert_false(write);
+	assert_int_equal(si.size, 8);
+	/* lea, a register operand, a 10-byte x87 operand: nothing to forecast. */
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x48, 0x8d, 0x03 }, 3, &si, &write, NULL), -1);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x01, 0xd8 }, 2, &si, &write, NULL), -1);
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xdb, 0x2b }, 2, &si, &write, NULL), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +233,8 @@ int main(void)
 		cmocka_unit_test(rex_only_in_64_bit_mode),
 		cmocka_unit_test(segments),
 		cmocka_unit_test(truncated),
+		cmocka_unit_test(lengths),
+		cmocka_unit_test(accesses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

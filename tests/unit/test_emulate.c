@@ -653,6 +653,60 @@ static void cmpxchg16b_misaligned(void **state)
 	assert_int_equal(hw.kind, EMULATE_PLAN_STOP);
 }
 
+/* Any instruction's memory operand: the fault the CPU is about to raise. */
+static void predicts_faults(void **state)
+{
+	static const uint8_t load[] = { 0x48, 0x8b, 0x03 };		/* mov rax, [rbx] */
+	static const uint8_t store[] = { 0x48, 0x89, 0x03 };		/* mov [rbx], rax */
+	static const uint8_t stack[] = { 0x48, 0x8b, 0x04, 0x24 };	/* mov rax, [rsp] */
+	static const uint8_t lea[] = { 0x48, 0x8d, 0x03 };		/* lea rax, [rbx] */
+	static const uint8_t reg[] = { 0x01, 0xd8 };			/* add eax, ebx */
+	static const uint8_t ds_load[] = { 0x8b, 0x03 };		/* mov eax, [ebx] */
+	static const uint8_t movdqa[] = { 0x66, 0x0f, 0x6f, 0x03 };	/* movdqa xmm0, [rbx] */
+	static const uint8_t lock_add[] = { 0xf0, 0x01, 0x03 };	/* lock add [rbx], eax */
+	struct sl_forecast f;
+	uint64_t pde1;
+
+	(void)state;
+	snap.regs.rbx = 0x1000;
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), -1);
+	snap.regs.rbx = 0x400000;	/* past the 4 MiB the boot map covers */
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 14);
+	assert_false(f.certain);	/* a walk may set accessed bits on its way */
+	assert_int_equal(f.ex.error_code, 0);	/* not present, read, supervisor */
+	snap.regs.rbx = 0x3ffffc;	/* its second page is not present */
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), 14);
+	snap.regs.rbx = 0x8000000000000000ull;
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 13);
+	assert_true(f.certain);		/* a plain MOV: nothing else can come first */
+	assert_true(f.ex.has_error_code);
+	assert_int_equal(f.ex.error_code, 0);
+	assert_int_equal(emulate_predict_fault(&snap, movdqa, sizeof(movdqa), &f), 13);
+	assert_false(f.certain);	/* SSE: #NM or #UD may come first */
+	assert_int_equal(emulate_predict_fault(&snap, lock_add, sizeof(lock_add), &f), 13);
+	assert_false(f.certain);	/* locked: the split-lock check's business */
+	assert_int_equal(emulate_predict_fault(&snap, lea, sizeof(lea), NULL), -1);	/* no access */
+	assert_int_equal(emulate_predict_fault(&snap, reg, sizeof(reg), NULL), -1);
+	snap.regs.rsp = 0x800000000000ull;
+	assert_int_equal(emulate_predict_fault(&snap, stack, sizeof(stack), NULL), 12);
+	/* A read-only page faults the store only (CR0.WP), never the load. */
+	memcpy(&pde1, ram + BOOT_PD_ADDR + 8, 8);
+	pde1 &= ~(uint64_t)X86_PTE_RW;
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde1, 8);
+	snap.sregs.cr0 |= X86_CR0_WP;
+	snap.regs.rbx = 0x200000;
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), -1);
+	assert_int_equal(emulate_predict_fault(&snap, store, sizeof(store), NULL), 14);
+	/* Compatibility mode: past DS's limit is #GP. */
+	compat_mode();
+	snap.sregs.ds.limit = 0xfff;
+	snap.sregs.ds.g = 0;
+	snap.regs.rbx = 0xffe;
+	assert_int_equal(emulate_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), 13);
+	snap.regs.rbx = 0xffc;
+	assert_int_equal(emulate_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +723,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(mmio_operand, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(ac_requested, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(cmpxchg16b_misaligned, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(predicts_faults, setup_guest, teardown_guest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

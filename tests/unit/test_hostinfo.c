@@ -603,9 +603,17 @@ static void text_report(void **state)
 	assert_has(out, "breakpoint probe:             yes\n");
 	assert_has(out, "guest data breakpoint:        no (at CPL0 this KVM never fires one)\n");
 	/* What emulate cannot watch is said, never hidden. */
-	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself");
+	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) that emulate did not foresee\n");
+	assert_has(out, "(a handler that returns to retry the faulting instruction is not even counted)\n");
 	assert_has(out, "all CPL3 code (no single-step there)\n");
 	free(out);
+	/* Without breakpoints (the lab's): only the faults emulate delivers itself are watched. */
+	hi.hwbp = 0;
+	out = printed(hostinfo_print, &hi);
+	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return\n");
+	assert_has(out, "handlers entered through INT n or an injected event, until they return\n");
+	free(out);
+	hi.hwbp = 1;
 
 	hostinfo_parse_cpuinfo(&hi, cpuinfo_both);
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=fatal");

@@ -226,6 +226,123 @@ static void test_escaped(void **state)
 	assert_false(step_escaped(&nop, 0x1000, 0x1000, true, false));
 }
 
+static void test_advance(void **state)
+{
+	(void)state;
+	assert_int_equal(step_advance(0xfffffffffffffffeull, 3, m64), 1);
+	assert_int_equal(step_advance(0xfffffffeull, 3, m64), 0x100000001ull);
+	assert_int_equal(step_advance(0xfffffffeull, 3, m32), 1);		/* EIP wraps */
+	assert_int_equal(step_advance(0xfffe, 3, m16), 1);			/* IP wraps */
+	assert_int_equal(step_advance(0x1000, 3, m16), 0x1003);
+}
+
+static void test_diverted(void **state)
+{
+	struct step_insn load = { .kind = STEP_OTHER, .len = 3, .falls = true };
+	struct step_insn popf = { .kind = STEP_POPF, .len = 1, .falls = true };
+	struct step_insn unknown = { .kind = STEP_OTHER, .len = 3 };	/* no full decode */
+	struct step_insn movs = { .kind = STEP_OTHER, .len = 2, .falls = true, .rep = true };
+	struct step_insn iret = { .kind = STEP_IRET, .len = 1, .falls = true };
+	struct step_insn movss = { .kind = STEP_MOV_SS, .len = 2, .falls = true };
+	struct step_insn sti = CLASSIFY(m64, 0xfb);
+
+	(void)state;
+	assert_false(step_diverted(&load, 0x1000, 0x1003, m64));
+	/* At a handler (stopped there), or past the handler's return. */
+	assert_true(step_diverted(&load, 0x1000, 0x100080, m64));
+	assert_true(step_diverted(&load, 0x1000, 0x1008, m64));
+	/* Back on itself: step_escaped()'s case, not this one. */
+	assert_true(step_diverted(&load, 0x1000, 0x1000, m64));
+	assert_false(step_diverted(&popf, 0x1000, 0x1001, m32));
+	assert_true(step_diverted(&popf, 0x1000, 0x2000, m32));
+	/* EIP wraps to 0 after the last byte of a 32-bit segment. */
+	assert_false(step_diverted(&load, 0xfffffffd, 0, m32));
+	assert_true(step_diverted(&load, 0xfffffffd, 0x100000000ull, m32));
+	/* Where the next instruction is not known, nothing is concluded. */
+	assert_false(step_diverted(&unknown, 0x1000, 0x2000, m64));
+	assert_false(step_diverted(&movs, 0x1000, 0x1000, m64));
+	assert_false(step_diverted(&iret, 0x1000, 0x2000, m64));
+	assert_false(step_diverted(&movss, 0x1000, 0x1005, m32));	/* the shadowed one ran too */
+	sti.falls = true;
+	assert_int_equal(sti.kind, STEP_STI);
+	assert_int_equal(sti.len, 1);
+	assert_false(step_diverted(&sti, 0x1000, 0x1005, m64));	/* so may STI's, on some CPUs */
+}
+
+static void test_frames(void **state)
+{
+	/* RIP, CS, RFLAGS (IF, TF, bit 1), RSP ... */
+	const uint64_t plain[4] = { 0x1000, 0x08, 0x302, 0x7ff0 };
+	const uint64_t with_err[4] = { 0, 0x1000, 0x08, 0x302 };
+	const uint64_t trap[4] = { 0x1003, 0x08, 0x302, 0x7ff0 };
+	const uint64_t no_tf[4] = { 0x1000, 0x08, 0x202, 0x7ff0 };
+	const uint64_t no_bit1[4] = { 0x1000, 0x08, 0x300, 0x7ff0 };
+	const uint64_t other_rip[4] = { 0x2000, 0x08, 0x302, 0x7ff0 };
+	const uint64_t not_cs[4] = { 0x1000, 0x10008, 0x302, 0x7ff0 };
+
+	(void)state;
+	assert_true(step_vector_error_code(13));
+	assert_true(step_vector_error_code(14));
+	assert_true(step_vector_error_code(8));
+	assert_true(step_vector_error_code(17));
+	assert_false(step_vector_error_code(6));
+	assert_false(step_vector_error_code(3));
+	assert_false(step_vector_error_code(32));
+	assert_int_equal(step_frame_rflags(plain, false, 0x1000, 0x1003), 2);
+	assert_int_equal(step_frame_rflags(with_err, true, 0x1000, 0x1003), 3);
+	assert_int_equal(step_frame_rflags(trap, false, 0x1000, 0x1003), 2);
+	/* The wrong layout for the vector, or what is no frame of this step's. */
+	assert_int_equal(step_frame_rflags(with_err, false, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(plain, true, 0x1000, 0x1003), -1);
+	/* Some CPUs push TF clear, where stepping is done by emulation (this project's). */
+	assert_int_equal(step_frame_rflags(no_tf, false, 0x1000, 0x1003), 2);
+	assert_int_equal(step_frame_rflags(no_bit1, false, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(other_rip, false, 0x1000, 0x1003), -1);
+	assert_int_equal(step_frame_rflags(not_cs, false, 0x1000, 0x1003), -1);
+}
+
+static void test_delivery(void **state)
+{
+	/* Handler 0xffffffff81234567, selector 0x08, interrupt gate (type 14), no IST. */
+	uint8_t gate[16] = {
+		0x67, 0x45, 0x08, 0x00, 0x00, 0x8e, 0x23, 0x81,
+		0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+	};
+	struct step_delivery d;
+
+	(void)state;
+	/* #GP(0) at RIP 0x1000, RSP 0x7ff8 (not 16-aligned), IF and RF set in the image. */
+	assert_true(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x7ff8, 0x10202, true, 0, &d));
+	assert_int_equal(d.words, 6);
+	assert_int_equal(d.rsp, 0x7ff0 - 48);		/* aligned down to 16 first */
+	assert_int_equal(d.frame[0], 0);		/* error code */
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x08);
+	assert_int_equal(d.frame[3], 0x10202);
+	assert_int_equal(d.frame[4], 0x7ff8);		/* the old RSP, unaligned */
+	assert_int_equal(d.frame[5], 0x10);
+	assert_int_equal(d.rip, 0xffffffff81234567ull);
+	assert_int_equal(d.rflags, 0x2);		/* IF and RF clear through an interrupt gate */
+	/* A trap gate keeps IF; TF, NT and RF go; no error code for #UD. */
+	gate[5] = 0x8f;
+	assert_true(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x14302, false, 0, &d));
+	assert_int_equal(d.words, 5);
+	assert_int_equal(d.rsp, 0x8000 - 40);
+	assert_int_equal(d.frame[0], 0x1000);
+	assert_int_equal(d.frame[2], 0x14302);		/* the image keeps TF */
+	assert_int_equal(d.rflags, 0x202);
+	/* Left to the CPU: not present, a call gate, an IST stack, another code segment. */
+	gate[5] = 0x0e;
+	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
+	gate[5] = 0x8c;
+	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
+	gate[5] = 0x8e;
+	gate[4] = 1;
+	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
+	gate[4] = 0;
+	assert_false(step_delivery_plan(gate, 0x33, 0x2b, 0x1000, 0x8000, 0x2, false, 0, &d));
+}
+
 static void test_breakpoints(void **state)
 {
 	const uint64_t db[4] = { 0x1000, 0x2003, 0x3000, 0x4000 };
@@ -274,6 +391,10 @@ int main(void)
 		cmocka_unit_test(test_debug_exit),
 		cmocka_unit_test(test_dr6_deliver),
 		cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_advance),
+		cmocka_unit_test(test_diverted),
+		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_delivery),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};

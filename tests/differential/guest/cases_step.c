@@ -193,12 +193,28 @@ static int b2b_200_mixed(const struct boot_info *bi)
 
 /*
  * The split locks of an exception handler are checked, whether the CPU
- * raised the exception or the VMM injected it; the handler's first
- * instruction may run unseen where KVM gives userspace no way to stop
- * there (docs/design.md), and then --stats must say so.
+ * raised the exception or the VMM answered an MSR access with #GP; a
+ * handler may run unseen where KVM gives userspace no way to stop there
+ * (docs/design.md), and then --stats must say so.
  */
 extern uint8_t gp_area[128];
+extern volatile uint64_t gp_frame[7];
 void gp_split_stub(void);
+
+/*
+ * What the handler found at RSP: as the CPU delivers it, whoever delivered
+ * it. RF is left out: the SDM has every fault push it set (KVM's injected
+ * #GP does, and this project's machines do), but QEMU's TCG, the lab's CPU,
+ * pushes it clear for its own faults (measured), which would make the lab
+ * disagree with the architecture rather than with the VMM.
+ */
+static void print_gp_frame(const char *what)
+{
+	printf("%s #GP frame: error %lx rip %lx cs %lx rflags %lx (RF not shown) rsp %lx ss %lx at %lx\n",
+	       what, (unsigned long)gp_frame[0], (unsigned long)gp_frame[1],
+	       (unsigned long)gp_frame[2], (unsigned long)(gp_frame[3] & ~(1ull << 16)),
+	       (unsigned long)gp_frame[4], (unsigned long)gp_frame[5], (unsigned long)gp_frame[6]);
+}
 
 static int handler_first(const struct boot_info *bi)
 {
@@ -221,18 +237,26 @@ static int handler_first(const struct boot_info *bi)
 	for (int i = 0; i < 5; i++) {
 		/* Filtered MSR: the VMM answers and KVM injects the #GP. */
 		injected += wrmsr_safe(MSR_IA32_CORE_CAPABILITIES, 0) == X86_VEC_GP;
+		if (i == 4)
+			print_gp_frame("wrmsr");
 		/* Non-canonical load: the CPU's own #GP. */
 		asm volatile(ASM_TRY("1f") "movq (%0), %%rax\n\t" "1:"
 			     : : "r"(0x8000000000000000ull) : "rax", "memory");
 		raised += exception_vector() == X86_VEC_GP;
+		if (i == 4)
+			print_gp_frame("load");
 	}
 	memcpy(&after, gp_area + 62, 4);
 	idt[X86_VEC_GP] = saved;
 	printf("#GP: %d injected, %d raised; split-lock counter %u -> %u\n",
 	       injected, raised, before, after);
 	printf("# split locks at CPL0: %u\n", after - before);
-	/* One per entry: the handler's first instruction (docs/design.md). */
-	printf("# first in an exception handler: %d\n", injected + raised);
+	/*
+	 * All of them: where stock KVM gives userspace no way to stop in a
+	 * handler the CPU enters by itself, the whole handler may run
+	 * unchecked (docs/design.md), each miss then counted in --stats.
+	 */
+	printf("# in exception handlers: %u\n", after - before);
 	return 0;
 }
 

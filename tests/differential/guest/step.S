@@ -187,12 +187,23 @@ SEQ seq_tf_popss_compat
 	.p2align 6
 	.globl gp_area
 gp_area:	.skip 128
+	/* The last frame: error code, RIP, CS, RFLAGS, RSP, SS, then its address. */
+	.globl gp_frame
+gp_frame:	.skip 56
 	.text
 	.globl gp_split_stub
 gp_split_stub:
 	lock addl $1, gp_area + 62(%rip)
 	nop
 	lock addl $1, gp_area + 62(%rip)
+	pushq %rax
+	.irp i, 0, 1, 2, 3, 4, 5
+	movq 8 + 8 * \i(%rsp), %rax
+	movq %rax, gp_frame + 8 * \i(%rip)
+	.endr
+	leaq 8(%rsp), %rax
+	movq %rax, gp_frame + 48(%rip)
+	popq %rax
 	jmp *fw_exc_stubs + 13 * 8(%rip)
 
 /* HLT with interrupts off: nothing can wake it. */
