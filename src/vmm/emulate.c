@@ -617,10 +617,10 @@ void emulate_perform(const struct emulate_plan *p, const struct guest_mem *m, st
 }
 
 int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes, size_t n,
-		     struct sl_forecast *out)
+		     struct emulate_forecast *out)
 {
 	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
-	struct sl_forecast f = { .ex = { 0 } };
+	struct emulate_forecast f = { .ex = { 0 } };
 	struct decode_insn insn;
 	struct paging pg;
 	uint64_t la;

@@ -157,7 +157,7 @@ void emulate_plan_fetched(const struct emulate_plan *p, const struct guest_mem *
  * *out (may be NULL) the details. Writes nothing. A forecast, not a plan: an earlier fault, a stale TLB or a
  * protection key may decide otherwise, so the caller must watch for both.
  */
-struct sl_forecast {
+struct emulate_forecast {
 	struct emulate_exception ex;     /* the vector above, with its error code */
 	/*
 	 * Nothing else can come first: a segmentation or non-canonical fault
@@ -168,6 +168,6 @@ struct sl_forecast {
 	bool certain;
 };
 int emulate_predict_fault(const struct emulate_snapshot *snap, const uint8_t *bytes, size_t n,
-		     struct sl_forecast *out);
+		     struct emulate_forecast *out);
 
 #endif

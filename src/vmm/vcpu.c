@@ -1187,7 +1187,7 @@ again:
 			.regs = *regs, .sregs = *sregs, .maxphyaddr = v->maxphyaddr,
 			.mem = { vm->mem, vm->ram_size },
 		};
-		struct sl_forecast f;
+		struct emulate_forecast f;
 
 		if (emulate_predict_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
 		    (f.ex.vector == 12 || f.ex.vector == 13) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {

@@ -664,7 +664,7 @@ static void predicts_faults(void **state)
 	static const uint8_t ds_load[] = { 0x8b, 0x03 };		/* mov eax, [ebx] */
 	static const uint8_t movdqa[] = { 0x66, 0x0f, 0x6f, 0x03 };	/* movdqa xmm0, [rbx] */
 	static const uint8_t lock_add[] = { 0xf0, 0x01, 0x03 };	/* lock add [rbx], eax */
-	struct sl_forecast f;
+	struct emulate_forecast f;
 	uint64_t pde1;
 
 	(void)state;
