@@ -262,11 +262,12 @@ int kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct k
 	return 0;
 }
 
-int kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n)
+int kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n, bool failures)
 {
 	struct kvm_enable_cap cap = {
 		.cap = KVM_CAP_X86_USER_SPACE_MSR,
-		.args[0] = KVM_MSR_EXIT_REASON_FILTER,
+		.args[0] = KVM_MSR_EXIT_REASON_FILTER |
+			   (failures ? KVM_MSR_EXIT_REASON_UNKNOWN | KVM_MSR_EXIT_REASON_INVAL : 0),
 	};
 	/* One deny bit per range; a zero bit means "not allowed", i.e. exit. */
 	static const uint8_t deny = 0;

@@ -10,6 +10,7 @@
 #ifndef VMM_KVM_H
 #define VMM_KVM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,8 +76,10 @@ int kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct k
 		    struct kvm_regs *regs, struct kvm_sregs *sregs);
 /*
  * Sends guest RDMSR/WRMSR of `msrs` to userspace (KVM_EXIT_X86_RDMSR/WRMSR,
- * reason FILTER); every other MSR stays with KVM.
+ * reason FILTER); every other MSR stays with KVM, except that with
+ * `failures` the accesses KVM would answer with #GP (reasons UNKNOWN and
+ * INVAL) come to userspace too.
  */
-int kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n);
+int kvm_route_msrs_to_user(int vm_fd, const uint32_t *msrs, unsigned n, bool failures);
 
 #endif

@@ -146,7 +146,8 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 		return give_back(vm, VMM_EXIT_USAGE);
 	}
 	if (kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size, &vm->vm_fd) ||
-	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs)))
+	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs),
+				   vm->split_lock_emulate))
 		return give_back(vm, VMM_EXIT_HOST);
 	run_size = kvm_run_size(vm->kvm_fd);
 	if (run_size < 0)

@@ -141,6 +141,50 @@ static void unexpected_msr_exit_gets_gp(void **state)
 	assert_false(vm_stopping(&fv.vm));
 }
 
+static char *caught(void (*fn)(void));
+static struct vcpu *failed_msr_vcpu;
+
+static void failed_msr_exits(void)
+{
+	struct vcpu *v = failed_msr_vcpu;
+
+	v->run->exit_reason = KVM_EXIT_X86_RDMSR;
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_UNKNOWN;
+	v->run->msr.index = 0x12345;
+	v->run->msr.error = 0;
+	splitlock_handle_rdmsr(v);
+	assert_int_equal(v->run->msr.error, 1);
+	v->run->exit_reason = KVM_EXIT_X86_WRMSR;
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_INVAL;
+	v->run->msr.index = 0x10;	/* a known MSR, a value KVM refuses */
+	v->run->msr.error = 0;
+	splitlock_handle_wrmsr(v);
+	assert_int_equal(v->run->msr.error, 1);
+}
+
+/*
+ * Under emulate, KVM's own MSR failures come to the VMM, which answers as
+ * KVM would (#GP), quietly: they are the guest's business, not a surprise.
+ */
+static void emulate_answers_kvm_msr_failures(void **state)
+{
+	char *err;
+
+	(void)state;
+	fv.vm.split_lock_emulate = true;
+	failed_msr_vcpu = &fv.vm.vcpus[0];
+	err = caught(failed_msr_exits);
+	assert_string_equal(err, "");
+	free(err);
+	assert_int_equal(failed_msr_vcpu->stats.gp_injected, 0);
+	assert_false(vm_stopping(&fv.vm));
+	/* Without emulate nothing asked for them: a surprise, said once each. */
+	fv.vm.split_lock_emulate = false;
+	err = caught(failed_msr_exits);
+	assert_non_null(strstr(err, "unexpected MSR exit for 0x12345 (reason"));
+	free(err);
+}
+
 static void ac_exit(struct vcpu *v, uint32_t vector, bool sigbus)
 {
 	v->run->exit_reason = KVM_EXIT_EXCEPTION;
@@ -660,6 +704,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(msr_exits_enumerated, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(msr_exits_not_enumerated, setup_not_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(unexpected_msr_exit_gets_gp, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(emulate_answers_kvm_msr_failures, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_injected_when_asked, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_emulated_when_not_asked, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(emulation_warns_with_rip, setup_enumerated, teardown),

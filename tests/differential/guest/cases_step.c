@@ -260,6 +260,36 @@ static int handler_first(const struct boot_info *bi)
 	return 0;
 }
 
+/*
+ * The #GP that KVM itself answers an MSR access with (an MSR it does not
+ * know; a value it refuses) must not end the stepping: stock KVM drops the
+ * stepping TF when it queues an exception by itself, and the split locks
+ * after it would go unseen.
+ */
+static int after_kvm_gp(const struct boot_info *bi)
+{
+	uint64_t addr = LINE_SPLIT, val;
+	uint32_t before, after;
+	int unknown = 0, refused = 0;
+
+	(void)bi;
+	win_fill(addr - 64, 128, 5);
+	win_read(addr, &before, 4);
+	for (int i = 0; i < 5; i++) {
+		unknown += rdmsr_safe(0x12345, &val) == X86_VEC_GP;
+		asm volatile("lock addl $1, (%0)" : : "r"(addr) : "memory");
+		/* EFER bit 63 is reserved. */
+		refused += wrmsr_safe(MSR_EFER, rdmsr(MSR_EFER) | (1ull << 63)) == X86_VEC_GP;
+		asm volatile("lock addl $1, (%0)" : : "r"(addr) : "memory");
+	}
+	win_read(addr, &after, 4);
+	printf("#GP: %d for an unknown MSR, %d for a reserved EFER bit; operand 0x%08x -> 0x%08x\n",
+	       unknown, refused, before, after);
+	print_mem("operand", addr - 4, 16);
+	printf("# split locks at CPL0: 10\n");
+	return 0;
+}
+
 /* Status 70 when every vCPU halts: HLT must halt under any policy. */
 static int hlt_all(const struct boot_info *bi)
 {
@@ -309,6 +339,7 @@ static const struct diff_case cases[] = {
 	{ "step-200-back-to-back", b2b_200 },
 	{ "step-200-back-to-back-mixed", b2b_200_mixed },
 	{ "step-split-lock-first-in-handler", handler_first },
+	{ "step-split-lock-after-kvm-gp", after_kvm_gp },
 	{ "step-hlt-all-halted", hlt_all },
 	{ "step-hlt-ap-stays-halted", hlt_ap },
 };
