@@ -258,10 +258,21 @@ int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct de
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecoderContext ctx;
 
 	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
 	    (unsigned)mode > DECODE_MODE_16 ||
-	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)))
+	    ZYAN_FAILED(ZydisDecoderDecodeInstruction(&decoders[mode], &ctx, b, len, &insn)))
+		return -1;
+	/*
+	 * An explicit memory operand comes from a ModRM memory form or a MOV
+	 * moffs (A0-A3); most instructions have neither, and this runs on
+	 * every step, so the operands are decoded only for those that may.
+	 */
+	if (!((insn.attributes & ZYDIS_ATTRIB_HAS_MODRM) && insn.raw.modrm.mod != 3) &&
+	    !(insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && insn.opcode >= 0xa0 && insn.opcode <= 0xa3))
+		return -1;
+	if (ZYAN_FAILED(ZydisDecoderDecodeOperands(&decoders[mode], &ctx, &insn, o, insn.operand_count)))
 		return -1;
 	for (unsigned i = 0; i < insn.operand_count_visible; i++) {
 		if (o[i].type != ZYDIS_OPERAND_TYPE_MEMORY || o[i].mem.type != ZYDIS_MEMOP_TYPE_MEM ||

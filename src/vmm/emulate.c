@@ -616,8 +616,8 @@ void emulate_perform(const struct emulate_plan *p, const struct guest_mem *m, st
 	}
 }
 
-int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes, size_t n,
-		     struct emulate_forecast *out)
+static int predict(const struct emulate_snapshot *s, const uint8_t *bytes, size_t n,
+		   struct emulate_forecast *out, bool walk)
 {
 	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
 	struct emulate_forecast f = { .ex = { 0 } };
@@ -638,6 +638,8 @@ int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes
 			*out = f;
 		return f.ex.vector;
 	}
+	if (!walk)
+		return -1;
 	emulate_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
 	if (!pg.enabled || !pg.long_mode)
 		return -1;
@@ -663,4 +665,16 @@ int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes
 			la &= 0xffffffffull;
 	}
 	return -1;
+}
+
+int emulate_predict_fault(const struct emulate_snapshot *s, const uint8_t *bytes, size_t n,
+			  struct emulate_forecast *out)
+{
+	return predict(s, bytes, n, out, true);
+}
+
+int emulate_predict_segment_fault(const struct emulate_snapshot *s, const uint8_t *bytes,
+				  size_t n, struct emulate_forecast *out)
+{
+	return predict(s, bytes, n, out, false);
 }

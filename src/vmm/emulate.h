@@ -169,5 +169,12 @@ struct emulate_forecast {
 };
 int emulate_predict_fault(const struct emulate_snapshot *snap, const uint8_t *bytes, size_t n,
 		     struct emulate_forecast *out);
+/*
+ * The same without the page walk: #GP and #SS only, the faults that can be
+ * certain. For hosts where only those are of use (no breakpoint to watch a
+ * #PF handler with), at a fraction of the cost on every step.
+ */
+int emulate_predict_segment_fault(const struct emulate_snapshot *snap, const uint8_t *bytes,
+				  size_t n, struct emulate_forecast *out);
 
 #endif

@@ -104,6 +104,8 @@ struct step_state {
 				   fault `insn` is expected to raise */
 	uint64_t predict_addr;
 	bool msr_fault;         /* KVM_RUN completes a failed MSR access with immediate_exit */
+	bool resync;            /* the guest ran on unstepped: step again once KVM completed this exit */
+	uint64_t resync_rip;    /* RIP of that exit, which completion moves on */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */

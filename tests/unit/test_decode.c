@@ -222,6 +222,17 @@ static void accesses(void **state)
 	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x48, 0x8d, 0x03 }, 3, &si, &write, NULL), -1);
 	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x01, 0xd8 }, 2, &si, &write, NULL), -1);
 	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xdb, 0x2b }, 2, &si, &write, NULL), -1);
+	/* MOV moffs: an explicit memory operand without ModRM. */
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0x8b, 0x04, 0x25, 0x00, 0x10, 0x00, 0x00 }, 7,
+				       &si, &write, NULL), 0);
+	assert_int_equal(decode_access(DECODE_MODE_32, (const uint8_t[]){ 0xa1, 0x00, 0x10, 0x00, 0x00 }, 5,
+				       &si, &write, NULL), 0);
+	assert_false(write);
+	assert_int_equal(decode_access(DECODE_MODE_32, (const uint8_t[]){ 0xa3, 0x00, 0x10, 0x00, 0x00 }, 5,
+				       &si, &write, NULL), 0);
+	assert_true(write);
+	/* String instructions' operands are implicit. */
+	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xa5 }, 1, &si, &write, NULL), -1);
 }
 
 int main(void)

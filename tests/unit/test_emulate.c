@@ -673,12 +673,16 @@ static void predicts_faults(void **state)
 	snap.regs.rbx = 0x400000;	/* past the 4 MiB the boot map covers */
 	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 14);
 	assert_false(f.certain);	/* a walk may set accessed bits on its way */
+	assert_int_equal(emulate_predict_segment_fault(&snap, load, sizeof(load), NULL), -1);
 	assert_int_equal(f.ex.error_code, 0);	/* not present, read, supervisor */
 	snap.regs.rbx = 0x3ffffc;	/* its second page is not present */
 	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), 14);
 	snap.regs.rbx = 0x8000000000000000ull;
 	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 13);
 	assert_true(f.certain);		/* a plain MOV: nothing else can come first */
+	f.certain = false;
+	assert_int_equal(emulate_predict_segment_fault(&snap, load, sizeof(load), &f), 13);
+	assert_true(f.certain);
 	assert_true(f.ex.has_error_code);
 	assert_int_equal(f.ex.error_code, 0);
 	assert_int_equal(emulate_predict_fault(&snap, movdqa, sizeof(movdqa), &f), 13);
