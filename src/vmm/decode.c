@@ -184,6 +184,26 @@ unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool
 	return insn.length;
 }
 
+unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,
+			    const uint8_t *b, size_t len, bool *falls_through)
+{
+	__typeof__(m->e[0]) *e = &m->e[(rip ^ rip >> 8) & (ARRAY_SIZE(m->e) - 1)];
+	unsigned n;
+
+	if (e->len && e->mode == mode && e->len <= len && !memcmp(e->bytes, b, e->len)) {
+		*falls_through = e->falls;
+		return e->len;
+	}
+	n = decode_length(mode, b, len, falls_through);
+	e->len = (uint8_t)(n <= sizeof(e->bytes) ? n : 0);
+	if (e->len) {
+		e->mode = (uint8_t)mode;
+		e->falls = *falls_through;
+		memcpy(e->bytes, b, n);
+	}
+	return n;
+}
+
 int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
 {
 	ZydisDecodedInstruction insn;

@@ -79,6 +79,21 @@ const char *decode_op_name(enum decode_op op);
  */
 unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through);
 /*
+ * decode_length() remembered by address: a guest runs the same code over
+ * and over, and under single-stepping this runs for every instruction. An
+ * entry answers only for the same mode and the same bytes (code may be
+ * rewritten), which decide the length alone. One per thread.
+ */
+struct decode_length_memo {
+	struct {
+		uint8_t mode, len;      /* len 0: empty */
+		bool falls;
+		uint8_t bytes[15];
+	} e[256];
+};
+unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,
+			    const uint8_t *b, size_t len, bool *falls_through);
+/*
  * The first explicit memory operand of any instruction (LEA's is no
  * access), in out's length, size, mode, addr_size, seg, base, index, scale
  * and disp, and whether it is written: 0, or -1 where there is none this

@@ -1138,7 +1138,8 @@ again:
 		      &s->insn);
 	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||
 			     s->insn.kind == STEP_POPF)) {
-		unsigned len = decode_length(guest_mode(v), bytes, n, &s->insn.falls);
+		unsigned len = decode_length_memo(&v->lengths, regs->rip, guest_mode(v), bytes, n,
+						  &s->insn.falls);
 
 		if (s->insn.len && s->insn.len != len)
 			s->insn.falls = false;

@@ -11,6 +11,7 @@
 #include <linux/kvm.h>
 
 #include "boot.h"
+#include "decode.h"
 #include "msr.h"
 #include "ratelimit.h"
 #include "stats.h"
@@ -47,6 +48,7 @@ struct vcpu {
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
 	struct step_state step;        /* --split-lock=emulate's view of the stepping */
+	struct decode_length_memo lengths;
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */
 	uint64_t warn_suppressed;
 	struct stats stats;       /* written by this vCPU's thread only */

@@ -82,7 +82,7 @@ missing() {
 # hardware breakpoints, step-dr0-exec-breakpoint re-enters its #DB handler
 # for the whole --timeout), and the host judges that divergence a SKIP with
 # the measured reason anyway.
-short_timeout=15
+short_timeout=10
 case_diff() { # NAME CPUS TIMEOUT NEEDS
 	vmm_timeout=$3
 	for need in $(echo "$4" | tr , ' '); do
