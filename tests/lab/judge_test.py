@@ -113,6 +113,17 @@ def main():
                      "icebp=sigill\n\n@@END probe-icebp 1.5\n", "probe-icebp")
     checks.append(("probe-icebp skips on SIGILL", "SIGILL" in (why or "")))
 
+    names = list(lab_test.CASES)
+    parts = lab_test.shards(names, 2)
+    rest = [x for p in parts for x in p if x not in lab_test.PROBES]
+    loads = [sum(lab_test.cost(x) for x in p if x not in lab_test.PROBES) for p in parts]
+    checks.append(("shards: every case once, the probes first in each boot, in the suite's order",
+                   len(parts) == 2 and sorted(rest) == sorted(x for x in names if x not in lab_test.PROBES)
+                   and all(p[:len(lab_test.PROBES)] == lab_test.PROBES for p in parts)
+                   and all(p == [x for x in names if x in p] for p in parts)))
+    checks.append(("shards: balanced by cost", max(loads) - min(loads) <= 30))
+    checks.append(("shards: one boot has them all", lab_test.shards(names, 1)[0] == names))
+
     bad = [name for name, ok in checks if not ok]
     for name, ok in checks:
         print(f"{'ok' if ok else 'FAIL'}: {name}")

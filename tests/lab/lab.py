@@ -395,16 +395,30 @@ def system_map(kroot):
     return name
 
 
+# QEMU process groups of the boots under way (several threads may boot at
+# once, each in its own slot): killed by kill_running() on the way out.
+RUNNING = set()
+
+
+def kill_running():
+    for pid in list(RUNNING):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
-         stdout=None, kroot=None):
+         stdout=None, kroot=None, slot=0):
     """Boots the lab once. Streams the script's output to stdout (a binary
-    file, or None to only collect it) and returns a Result."""
+    file, or None to only collect it) and returns a Result. `slot`: boots
+    in different slots may run at once (one QEMU per slot and machine)."""
     res = Result()
     cfg = qemu_config()
     kroot = kroot or fetch_kernel()
     vmlinuz, mods = kernel_files(kroot)
     order, blobs = module_order(mods, KVM_MODULE)
-    with Lock("qemu.lock", "one QEMU at a time"):
+    with Lock("qemu.lock" if slot == 0 else f"qemu.lock.{slot}", f"one QEMU in slot {slot}"):
         run = tempfile.mkdtemp(prefix="vmm-lab-")
         try:
             initrd = os.path.join(run, "initrd.cpio")
@@ -427,6 +441,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
             t0 = time.monotonic()
             qemu = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
                                     start_new_session=True)
+            RUNNING.add(qemu.pid)
             # O_RDWR keeps the FIFOs open, so that no EOF is seen before QEMU opens them.
             fds = {os.open(os.path.join(run, f"{n}.out"), os.O_RDWR | os.O_NONBLOCK): n
                    for n in ("con", "out")}
@@ -504,6 +519,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                 if qemu.poll() is None:
                     os.killpg(qemu.pid, signal.SIGKILL)
                     qemu.wait()
+                RUNNING.discard(qemu.pid)
             res.wall = time.monotonic() - t0
             errf.seek(0)
             qerr = errf.read().strip()

@@ -4,17 +4,20 @@
   lab_test.py --build DIR CASE      judge one case (a meson test each)
   lab_test.py --build DIR --all     boot, then judge every case (by hand)
 
-One boot serves every case: the first case of a `meson test` run boots the
-lab (tests/lab/lab.py) with suite.sh and every case's commands, keeps the raw
-results in DIR/tests/lab/lab-results.json, and the later cases of the same
-run judge from that file. A freeze of L1 (docs/lab.md) is retried once in a
-new boot that runs only the cases not yet finished; the evidence of the
+One lab run serves every case: the first case of a `meson test` run boots
+the lab (tests/lab/lab.py) with suite.sh and the cases' commands, keeps the
+raw results in DIR/tests/lab/lab-results.json, and the later cases of the
+same run judge from that file. On a machine with two CPUs or more the cases
+are split between two boots that run at once (run_shards), each with the
+probes first. A freeze of L1 (docs/lab.md) is retried once in a new boot
+that runs only that boot's cases not yet finished; the evidence of the
 freeze is printed in the log of the case that froze.
 
 Exit status: 0 pass, 1 fail, 77 skip (with the reason: the lab cannot be had
 here, or the case needs something QEMU's TCG lacks, measured in the lab).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -122,7 +125,7 @@ def parse_output(text):
     return cases
 
 
-def run_lab(build, names):
+def run_lab(build, names, slot=0):
     """Boots the lab (twice at most, on a freeze) for the cases named."""
     probes = [os.path.join(build, "tests", "lab", p) for p in ("lab-acprobe", "lab-icebpprobe")]
     diffguest = os.path.join(build, "tests", "differential", "diffguest.bin")
@@ -141,7 +144,7 @@ def run_lab(build, names):
             try:
                 lab.ensure_packages()
                 res = lab.boot(build, extra, os.path.join(HERE, "suite.sh"),
-                               timeout=BOOT_TIMEOUT)
+                               timeout=BOOT_TIMEOUT, slot=slot)
             except lab.Unavailable as e:
                 out["unavailable"] = str(e)
                 return out
@@ -151,7 +154,7 @@ def run_lab(build, names):
         text = res.output.decode(errors="replace")
         cases = parse_output(text)
         done = [n for n in todo if cases.get(n, {}).get("done")]
-        info = {"attempt": attempt, "hang": res.hang, "error": res.error,
+        info = {"attempt": attempt, "shard": slot, "hang": res.hang, "error": res.error,
                 "status": res.status, "wall": round(res.wall, 1),
                 "boot_to_init": round(res.times.get("INIT", 0), 1),
                 "script": round(res.times.get("EXIT", res.wall) - res.times.get("BEGIN", 0), 1),
@@ -170,6 +173,48 @@ def run_lab(build, names):
         print(f"lab: attempt {attempt} {'froze' if res.hang else 'panicked'} in "
               f"{res.last_step()}; booting again for {len(todo)} cases", file=sys.stderr)
     return out
+
+
+# The probes run first in every boot: suite.sh's differential cases read
+# this boot's host-info and probe-icebp results.
+PROBES = ["host-info", "probe-ac", "probe-split-lock-detect", "probe-icebp"]
+
+
+def cost(name):
+    """Rough L1 seconds of a case (docs/lab.md has the measured ones): what
+    the shards are balanced by."""
+    if name.startswith(("selftest-emulate", "concurrent-")):
+        return 30
+    if name.startswith(("diff-matrix-", "diff-gen-")):
+        return 20
+    return 4
+
+
+def shards(names, n):
+    """names in n boots' worth, the costliest first into the lightest (the
+    probes in each), each in names' order."""
+    bins, load = [[] for _ in range(n)], [0] * n
+    for x in sorted((x for x in names if x not in PROBES), key=cost, reverse=True):
+        i = load.index(min(load))
+        bins[i].append(x)
+        load[i] += cost(x)
+    probes = [p for p in PROBES if p in names]
+    return [probes + [x for x in names if x in b] for b in bins if b]
+
+
+def run_shards(build, names):
+    """One boot per host CPU, two at most, all at once: each QEMU runs on one
+    host thread (-accel tcg,thread=single, docs/lab.md), so two boots of
+    half the cases take about half the time of one on a 2-core machine."""
+    parts = shards(names, max(1, min(2, os.cpu_count() or 1)))
+    if len(parts) == 1:
+        return run_lab(build, parts[0])
+    with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
+        outs = list(pool.map(lambda i: run_lab(build, parts[i], slot=i), range(len(parts))))
+    r = {"attempts": [a for o in outs for a in o["attempts"]], "unavailable": None}
+    for o in outs:
+        r["unavailable"] = r["unavailable"] or o["unavailable"]
+    return r
 
 
 def cases_of(r):
@@ -194,7 +239,7 @@ def results(build, fresh, cached=False):
             if r.get("session") == key or cached:
                 return r
         t0 = time.monotonic()
-        r = run_lab(build, list(CASES))
+        r = run_shards(build, list(CASES))
         r["session"] = key
         r["wall"] = round(time.monotonic() - t0, 1)
         with open(path + ".tmp", "w") as f:
@@ -477,7 +522,7 @@ def report(r, name):
         print(f"SKIP: the lab cannot be had here: {r['unavailable']}")
         return SKIP
     for a in r["attempts"]:
-        print(f"lab boot {a['attempt']}: -cpu {a['config']['cpu']} -smp {a['config']['smp']} "
+        print(f"lab boot {a['attempt']}{'' if a.get('shard') is None else ' of shard ' + str(a['shard'])}: -cpu {a['config']['cpu']} -smp {a['config']['smp']} "
               f"-accel {a['config']['accel']}; /init after {a['boot_to_init']} s, suite "
               f"{a['script']} s, {a['wall']} s in all; {len(a['cases_done'])} cases done"
               + (f"; {a['hang'].upper()} in {a['last_step']}" if a["hang"] else "")
@@ -519,7 +564,10 @@ def main():
     a = ap.parse_args()
     # meson test's timeout sends SIGTERM: unwind, so that QEMU (in a session
     # of its own) is killed on the way out and not left to its KILL timer.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def term(*_):
+        lab.kill_running()
+        sys.exit(143)
+    signal.signal(signal.SIGTERM, term)
     build = os.path.abspath(a.build)
     r = results(build, a.fresh or (a.all and not a.cached), a.cached)
     r["cases"] = cases_of(r)
