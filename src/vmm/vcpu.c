@@ -192,7 +192,6 @@ static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 	return r;
 }
 
-
 static const struct vcpu_ops ioctl_vcpu_ops = {
 	.get_regs = ioctl_get_regs,
 	.get_sregs = ioctl_get_sregs,
