@@ -70,11 +70,6 @@ static int64_t sign_extend(uint64_t v, unsigned bytes)
 	return (int64_t)(v << shift) >> shift;
 }
 
-
-#define VEC_GP 13
-#define VEC_PF 14
-#define VEC_AC 17
-
 enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
 {
 	if (!(s->cr0 & X86_CR0_PE) || (rflags & X86_RFLAGS_VM))
@@ -153,7 +148,7 @@ bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint
 	uint64_t last = ea + size - 1;
 
 	*fault = (struct emulate_exception){
-		.vector = i->seg == DECODE_SEG_SS ? X86_VEC_SS : VEC_GP,
+		.vector = i->seg == DECODE_SEG_SS ? X86_VEC_SS : X86_VEC_GP,
 		.has_error_code = !real,
 	};
 	if (i->mode == DECODE_MODE_64) {
@@ -391,7 +386,7 @@ static void plan_inject(struct emulate_plan *p, const struct emulate_exception *
 	p->why = why;
 }
 
-static const struct emulate_exception ac0 = { .vector = VEC_AC, .has_error_code = true };
+static const struct emulate_exception ac0 = { .vector = X86_VEC_AC, .has_error_code = true };
 
 /*
  * Instruction bytes at CS:RIP as the CPU fetches them, page by page, up to
@@ -561,7 +556,7 @@ void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 			plan_native(p, "a page fault comes first");
 			return;
 		}
-		fault = (struct emulate_exception){ .vector = VEC_PF, .has_error_code = true,
+		fault = (struct emulate_exception){ .vector = X86_VEC_PF, .has_error_code = true,
 					       .error_code = p->op[p->nparts].error_code,
 					       .has_cr2 = true, .cr2 = cr2 };
 		plan_inject(p, &fault, "page fault");
@@ -649,9 +644,9 @@ static int predict(const struct emulate_snapshot *s, const uint8_t *bytes, size_
 
 		if (r == WALK_FAULT || r == WALK_NONCANONICAL) {
 			f.ex = r == WALK_FAULT ?
-			       (struct emulate_exception){ .vector = 14, .has_error_code = true,
+			       (struct emulate_exception){ .vector = X86_VEC_PF, .has_error_code = true,
 						      .error_code = w.error_code } :
-			       (struct emulate_exception){ .vector = insn.seg == DECODE_SEG_SS ? 12 : 13,
+			       (struct emulate_exception){ .vector = insn.seg == DECODE_SEG_SS ? X86_VEC_SS : X86_VEC_GP,
 						      .has_error_code = true };
 			if (out)
 				*out = f;

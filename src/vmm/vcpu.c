@@ -681,7 +681,7 @@ static void stepping_msr_fault(struct vcpu *v)
 	if (!v->step.checked)
 		return;
 	v->step.checked = false;	/* the access faults: no step of its own */
-	watch_handler(v, 13);
+	watch_handler(v, X86_VEC_GP);
 	if (v->stepping && !v->step.watch) {
 		restep_here(v);
 		/*
@@ -707,7 +707,7 @@ static bool msr_fault_queued(struct vcpu *v)
 
 	v->step.msr_fault = false;
 	if (ioctl_get_events(v, &ev) ||
-	    !(ev.exception.injected || ev.exception.pending) || ev.exception.nr != 13 ||
+	    !(ev.exception.injected || ev.exception.pending) || ev.exception.nr != X86_VEC_GP ||
 	    v->run->s.regs.regs.rip != v->step.rip)
 		return false;
 	none = ev;
@@ -717,7 +717,7 @@ static bool msr_fault_queued(struct vcpu *v)
 		return false;
 	/* watch_handler() took the guest's TF as delivery would: the frame wants it back. */
 	v->step.guest_tf = v->step.frame_tf;
-	if (deliver_fault(v, 13, ev.exception.has_error_code ? ev.exception.error_code : 0)) {
+	if (deliver_fault(v, X86_VEC_GP, ev.exception.has_error_code ? ev.exception.error_code : 0)) {
 		v->step.frame_vector = -1;
 		return true;
 	}
@@ -1190,7 +1190,7 @@ again:
 		struct emulate_forecast f;
 
 		if (emulate_predict_segment_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
-		    (f.ex.vector == 12 || f.ex.vector == 13) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {
+		    (f.ex.vector == X86_VEC_SS || f.ex.vector == X86_VEC_GP) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {
 			deliveries++;
 			goto again;
 		}
