@@ -32,6 +32,7 @@
 #define MSR_EFER                0xc0000080
 #define MSR_FS_BASE             0xc0000100
 #define MSR_GS_BASE             0xc0000101
+#define MSR_SYSCALL_MASK        0xc0000084      /* IA32_FMASK */
 
 /* CR0. */
 #define X86_CR0_PE   X86_BIT(0)
@@ -50,6 +51,7 @@
 #define X86_CR4_SMEP       X86_BIT(20)
 #define X86_CR4_SMAP       X86_BIT(21)
 #define X86_CR4_PKE        X86_BIT(22)
+#define X86_CR4_CET        X86_BIT(23)
 
 /* EFER. */
 #define X86_EFER_LME X86_BIT(8)
@@ -82,6 +84,27 @@
 #define X86_DR6_RTM        X86_BIT(16)
 #define X86_DR6_ACTIVE_LOW 0xffff0ff0
 #define X86_DR6_VOLATILE   (X86_DR6_B0_3 | X86_DR6_BD | X86_DR6_BS | X86_DR6_BT | X86_DR6_RTM)
+
+/* DR7: L0 enables DR0; R/W0 and LEN0 zero make it a one-byte execute breakpoint. */
+#define X86_DR7_L0         X86_BIT(0)
+
+/* Segment selectors. */
+#define X86_SEL_RPL        0x3
+#define X86_SEL_TI         0x4      /* the LDT */
+
+/* Segment descriptors, as one 64-bit word. */
+#define X86_DESC_A         X86_BIT(40)     /* accessed */
+#define X86_DESC_CODE      X86_BIT(43)     /* type: executable */
+#define X86_DESC_S         X86_BIT(44)     /* code or data, not system */
+#define X86_DESC_DPL_SHIFT 45
+#define X86_DESC_P         X86_BIT(47)
+#define X86_DESC_L         X86_BIT(53)     /* 64-bit code */
+#define X86_DESC_DB        X86_BIT(54)
+#define X86_DESC_A_BYTE    5               /* the byte that holds the accessed bit (bit 0) */
+
+/* 16-byte long-mode IDT gates: byte 5 holds P, DPL and the type. */
+#define X86_GATE_TYPE_BYTE 5
+#define X86_GATE_P         0x80
 
 /* Paging-structure entries (4-level and 5-level long mode). */
 #define X86_PTE_P    X86_BIT(0)

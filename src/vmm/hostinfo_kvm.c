@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -166,12 +165,12 @@ static int probe_run(struct hostinfo *hi, struct probe *p, uint32_t *edx)
 {
 	for (int i = 0; i < PROBE_MAX_EXITS; i++) {
 		struct kvm_run *run = p->run;
+		int r = __kvm_vcpu_run(p->vcpu);
 
-		if (ioctl(p->vcpu, KVM_RUN, NULL) < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return probe_fail(hi, "KVM_RUN", errno);
-		}
+		if (r == -EINTR || r == -EAGAIN)
+			continue;
+		if (r)
+			return probe_fail(hi, "KVM_RUN", -r);
 		if (run->exit_reason == KVM_EXIT_INTR)
 			continue;
 		if (run->exit_reason != KVM_EXIT_IO) {

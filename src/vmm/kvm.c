@@ -27,6 +27,11 @@ int __kvm_ioctl(int fd, unsigned long req, void *arg)
 	return r;
 }
 
+int __kvm_vcpu_run(int vcpu_fd)
+{
+	return ioctl(vcpu_fd, KVM_RUN, NULL) < 0 ? -errno : 0;
+}
+
 /* __kvm_ioctl, printing one line naming `what` on failure. */
 static int kvm_ioctl(int fd, unsigned long req, void *arg, const char *what)
 {

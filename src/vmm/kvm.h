@@ -26,6 +26,8 @@ struct boot_layout;
 
 /* ioctl() retried on EINTR; its result (-1 and errno on failure). */
 int __kvm_ioctl(int fd, unsigned long req, void *arg);
+/* One KVM_RUN, not retried (EINTR is how a kick or immediate_exit returns): 0 or -errno. */
+int __kvm_vcpu_run(int vcpu_fd);
 
 /*
  * Opens /dev/kvm and checks the API version: the fd, or -1 with errno and

@@ -8,6 +8,7 @@
 
 #include "dump.h"
 #include "emulate.h"
+#include "event.h"
 #include "pagewalk.h"
 #include "vcpu.h"
 #include "log.h"
@@ -36,96 +37,51 @@ static bool expected_msr_exit(struct vcpu *v)
 	if (reason == KVM_MSR_EXIT_REASON_FILTER && msr_is_emulated(v->run->msr.index))
 		return true;
 	/*
-	 * KVM's own answer, #GP, given here: a #GP that stock KVM queues by
-	 * itself clears the stepping TF (__kvm_set_rflags() keeps it only at
-	 * the RIP of the last KVM_SET_GUEST_DEBUG), and the guest would run on
-	 * unstepped and unseen; the error goes through the same path as a
-	 * refused TEST_CTRL write, which keeps stepping.
+	 * Under emulate KVM's own answer, #GP, is given here: one KVM queues by
+	 * itself loses the stepping TF (docs/design.md, "A failed MSR access").
 	 */
 	if (v->vm->split_lock_emulate &&
-	    (reason == KVM_MSR_EXIT_REASON_UNKNOWN || reason == KVM_MSR_EXIT_REASON_INVAL)) {
-		v->run->msr.error = 1;
+	    (reason == KVM_MSR_EXIT_REASON_UNKNOWN || reason == KVM_MSR_EXIT_REASON_INVAL))
 		return false;
-	}
-	v->run->msr.error = 1;
 	v->stats.gp_injected++;
 	warn("vCPU %u: unexpected MSR exit for 0x%x (reason %u); injecting #GP",
 	     v->index, v->run->msr.index, v->run->msr.reason);
 	return false;
 }
 
-void splitlock_handle_rdmsr(struct vcpu *v)
+/* Answers the access: error set means KVM completes it with #GP. */
+static enum splitlock_msr answer(struct vcpu *v, bool ok)
+{
+	v->run->msr.error = ok ? 0 : 1;
+	return ok ? SPLITLOCK_MSR_DONE : SPLITLOCK_MSR_GP;
+}
+
+enum splitlock_msr splitlock_handle_rdmsr(struct vcpu *v)
 {
 	uint64_t val = 0;
 
 	if (!expected_msr_exit(v))
-		return;
+		return answer(v, false);
 	v->stats.msr_reads[counted_msr(v->run->msr.index)]++;
-	if (msr_read(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index, &val) == MSR_OK) {
-		v->run->msr.error = 0;
-		v->run->msr.data = val;
-	} else {
-		v->run->msr.error = 1;
+	if (msr_read(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index, &val) != MSR_OK) {
 		v->stats.gp_injected++;
+		return answer(v, false);
 	}
+	v->run->msr.data = val;
+	return answer(v, true);
 }
 
-void splitlock_handle_wrmsr(struct vcpu *v)
+enum splitlock_msr splitlock_handle_wrmsr(struct vcpu *v)
 {
 	if (!expected_msr_exit(v))
-		return;
+		return answer(v, false);
 	v->stats.msr_writes[counted_msr(v->run->msr.index)]++;
 	if (msr_write(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index,
-		      v->run->msr.data) == MSR_OK) {
-		v->run->msr.error = 0;
-	} else {
-		v->run->msr.error = 1;
+		      v->run->msr.data) != MSR_OK) {
 		v->stats.gp_injected++;
+		return answer(v, false);
 	}
-}
-
-/*
- * Injects an exception as a fault, RIP left on the instruction; CR2 first
- * for #PF. 0 or -errno.
- */
-static int inject(struct vcpu *v, const struct emulate_exception *ex)
-{
-	struct kvm_vcpu_events ev;
-	struct kvm_sregs sregs;
-	int r;
-
-	/*
-	 * An injected (not pending) #PF is delivered as it stands, so CR2 goes
-	 * in first, through sregs: that needs no KVM_CAP_EXCEPTION_PAYLOAD and
-	 * is what stock KVM does with an exception whose payload was delivered.
-	 */
-	if (ex->has_cr2) {
-		r = v->ops->get_sregs(v, &sregs);
-		if (!r) {
-			sregs.cr2 = ex->cr2;
-			r = v->ops->set_sregs(v, &sregs);
-		}
-		if (r)
-			return r;
-	}
-	r = v->ops->get_events(v, &ev);
-	if (r)
-		return r;
-	/*
-	 * injected rather than pending, with the error code the vector has:
-	 * measured on the project's hosts, pending without
-	 * KVM_CAP_EXCEPTION_PAYLOAD is dropped and #AC without its error code
-	 * corrupts the guest's frame.
-	 */
-	ev.flags &= ~(uint32_t)KVM_VCPUEVENT_VALID_PAYLOAD;
-	ev.exception.injected = 1;
-	ev.exception.pending = 0;
-	ev.exception.nr = ex->vector;
-	ev.exception.has_error_code = ex->has_error_code;
-	ev.exception.error_code = ex->error_code;
-	ev.exception_has_payload = 0;
-	ev.exception_payload = 0;
-	return v->ops->set_events(v, &ev);
+	return answer(v, true);
 }
 
 static uint64_t now_ns(void)
@@ -217,7 +173,7 @@ static bool snapshot(struct vcpu *v, enum emulate_source source, struct emulate_
  * emulate_plan(), reading PKRU (an XSAVE read, too dear for every step) only
  * when the decision needs it.
  */
-static void plan(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
+static void decide(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
 {
 	emulate_plan(s, p);
 	if (p->needs_pkru && v->ops->get_pkru && v->ops->get_pkru(v, &s->pkru) == 0) {
@@ -240,7 +196,7 @@ static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, st
  * guest mode, deciding again once they are: another vCPU may have changed
  * the page tables or the operand since.
  */
-static enum splitlock_outcome emulate(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
+static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
 {
 	struct vm *vm = v->vm;
 	struct kvm_regs regs;
@@ -249,7 +205,7 @@ static enum splitlock_outcome emulate(struct vcpu *v, struct emulate_snapshot *s
 	pay_ratelimit(v);
 	if (!vm_pause_others(vm, v))
 		return SPLITLOCK_STOPPED;
-	plan(v, s, p);
+	decide(v, s, p);
 	if (p->kind != EMULATE_PLAN_EMULATE) {
 		vm_resume_others(vm);
 		return act(v, s, p, true);
@@ -267,7 +223,7 @@ static enum splitlock_outcome emulate(struct vcpu *v, struct emulate_snapshot *s
 	return SPLITLOCK_EMULATED;
 }
 
-/* Carries out a plan; `replanned` for emulate()'s second decision. */
+/* Carries out a plan; `replanned` for complete_locked()'s second decision. */
 static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
 				  bool replanned)
 {
@@ -284,7 +240,7 @@ static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, st
 		stop_uninvited(v, s, p);
 		return SPLITLOCK_STOPPED;
 	case EMULATE_PLAN_INJECT:
-		r = inject(v, &p->ex);
+		r = event_inject(v, &p->ex);
 		if (r) {
 			fail_host(v, p->ex.has_cr2 ? "injecting #PF with KVM_SET_SREGS and KVM_SET_VCPU_EVENTS"
 						   : "injecting an exception with KVM_SET_VCPU_EVENTS", r);
@@ -298,8 +254,8 @@ static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, st
 		return SPLITLOCK_FAULT_INJECTED;
 	case EMULATE_PLAN_EMULATE:
 		if (replanned)
-			return SPLITLOCK_NONE;	/* not reached: emulate() performs it */
-		return emulate(v, s, p);
+			return SPLITLOCK_NONE;	/* not reached: complete_locked() performs it */
+		return complete_locked(v, s, p);
 	}
 	return SPLITLOCK_NONE;
 }
@@ -311,7 +267,7 @@ enum splitlock_outcome splitlock_check(struct vcpu *v)
 
 	if (!snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))
 		return SPLITLOCK_NONE;
-	plan(v, &s, &p);
+	decide(v, &s, &p);
 	return act(v, &s, &p, false);
 }
 
@@ -336,6 +292,6 @@ void splitlock_handle_exception(struct vcpu *v)
 			v->index);
 		return;
 	}
-	plan(v, &s, &p);
+	decide(v, &s, &p);
 	act(v, &s, &p, false);
 }

@@ -29,8 +29,14 @@ enum splitlock_outcome {
 
 enum splitlock_ac_action splitlock_decide_ac(const struct msr_state *msrs);
 
-void splitlock_handle_rdmsr(struct vcpu *v);
-void splitlock_handle_wrmsr(struct vcpu *v);
+/* What an MSR exit was answered with. */
+enum splitlock_msr {
+	SPLITLOCK_MSR_DONE,
+	SPLITLOCK_MSR_GP,          /* run->msr.error set: KVM completes it with #GP */
+};
+
+enum splitlock_msr splitlock_handle_rdmsr(struct vcpu *v);
+enum splitlock_msr splitlock_handle_wrmsr(struct vcpu *v);
 /*
  * KVM_EXIT_EXCEPTION: a hardware split-lock #AC is injected when the guest
  * asked for it (or it is a legacy alignment check), replaced by the fault

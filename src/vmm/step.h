@@ -87,8 +87,23 @@ bool step_rearm_after_exit(uint32_t exit_reason);
  */
 bool step_completes_in_kvm(uint32_t exit_reason);
 
+/* What the vCPU's debug hardware does for the VMM (KVM_SET_GUEST_DEBUG). */
+enum step_debug {
+	STEP_DEBUG_OFF,
+	STEP_DEBUG_STEP,         /* single-step */
+	STEP_DEBUG_WATCH,        /* a breakpoint at addr stands in for TF */
+	STEP_DEBUG_PREDICT,      /* single-step, and a breakpoint at addr: the handler
+				    of the fault the instruction is expected to raise */
+};
+
+struct step_debug_state {
+	enum step_debug mode;
+	uint64_t addr;           /* WATCH and PREDICT */
+};
+
 /* Per vCPU, written by its thread only. */
 struct step_state {
+	struct step_debug_state hw;   /* set through one function (stepping.c) */
 	bool guest_tf;          /* the guest's own RFLAGS.TF, which KVM hides */
 	bool rearm;             /* write TF back before the next entry */
 	bool checked;           /* `insn` at `rip` was checked for this entry */
@@ -98,14 +113,7 @@ struct step_state {
 	uint64_t rip;
 	struct step_insn insn;
 	struct step_mode mode;  /* CS as `insn` began */
-	bool watch;             /* a breakpoint on a handler stands in for TF */
-	uint64_t watch_addr;
-	bool predict;           /* stepping, with a breakpoint on the handler of the
-				   fault `insn` is expected to raise */
-	uint64_t predict_addr;
-	bool msr_fault;         /* KVM_RUN completes a failed MSR access with immediate_exit */
-	bool resync;            /* the guest ran on unstepped: step again once KVM completed this exit */
-	uint64_t resync_rip;    /* RIP of that exit, which completion moves on */
+	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */

@@ -19,9 +19,9 @@
 #include "vm.h"
 
 /*
- * The vCPU ioctls that exit handlers need beyond the run page. Real KVM in
- * vcpu.c; unit tests plug in fakes to drive the handlers through each case.
- * Each returns 0 or -errno.
+ * The vCPU ioctls that exit handlers and the emulate engine need beyond the
+ * run page. Real KVM in vcpu.c; unit tests plug in fakes to drive the
+ * handlers through each case. Each returns 0 or -errno.
  */
 struct vcpu_ops {
 	int (*get_regs)(struct vcpu *v, struct kvm_regs *regs);
@@ -33,6 +33,18 @@ struct vcpu_ops {
 	int (*set_sregs)(struct vcpu *v, const struct kvm_sregs *sregs);
 	/* PKRU, from the XSAVE area (component 9): no sregs field holds it. */
 	int (*get_pkru)(struct vcpu *v, uint32_t *pkru);
+	int (*set_guest_debug)(struct vcpu *v, const struct kvm_guest_debug *dbg);
+	int (*get_debugregs)(struct vcpu *v, struct kvm_debugregs *dr);
+	int (*set_debugregs)(struct vcpu *v, const struct kvm_debugregs *dr);
+	int (*get_msr)(struct vcpu *v, uint32_t index, uint64_t *value);
+};
+
+/* What the next KVM_RUN must finish before the VMM looks at the vCPU again. */
+enum vcpu_completion {
+	VCPU_COMPLETION_NONE,
+	VCPU_COMPLETION_KVM,         /* an I/O, MMIO or MSR exit: KVM completes it on entry */
+	VCPU_COMPLETION_MSR_FAULT,   /* a refused MSR access, completed with immediate_exit */
+	VCPU_COMPLETION_RESYNC,      /* an exit after unstepped code, completed with immediate_exit */
 };
 
 struct vcpu {
@@ -40,13 +52,14 @@ struct vcpu {
 	unsigned index;
 	int fd;
 	struct kvm_run *run;
-	const struct vcpu_ops *ops;
+	const struct vcpu_ops *ops;    /* what handlers use: kvm, or emulate's run-page view */
+	const struct vcpu_ops *kvm;    /* the vCPU's own ioctls (a fake in tests) */
 	pthread_t thread;
 	bool started;                  /* thread created; both under vm->lock */
 	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
 	unsigned maxphyaddr;           /* its CPUID.80000008H:EAX[7:0]: reserved PTE bits */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
-	bool stepping;                 /* KVM_GUESTDBG_SINGLESTEP is on */
+	enum vcpu_completion completion;
 	struct step_state step;        /* --split-lock=emulate's view of the stepping */
 	struct decode_length_memo lengths;
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */

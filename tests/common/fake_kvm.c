@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "fake_kvm.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,25 @@ FAKE_SET(set_sregs, struct kvm_sregs, sregs)
 FAKE_GET(get_events, struct kvm_vcpu_events, events)
 FAKE_SET(set_events, struct kvm_vcpu_events, events)
 FAKE_GET(get_pkru, uint32_t, pkru)
+FAKE_SET(set_guest_debug, struct kvm_guest_debug, debug)
+FAKE_GET(get_debugregs, struct kvm_debugregs, debugregs)
+FAKE_SET(set_debugregs, struct kvm_debugregs, debugregs)
+
+/* An MSR from the vCPU's table; -EIO (KVM_GET_MSRS reads 0 of 1) for any other. */
+static int fake_get_msr(struct vcpu *v, uint32_t index, uint64_t *value)
+{
+	struct fake_vcpu *fc = fake_vcpu(v);
+	int r = enter(v, FAKE_OP(get_msr));
+
+	if (r)
+		return r;
+	for (unsigned i = 0; i < FAKE_NMSRS; i++)
+		if (fc->msrs[i].valid && fc->msrs[i].index == index) {
+			*value = fc->msrs[i].value;
+			return 0;
+		}
+	return -EIO;
+}
 
 /* A new member of struct vcpu_ops: its fake above, and one line here. */
 static const struct vcpu_ops fake_ops = {
@@ -65,6 +85,10 @@ static const struct vcpu_ops fake_ops = {
 	.get_events = fake_get_events,
 	.set_events = fake_set_events,
 	.get_pkru = fake_get_pkru,
+	.set_guest_debug = fake_set_guest_debug,
+	.get_debugregs = fake_get_debugregs,
+	.set_debugregs = fake_set_debugregs,
+	.get_msr = fake_get_msr,
 };
 
 static int check_ops(void)
@@ -107,7 +131,7 @@ int fake_vm_init(struct fake_vm *f, unsigned ncpus, uint64_t ram_size)
 		struct vcpu *v = &f->vm.vcpus[i];
 
 		v->run = &f->runs[i];
-		v->ops = &fake_ops;
+		v->ops = v->kvm = &fake_ops;
 		v->maxphyaddr = 46;
 		msr_reset(&v->msrs);
 		boot_init_sregs(&f->cpus[i].sregs);

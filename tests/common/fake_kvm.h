@@ -4,13 +4,15 @@
  * harnesses that drive exit handlers: real guest RAM with the boot
  * protocol's page tables, a real struct vm (vm_init_common(), console on
  * /dev/null), and one struct vcpu_ops that keeps each vCPU's registers,
- * special registers, events and PKRU, counts every call and fails any op
+ * special registers, events, PKRU, guest debug, debug registers and a few
+ * MSRs, counts every call and fails any op
  * with the errno a test asks for. Guest-virtual reads go through the page
  * walker on that RAM, as the CPU would fetch.
  */
 #ifndef VMM_TEST_FAKE_KVM_H
 #define VMM_TEST_FAKE_KVM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,11 +31,20 @@ typedef void (*fake_fn)(void);
 #define FAKE_OP(op) (offsetof(struct vcpu_ops, op) / sizeof(fake_fn))
 #define FAKE_NOPS (sizeof(struct vcpu_ops) / sizeof(fake_fn))
 
+#define FAKE_NMSRS 4
+
 struct fake_vcpu {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
 	struct kvm_vcpu_events events;
 	uint32_t pkru;
+	struct kvm_guest_debug debug;        /* the last KVM_SET_GUEST_DEBUG */
+	struct kvm_debugregs debugregs;
+	struct {
+		bool valid;
+		uint32_t index;
+		uint64_t value;
+	} msrs[FAKE_NMSRS];                  /* what get_msr reads */
 	unsigned calls[FAKE_NOPS];   /* every call, failed ones included */
 	int fail[FAKE_NOPS];         /* > 0: the op fails with -fail and changes nothing */
 };

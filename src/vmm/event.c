@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#include "event.h"
+
+#include "vcpu.h"
+
+int event_inject(struct vcpu *v, const struct emulate_exception *ex)
+{
+	struct kvm_vcpu_events ev;
+	struct kvm_sregs sregs;
+	int r;
+
+	/* CR2 through sregs: stock KVM delivers an injected #PF as it stands. */
+	if (ex->has_cr2) {
+		r = v->ops->get_sregs(v, &sregs);
+		if (!r) {
+			sregs.cr2 = ex->cr2;
+			r = v->ops->set_sregs(v, &sregs);
+		}
+		if (r)
+			return r;
+	}
+	r = v->ops->get_events(v, &ev);
+	if (r)
+		return r;
+	/*
+	 * Injected, not pending, with the vector's error code: without
+	 * KVM_CAP_EXCEPTION_PAYLOAD a pending one is dropped (docs/design.md, #AC).
+	 */
+	ev.flags &= ~(uint32_t)KVM_VCPUEVENT_VALID_PAYLOAD;
+	ev.exception.injected = 1;
+	ev.exception.pending = 0;
+	ev.exception.nr = ex->vector;
+	ev.exception.has_error_code = ex->has_error_code;
+	ev.exception.error_code = ex->error_code;
+	ev.exception_has_payload = 0;
+	ev.exception_payload = 0;
+	return v->ops->set_events(v, &ev);
+}
