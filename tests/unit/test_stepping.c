@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --split-lock=emulate's engine (src/vmm/stepping.c) through the fake KVM:
+ * each flow as the run loop drives it, entry by entry, with the exits a
+ * KVM would give.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "fake_kvm.h"
+#include "splitlock.h"
+#include "step.h"
+#include "stepping.h"
+#include "vcpu.h"
+#include "vmm_boot.h"
+#include "vmm_msr.h"
+#include "x86.h"
+
+#define RAM      (4ull << 20)
+#define CODE     0x101000ull
+#define IDT      0x60000ull
+#define NGATES   32u
+#define STACK    0x180000ull
+#define HANDLER(vector) (0x120000ull + (vector) * 0x100ull)
+/* DR6 as a step exit reports it: the active-low bits set, BS. */
+#define DR6_STEP (X86_DR6_ACTIVE_LOW | X86_DR6_BS)
+
+static struct fake_vm fv;
+static uint8_t *ram;
+
+/*
+ * One vCPU at CODE (nops), CPL0 in long mode, an IDT of interrupt gates to
+ * HANDLER(vector) (nops), a 64-bit code descriptor at BOOT_SEL_CODE64, and
+ * the engine set up as vcpu_create() does under emulate.
+ */
+static int setup_vm(bool hwbp)
+{
+	struct fake_vcpu *fc;
+	struct vcpu *v;
+	uint64_t code64 = 0x00af9b000000ffffull;
+
+	if (fake_vm_init(&fv, 1, RAM))
+		return -1;
+	ram = fv.vm.mem;
+	fv.vm.split_lock_emulate = true;
+	fv.vm.step_cpl3 = true;
+	fv.vm.step_hwbp = hwbp;
+	v = &fv.vm.vcpus[0];
+	fc = fake_vcpu(v);
+	memcpy(ram + BOOT_GDT_ADDR + BOOT_SEL_CODE64, &code64, sizeof(code64));
+	for (unsigned i = 0; i < NGATES; i++) {
+		uint8_t *g = ram + IDT + 16 * i;
+		uint64_t h = HANDLER(i);
+
+		memset(g, 0, 16);
+		g[0] = (uint8_t)h;
+		g[1] = (uint8_t)(h >> 8);
+		g[2] = BOOT_SEL_CODE64;
+		g[5] = 0x8e;	/* present interrupt gate, DPL0 */
+		g[6] = (uint8_t)(h >> 16);
+		g[7] = (uint8_t)(h >> 24);
+		memset(ram + h, 0x90, 0x100);
+	}
+	memset(ram + CODE, 0x90, 0x100);
+	fc->sregs.idt.base = IDT;
+	fc->sregs.idt.limit = NGATES * 16 - 1;
+	fc->regs.rip = CODE;
+	fc->regs.rsp = STACK;
+	stepping_init(v, &fc->regs, &fc->sregs);
+	return 0;
+}
+
+static int setup_hwbp(void **state)
+{
+	(void)state;
+	return setup_vm(true);
+}
+
+static int setup_no_hwbp(void **state)
+{
+	(void)state;
+	return setup_vm(false);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	fake_vm_destroy(&fv);
+	return 0;
+}
+
+static struct kvm_regs *regs(struct vcpu *v)
+{
+	return &v->run->s.regs.regs;
+}
+
+/* The run loop's part after KVM_RUN returned an exit, as vcpu.c has it. */
+static void exit_with(struct vcpu *v, uint32_t reason)
+{
+	v->run->exit_reason = reason;
+	v->completion = step_completes_in_kvm(reason) ? VCPU_COMPLETION_KVM : VCPU_COMPLETION_NONE;
+	stepping_after_exit(v, reason);
+	switch (reason) {
+	case KVM_EXIT_X86_WRMSR:
+		if (splitlock_handle_wrmsr(v) == SPLITLOCK_MSR_GP)
+			stepping_msr_fault(v);
+		break;
+	case KVM_EXIT_DEBUG:
+		assert_true(stepping_debug_exit(v));
+		break;
+	default:
+		break;
+	}
+}
+
+/* A step exit: the instruction ran and the vCPU is now at rip. */
+static void step_to(struct vcpu *v, uint64_t rip, uint64_t dr6)
+{
+	regs(v)->rip = rip;
+	v->run->debug.arch.dr6 = dr6;
+	v->run->debug.arch.pc = rip;
+	exit_with(v, KVM_EXIT_DEBUG);
+}
+
+static uint64_t word_at(uint64_t gpa)
+{
+	uint64_t w;
+
+	memcpy(&w, ram + gpa, sizeof(w));
+	return w;
+}
+
+/* A nop is checked, stepped, and the next entry writes TF back without a new ioctl. */
+static void plain_step(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+
+	/* KVM hides its TF from the registers it hands back. */
+	step_to(v, CODE + 1, DR6_STEP);
+	assert_int_equal(v->stats.single_steps, 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+
+	v->run->kvm_dirty_regs = 0;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + 1);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
+	assert_true(regs(v)->rflags & X86_RFLAGS_TF);
+	assert_true(v->run->kvm_dirty_regs & KVM_SYNC_X86_REGS);
+}
+
+/* lock xadd [rdi], eax across a line: emulated before entry, then the next one is checked. */
+static void split_lock_emulated(void **state)
+{
+	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct capture c;
+	uint32_t result;
+
+	(void)state;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	memcpy(ram + 0x20003e, (uint32_t[]){ 0x11223344 }, 4);
+	regs(v)->rdi = 0x20003e;
+	regs(v)->rax = 5;
+	assert_int_equal(capture_stderr(&c), 0);
+	stepping_before_run(v);
+	assert_int_equal(capture_close(&c), 0);
+	assert_non_null(strstr(c.buf, "split lock at RIP 0x101000 (lock xadd"));
+	free(c.buf);
+	assert_int_equal(v->stats.split_locks_detected, 1);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+	memcpy(&result, ram + 0x20003e, 4);
+	assert_int_equal(result, 0x11223349);
+	assert_int_equal(regs(v)->rax, 0x11223344);
+	/* RIP moved on and the instruction behind it is the one stepped. */
+	assert_int_equal(regs(v)->rip, CODE + sizeof(lock_xadd));
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + sizeof(lock_xadd));
+	assert_false(vm_stopping(&fv.vm));
+}
+
+/*
+ * wrmsr of a reserved TEST_CTRL bit, without breakpoints: single-step is
+ * issued again at the access, the completing run returns at once, and the
+ * #GP KVM queued is taken back and delivered by the VMM, its handler next.
+ */
+static void msr_fault_restep(void **state)
+{
+	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t rsp;
+
+	(void)state;
+	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
+
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_FILTER;
+	v->run->msr.index = MSR_TEST_CTRL;
+	v->run->msr.data = 1;		/* reserved: #GP */
+	exit_with(v, KVM_EXIT_X86_WRMSR);
+	assert_int_equal(v->run->msr.error, 1);
+	assert_int_equal(v->completion, VCPU_COMPLETION_MSR_FAULT);
+	assert_int_equal(v->run->immediate_exit, 1);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 2);	/* issued again, here */
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+
+	/* KVM completes the access with a queued #GP, then honours immediate_exit. */
+	fc->events.exception.injected = 1;
+	fc->events.exception.nr = X86_VEC_GP;
+	fc->events.exception.has_error_code = 1;
+	v->run->immediate_exit = 0;
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	assert_int_equal(fc->events.exception.injected, 0);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	rsp = regs(v)->rsp;
+	assert_int_equal(rsp, STACK - 48);
+	assert_int_equal(word_at(rsp), 0);			/* error code */
+	assert_int_equal(word_at(rsp + 8), CODE);		/* the wrmsr, a fault */
+	assert_int_equal(word_at(rsp + 16), BOOT_SEL_CODE64);
+	assert_false(word_at(rsp + 24) & X86_RFLAGS_TF);	/* the guest's TF, not the VMM's */
+
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_GP));
+}
+
+/*
+ * INT3 with breakpoints: run with a breakpoint on its handler instead of
+ * TF; the stop there is the VMM's own, and stepping resumes at the handler.
+ */
+static void watch_breakpoint_on_handler(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	ram[CODE] = 0xcc;
+	stepping_before_run(v);
+	assert_false(v->step.checked);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_BP));
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP);
+	assert_int_equal(fc->debug.arch.debugreg[0], HANDLER(X86_VEC_BP));
+	assert_int_equal(fc->debug.arch.debugreg[7], X86_DR7_L0);
+
+	step_to(v, HANDLER(X86_VEC_BP), X86_DR6_ACTIVE_LOW | 1);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
+}
+
+/*
+ * INT3 without breakpoints: stepped, delivered with the VMM's TF, which
+ * the step exit at the handler's first instruction takes out of the frame.
+ */
+static void frame_fix(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame = STACK - 40;
+
+	(void)state;
+	ram[CODE] = 0xcc;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+
+	/* The CPU's frame: RIP after INT3, CS, RFLAGS with the VMM's TF, RSP, SS. */
+	memcpy(ram + frame, (uint64_t[]){ CODE + 1, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+					  STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = frame;
+	step_to(v, HANDLER(X86_VEC_BP), DR6_STEP);
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->step.frame_vector, -1);
+}
+
+/*
+ * An I/O exit far from the instruction checked: the guest ran unstepped.
+ * The run that completes it returns at once; stepping resumes where KVM
+ * left RIP, with TF written back.
+ */
+static void resync_after_completed_exit(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	stepping_before_run(v);
+	regs(v)->rip = CODE + 0x40;
+	exit_with(v, KVM_EXIT_IO);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->completion, VCPU_COMPLETION_RESYNC);
+	assert_int_equal(v->run->immediate_exit, 1);
+
+	/* Not completed yet (RIP unmoved): left to the next KVM_RUN. */
+	v->run->immediate_exit = 0;
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
+
+	v->completion = VCPU_COMPLETION_RESYNC;
+	regs(v)->rip = CODE + 0x41;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + 0x41);
+	assert_true(regs(v)->rflags & X86_RFLAGS_TF);
+}
+
+/*
+ * mov eax, [rbx] whose step ends neither behind it nor at a handler: an
+ * exception took the vCPU elsewhere, one unchecked run, nothing owed.
+ */
+static void diverted_step_unchecked(void **state)
+{
+	static const uint8_t mov[] = { 0x8b, 0x03 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	memcpy(ram + CODE, mov, sizeof(mov));
+	stepping_before_run(v);
+	assert_true(v->step.insn.falls);
+	step_to(v, CODE + 0x80, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+
+	/* Behind itself: a plain step, nothing counted. */
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	step_to(v, CODE + sizeof(mov), DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
+/* A debug exit with no debug hardware armed is not the engine's. */
+static void debug_exit_unarmed(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	v->run->exit_reason = KVM_EXIT_DEBUG;
+	v->run->debug.arch.dr6 = DR6_STEP;
+	assert_false(stepping_debug_exit(v));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(plain_step, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(split_lock_emulated, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(msr_fault_restep, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(watch_breakpoint_on_handler, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(frame_fix, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(resync_after_completed_exit, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(diverted_step_unchecked, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(debug_exit_unarmed, setup_hwbp, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
