@@ -297,10 +297,10 @@ static void probe_cpuid(struct hostinfo *hi, int kvm)
  * never loops: at CPL0 in HLT, at CPL3 in a triple fault (HLT there is #GP,
  * and a #DB that reaches the guest has no IDT either).
  */
-static const uint8_t step_code[] = { 0x90, 0x90, 0xf4 };
+static const uint8_t nop_nop_hlt[] = { 0x90, 0x90, 0xf4 };
 
 /*
- * Runs step_code at `cpl` under `dbg` for one KVM_RUN: 1 when it stops on
+ * Runs nop_nop_hlt at `cpl` under `dbg` for one KVM_RUN: 1 when it stops on
  * the second nop, 0 when it runs on (err says to where), -1 with err when
  * the probe failed.
  */
@@ -312,7 +312,7 @@ static int probe_debug_once(int kvm, unsigned cpl, struct kvm_guest_debug *dbg,
 	int result = -1;
 
 	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, step_code, sizeof(step_code), cpl) == 0) {
+	if (probe_setup_code(&scratch, kvm, &p, true, nop_nop_hlt, sizeof(nop_nop_hlt), cpl) == 0) {
 		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, dbg) < 0) {
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
 		} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {

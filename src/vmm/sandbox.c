@@ -93,7 +93,7 @@ static const struct sandbox_rule sanitizer_rules[] = {
 };
 #endif
 
-static const struct sandbox_ioctl kvm_ioctls[] = {
+static const struct sandbox_ioctl allowed_ioctls[] = {
 	{ KVM_RUN, "KVM_RUN", "the run loop" },
 	{ KVM_GET_REGS, "KVM_GET_REGS", "register dumps, --timeout's RIP report, #AC handling" },
 	{ KVM_GET_SREGS, "KVM_GET_SREGS", "register dumps, #AC handling" },
@@ -129,8 +129,8 @@ const struct sandbox_rule *sandbox_sanitizer_rules(size_t *n)
 
 const struct sandbox_ioctl *sandbox_ioctls(size_t *n)
 {
-	*n = ARRAY_SIZE(kvm_ioctls);
-	return kvm_ioctls;
+	*n = ARRAY_SIZE(allowed_ioctls);
+	return allowed_ioctls;
 }
 
 static const struct sandbox_rule *find_in(const struct sandbox_rule *r, size_t n,
@@ -295,9 +295,9 @@ static void add(scmp_filter_ctx ctx, const struct sandbox_rule *rule)
 		break;
 	case SANDBOX_KVM_IOCTL:
 		/* The kernel takes the request as an unsigned int: compare those 32 bits. */
-		for (size_t i = 0; i < ARRAY_SIZE(kvm_ioctls); i++) {
-			arg = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, kvm_ioctls[i].request);
-			add_rule(ctx, SCMP_ACT_ALLOW, rule->name, nr, kvm_ioctls[i].name, 1, &arg);
+		for (size_t i = 0; i < ARRAY_SIZE(allowed_ioctls); i++) {
+			arg = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, allowed_ioctls[i].request);
+			add_rule(ctx, SCMP_ACT_ALLOW, rule->name, nr, allowed_ioctls[i].name, 1, &arg);
 		}
 		break;
 	case SANDBOX_THREAD_ONLY:

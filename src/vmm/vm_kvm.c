@@ -35,7 +35,7 @@ static const struct kvm_cap_need base_caps[] = {
 	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS", "injecting split-lock #AC" },
 };
 
-static const struct kvm_cap_need stepping_caps[] = {
+static const struct kvm_cap_need singlestep_caps[] = {
 	{ KVM_CAP_SET_GUEST_DEBUG, "KVM_CAP_SET_GUEST_DEBUG",
 	  "single-stepping the guest under --split-lock=emulate" },
 	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
@@ -55,7 +55,7 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	char err[160] = "";
 	int cpl0, r;
 
-	if (kvm_require(kvm_fd, stepping_caps, ARRAY_SIZE(stepping_caps)))
+	if (kvm_require(kvm_fd, singlestep_caps, ARRAY_SIZE(singlestep_caps)))
 		return VMM_EXIT_HOST;
 	r = kvm_cap(kvm_fd, KVM_CAP_SYNC_REGS);
 	if (r < 0)
