@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The decisions of --split-lock=emulate's single-stepping, as pure code:
- * which instructions need more than a plain step, what the guest's own
- * RFLAGS.TF is (KVM hides it from userspace while it steps), whether a
- * KVM_EXIT_DEBUG belongs to the guest and with which DR6, and when hardware
- * TF must be written back. vcpu.c does the ioctls; tests drive this alone.
- *
- * Why: under KVM_GUESTDBG_SINGLESTEP, KVM sets RFLAGS.TF in hardware, masks
- * it out of KVM_GET_REGS (kvm_get_rflags) and sends every #DB to userspace.
- * Stock KVM re-applies TF only through __kvm_set_rflags(), i.e. on a
- * register write by userspace or KVM_SET_GUEST_DEBUG; so an instruction that
- * clears TF in hardware (POPF, IRET, SYSRET, SYSCALL with FMASK.TF) ends the
- * stepping unless the VMM writes TF back.
+ * The decisions of --split-lock=emulate's single-stepping, as pure
+ * functions of their inputs: the guest's own TF (KVM hides it), whose #DB a
+ * debug exit is, when TF must be written back. stepping.c acts on them; why
+ * they are needed: docs/design.md, "Stepping that survives the guest".
  */
 #ifndef VMM_STEP_H
 #define VMM_STEP_H
@@ -70,15 +62,8 @@ struct step_tf_inputs {
 bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in);
 
 /*
- * Must hardware TF be written back before the next entry, given the exit
- * that ended the last run? After a step, yes: stock KVM loses TF not only to
- * the guest's POPF, IRET, SYSRET and SYSCALL but to every instruction its
- * own emulator completes (x86_emulate_instruction ends in __kvm_set_rflags,
- * which keeps TF only at the RIP KVM_SET_GUEST_DEBUG recorded), and which
- * instructions KVM emulates depends on the host (MMIO, string I/O, and on
- * hosts without decode assists MOV CR/DR). After an I/O, MMIO or MSR exit,
- * no: the instruction is still pending and its completion is itself a step,
- * and a register write there would race KVM's completion.
+ * Must hardware TF be written back before the next entry? After a step, yes
+ * (KVM loses it: docs/design.md, item 1); after an exit KVM completes, no.
  */
 bool step_rearm_after_exit(uint32_t exit_reason);
 /*

@@ -76,11 +76,9 @@ static bool hw_steps(enum step_debug mode)
 }
 
 /*
- * The one place that sets what the debug hardware does for the VMM. Only
- * changes cost a call, unless `again`: single-step issued again at this
- * RIP keeps TF through an exception KVM queues itself (docs/design.md, "A
- * failed MSR access"). KVM drops TF when single-step goes off, the guest's
- * own with it, so the guest's is written back.
+ * The one place that sets what the debug hardware does for the VMM; only a
+ * change costs a call, unless `again` (re-issued here, the step survives
+ * a #GP KVM queues: docs/design.md, "A failed MSR access").
  */
 static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool again)
 {
@@ -133,12 +131,8 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler)
 }
 
 /*
- * Where hardware breakpoints work: will the instruction at RIP fault on
- * its memory operand (emulate_predict_fault)? Then single-step with a
- * breakpoint on that vector's handler as well, so that the vCPU stops
- * before the handler's first instruction, which the CPU delivers with TF
- * clear; stepping stays on, so a wrong forecast costs nothing but the
- * calls. false: plain stepping.
+ * A fault forecast for the instruction at RIP: step with a breakpoint on
+ * its handler too (docs/design.md, "Forecast"). false: plain stepping.
  */
 static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
@@ -157,15 +151,9 @@ static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 }
 
 /*
- * Delivers exception `vector` (error code `err`, where the vector has one)
- * for the instruction at RIP, as the CPU would (step_delivery_plan), for
- * hosts where nothing can stop at a handler the CPU or KVM enters (no
- * working KVM_GUESTDBG_USE_HW_BP: the lab's): the VMM's TF stays set, so
- * the handler's first instruction is checked like any other. The frame is
- * written through the guest's page tables as the CPU's supervisor pushes
- * are (SMAP applies, whatever RFLAGS.AC), accessed and dirty bits set.
- * false, with nothing written, where a push would fault, shadow stacks are
- * on (CR4.CET) or the plan declines: the CPU or KVM delivers it then.
+ * Delivers `vector` for the instruction at RIP as the CPU would, with the
+ * VMM's TF kept, where no breakpoint can stop at a handler (docs/design.md,
+ * "Without breakpoints"). false, nothing written: the CPU or KVM delivers it.
  */
 static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 {
@@ -261,12 +249,7 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 		set_hw(v, STEP_DEBUG_WATCH, handler, false);
 		return;
 	}
-	/*
-	 * No breakpoint: delivered with TF set, which some CPUs (the lab's)
-	 * follow with a step at the handler's first instruction; the frame
-	 * then gets the guest's own TF there (step_frame_fix). Delivery
-	 * clears TF.
-	 */
+	/* No breakpoint: where the CPU steps into the handler, frame_fix() puts the guest's TF in. */
 	s->frame_vector = (int)vector;
 	s->frame_handler = handler;
 	s->frame_tf = s->guest_tf;
@@ -346,13 +329,9 @@ static void frame_fix(struct vcpu *v)
 }
 
 /*
- * A step diverted by an exception the VMM did not deliver (step_diverted):
- * true where the vCPU stopped at the first instruction of the handler
- * (some CPUs step into it, the lab's among them), with the frame the CPU
- * just pushed at RSP: the frame then gets the guest's own TF in place of
- * the VMM's, and nothing ran unchecked. Elsewhere the handler, or its
- * start, ran before this exit (delivery clears TF; the IRET restores it
- * from the frame): the caller counts it.
+ * A diverted step that stopped at a handler's first instruction with its
+ * frame at RSP: the frame gets the guest's TF, and true. false: the
+ * handler ran unchecked, which the caller counts (docs/design.md, "Afterwards").
  */
 static bool diverted_at_handler(struct vcpu *v)
 {
@@ -621,12 +600,9 @@ static bool locked_operand(struct vcpu *v, struct emulate_access *acc)
 }
 
 /*
- * The split-lock check, repeated for as many split locks as come in a row.
- * An emulated one is completed by the VMM, not the CPU, so what the CPU
- * would do around it is done here: its instruction breakpoint fires first
- * (the check is skipped, the CPU raises it), RF clears afterwards, and the
- * #DB owed for the guest's TF or a data breakpoint it wrote is handed over.
- * false: the VM is stopping, or an event is due instead.
+ * The split-lock check, for as many as come in a row, with the #DBs the CPU
+ * would raise around one (docs/design.md, item 6). false: the VM is
+ * stopping, or an event is due instead.
  */
 static bool check_split_locks(struct vcpu *v)
 {
@@ -646,11 +622,7 @@ static bool check_split_locks(struct vcpu *v)
 
 		s->iret_rf = false;
 
-		/*
-		 * The guest's instruction breakpoint fires before the instruction:
-		 * delivered here, as the CPU would, rather than left to hardware
-		 * that some KVMs (the project's) deliver with the VMM's TF showing.
-		 */
+		/* The guest's instruction breakpoint fires first, delivered by the VMM. */
 		if (exec) {
 			reinject_db(v, exec);
 			return false;
@@ -770,11 +742,7 @@ again:
 		}
 	}
 	s->tf_after = tf_after(v);
-	/*
-	 * An IRET that gives the guest TF: some KVMs (the project's own) run
-	 * the next instruction in the same step. A breakpoint at the return
-	 * address stops before it on every KVM.
-	 */
+	/* An IRET that gives the guest TF: a breakpoint at the return address (docs/design.md). */
 	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp) {
 		uint8_t ret[8] = { 0 };
 		uint64_t to = 0;
