@@ -62,7 +62,8 @@ def main():
             if kind.islower():
                 # Compiler-made locals: name.isra.0, __func__.1, CSWTCH.3.
                 base = name.split('.')[0]
-                other = [m for m in modules - {module_of(obj)} if prefixed(base, m)]
+                other = [m for m in modules - {module_of(obj)}
+                         if base == m or base.startswith(m + '_') or base in EXCEPTIONS.get(m, ())]
                 if '.' not in name or name.split('.')[1] in ('isra', 'part', 'constprop', 'cold'):
                     if other:
                         breaches.append(f'{obj}: static {base} carries the prefix of module {other[0]}')
