@@ -316,7 +316,6 @@ void vcpu_report_rip(struct vcpu *v)
 			(unsigned long long)regs.rip);
 }
 
-
 void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
