@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "vmm_boot.h"
+#include "vmm_status.h"
 #include "array_size.h"
+
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
 
 enum {
 	OPT_SPLIT_LOCK = 0x100,
@@ -37,7 +41,7 @@ static const struct cli_option {
 	{ "memory", required_argument, 'm', true, "SIZE",
 	  "guest RAM, e.g. 64M or 1G; a plain number is MiB (default 64M)" },
 	{ "timeout", required_argument, 't', true, "SECONDS",
-	  "stop the VM after this long, e.g. 10 or 0.5 (exit status 71)" },
+	  "stop the VM after this long, e.g. 10 or 0.5 (exit status " CLI_STR(VMM_EXIT_TIMEOUT) ")" },
 	{ "split-lock", required_argument, OPT_SPLIT_LOCK, true, "POLICY",
 	  "inherit (default), on, off or emulate" },
 	{ "split-lock-ratelimit", required_argument, OPT_SPLIT_LOCK_RATELIMIT, true, "N",
@@ -79,8 +83,11 @@ void cli_usage(FILE *out)
 				 o->arg ? "=" : "", o->arg ? o->arg : "");
 		fprintf(out, "  %-28s %s\n", left, o->help);
 	}
-	fprintf(out, "\nexit status: the guest's own (0-63), 2 for usage errors, "
-		     "64-74 for VMM errors, 128+N on signal N (see vmm(1)).\n");
+	fprintf(out, "\nexit status: the guest's own (0-%d), %d for usage errors, "
+		     "%d-%d for other errors of vmm (as sysexits(3)), %d-%d for a VM "
+		     "that vmm stopped, 128+N on signal N (see vmm(1)).\n",
+		GUEST_STATUS_MAX, VMM_EXIT_USAGE, VMM_EXIT_USAGE + 1, VMM_EXIT_SYSEXITS_LAST,
+		VMM_EXIT_VM_FIRST, VMM_EXIT_VM_LAST);
 }
 
 int cli_parse_size(const char *s, uint64_t *bytes)

@@ -121,7 +121,11 @@ static int host_info(const struct cli_options *o)
 		hostinfo_print_json(stdout, &hi);
 	else
 		hostinfo_print(stdout, &hi);
-	return fflush(stdout) == 0 ? 0 : VMM_EXIT_HOST;
+	if (fflush(stdout) != 0) {
+		errmsg("--host-info: writing the report failed: %s", strerror(errno));
+		return VMM_EXIT_IOERR;
+	}
+	return 0;
 }
 
 /*
@@ -162,7 +166,7 @@ static FILE *open_stats(const char *path)
 		err = errno;
 		if (out)
 			fclose(out);
-		die(VMM_EXIT_USAGE, "--stats: cannot write '%s': %s", path, strerror(err));
+		die(VMM_EXIT_CANTCREAT, "--stats: cannot write '%s': %s", path, strerror(err));
 	}
 	return out;
 }
@@ -205,7 +209,7 @@ static const char *self_test_image(void)
 				return beside;
 		}
 	}
-	die(VMM_EXIT_IMAGE, "--self-test: no self-test guest at %s nor beside this vmm; "
+	die(VMM_EXIT_NOINPUT, "--self-test: no self-test guest at %s nor beside this vmm; "
 	    "install it with 'meson install' or name an image: vmm [options] guest.bin",
 	    VMM_SELF_TEST_IMAGE);
 }

@@ -287,8 +287,8 @@ def short_outcome(r):
         return "not run: " + r["note"]
     if r["complete"]:
         return f"guest status {r['status']}"
-    if r["kind"] == "vmm" and r["rc"] == 74:
-        return "refused by vmm (exit 74)"
+    if r["kind"] == "vmm" and r["rc"] == 78:
+        return "refused by vmm (exit 78)"
     return "**did not finish**"
 
 

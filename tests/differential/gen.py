@@ -90,7 +90,7 @@ def gen_case(rng, idx):
         digit = rng.choice([4, 5, 6, 7])
     lock = rng.random() < (0.85 if lockable else 0.15)
     # mod=11: LOCK is #UD, no memory. Not CMPXCHG8B at CPL0: on the
-    # project's hosts KVM's CPL0 emulator fails on it (exit 68, both policies).
+    # project's hosts KVM's CPL0 emulator fails on it (exit 82, both policies).
     reg_form = rng.random() < 0.04 and not (name == "cmpxchg8b" and c.cpl == 0)
     prefixes = []
     seg = 0

@@ -113,7 +113,7 @@ def case_triple_fault(ctx, cpu="0"):
     r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "60", "-a",
                           f"hostile=triple-fault hostile.cpu={who}", ctx.guest])
     show(r)
-    fails = expect_status(r, 66)
+    fails = expect_status(r, 80)
     m = re.search(rf"^# cpu {who}: empty IDT, then ud2 at (0x[0-9a-f]+)$", r.out, re.M)
     if not m:
         return fails + ["the guest did not say where its ud2 is"]
@@ -135,7 +135,7 @@ def case_hang_cli(ctx):
     r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "1", "-a", "hostile=hang-cli",
                           ctx.guest], timeout=30)
     show(r)
-    fails = expect_status(r, 71)
+    fails = expect_status(r, 85)
     if r.elapsed > 10:
         fails.append(f"--timeout 1 took {r.elapsed:.1f} s to stop the VM")
     errs = error_lines(r.err)
@@ -392,11 +392,11 @@ def case_exit_race(ctx, kind, rounds=10, cpus=4):
         if r.status in planned.values() and r.status <= 63:
             if bad:
                 why.append(f"status {r.status} with stderr {bad}")
-        elif r.status == 72:
-            m = [re.match(r"vmm: warning: vCPU (\d+) wrote exit status (\d+) to port 0xf4; guests may use 0-63, so vmm exits with 72$", l)
+        elif r.status == 86:
+            m = [re.match(r"vmm: warning: vCPU (\d+) wrote exit status (\d+) to port 0xf4; guests may use 0-63, so vmm exits with 86$", l)
                  for l in bad]
             if len(bad) != 1 or not m[0] or planned.get(int(m[0].group(1))) != int(m[0].group(2)):
-                why.append(f"status 72 needs exactly one line naming a vCPU and the status it wrote, got {bad}")
+                why.append(f"status 86 needs exactly one line naming a vCPU and the status it wrote, got {bad}")
         else:
             why.append(f"exit status {r.status} is none of the written ones {sorted(planned.values())}")
         seen.add(r.status)
@@ -404,8 +404,8 @@ def case_exit_race(ctx, kind, rounds=10, cpus=4):
             show(r)
             fails += [f"round {k}: {w}" for w in why]
     print(f"exit-race {kind}: {rounds} rounds, statuses seen {sorted(seen)}")
-    if kind == "bad" and seen != {72}:
-        fails.append(f"bad statuses must all end in 72, saw {sorted(seen)}")
+    if kind == "bad" and seen != {86}:
+        fails.append(f"bad statuses must all end in 86, saw {sorted(seen)}")
     return fails + host_unaffected(ctx, r)
 
 

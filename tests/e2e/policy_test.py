@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmmlib import case_main, parse_tap, start  # noqa: E402
 
-EXIT_POLICY = 74
+EXIT_POLICY = 78
 REFUSAL = r"^vmm: error: --split-lock=on cannot be honoured: .*split_lock_detect=fatal"
 
 
@@ -37,7 +37,7 @@ def expectation(policy, hi):
 
 
 def refusal_failures(policy, status, out, err, refusal=REFUSAL):
-    """A VM that vmm must refuse to start under policy: 74 and one line."""
+    """A VM that vmm must refuse to start under policy: 78 and one line."""
     fails = []
     if status != EXIT_POLICY:
         fails.append(f"{policy}: exit {status}, expected {EXIT_POLICY} (refused)")

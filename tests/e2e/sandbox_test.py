@@ -8,7 +8,7 @@ CASE is one of:
              and a seccomp filter (/proc/PID/task/*/status); SIGTERM still
              stops it
   forbidden  VMM_TEST_FORBIDDEN_SYSCALL=1: the refused call ends vmm with
-             status 64 and one line naming it
+             status 70 (EX_SOFTWARE: a bug in vmm) and one line naming it
   paths      stop paths that make run-time system calls (register dump,
              MMIO and port warnings, --stats to stderr and to a file) pass
              through the filter without a refusal
@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmmlib import case_main, run, start  # noqa: E402
 
-EXIT_HOST = 64
+EXIT_SOFTWARE = 70
 
 # 64-bit machine code, loaded at 1 MiB (see tests/e2e/meson.build).
 LOOP = "ebfe"                                    # jmp .
@@ -111,8 +111,8 @@ def case_forbidden(ctx):
             timeout=60)
     print("--- stderr ---\n" + r.err)
     fails = []
-    if r.status != EXIT_HOST:
-        fails.append(f"exit status {r.status}, expected {EXIT_HOST}")
+    if r.status != EXIT_SOFTWARE:
+        fails.append(f"exit status {r.status}, expected {EXIT_SOFTWARE}")
     if not REFUSAL.search(r.err):
         fails.append(f"stderr does not match /{REFUSAL.pattern}/")
     if "was allowed" in r.err:
@@ -136,7 +136,7 @@ def case_paths(ctx):
     fails = []
     # KVM_GET_REGS, KVM_GET_SREGS; --stats to stderr.
     run_checked([ctx.vmm, "-q", "--stats", image(ctx.tmp, UD2)], 66,
-                [r"triple fault", r"bytes at RIP: 0f 0b", r'^\{"status":66'], fails)
+                [r"triple fault", r"bytes at RIP: 0f 0b", r'^\{"status":80'], fails)
     # RAM is 5 MiB, the page tables map 6: 0x500000 is an MMIO address.
     stats = os.path.join(ctx.tmp, "stats.json")
     run_checked([ctx.vmm, "-q", "-m", "5M", "--stats=" + stats,

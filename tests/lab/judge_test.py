@@ -78,8 +78,8 @@ def main():
     checks.append(("emulate with 0 split locks detected fails", any("0 split locks" in f for f in fails)))
     # on, refused as it must be where the CPU cannot deliver #AC.
     on_err = "vmm: error: --split-lock=on cannot be honoured: no split_lock_detect\n"
-    fails, _ = verdict(framed(no_ac, 74, "", on_err, policy="on"), "selftest-on-1cpu")
-    checks.append(("on refused with exit 74 passes", fails == []))
+    fails, _ = verdict(framed(no_ac, 78, "", on_err, policy="on"), "selftest-on-1cpu")
+    checks.append(("on refused with exit 78 passes", fails == []))
     fails, _ = verdict(framed(no_ac, 0, selftest_out(True), "", policy="on"), "selftest-on-1cpu")
     checks.append(("on running where it must be refused fails", fails != []))
 
@@ -107,7 +107,7 @@ def main():
                    fails == [] and "hw_breakpoint false" in (why or "")))
     fails, why = diff("step-icebp-cpl3", same, other, True, icebp="sigill")
     checks.append(("diff: ICEBP measured #UD skips", fails == [] and "#UD" in (why or "")))
-    fails, why = diff("step-hlt-all-halted", (70, ""), (70, ""), True)
+    fails, why = diff("step-hlt-all-halted", (84, ""), (84, ""), True)
     checks.append(("diff: the case's --status from meson.build is used", fails == []))
     _, why = verdict("@@CASE probe-icebp 1.3\n@@RC icebp 0 1.4\n@@PART icebp.stdout\n"
                      "icebp=sigill\n\n@@END probe-icebp 1.5\n", "probe-icebp")
