@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import case_main, run, start  # noqa: E402
+from vmmlib import case_main, run, start, target  # noqa: E402
 
 EXIT_SOFTWARE = 70
 
@@ -48,19 +48,14 @@ def image(tmp, hexcode, name="guest.img"):
 
 
 def task_status(pid):
-    """{tid: {field: value}} for every thread of pid; {} once it is gone."""
+    """{tid: {field: value}} for every thread of pid, where it runs; {} once it is gone."""
     tasks = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return tasks
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                tasks[tid] = dict(line.rstrip("\n").split(":\t", 1)
-                                  for line in f if ":\t" in line)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
+    t = target()
+    for tid in t.listdir(f"/proc/{pid}/task") or []:
+        text = t.read(f"/proc/{pid}/task/{tid}/status")
+        if text is not None:
+            tasks[tid] = dict(line.split(":\t", 1)
+                              for line in text.decode(errors="replace").splitlines() if ":\t" in line)
     return tasks
 
 
