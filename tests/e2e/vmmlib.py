@@ -61,6 +61,7 @@ class LocalTarget:
     """This machine: its /dev/kvm, its /proc."""
     name, label = "local", "this machine's KVM"
     probes = {}
+    time_scale = 1.0
 
     def why_not(self):
         try:
@@ -91,6 +92,9 @@ class LabTarget:
     A case holds one boot for its whole life, so that its runs and the
     probes that judge them share a KVM."""
     name, label = "lab", "the lab's stock KVM"
+    # L1's CPU is emulated (TCG): a guest runs several times slower there,
+    # a single-step about 0.5 ms (docs/lab.md).
+    time_scale = float(os.environ.get("VMM_TEST_LAB_TIME_SCALE", "4"))
 
     def __init__(self, state_path):
         self.state_path = state_path
@@ -165,6 +169,31 @@ def target():
     """Where this process runs its programs (see the module's text)."""
     state = os.environ.get("VMM_TEST_LAB")
     return LabTarget(state) if state else LocalTarget()
+
+
+def kvm_on_svm():
+    """True if the target's KVM runs on AMD SVM (the CPU it runs on has the
+    svm flag: the lab's does), where KVM resets a vCPU after a triple fault."""
+    t = target()
+    if t.name == "lab":
+        return "svm" in t.probes.get("cpuinfo", {}).get("flags", [])
+    m = re.search(rb"^flags\s*:(.*)$", t.read("/proc/cpuinfo") or b"", re.M)
+    return bool(m) and b"svm" in m.group(1).split()
+
+
+# What vmm prints for a register dump that KVM took away (dump.c).
+REGS_LOST = r"registers: lost: KVM reset the vCPU to its INIT state"
+
+
+def scaled(seconds):
+    """A bound of seconds on this machine's KVM, stretched for the target's
+    speed; for timeouts and for the latencies that tests bound."""
+    return seconds * target().time_scale
+
+
+def scaled_str(seconds):
+    """scaled() for a command line: whole seconds."""
+    return str(int(round(scaled(seconds))))
 
 
 def vm_statuses():

@@ -57,7 +57,7 @@ lab-step network
 ifconfig lo 127.0.0.1 up && ifconfig eth0 10.0.2.15 netmask 255.255.255.0 up || exit 90
 lab-step shares
 mkdir -p {root}
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot {root} || exit 91
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=none,msize=262144 hostroot {root} || exit 91
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 hosttmp {root}{tmp} || exit 92
 mount -t proc proc {root}/proc && mount -t sysfs sys {root}/sys && mount -t devtmpfs dev {root}/dev || exit 93
 lab-step agent
