@@ -94,14 +94,21 @@ def ensure_packages():
     if os.geteuid() != 0:
         raise Unavailable(f"packages missing ({' '.join(missing)}) and not root: "
                           f"sudo apt-get install {' '.join(missing)}")
-    log("installing " + " ".join(missing))
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing):
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if r.returncode != 0 and cmd[1] == "install":
-            raise Unavailable(f"apt-get install {' '.join(missing)} failed: "
-                              + (r.stderr.strip().splitlines() or ["?"])[-1])
+    # One install at a time however many boots start (their own lock), and
+    # dpkg's lock waited for, bounded, when another apt user holds it.
+    with Lock("apt.lock", "package install"):
+        missing = [p for p in PACKAGES if not installed(p)]
+        if not missing:
+            return
+        log("installing " + " ".join(missing))
+        for cmd in (["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-qq"],
+                    ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-qq",
+                     "--no-install-recommends"] + missing):
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if r.returncode != 0 and "install" in cmd:
+                raise Unavailable(f"apt-get install {' '.join(missing)} failed: "
+                                  + (r.stderr.strip().splitlines() or ["?"])[-1])
 
 
 def apt_depends(pkg):
