@@ -1,38 +1,88 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test suite:
-#   build/        gcc: unit, end-to-end and bad-input tests, then the lab
-#                 (vmm on stock KVM inside QEMU: tests/lab/README.md)
+#   build/        gcc: every suite on this machine's KVM (the VM suites skip
+#                 without one), then the VM suites (e2e, bad-input,
+#                 differential) again on the lab's stock KVM: tests/lab/
+#                 server.py boots it in the background at the start
 #   build-clang/  clang: the whole tree must build clean, unit tests
 #   build-asan/   AddressSanitizer + UBSan: every suite, booting build/guest.bin
-# Ends with one line "tests: N passed, N failed, N skipped".
+#                 (its VM suites run where this machine has a KVM)
+#   mutants       vmm rebuilt with deliberate defects: the suites must fail
+# Ends with "tests: N passed, N failed, N skipped; VM boots: N on this
+# machine's KVM, N on the lab's stock KVM", and fails when no VM was booted
+# (unless VMM_TEST_ALLOW_NO_KVM=1). docs/testing.md has the details.
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
 vmm_install_packages
 
 status=0
-run_suite() { # dir [meson test args...]
-	local dir=$1
-	shift
-	echo "== meson test -C $dir $*"
-	meson test -C "$dir" --print-errorlogs "$@" || status=1
+logs=()
+run_suite() { # label dir [meson test args...]
+	local label=$1 dir=$2
+	shift 2
+	echo "== [$label] meson test -C $dir $*"
+	meson test -C "$dir" --print-errorlogs --logbase "$label" "$@" || status=1
+	logs+=("$label=$dir/meson-logs/$label.json")
 }
 
 vmm_build build
-run_suite build
-# The stock-KVM lab (tests/lab/README.md), excluded from a bare `meson test`;
-# its own log name, so that it does not replace the run above's testlog.json.
-run_suite build --suite lab --logbase lab
+mkdir -p build/lab
+export VMM_TEST_BOOT_LOG=$PWD/build/meson-logs/vm-boots.log
+rm -f "$VMM_TEST_BOOT_LOG" build/lab/state.json
+
+# The lab boots while the rest runs. Bounded from outside: the server's own
+# deadline, then timeout's KILL; a hang is reported with its evidence.
+lab_state=$PWD/build/lab/state.json
+timeout -k 30 3300 python3 tests/lab/server.py start --build build --state "$lab_state" \
+	--timeout 3200 >build/lab/server.log 2>&1 &
+lab_pid=$!
+stop_lab() {
+	python3 tests/lab/server.py stop --state "$lab_state" >/dev/null 2>&1 &
+	local stopper=$!
+	# The server stops its boots within a minute; past that, kill it.
+	for _ in $(seq 90); do kill -0 "$lab_pid" 2>/dev/null || break; sleep 1; done
+	kill -9 "$lab_pid" 2>/dev/null || true
+	wait "$stopper" 2>/dev/null || true
+}
+trap stop_lab EXIT
+
+run_suite gcc build
 
 CC=clang vmm_build build-clang
-run_suite build-clang --suite unit
+run_suite clang build-clang --suite unit
 
 # The guest is freestanding code and is never built with sanitizers: the
 # sanitizer build boots the gcc build's guest.bin.
 vmm_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dguest=false \
 	-Dguest_image="$PWD/build/guest.bin"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	run_suite build-asan
+	run_suite asan build-asan
 
-python3 scripts/test-summary.py build build/meson-logs/lab.json build-clang build-asan || status=1
+echo "== the lab (tests/lab/server.py; its log: build/lab/server.log)"
+lab_ok=0
+python3 tests/lab/server.py wait --state "$lab_state" --timeout 900 && lab_ok=1 || {
+	rc=$?
+	cat build/lab/server.log >&2
+	if [ "$rc" = 77 ] && [ "${VMM_TEST_ALLOW_NO_KVM:-}" = 1 ]; then
+		echo "lab: cannot be had here; VMM_TEST_ALLOW_NO_KVM=1: going on without it"
+	else
+		echo "lab: FAIL: the lab did not come up (above); it is the stock KVM every VM suite runs on" >&2
+		status=1
+	fi
+}
+if [ $lab_ok = 1 ]; then
+	VMM_TEST_LAB=$lab_state run_suite gcc-lab build --setup lab \
+		--suite e2e --suite bad-input --suite differential
+	VMM_TEST_LAB=$lab_state python3 tests/mutants/run.py --build build || status=1
+fi
+trap - EXIT
+stop_lab
+if ! grep -q '"status": "stopped"' "$lab_state" 2>/dev/null && [ $lab_ok = 1 ]; then
+	echo "lab: FAIL: a lab boot did not end cleanly:" >&2
+	tail -n 60 build/lab/server.log >&2
+	status=1
+fi
+
+python3 scripts/test-summary.py --boots "$VMM_TEST_BOOT_LOG" "${logs[@]}" || status=1
 exit $status

@@ -8,7 +8,8 @@ VMM_PACKAGES=(
 	meson ninja-build pkg-config gcc clang binutils python3
 	libcmocka-dev libcap-dev libseccomp-dev libzydis-dev scdoc
 	libclang-rt-14-dev
-	qemu-system-x86 # tests/conformance: the self-test under QEMU (TCG)
+	qemu-system-x86 # tests/conformance and the lab: QEMU (TCG)
+	busybox-static cpio xz-utils zstd # the lab's initramfs and modules (docs/lab.md)
 )
 
 vmm_install_packages() {
@@ -24,8 +25,9 @@ vmm_install_packages() {
 		return 1
 	fi
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Another apt user on the machine: wait for dpkg's lock, bounded.
+	apt-get -o DPkg::Lock::Timeout=300 update -qq
+	apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # vmm_build DIR [meson options...]: configure DIR with these options, then

@@ -8,9 +8,9 @@
  * the outcomes and the tests.
  *
  *   triple-fault   hostile.cpu=N (default 0) loads an empty IDT and runs
- *                  ud2; the others spin. VMM: status 66 and a dump.
+ *                  ud2; the others spin. VMM: status 80 and a dump.
  *   hang-cli       every vCPU spins with interrupts off at one `jmp .`,
- *                  whose address it prints. VMM: --timeout gives 71 and
+ *                  whose address it prints. VMM: --timeout gives 85 and
  *                  names each vCPU's RIP.
  *   msr-storm      every vCPU runs hostile.iters=N (default 500) rounds
  *                  of RDMSR/WRMSR on TEST_CTRL and CORE_CAPABILITIES at

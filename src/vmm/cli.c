@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "vmm_boot.h"
+#include "vmm_status.h"
 #include "array_size.h"
+
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
 
 enum {
 	OPT_SPLIT_LOCK = 0x100,
@@ -19,35 +23,41 @@ enum {
 	OPT_SELF_TEST,
 };
 
-/* One table feeds getopt_long and --help, so the two cannot drift apart. */
+/*
+ * One table feeds getopt_long and --help, so the two cannot drift apart.
+ * Long-only options take their value after '=' (getopt is told the value
+ * is optional, so that the space form reaches cli_parse and is named);
+ * vm_only ones mean nothing to --host-info, which refuses them.
+ */
 static const struct cli_option {
 	const char *name;
 	int has_arg;
 	int val;
+	bool vm_only;
 	const char *arg;
 	const char *help;
 } options[] = {
-	{ "cpus", required_argument, 'c', "N", "number of vCPUs (default 1)" },
-	{ "memory", required_argument, 'm', "SIZE",
+	{ "cpus", required_argument, 'c', true, "N", "number of vCPUs (default 1)" },
+	{ "memory", required_argument, 'm', true, "SIZE",
 	  "guest RAM, e.g. 64M or 1G; a plain number is MiB (default 64M)" },
-	{ "timeout", required_argument, 't', "SECONDS",
-	  "stop the VM after this long, e.g. 10 or 0.5 (exit status 71)" },
-	{ "split-lock", required_argument, OPT_SPLIT_LOCK, "POLICY",
+	{ "timeout", required_argument, 't', true, "SECONDS",
+	  "stop the VM after this long, e.g. 10 or 0.5 (exit status " CLI_STR(VMM_EXIT_TIMEOUT) ")" },
+	{ "split-lock", required_argument, OPT_SPLIT_LOCK, true, "POLICY",
 	  "inherit (default), on, off or emulate" },
-	{ "split-lock-ratelimit", required_argument, OPT_SPLIT_LOCK_RATELIMIT, "N",
+	{ "split-lock-ratelimit", required_argument, OPT_SPLIT_LOCK_RATELIMIT, true, "N",
 	  "emulate at most N split locks a second per VM, delaying the vCPU beyond (default: no limit)" },
-	{ "append", required_argument, 'a', "TEXT",
+	{ "append", required_argument, 'a', true, "TEXT",
 	  "command line handed to the guest in boot_info" },
-	{ "stats", optional_argument, OPT_STATS, "FILE",
+	{ "stats", optional_argument, OPT_STATS, true, "FILE",
 	  "at exit, per-vCPU counters as JSON on stderr or in FILE" },
-	{ "host-info", no_argument, OPT_HOST_INFO, NULL,
+	{ "host-info", no_argument, OPT_HOST_INFO, false, NULL,
 	  "describe what this host and its KVM offer, then exit" },
-	{ "json", no_argument, OPT_JSON, NULL, "with --host-info: print JSON" },
-	{ "self-test", no_argument, OPT_SELF_TEST, NULL,
+	{ "json", no_argument, OPT_JSON, false, NULL, "with --host-info: print JSON" },
+	{ "self-test", no_argument, OPT_SELF_TEST, false, NULL,
 	  "boot the installed self-test guest instead of a named image" },
-	{ "quiet", no_argument, 'q', NULL, "no informational lines on stderr" },
-	{ "help", no_argument, 'h', NULL, "show this help and exit" },
-	{ "version", no_argument, 'V', NULL, "show the version and exit" },
+	{ "quiet", no_argument, 'q', false, NULL, "no informational lines on stderr" },
+	{ "help", no_argument, 'h', false, NULL, "show this help and exit" },
+	{ "version", no_argument, 'V', false, NULL, "show the version and exit" },
 };
 
 #define N_OPTIONS ARRAY_SIZE(options)
@@ -73,8 +83,11 @@ void cli_usage(FILE *out)
 				 o->arg ? "=" : "", o->arg ? o->arg : "");
 		fprintf(out, "  %-28s %s\n", left, o->help);
 	}
-	fprintf(out, "\nexit status: the guest's own (0-63), 2 for usage errors, "
-		     "64-74 for VMM errors, 128+N on signal N (see vmm(1)).\n");
+	fprintf(out, "\nexit status: the guest's own (0-%d), %d for usage errors, "
+		     "%d-%d for other errors of vmm (as sysexits(3)), %d-%d for a VM "
+		     "that vmm stopped, 128+N on signal N (see vmm(1)).\n",
+		GUEST_STATUS_MAX, VMM_EXIT_USAGE, VMM_EXIT_USAGE + 1, VMM_EXIT_SYSEXITS_LAST,
+		VMM_EXIT_VM_FIRST, VMM_EXIT_VM_LAST);
 }
 
 int cli_parse_size(const char *s, uint64_t *bytes)
@@ -185,8 +198,11 @@ static void build_getopt_tables(struct option *longopts, char *shortopts)
 	char *p = shortopts;
 
 	for (size_t i = 0; i < N_OPTIONS; i++) {
-		longopts[i] = (struct option){ options[i].name, options[i].has_arg,
-					       NULL, options[i].val };
+		int has_arg = options[i].has_arg;
+
+		if (options[i].val >= 0x100 && has_arg == required_argument)
+			has_arg = optional_argument;
+		longopts[i] = (struct option){ options[i].name, has_arg, NULL, options[i].val };
 		if (options[i].val < 0x100) {
 			*p++ = (char)options[i].val;
 			if (options[i].has_arg == required_argument)
@@ -197,11 +213,35 @@ static void build_getopt_tables(struct option *longopts, char *shortopts)
 	longopts[N_OPTIONS] = (struct option){ 0 };
 }
 
+static const struct cli_option *option_of(int val)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		if (options[i].val == val)
+			return &options[i];
+	return NULL;
+}
+
+/*
+ * "--split-lock emulate": getopt left the value as the next argument
+ * (argv[optind], not yet permuted). Says how to give it, or that it is
+ * missing when the next argument is an option or nothing.
+ */
+static enum cli_result needs_equals(const struct cli_option *opt, int argc,
+				    char *const argv[], char *err, size_t errlen)
+{
+	if (optind < argc && argv[optind][0] != '-')
+		return fail(err, errlen, "--%s takes its value with '=': --%s=%s",
+			    opt->name, opt->name, argv[optind]);
+	return fail(err, errlen, "--%s needs a value: --%s=%s", opt->name, opt->name, opt->arg);
+}
+
 enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 			  char *err, size_t errlen)
 {
 	struct option longopts[N_OPTIONS + 1];
 	char shortopts[2 * N_OPTIONS + 2] = ":";
+	const struct cli_option *vm_option = NULL;
+	const char *stats_next = NULL;   /* the argument after a bare --stats */
 	int c;
 
 	*o = (struct cli_options){
@@ -214,6 +254,12 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const struct cli_option *opt = option_of(c);
+
+		if (opt && opt->vm_only && !vm_option)
+			vm_option = opt;
+		if (opt && c >= 0x100 && opt->has_arg == required_argument && !optarg)
+			return needs_equals(opt, argc, argv, err, errlen);
 		switch (c) {
 		case 'c': {
 			uint64_t n;
@@ -266,6 +312,8 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 			if (optarg && !*optarg)
 				return fail(err, errlen, "--stats=: the file name is empty");
 			o->stats_path = optarg;
+			if (!optarg && optind < argc && argv[optind][0] != '-')
+				stats_next = argv[optind];
 			break;
 		case OPT_HOST_INFO: o->host_info = true; break;
 		case OPT_JSON: o->json = true; break;
@@ -285,6 +333,10 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 		return fail(err, errlen, "--json only goes with --host-info");
 	if (o->host_info && o->self_test)
 		return fail(err, errlen, "--host-info and --self-test exclude each other");
+	if (o->host_info && vm_option)
+		return fail(err, errlen,
+			    "--host-info runs no VM: --%s does not go with it (usage: vmm --host-info [--json])",
+			    vm_option->name);
 	if (o->host_info || o->self_test) {
 		if (optind < argc)
 			return fail(err, errlen,
@@ -294,6 +346,9 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 	}
 	if (optind >= argc)
 		return fail(err, errlen, "no guest image given (usage: vmm [options] guest.bin)");
+	/* "--stats out.json img": a bare --stats took no file, and two images remain. */
+	if (argc - optind > 1 && stats_next && stats_next == argv[optind])
+		return fail(err, errlen, "--stats takes its value with '=': --stats=%s", stats_next);
 	if (argc - optind > 1)
 		return fail(err, errlen, "one guest image expected, got extra argument '%s'",
 			    argv[optind + 1]);

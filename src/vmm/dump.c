@@ -57,6 +57,12 @@ void dump_format_bytes(char *buf, size_t buflen, const uint8_t *bytes, size_t le
 					i ? " " : "", bytes[i]);
 }
 
+bool dump_is_reset_state(const struct kvm_regs *r, const struct kvm_sregs *s)
+{
+	return r->rip == 0xfff0 && s->cs.selector == 0xf000 && s->cs.base == 0xffff0000 &&
+	       !(s->cr0 & X86_CR0_PE);
+}
+
 void dump_vcpu(struct vcpu *v)
 {
 	struct kvm_regs regs;
@@ -74,6 +80,13 @@ void dump_vcpu(struct vcpu *v)
 	if (r) {
 		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
 		     strerror(-r));
+		return;
+	}
+	if (dump_is_reset_state(&regs, &sregs)) {
+		/* Only KVM puts it there: the VMM starts every vCPU in long mode. */
+		fprintf(stderr, "vmm: vCPU %u registers: lost: KVM reset the vCPU to its INIT state "
+			"(RIP 0xfff0, CS 0xf000), as KVM on AMD SVM does after a triple fault\n",
+			v->index);
 		return;
 	}
 	flockfile(stderr);

@@ -364,6 +364,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 
 	if (hi->kvm_error[0]) {
 		fprintf(out, LABEL "unavailable: %s\n", "KVM:", hi->kvm_error);
+		fprintf(out, LABEL "try vmm on a stock KVM inside QEMU: ./run.sh in vmm's source tree "
+			"boots the lab and the self-test there (docs/lab.md)\n", "without a KVM here:");
 		return;
 	}
 	fprintf(out, LABEL "/dev/kvm, API %d\n", "KVM:", KVM_API_VERSION);

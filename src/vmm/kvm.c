@@ -81,7 +81,9 @@ int kvm_open(void)
 		errmsg("%s", err);
 	else if (e == ENOENT)
 		errmsg_errno("open /dev/kvm", e,
-			     "load kvm_intel or kvm_amd, or enable virtualisation in firmware or the hypervisor");
+			     "load kvm_intel or kvm_amd, or enable virtualisation in firmware or the hypervisor; "
+			     "without a KVM here, try vmm on a stock KVM inside QEMU: ./run.sh in its source tree "
+			     "does that (docs/lab.md)");
 	else if (e == EACCES || e == EPERM)
 		errmsg_errno("open /dev/kvm", e,
 			     "run as root or add the user to the group that owns /dev/kvm");

@@ -51,12 +51,12 @@ int loader_load(const char *path, uint8_t *mem, uint64_t ram_size, unsigned cpus
 {
 	char why[160];
 	struct stat st;
-	int fd, r;
+	int fd, r, status = LOADER_NO_INPUT;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "guest image '%s': %s", path, strerror(errno));
-		return -1;
+		return LOADER_NO_INPUT;
 	}
 	if (fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "guest image '%s': fstat: %s", path, strerror(errno));
@@ -72,6 +72,7 @@ int loader_load(const char *path, uint8_t *mem, uint64_t ram_size, unsigned cpus
 	}
 	if (loader_check_size((uint64_t)st.st_size, ram_size, cpus, why, sizeof(why))) {
 		snprintf(err, errlen, "guest image '%s' %s", path, why);
+		status = LOADER_BAD_IMAGE;
 		goto fail;
 	}
 	r = read_all(fd, mem + BOOT_IMAGE_ADDR, (uint64_t)st.st_size);
@@ -84,5 +85,5 @@ int loader_load(const char *path, uint8_t *mem, uint64_t ram_size, unsigned cpus
 	return 0;
 fail:
 	close(fd);
-	return -1;
+	return status;
 }

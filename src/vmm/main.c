@@ -121,24 +121,30 @@ static int host_info(const struct cli_options *o)
 		hostinfo_print_json(stdout, &hi);
 	else
 		hostinfo_print(stdout, &hi);
-	return fflush(stdout) == 0 ? 0 : VMM_EXIT_HOST;
+	if (fflush(stdout) != 0) {
+		errmsg("--host-info: writing the report failed: %s", strerror(errno));
+		return VMM_EXIT_IOERR;
+	}
+	return 0;
 }
 
-/* Decides this VM's split-lock policy before anything is allocated. */
-static int decide_split_lock(const struct cli_options *o, struct vm_config *c)
+/*
+ * Decides this VM's split-lock policy before anything is allocated. The
+ * line saying so waits in d until the VM starts; a refusal is the error.
+ */
+static int decide_split_lock(const struct cli_options *o, struct vm_config *c,
+			     struct policy_decision *d)
 {
 	struct hostinfo hi;
-	struct policy_decision d;
 
 	hostinfo_init(&hi);
 	hostinfo_read_proc(&hi);
-	policy_decide(o->split_lock, &hi, &d);
-	if (!d.start) {
-		errmsg("%s", d.line);
+	policy_decide(o->split_lock, &hi, d);
+	if (!d->start) {
+		errmsg("%s", d->line);
 		return VMM_EXIT_POLICY;
 	}
-	info("%s", d.line);
-	c->split_lock_enumerated = d.enumerate;
+	c->split_lock_enumerated = d->enumerate;
 	c->split_lock_emulate = o->split_lock == POLICY_EMULATE;
 	return 0;
 }
@@ -160,7 +166,7 @@ static FILE *open_stats(const char *path)
 		err = errno;
 		if (out)
 			fclose(out);
-		die(VMM_EXIT_USAGE, "--stats: cannot write '%s': %s", path, strerror(err));
+		die(VMM_EXIT_CANTCREAT, "--stats: cannot write '%s': %s", path, strerror(err));
 	}
 	return out;
 }
@@ -203,7 +209,7 @@ static const char *self_test_image(void)
 				return beside;
 		}
 	}
-	die(VMM_EXIT_IMAGE, "--self-test: no self-test guest at %s nor beside this vmm; "
+	die(VMM_EXIT_NOINPUT, "--self-test: no self-test guest at %s nor beside this vmm; "
 	    "install it with 'meson install' or name an image: vmm [options] guest.bin",
 	    VMM_SELF_TEST_IMAGE);
 }
@@ -214,15 +220,45 @@ static void close_stats(FILE *out, const char *path)
 		warn("--stats: writing '%s' failed: %s", path, strerror(errno));
 }
 
+/* --stats once opened: written whatever ends vmm, a VM that never ran included. */
+static struct {
+	FILE *out;
+	const char *path;
+	enum policy policy;
+	bool done;
+} stats_file;
+
+/* on_exit: vmm stopped before its VM ran (an error, or die()). */
+static void stats_at_exit(int status, void *arg)
+{
+	(void)arg;
+	if (stats_file.done)
+		return;
+	stats_file.done = true;
+	fprintf(stats_file.out,
+		"{\"status\":%d,\"split_lock\":{\"policy\":\"%s\",\"enumerated\":false},\"vcpus\":[]}\n",
+		status, policy_name(stats_file.policy));
+	close_stats(stats_file.out, stats_file.path);
+}
+
+static void stats_start(const struct cli_options *o)
+{
+	stats_file = (typeof(stats_file)){
+		.out = open_stats(o->stats_path), .path = o->stats_path, .policy = o->split_lock,
+	};
+	if (on_exit(stats_at_exit, NULL))
+		die(VMM_EXIT_HOST, "on_exit failed");
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_options opts;
 	struct boot_layout layout;
 	struct vm_config config;
 	struct vm vm;
+	struct policy_decision decision;
 	char err[512];
 	int sig_fd, status;
-	FILE *stats_out = NULL;
 
 	fill_standard_fds();
 	switch (cli_parse(argc, argv, &opts, err, sizeof(err))) {
@@ -245,7 +281,7 @@ int main(int argc, char **argv)
 	if (opts.self_test)
 		opts.image = self_test_image();
 	if (opts.stats)
-		stats_out = open_stats(opts.stats_path);
+		stats_start(&opts);
 	/* From here a stop signal is held until the VM runs, then stops it. */
 	sig_fd = block_stop_signals();
 
@@ -253,7 +289,7 @@ int main(int argc, char **argv)
 		.policy = opts.split_lock, .split_lock_ratelimit = opts.split_lock_ratelimit,
 		.layout = &layout, .image = opts.image, .console_fd = STDOUT_FILENO,
 	};
-	status = decide_split_lock(&opts, &config);
+	status = decide_split_lock(&opts, &config, &decision);
 	/* Probed before the layout is built: its boot flags depend on the answers. */
 	if (!status)
 		status = vm_probe(config.split_lock_emulate, &config.probes);
@@ -270,6 +306,7 @@ int main(int argc, char **argv)
 
 	vcpu_signals_init();
 	sandbox_enter();
+	info("%s", decision.line);
 	start_vcpus(&vm);
 	sandbox_test_hook();
 	wait_for_stop(&vm, sig_fd, opts.timeout_ms);
@@ -282,11 +319,13 @@ int main(int argc, char **argv)
 			vcpu_report_rip(&vm.vcpus[i]);
 
 	status = vm.status;
-	if (opts.stats)
-		vm_print_stats(stats_out, &vm);
+	if (opts.stats) {
+		vm_print_stats(stats_file.out, &vm);
+		stats_file.done = true;
+		close_stats(stats_file.out, stats_file.path);
+	}
 	vm_destroy(&vm);
 out:
-	close_stats(stats_out, opts.stats_path);
 	close(sig_fd);
 	return status;
 }

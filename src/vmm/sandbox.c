@@ -224,8 +224,8 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uc)
 	n = put_str(msg, n, sizeof(msg),
 		    "; this is a bug in vmm, please report it\n");
 	if (write(STDERR_FILENO, msg, n) < 0)
-		_exit(VMM_EXIT_HOST);
-	_exit(VMM_EXIT_HOST);
+		_exit(VMM_EXIT_SOFTWARE);
+	_exit(VMM_EXIT_SOFTWARE);
 }
 
 static void drop_capabilities(void)
@@ -390,6 +390,6 @@ void sandbox_test_hook(void)
 	fd = syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
 	if (fd >= 0)
 		close((int)fd);
-	die(VMM_EXIT_HOST, "VMM_TEST_FORBIDDEN_SYSCALL: socket() was allowed (returned %ld): the seccomp filter is not in force",
+	die(VMM_EXIT_SOFTWARE, "VMM_TEST_FORBIDDEN_SYSCALL: socket() was allowed (returned %ld): the seccomp filter is not in force",
 	    fd);
 }

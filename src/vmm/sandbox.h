@@ -49,7 +49,7 @@ const struct sandbox_rule *sandbox_find(const char *name);
 /*
  * Drops capabilities, sets no_new_privs, installs the filter on every
  * thread and a SIGSYS handler that names a refused call. Any failure is one
- * "vmm: error:" line naming the call, then exit 64. Call it after the last
+ * "vmm: error:" line naming the call, then exit 69 (VMM_EXIT_HOST). Call it after the last
  * open(), sigaction() and KVM setup ioctl and before the first vCPU thread.
  */
 void sandbox_enter(void);

@@ -109,6 +109,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	unsigned max;
 	void *mem;
 	long run_size;
+	int r;
 
 	if (vm_init_common(vm, c->policy, layout.cpus, c->console_fd)) {
 		errmsg_errno("setting up the VM", errno, NULL);
@@ -130,10 +131,11 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->mem = mem;
 	vm->ram_size = layout.ram_size;
 	/* Before /dev/kvm, so that a bad image is reported on any host. */
-	if (loader_load(c->image, vm->mem, layout.ram_size, layout.cpus, &layout.image_size,
-			err, sizeof(err))) {
+	r = loader_load(c->image, vm->mem, layout.ram_size, layout.cpus, &layout.image_size,
+			err, sizeof(err));
+	if (r) {
 		errmsg("%s", err);
-		return give_back(vm, VMM_EXIT_IMAGE);
+		return give_back(vm, r == LOADER_NO_INPUT ? VMM_EXIT_NOINPUT : VMM_EXIT_IMAGE);
 	}
 	boot_setup_memory(vm->mem, &layout);
 

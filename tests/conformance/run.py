@@ -287,8 +287,8 @@ def short_outcome(r):
         return "not run: " + r["note"]
     if r["complete"]:
         return f"guest status {r['status']}"
-    if r["kind"] == "vmm" and r["rc"] == 74:
-        return "refused by vmm (exit 74)"
+    if r["kind"] == "vmm" and r["rc"] == 78:
+        return "refused by vmm (exit 78)"
     return "**did not finish**"
 
 
@@ -413,7 +413,7 @@ def write_doc(path, results, lab_kernel):
            f"- Date: {ver['date']}",
            f"- QEMU: {ver['qemu']} (the same binary on the host and, copied, in the lab)",
            f"- Kernel: host {ver['host kernel']} (the machines' own nested KVM, see "
-           f"/work/shared/notes/host-kvm.md); lab {ver['lab kernel']} (stock kvm_amd, "
+           f"docs/design.md, \"Host and KVM\"); lab {ver['lab kernel']} (stock kvm_amd, "
            "nested under QEMU TCG: tests/lab/README.md)",
            f"- Project: {ver['project']}", "",
            "Reproduce: `tests/conformance/run.py --build build --lab --write docs/conformance.md`",

@@ -31,7 +31,8 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import Skip, case_main, run_vmm, tap_failures  # noqa: E402
+from vmmlib import (REGS_LOST, Skip, case_main, excused_fail, kvm_on_svm, run_vmm,  # noqa: E402
+                    scaled, scaled_str, tap_failures, target)  # noqa: E402
 
 
 def show(r, out_limit=4000):
@@ -44,7 +45,7 @@ def show(r, out_limit=4000):
 def expect_status(r, want):
     if r.hung:
         return [f"vmm did not finish; killed (status {r.status})"]
-    if r.status != want:
+    if r.status != want and not (want == 0 and excused_fail(r)):
         return [f"exit status {r.status}, expected {want}"]
     return []
 
@@ -57,18 +58,21 @@ def error_lines(err):
     return [l for l in err.splitlines() if l.startswith("vmm: error:")]
 
 
-def children_of_self():
-    """Processes whose parent is this script: none may outlive a run."""
-    me, kids = os.getpid(), []
-    for d in os.listdir("/proc"):
+def left_behind(r):
+    """Processes a run left behind: here, children of this script; in the
+    lab, processes named vmm that were orphaned to L1's init (the agent
+    starts every program as its child)."""
+    t = target()
+    parent = os.getpid() if t.name == "local" else 1
+    kids = []
+    for d in t.listdir("/proc") or []:
         if not d.isdigit():
             continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                st = f.read()
-        except OSError:
+        st = (t.read(f"/proc/{d}/stat") or b"").decode(errors="replace")
+        if not st:
             continue
-        if int(st.rsplit(")", 1)[1].split()[1]) == me:
+        name, rest = st.split("(", 1)[1].rsplit(")", 1)
+        if int(rest.split()[1]) == parent and (t.name == "local" or name == "vmm"):
             kids.append(int(d))
     return kids
 
@@ -76,14 +80,14 @@ def children_of_self():
 def host_unaffected(ctx, r):
     """After a hostile run: vmm and its threads are gone; a self-test still passes."""
     fails = []
-    if os.path.exists(f"/proc/{r.pid}"):
+    if target().read(f"/proc/{r.pid}/stat") is not None:
         fails.append(f"vmm pid {r.pid} still exists after it was reaped")
-    kids = children_of_self()
+    kids = left_behind(r)
     if kids:
         fails.append(f"processes left behind: {kids}")
-    s = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "60", ctx.guest])
+    s = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", scaled_str(60), ctx.guest])
     tap_fails, _ = expect_tap(s)
-    if s.status != 0 or tap_fails:
+    if expect_status(s, 0) or tap_fails:
         show(s)
         fails.append(f"the self-test after it failed: status {s.status} {tap_fails[:3]}")
     else:
@@ -110,10 +114,10 @@ def policy_supported(ctx, policy):
 
 def case_triple_fault(ctx, cpu="0"):
     who = int(cpu)
-    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "60", "-a",
+    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", scaled_str(60), "-a",
                           f"hostile=triple-fault hostile.cpu={who}", ctx.guest])
     show(r)
-    fails = expect_status(r, 66)
+    fails = expect_status(r, 80)
     m = re.search(rf"^# cpu {who}: empty IDT, then ud2 at (0x[0-9a-f]+)$", r.out, re.M)
     if not m:
         return fails + ["the guest did not say where its ud2 is"]
@@ -121,11 +125,14 @@ def case_triple_fault(ctx, cpu="0"):
     errs = error_lines(r.err)
     if len(errs) != 1 or not re.match(rf"vmm: error: vCPU {who}: triple fault \(KVM_EXIT_SHUTDOWN\)", errs[0]):
         fails.append(f"want exactly one triple-fault error naming vCPU {who}, got {errs}")
-    for rx in (rf"^vmm: vCPU {who} registers:$", rf"^vmm:   RIP 0x{rip:016x} ",
-               r"IDT 0x0/0x0$", r"^vmm:   bytes at RIP: 0f 0b"):
+    # KVM on AMD SVM resets the vCPU at a triple fault: vmm must say so, not dump the reset state.
+    want = ((rf"^vmm: vCPU {who} {REGS_LOST}",) if kvm_on_svm() else
+            (rf"^vmm: vCPU {who} registers:$", rf"^vmm:   RIP 0x{rip:016x} ",
+             r"IDT 0x0/0x0$", r"^vmm:   bytes at RIP: 0f 0b"))
+    for rx in want:
         if len(re.findall(rx, r.err, re.M)) != 1:
             fails.append(f"stderr does not have /{rx}/ exactly once")
-    if len(re.findall(r"^vmm: vCPU \d+ registers:", r.err, re.M)) != 1:
+    if len(re.findall(r"^vmm: vCPU \d+ registers", r.err, re.M)) != 1:
         fails.append("more than one register dump")
     return fails + host_unaffected(ctx, r)
 
@@ -133,10 +140,10 @@ def case_triple_fault(ctx, cpu="0"):
 def case_hang_cli(ctx):
     cpus = 4
     r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "1", "-a", "hostile=hang-cli",
-                          ctx.guest], timeout=30)
+                          ctx.guest], timeout=scaled(30))
     show(r)
-    fails = expect_status(r, 71)
-    if r.elapsed > 10:
+    fails = expect_status(r, 85)
+    if r.elapsed > scaled(10):
         fails.append(f"--timeout 1 took {r.elapsed:.1f} s to stop the VM")
     errs = error_lines(r.err)
     if errs != ["vmm: error: --timeout of 1 s expired; stopping the VM (a guest spinning or waiting with interrupts off?)"]:
@@ -182,7 +189,7 @@ def check_stats(path, policy, en, wants):
 def run_msr_guest(ctx, policy, cpus, append, en, want_per_vcpu):
     """Runs a hostile MSR guest with --stats; checks status, TAP, sld= and the counts."""
     path = os.path.join(ctx.tmp, "stats.json")
-    r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "100", "--stats=" + path,
+    r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", scaled_str(100), "--stats=" + path,
                           "--split-lock=" + policy, "-a", append, ctx.guest])
     show(r)
     fails = expect_status(r, 0)
@@ -268,11 +275,11 @@ def flood_check(r, cpus):
 
 def case_com1_flood(ctx):
     cpus, per_cpu = 4, 256 << 10
-    args = ["-q", "-c", str(cpus), "--timeout", "150", "-a"]
+    args = ["-q", "-c", str(cpus), "--timeout", scaled_str(150), "-a"]
     base = run_vmm(ctx.vmm, args + ["hostile=com1-flood hostile.bytes=4K", ctx.guest])
     fails = expect_status(base, 0)
     r = run_vmm(ctx.vmm, args + [f"hostile=com1-flood hostile.bytes={per_cpu}", ctx.guest],
-                timeout=170)
+                timeout=scaled(170))
     show(r)
     fails += expect_status(r, 0)
     fails += expect_tap(r)[0]
@@ -294,7 +301,7 @@ def case_com1_flood(ctx):
 
 def flood_forever(ctx, read_stdout):
     r = run_vmm(ctx.vmm, ["-c", "2", "-a", "hostile=com1-flood hostile.bytes=0", ctx.guest],
-                timeout=60, sig=signal.SIGTERM, signal_after=2.0,
+                timeout=scaled(60), sig=signal.SIGTERM, signal_after=scaled(2.0),
                 stdout_bytes=None if read_stdout else 0, sample_rss=True)
     show(r, out_limit=1000)
     fails = expect_status(r, 143)
@@ -303,7 +310,7 @@ def flood_forever(ctx, read_stdout):
     if len(r.err.splitlines()) != len(set(r.err.splitlines())):
         fails.append("stderr repeats a line")
     # RSS once the flood runs (after 0.5 s) against the last sample before the stop.
-    s = [kb for t, kb in r.rss_samples if 0.5 <= t <= 2.0]
+    s = [kb for t, kb in r.rss_samples if scaled(0.5) <= t <= scaled(2.0)]
     if len(s) >= 2:
         print(f"flood: RSS {s[0]} kB at 0.5 s, {s[-1]} kB at the stop ({len(r.out)} bytes out)")
         if s[-1] - s[0] > 512:
@@ -315,8 +322,8 @@ def flood_forever(ctx, read_stdout):
 
 def case_com1_flood_sigterm(ctx):
     r, fails = flood_forever(ctx, read_stdout=True)
-    if r.stop_elapsed is None or r.stop_elapsed > 1.0:
-        fails.append(f"SIGTERM took {r.stop_elapsed} s to stop vmm (want under 1 s)")
+    if r.stop_elapsed is None or r.stop_elapsed > scaled(1.0):
+        fails.append(f"SIGTERM took {r.stop_elapsed} s to stop vmm (want under {scaled(1.0)} s)")
     if not re.search(r"^aaaa", r.out, re.M) or not re.search(r"^bbbb", r.out, re.M):
         fails.append("both vCPUs' floods should have reached stdout")
     return fails + host_unaffected(ctx, r)
@@ -326,8 +333,9 @@ def case_com1_flood_stalled(ctx):
     # Nobody reads stdout: vCPUs block on the full pipe. vmm waits 1 s for
     # the reader once stopping (SERIAL_STOP_WAIT_MS), then drops the rest.
     r, fails = flood_forever(ctx, read_stdout=False)
-    if r.stop_elapsed is None or r.stop_elapsed > 3.0:
-        fails.append(f"SIGTERM took {r.stop_elapsed} s to stop vmm with a stalled reader (want under 3 s)")
+    if r.stop_elapsed is None or r.stop_elapsed > scaled(3.0):
+        fails.append(f"SIGTERM took {r.stop_elapsed} s to stop vmm with a stalled reader "
+                     f"(want under {scaled(3.0)} s)")
     if not re.search(r"^vmm: warning: the guest console's reader has not taken any output for 1000 ms while the VM stops; dropping the rest$",
                      r.err, re.M):
         fails.append("no warning that console output was dropped")
@@ -336,9 +344,9 @@ def case_com1_flood_stalled(ctx):
 
 def case_com1_flood_closed(ctx):
     """The reader goes away mid-flood: vmm says so once and runs the guest to its end."""
-    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "100", "-a",
+    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", scaled_str(100), "-a",
                           "hostile=com1-flood hostile.bytes=64K", ctx.guest],
-                timeout=100, stdout_bytes=4096)
+                timeout=scaled(100), stdout_bytes=4096)
     show(r)
     if r.hung:
         return ["vmm did not finish after its reader went away"]
@@ -351,7 +359,7 @@ def case_com1_flood_closed(ctx):
 
 def case_unmapped_memory(ctx, mem=None):
     extra = ["-m", mem] if mem else []
-    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "60", *extra, "-a",
+    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", scaled_str(60), *extra, "-a",
                           "hostile=unmapped-memory", ctx.guest])
     show(r)
     fails = expect_status(r, 0)
@@ -379,7 +387,7 @@ def case_exit_race(ctx, kind, rounds=10, cpus=4):
     seen = set()
     r = None
     for k in range(rounds):
-        r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", "60", "-a",
+        r = run_vmm(ctx.vmm, ["-q", "-c", str(cpus), "--timeout", scaled_str(60), "-a",
                               f"hostile=exit-race hostile.status={kind}", ctx.guest])
         planned = {int(i): int(s) for i, s in
                    re.findall(r"^# cpu (\d+) will write (\d+)$", r.out, re.M)}
@@ -392,11 +400,11 @@ def case_exit_race(ctx, kind, rounds=10, cpus=4):
         if r.status in planned.values() and r.status <= 63:
             if bad:
                 why.append(f"status {r.status} with stderr {bad}")
-        elif r.status == 72:
-            m = [re.match(r"vmm: warning: vCPU (\d+) wrote exit status (\d+) to port 0xf4; guests may use 0-63, so vmm exits with 72$", l)
+        elif r.status == 86:
+            m = [re.match(r"vmm: warning: vCPU (\d+) wrote exit status (\d+) to port 0xf4; guests may use 0-63, so vmm exits with 86$", l)
                  for l in bad]
             if len(bad) != 1 or not m[0] or planned.get(int(m[0].group(1))) != int(m[0].group(2)):
-                why.append(f"status 72 needs exactly one line naming a vCPU and the status it wrote, got {bad}")
+                why.append(f"status 86 needs exactly one line naming a vCPU and the status it wrote, got {bad}")
         else:
             why.append(f"exit status {r.status} is none of the written ones {sorted(planned.values())}")
         seen.add(r.status)
@@ -404,13 +412,13 @@ def case_exit_race(ctx, kind, rounds=10, cpus=4):
             show(r)
             fails += [f"round {k}: {w}" for w in why]
     print(f"exit-race {kind}: {rounds} rounds, statuses seen {sorted(seen)}")
-    if kind == "bad" and seen != {72}:
-        fails.append(f"bad statuses must all end in 72, saw {sorted(seen)}")
+    if kind == "bad" and seen != {86}:
+        fails.append(f"bad statuses must all end in 86, saw {sorted(seen)}")
     return fails + host_unaffected(ctx, r)
 
 
 def case_unknown_mode(ctx):
-    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "60", "-a", "hostile=nonsense", ctx.guest])
+    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", scaled_str(60), "-a", "hostile=nonsense", ctx.guest])
     show(r)
     fails = expect_status(r, 1)
     if not re.search(r"^Bail out! hostile=nonsense: no such mode$", r.out, re.M):
@@ -421,9 +429,9 @@ def case_unknown_mode(ctx):
 def case_split_lock_progress(ctx):
     """A vCPU waiting out the ratelimit must not hold up the others."""
     path = os.path.join(ctx.tmp, "stats.json")
-    r = run_vmm(ctx.vmm, ["-q", "-c", "3", "--timeout", "30", "--split-lock=emulate",
+    r = run_vmm(ctx.vmm, ["-q", "-c", "3", "--timeout", scaled_str(30), "--split-lock=emulate",
                           "--split-lock-ratelimit=1", "--stats=" + path,
-                          "-a", "hostile=split-lock-progress", ctx.guest], timeout=60)
+                          "-a", "hostile=split-lock-progress", ctx.guest], timeout=scaled(60))
     show(r)
     fails = expect_status(r, 0)
     tap_fails, diags = expect_tap(r)

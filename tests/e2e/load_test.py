@@ -8,7 +8,7 @@ CASE is one of:
              off and on: each passes its self-test and reports its own
              policy (the guest's sld= diagnostic against --host-info), or,
              for `on` where this host cannot deliver split-lock #AC, is
-             refused with status 74 and one line
+             refused with status 78 and one line
   64-vcpus   one VM with 64 vCPUs passes the self-test; every AP checks in
 Prints how long each took. Exits 0 on success, 1 on failure, 77 when
 /dev/kvm is unusable.

@@ -18,9 +18,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import case_main, parse_tap, start  # noqa: E402
+from vmmlib import case_main, excused_fail, parse_tap, scaled, scaled_str, start, tap_failures  # noqa: E402
 
-EXIT_POLICY = 74
+EXIT_POLICY = 78
 REFUSAL = r"^vmm: error: --split-lock=on cannot be honoured: .*split_lock_detect=fatal"
 
 
@@ -37,7 +37,7 @@ def expectation(policy, hi):
 
 
 def refusal_failures(policy, status, out, err, refusal=REFUSAL):
-    """A VM that vmm must refuse to start under policy: 74 and one line."""
+    """A VM that vmm must refuse to start under policy: 78 and one line."""
     fails = []
     if status != EXIT_POLICY:
         fails.append(f"{policy}: exit {status}, expected {EXIT_POLICY} (refused)")
@@ -69,25 +69,24 @@ def guest_view_failures(policy, hi, enumerated, err, diags):
 
 
 def start_vm(ctx, policy, cpus, extra=()):
-    return start([ctx.vmm, "--split-lock=" + policy, "-c", str(cpus), "--timeout", "120",
+    return start([ctx.vmm, "--split-lock=" + policy, "-c", str(cpus), "--timeout", scaled_str(120),
                   *extra, ctx.guest])
 
 
 def check(vm, policy, hi):
     """Returns a list of failures for one VM, waiting for its end."""
-    r = vm.wait(timeout=240)
+    r = vm.run = vm.wait(timeout=scaled(240))
     starts, enumerated = expectation(policy, hi)
     print(r.out + "--- stderr ---\n" + r.err)
     if r.hung:
-        return [f"{policy}: vmm did not finish within 240 s; killed"]
+        return [f"{policy}: vmm did not finish within {scaled(240)} s; killed"]
     if not starts:
         return refusal_failures(policy, r.status, r.out, r.err)
     fails = []
-    if r.status != 0:
+    if r.status != 0 and not excused_fail(r):
         fails.append(f"{policy}: exit {r.status}, expected 0")
-    plan, results, diags = parse_tap(r.out)
-    if plan is None or plan != len(results) or not all(x.ok for x in results):
-        fails.append(f"{policy}: guest TAP incomplete or failing")
+    tap_fails, diags = tap_failures(r.out)
+    fails += [f"{policy}: {f}" for f in tap_fails]
     return fails + guest_view_failures(policy, hi, enumerated, r.err, diags)
 
 
@@ -109,12 +108,14 @@ def case_concurrent(ctx):
 def case_stats(ctx):
     hi = ctx.hi
     path = os.path.join(ctx.tmp, "stats.json")
-    fails = check(start_vm(ctx, "off", 2, ["--stats=" + path]), "off", hi)
+    vm = start_vm(ctx, "off", 2, ["--stats=" + path])
+    fails = check(vm, "off", hi)
     with open(path) as f:
         st = json.load(f)
     print(json.dumps(st, indent=1))
     v0, v1 = st["vcpus"]
-    if st["status"] != 0 or st["split_lock"] != {"policy": "off", "enumerated": False}:
+    # The status vmm exited with (check() judged it: 0, or a failure the CPU explains).
+    if st["status"] != vm.run.status or st["split_lock"] != {"policy": "off", "enumerated": False}:
         fails.append(f"stats header wrong: {st['status']} {st['split_lock']}")
     # What the self-test does on vCPU 0 when not enumerated: one read and
     # two writes of each MSR; every write and the TEST_CTRL read fault.

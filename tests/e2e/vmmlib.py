@@ -1,6 +1,6 @@
-"""What every script that runs vmm on this host shares: the /dev/kvm check
-and skip (77), one launcher, the TAP parser, vmm --host-info, and one
-case-runner main().
+"""What every script that runs vmm shares: where vmm runs (this machine's
+KVM or a lab boot's stock KVM), one launcher, the TAP parser, vmm
+--host-info, and one case-runner main().
 
   r = run([vmm, "-q", image], timeout=60, sig=signal.SIGTERM, signal_after=1)
   r.status, r.out, r.err, r.elapsed, r.hung
@@ -8,30 +8,39 @@ case-runner main().
 The launcher bounds every run from outside: past its timeout the process is
 killed, the run is marked hung and says so. start() is the same launcher
 without the wait, for VMs that must run at once; its wait() gives the Run.
+
+Where: with VMM_TEST_LAB=STATE (the state file of tests/lab/server.py) every
+program runs in a lab boot through its agent, with the same paths, output,
+status, signals, rlimits and /proc (target().read, .listdir); otherwise
+here. Without a usable KVM here a case skips (77); a lab that is not up
+when it was asked for is a failure. Each VM run is counted in
+VMM_TEST_BOOT_LOG, if set, for test.sh's closing line.
 """
 import argparse
+import fcntl
 import functools
 import json
 import os
 import re
+import resource
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
+import remote
+
 SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-# ------------------------------------------------------------------ skipping
+# ------------------------------------------------------------------ where vmm runs
 
 def kvm_usable():
-    """None if /dev/kvm can be opened read-write, else why not."""
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR)
-    except OSError as e:
-        return f"/dev/kvm is not usable here ({e.strerror})"
-    os.close(fd)
-    return None
+    """None if the target's KVM can be used, else why not (a skip). A lab
+    that was asked for but is not up ends the case as a failure here."""
+    return target().why_not()
 
 
 def skip(reason):
@@ -46,6 +55,188 @@ class Skip(Exception):
 
 class Failure(Exception):
     """Raised where a case cannot go on; case_main() reports it as a failure."""
+
+
+class LocalTarget:
+    """This machine: its /dev/kvm, its /proc."""
+    name, label = "local", "this machine's KVM"
+    probes = {}
+    time_scale = 1.0
+
+    def why_not(self):
+        try:
+            fd = os.open("/dev/kvm", os.O_RDWR)
+        except OSError as e:
+            return (f"/dev/kvm is not usable here ({e.strerror}); ./test.sh runs this "
+                    "case on the lab's stock KVM instead (docs/lab.md)")
+        os.close(fd)
+        return None
+
+    def read(self, path):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def listdir(self, path):
+        try:
+            return os.listdir(path)
+        except OSError:
+            return None
+
+
+class LabTarget:
+    """A boot of tests/lab/server.py: programs run there through its agent,
+    chrooted in the host's / (the same paths), on the lab's stock KVM.
+    A case holds one boot for its whole life, so that its runs and the
+    probes that judge them share a KVM."""
+    name, label = "lab", "the lab's stock KVM"
+    # L1's CPU is emulated (TCG): a guest runs several times slower there,
+    # a single-step about 0.5 ms (docs/lab.md).
+    time_scale = float(os.environ.get("VMM_TEST_LAB_TIME_SCALE", "4"))
+
+    def __init__(self, state_path):
+        self.state_path = state_path
+        st = self.state()
+        if st is None:
+            raise Failure(f"VMM_TEST_LAB={state_path}: no lab state there "
+                          "(start one with tests/lab/server.py start)")
+        ready = [b for b in st["boots"] if b["state"] == "ready"]
+        self.boot = None
+        self.lease = None
+        # The first free boot, so that cases run at once go to different
+        # QEMUs (one host thread each); all busy: share one.
+        for b in ready:
+            f = open(f"{state_path}.boot{b['id']}.lease", "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.close()
+                continue
+            self.boot, self.lease = b, f
+            break
+        if self.boot is None and ready:
+            self.boot = ready[os.getpid() % len(ready)]
+        self.status = st["status"]
+
+    def state(self):
+        try:
+            with open(self.state_path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    @property
+    def addr(self):
+        return tuple(self.boot["addr"])
+
+    @property
+    def probes(self):
+        return self.boot["probes"] if self.boot else {}
+
+    def why_not(self):
+        if self.boot is None:
+            st = self.state() or {"status": "gone", "boots": []}
+            raise SystemExit(report([f"the lab asked for (VMM_TEST_LAB) is {st['status']}: "
+                                     + "; ".join(f"boot {b['id']} {b['state']} {b.get('error', '')}"
+                                                 for b in st["boots"])]))
+        return None
+
+    def trouble(self):
+        """What became of this case's boot, for a run the lab broke off."""
+        st = self.state() or {"boots": []}
+        b = next((b for b in st["boots"] if b["id"] == self.boot["id"]), {})
+        return (f"lab boot {b.get('id')} is {b.get('state')}: {b.get('error', '')}\n"
+                + b.get("evidence", ""))
+
+    def spawn(self, cmd, env, close_fds, stdout_bytes, rlimits):
+        # The lab has its own PATH and HOME: what crosses over is the
+        # variables the caller changed and those meant for vmm and the
+        # sanitizers (as meson's test env sets them).
+        env = os.environ if env is None else env
+        delta = {k: v for k, v in env.items()
+                 if (os.environ.get(k) != v or k.startswith(("VMM_", "ASAN_", "UBSAN_", "LSAN_")))
+                 and not k.startswith(("VMM_TEST_LAB", "VMM_TEST_BOOT_LOG"))}
+        return remote.RemoteProcess(self.addr, cmd, env=delta, close_fds=close_fds,
+                                    stdout_bytes=stdout_bytes, root=self.boot["root"],
+                                    cwd=os.getcwd(), rlimits=rlimits)
+
+    def read(self, path):
+        return remote.read_file(self.addr, path)
+
+    def listdir(self, path):
+        return remote.list_dir(self.addr, path)
+
+
+@functools.lru_cache(maxsize=None)
+def target():
+    """Where this process runs its programs (see the module's text)."""
+    state = os.environ.get("VMM_TEST_LAB")
+    return LabTarget(state) if state else LocalTarget()
+
+
+def kvm_on_svm():
+    """True if the target's KVM runs on AMD SVM (the CPU it runs on has the
+    svm flag: the lab's does), where KVM resets a vCPU after a triple fault."""
+    t = target()
+    if t.name == "lab":
+        return "svm" in t.probes.get("cpuinfo", {}).get("flags", [])
+    m = re.search(rb"^flags\s*:(.*)$", t.read("/proc/cpuinfo") or b"", re.M)
+    return bool(m) and b"svm" in m.group(1).split()
+
+
+# What vmm prints for a register dump that KVM took away (dump.c).
+REGS_LOST = r"registers: lost: KVM reset the vCPU to its INIT state"
+
+
+def scaled(seconds):
+    """A bound of seconds on this machine's KVM, stretched for the target's
+    speed; for timeouts and for the latencies that tests bound."""
+    return seconds * target().time_scale
+
+
+def scaled_str(seconds):
+    """scaled() for a command line: whole seconds."""
+    return str(int(round(scaled(seconds))))
+
+
+def vm_statuses():
+    """{name: number} of include/vmm_status.h: what tells a run that booted a VM."""
+    out = {}
+    with open(os.path.join(HERE, "..", "..", "include", "vmm_status.h")) as f:
+        for name, num in re.findall(r"^#define\s+(\w+)\s+(\d+)", f.read(), re.M):
+            out[name] = int(num)
+    return out
+
+
+# Statuses only a VM that ran can end with, by name (their numbers are the ABI's).
+RAN = ("VMM_EXIT_SHUTDOWN", "VMM_EXIT_FAIL_ENTRY", "VMM_EXIT_INTERNAL", "VMM_EXIT_UNHANDLED",
+       "VMM_EXIT_HALTED", "VMM_EXIT_TIMEOUT", "VMM_EXIT_BAD_STATUS", "VMM_EXIT_SPLIT_LOCK")
+
+
+def booted(r):
+    """Did this run of vmm boot a VM? The guest printed (vmm's stdout is the
+    guest's COM1), or vmm ended with a status that only a running VM gives."""
+    argv = [os.path.basename(x) for x in r.cmd]
+    if not any(x.startswith("vmm") for x in argv) or \
+            any(x in ("--help", "--version", "--host-info", "-h") for x in r.cmd):
+        return False
+    st = vm_statuses()
+    if r.out:
+        return True
+    if r.status is None:
+        return False
+    if 0 <= r.status <= st["GUEST_STATUS_MAX"] and r.status != st.get("VMM_EXIT_USAGE"):
+        return True
+    return r.status in {st[n] for n in RAN if n in st}
+
+
+def count_boot(r):
+    log = os.environ.get("VMM_TEST_BOOT_LOG")
+    if log and booted(r):
+        with open(log, "a") as f:
+            f.write(f"{target().name}\n")
 
 
 # ------------------------------------------------------------------ the launcher
@@ -63,43 +254,53 @@ class Run:
 
 
 def proc_kb(pid, field):
-    """VmRSS or VmHWM of a running process, in kB. (wait4's ru_maxrss is no
-    use here: it still counts the forked Python from before the exec.)"""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+    """VmRSS or VmHWM of a running process, in kB, where it runs. (wait4's
+    ru_maxrss is no use here: it still counts the forked Python from before
+    the exec.)"""
+    text = target().read(f"/proc/{pid}/status")
+    m = re.search(rf"^{field}:\s+(\d+)", (text or b"").decode(), re.M)
+    return int(m.group(1)) if m else None
 
 
 class Process:
     """A started process whose stdout and stderr are drained by threads, so
-    that any number can run at once without filling a pipe.
+    that any number can run at once without filling a pipe; on the target
+    (here, or a lab boot).
 
     stdout_bytes: None reads all of stdout; 0 never reads it (a stalled
     reader: what the pipe holds is taken after the exit); N reads N bytes,
-    then closes the pipe (a reader that goes away)."""
+    then closes the pipe (a reader that goes away). rlimits: {"NOFILE":
+    (soft, hard), ...} for the process."""
 
-    def __init__(self, cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False):
+    def __init__(self, cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False,
+                 rlimits=None):
         self.cmd = list(cmd)
+        self.target = target()
         if not quiet:
-            print("$ " + " ".join(self.cmd) + "".join(f" {fd}>&-" for fd in close_fds),
+            print("$ " + " ".join(self.cmd) + "".join(f" {fd}>&-" for fd in close_fds)
+                  + "".join(f" (RLIMIT_{k} {v[0]})" for k, v in (rlimits or {}).items())
+                  + ("" if self.target.name == "local" else f"  [lab boot {self.target.boot['id']}]"),
                   flush=True)
+        self.stdout_bytes = stdout_bytes
+        self.t0 = time.monotonic()
+        if self.target.name != "local":
+            self.proc = self.target.spawn(self.cmd, env, close_fds, stdout_bytes, rlimits)
+            self.pid = self.proc.pid
+            self.chunks = self.proc.chunks
+            self.threads = []
+            return
 
-        def close_in_child():
+        def in_child():
             # After Popen's dup2s: the child starts with these descriptors closed.
             for fd in close_fds:
                 os.close(fd)
+            for k, v in (rlimits or {}).items():
+                resource.setrlimit(getattr(resource, "RLIMIT_" + k), v)
 
-        self.t0 = time.monotonic()
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env,
-                                     preexec_fn=close_in_child if close_fds else None)
+                                     preexec_fn=in_child if close_fds or rlimits else None)
         self.pid = self.proc.pid
-        self.stdout_bytes = stdout_bytes
         self.chunks = {"out": [], "err": []}
         self.threads = [self._reader(self.proc.stderr, "err", None)]
         if stdout_bytes != 0:
@@ -123,6 +324,16 @@ class Process:
     def send_signal(self, sig):
         self.proc.send_signal(sig)
 
+    def _reaped(self):
+        """The exit status once the process is gone, else None."""
+        if self.target.name != "local":
+            try:
+                return self.proc.poll()
+            except remote.AgentError as e:
+                raise Failure(f"{e}\n{self.target.trouble()}")
+        pid, wstatus = os.waitpid(self.pid, os.WNOHANG)
+        return os.waitstatus_to_exitcode(wstatus) if pid else None
+
     def wait(self, timeout=120, sig=None, signal_after=1.0, sample_rss=False):
         """Sends sig signal_after seconds after the start, watches memory,
         kills the process timeout seconds after the start; returns the Run."""
@@ -132,6 +343,9 @@ class Process:
         sent = None
         deadline = self.t0 + timeout
         status = None
+        # Here /proc costs nothing; in the lab each look is a request to the agent.
+        look_every = 0 if self.target.name == "local" else 0.5
+        looked = 0.0
         while status is None:
             now = time.monotonic()
             if sig is not None and sent is None and now - self.t0 >= signal_after:
@@ -142,47 +356,49 @@ class Process:
                 print(f"HANG: {os.path.basename(self.cmd[0])} did not finish within "
                       f"{timeout} s; killed", flush=True)
                 self.proc.kill()
-            # Zombies keep /proc/PID/status but have no memory left: look first.
-            hwm = proc_kb(self.pid, "VmHWM")
-            if hwm:
-                r.hwm_kb = hwm
-            if sample_rss:
-                kb = proc_kb(self.pid, "VmRSS")
-                if kb:
-                    samples.append((now - self.t0, kb))
-            pid, wstatus = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                status = os.waitstatus_to_exitcode(wstatus)
-                break
-            time.sleep(0.02)
+            if now - looked >= look_every:
+                looked = now
+                # Zombies keep /proc/PID/status but have no memory left: look first.
+                hwm = proc_kb(self.pid, "VmHWM")
+                if hwm:
+                    r.hwm_kb = hwm
+                if sample_rss:
+                    kb = proc_kb(self.pid, "VmRSS")
+                    if kb:
+                        samples.append((now - self.t0, kb))
+            status = self._reaped()
+            if status is None:
+                time.sleep(0.02)
         end = time.monotonic()
         self.proc.returncode = status
-        if self.stdout_bytes == 0:
-            # What the pipe still holds; the writer is gone, so this ends.
-            self.chunks["out"].append(self.proc.stdout.read())
-        for t in self.threads:
-            t.join(timeout=10)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        if self.target.name == "local":
+            if self.stdout_bytes == 0:
+                # What the pipe still holds; the writer is gone, so this ends.
+                self.chunks["out"].append(self.proc.stdout.read())
+            for t in self.threads:
+                t.join(timeout=10)
+            self.proc.stdout.close()
+            self.proc.stderr.close()
         r.status = status
         r.elapsed = end - self.t0
         r.stop_elapsed = end - sent if sent is not None else None
         r.rss_samples = samples
         r.out = b"".join(self.chunks["out"]).decode(errors="replace")
         r.err = b"".join(self.chunks["err"]).decode(errors="replace")
+        count_boot(r)
         return r
 
 
-def start(cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False):
+def start(cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False, rlimits=None):
     """Starts cmd without waiting (see Process); .wait() gives its Run."""
-    return Process(cmd, env, close_fds, stdout_bytes, quiet)
+    return Process(cmd, env, close_fds, stdout_bytes, quiet, rlimits)
 
 
 def run(cmd, timeout=120, sig=None, signal_after=1.0, env=None, close_fds=(),
-        stdout_bytes=None, sample_rss=False, quiet=False):
+        stdout_bytes=None, sample_rss=False, quiet=False, rlimits=None):
     """Runs cmd to its end (or kills it at timeout); returns the Run."""
-    return start(cmd, env, close_fds, stdout_bytes, quiet).wait(timeout, sig, signal_after,
-                                                              sample_rss)
+    return start(cmd, env, close_fds, stdout_bytes, quiet, rlimits).wait(
+        timeout, sig, signal_after, sample_rss)
 
 
 def run_vmm(vmm, args, **kw):
@@ -231,16 +447,74 @@ def parse_tap(text):
     return plan, results, diags
 
 
+# The self-test's checks of the legacy alignment check (CR0.AM, RFLAGS.AC=1,
+# CPL3, a misaligned access), recognised by what they say, not by number.
+LEGACY_AC = re.compile(r"\bAC=1\b.*\braises #AC\b")
+
+
+def cpu_lacks(desc):
+    """Why the target's CPU cannot pass this self-test check, as a probe in
+    the same boot measured it, or None. Only QEMU's TCG (the lab) lacks one:
+    it never raises the legacy alignment-check #AC (tests/lab/acprobe.c)."""
+    ac = target().probes.get("acprobe", {}).get("out", "")
+    if LEGACY_AC.search(desc) and re.search(r"ac_flag=1 result=none", ac):
+        return ("the lab's CPU raises no legacy #AC (lab-acprobe in this boot: "
+                f"{ac.strip()})")
+    return None
+
+
+def lacks(need):
+    """Why the target lacks NEED (a --needs word of tests/differential/
+    meson.build), as a probe in the same boot measured it, or None (present,
+    or not measured: then nothing is excused)."""
+    probes = target().probes
+    if need == "icebp":
+        got = re.search(r"^icebp=(\w+)$", probes.get("icebpprobe", {}).get("out", ""), re.M)
+        if got and got.group(1) != "sigtrap":
+            return (f"the CPU raises {'#UD' if got.group(1) == 'sigill' else 'nothing'} for "
+                    "ICEBP at CPL3, not #DB (lab-icebpprobe in this boot): the oracle is no real CPU")
+        return None
+    try:
+        probe = json.loads(probes["host-info"]["out"])["kvm"]["probe"]
+    except (KeyError, ValueError, TypeError):
+        return None
+    if probe.get(need) is not False:
+        return None
+    return {"hw_breakpoint": "vmm --host-info in this boot: hw_breakpoint false "
+                             "(KVM_GUESTDBG_USE_HW_BP does not stop the guest: TCG arms no "
+                             "breakpoint for a nested guest), so emulate cannot watch the "
+                             "handlers of injected events and INT n (docs/design.md)",
+            "guest_data_breakpoint_cpl0": "vmm --host-info in this boot: "
+                             "guest_data_breakpoint_cpl0 false (the guest's own data "
+                             "breakpoints do not fire while KVM single-steps it here)",
+            }.get(need, f"vmm --host-info in this boot: {need} false")
+
+
 def tap_failures(text):
-    """What keeps text from being a complete, passing TAP run; and its diags."""
+    """What keeps text from being a complete, passing TAP run; and its diags.
+    A check the target's CPU cannot pass (cpu_lacks) is not counted: a note
+    says so."""
     plan, results, diags = parse_tap(text)
     fails = []
     if plan is None:
         fails.append("no TAP plan line")
     elif plan != len(results) or plan == 0:
         fails.append(f"TAP plan says {plan} tests, {len(results)} reported")
-    fails += [f"TAP test {r.num} failed: {r.desc}" for r in results if not r.ok]
+    for r in results:
+        why = None if r.ok else cpu_lacks(r.desc)
+        if why:
+            print(f"not counted: TAP test {r.num} ({r.desc}): {why}")
+        elif not r.ok:
+            fails.append(f"TAP test {r.num} failed: {r.desc}")
     return fails, diags
+
+
+def excused_fail(r):
+    """True if the guest's status 1 (a self-test failure) comes only from
+    checks the target's CPU cannot pass (cpu_lacks)."""
+    _, results, _ = parse_tap(r.out)
+    bad = [x for x in results if not x.ok]
+    return r.status == 1 and bool(bad) and all(cpu_lacks(x.desc) for x in bad)
 
 
 # ------------------------------------------------------------------ the host
@@ -279,13 +553,13 @@ def report(fails):
     return 1 if fails else 0
 
 
-def case_main(cases, doc=None, argv=None):
+def case_main(cases, doc=None, argv=None, needs_kvm=True):
     """  SCRIPT --vmm V [--guest G] CASE [PARAMS...]
 
     Runs cases[CASE](ctx, *PARAMS), which returns a list of failures or
     raises Skip or Failure. Exits 0 when the list is empty, 1 with a FAIL
-    line each, 77 without a usable /dev/kvm or on Skip. With one case, CASE
-    may be left out."""
+    line each, 77 on Skip or, if needs_kvm, without a usable KVM. With one
+    case, CASE may be left out."""
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vmm", required=True)
@@ -294,7 +568,7 @@ def case_main(cases, doc=None, argv=None):
                     default=next(iter(cases)))
     ap.add_argument("params", nargs="*")
     a = ap.parse_args(argv)
-    why = kvm_usable()
+    why = needs_kvm and kvm_usable()
     if why:
         return skip(why)
     with tempfile.TemporaryDirectory(prefix="vmmtest-") as tmp:

@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import kvm_usable, report, run, skip, tap_failures  # noqa: E402
+from vmmlib import excused_fail, kvm_usable, report, run, scaled, scaled_str, skip, tap_failures  # noqa: E402
 
 
 def make_image(tmp, a):
@@ -105,6 +105,9 @@ def main():
         image = make_image(tmp, a)
         stats = os.path.join(tmp, "stats.json")
         args = [x.replace("@IMAGE@", image).replace("@STATS@", stats) for x in args]
+        # vmm's own --timeout bounds the guest: stretched with the harness's on a slower target.
+        args = [scaled_str(float(x)) if i and args[i - 1] in ("--timeout", "-t") else x
+                for i, x in enumerate(args)]
         cmd = [a.vmm] + args
         if a.unprivileged and os.geteuid() == 0:
             setpriv = shutil.which("setpriv")
@@ -115,20 +118,16 @@ def main():
             os.chmod(copy, 0o755)
             cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                    copy] + args
-        if a.nofile:
-            prlimit = shutil.which("prlimit")
-            if not prlimit:
-                return skip("prlimit (util-linux) is missing, cannot lower RLIMIT_NOFILE")
-            cmd = [prlimit, f"--nofile={a.nofile}"] + cmd
-        p = run(cmd, timeout=a.timeout, close_fds=a.close_fd, signal_after=a.signal_after,
-                sig=getattr(signal, "SIG" + a.signal) if a.signal else None)
+        p = run(cmd, timeout=scaled(a.timeout), close_fds=a.close_fd, signal_after=scaled(a.signal_after),
+                sig=getattr(signal, "SIG" + a.signal) if a.signal else None,
+                rlimits={"NOFILE": (a.nofile, a.nofile)} if a.nofile else None)
         failures = check_stats(a, stats) if not p.hung else []
     sys.stdout.write(p.out)
     sys.stdout.write("--- stderr ---\n" + p.err)
     if p.hung:
-        return report([f"vmm did not finish within {a.timeout} s"])
+        return report([f"vmm did not finish within {scaled(a.timeout)} s"])
 
-    if p.status != a.status:
+    if p.status != a.status and not (a.tap and a.status == 0 and excused_fail(p)):
         failures.append(f"exit status {p.status}, expected {a.status}")
     for rx in a.stderr:
         if not re.search(rx, p.err, re.M):

@@ -94,14 +94,21 @@ def ensure_packages():
     if os.geteuid() != 0:
         raise Unavailable(f"packages missing ({' '.join(missing)}) and not root: "
                           f"sudo apt-get install {' '.join(missing)}")
-    log("installing " + " ".join(missing))
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing):
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if r.returncode != 0 and cmd[1] == "install":
-            raise Unavailable(f"apt-get install {' '.join(missing)} failed: "
-                              + (r.stderr.strip().splitlines() or ["?"])[-1])
+    # One install at a time however many boots start (their own lock), and
+    # dpkg's lock waited for, bounded, when another apt user holds it.
+    with Lock("apt.lock", "package install"):
+        missing = [p for p in PACKAGES if not installed(p)]
+        if not missing:
+            return
+        log("installing " + " ".join(missing))
+        for cmd in (["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-qq"],
+                    ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-qq",
+                     "--no-install-recommends"] + missing):
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if r.returncode != 0 and "install" in cmd:
+                raise Unavailable(f"apt-get install {' '.join(missing)} failed: "
+                                  + (r.stderr.strip().splitlines() or ["?"])[-1])
 
 
 def apt_depends(pkg):
@@ -192,7 +199,8 @@ def module_bytes(path):
 
 
 def module_order(mods, want):
-    """Modules to insmod, dependencies first, from their .modinfo depends=."""
+    """Modules to insmod, dependencies first, from their .modinfo depends=;
+    want is a module's name or a list of them."""
     order, blobs = [], {}
 
     def visit(name, chain):
@@ -208,7 +216,8 @@ def module_order(mods, want):
         order.append(name)
         blobs[name] = blob
 
-    visit(want, [])
+    for w in [want] if isinstance(want, str) else want:
+        visit(w, [])
     return order, blobs
 
 
@@ -257,7 +266,8 @@ def build_initramfs(out, build, extra_dir, script, mods_order, mod_blobs):
             raise LabError(f"{vmm} is missing: build first (meson compile -C {build})")
         put(root, "/bin/vmm", vmm)
         elves.append(vmm)
-        for rel, dest in (("guest.bin", "/lab/guest.bin"), ("bench/stepbench", "/lab/bin/stepbench")):
+        for rel, dest in (("guest.bin", "/lab/guest.bin"), ("bench/stepbench", "/lab/bin/stepbench"),
+                          ("tests/lab/lab-agent", "/lab/bin/labagent")):
             src = os.path.join(build, rel)
             if os.path.exists(src):
                 put(root, dest, src, mode=0o755 if "bin/" in dest else 0o644)
@@ -409,15 +419,18 @@ def kill_running():
 
 
 def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
-         stdout=None, kroot=None, slot=0):
+         stdout=None, kroot=None, slot=0, modules=(KVM_MODULE,), qemu_extra=(),
+         on_console=None, stop=None):
     """Boots the lab once. Streams the script's output to stdout (a binary
     file, or None to only collect it) and returns a Result. `slot`: boots
-    in different slots may run at once (one QEMU per slot and machine)."""
+    in different slots may run at once (one QEMU per slot and machine).
+    on_console(line) sees each console line; setting the Event stop ends
+    the boot at once (res.error says so)."""
     res = Result()
     cfg = qemu_config()
     kroot = kroot or fetch_kernel()
     vmlinuz, mods = kernel_files(kroot)
-    order, blobs = module_order(mods, KVM_MODULE)
+    order, blobs = module_order(mods, list(modules))
     with Lock("qemu.lock" if slot == 0 else f"qemu.lock.{slot}", f"one QEMU in slot {slot}"):
         run = tempfile.mkdtemp(prefix="vmm-lab-")
         try:
@@ -436,7 +449,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                    "-chardev", f"pipe,id=con,path={run}/con",
                    "-chardev", f"pipe,id=out,path={run}/out",
                    "-serial", "chardev:con", "-serial", "chardev:out",
-                   "-monitor", f"unix:{mon},server=on,wait=off"] + cfg["qemu_args"]
+                   "-monitor", f"unix:{mon},server=on,wait=off"] + list(qemu_extra) + cfg["qemu_args"]
             errf = open(os.path.join(run, "qemu.stderr"), "w+")
             t0 = time.monotonic()
             qemu = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
@@ -458,6 +471,10 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                         break
                     if now - t0 > timeout:
                         res.hang = "timeout"
+                        break
+                    if stop is not None and stop.is_set():
+                        res.error = "stopped by the host"
+                        os.killpg(qemu.pid, signal.SIGKILL)
                         break
                     r, _, _ = select.select(list(fds), [], [], 1.0)
                     for fd in r:
@@ -484,6 +501,8 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
                                 last = time.monotonic()
                             handle_console(res, ln.decode(errors="replace").rstrip("\r"),
                                            time.monotonic() - t0)
+                            if on_console:
+                                on_console(ln.decode(errors="replace").rstrip("\r"))
                 if res.hang:
                     # Two looks a second apart: a vCPU whose RIP has not moved
                     # is stuck on one instruction, one that moved is spinning.

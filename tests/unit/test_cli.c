@@ -12,6 +12,7 @@
 #include "array_size.h"
 
 static char err[256];
+static struct cli_options o_unused;
 
 #define PARSE(opts, ...)                                                     \
 	({                                                                   \
@@ -52,7 +53,7 @@ static void all_options(void **state)
 	assert_string_equal(o.append, "hello");
 	assert_string_equal(o.image, "img");
 	/* GNU getopt permutes: options after the image count too. */
-	assert_int_equal(PARSE(&o, "img", "--cpus", "2", "--split-lock", "on"), CLI_RUN);
+	assert_int_equal(PARSE(&o, "img", "--cpus", "2", "--split-lock=on"), CLI_RUN);
 	assert_int_equal(o.cpus, 2);
 	assert_int_equal(o.split_lock, POLICY_ON);
 }
@@ -107,7 +108,7 @@ static void bad_input(void **state)
 		{ { "-t", "0x10", "img" }, "--timeout: '0x10'" },
 		{ { "-m", "0x10M", "img" }, "--memory: '0x10M'" },
 		{ { "--split-lock=maybe", "img" }, "not one of inherit, on, off" },
-		{ { "--split-lock", "ON", "img" }, "not one of" },
+		{ { "--split-lock=ON", "img" }, "not one of" },
 		{ { "--bogus", "img" }, "unknown option '--bogus'" },
 		{ { "img", "--cpus" }, "needs a value" },
 		{ { "--json", "img" }, "--json only goes with --host-info" },
@@ -203,6 +204,90 @@ static void host_info_alone(void **state)
 	assert_true(o.host_info);
 	assert_true(o.json);
 	assert_null(o.image);
+	assert_int_equal(PARSE(&o, "-q", "--host-info"), CLI_RUN);
+}
+
+/* Options that only a VM uses are refused, as an image is, not ignored. */
+static void host_info_refuses_vm_options(void **state)
+{
+	static const struct {
+		const char *args[3];
+		const char *msg;
+	} cases[] = {
+		{ { "-c", "2" }, "--host-info runs no VM: --cpus does not go with it" },
+		{ { "--cpus=2" }, "--cpus does not go" },
+		{ { "-m", "128M" }, "--memory does not go" },
+		{ { "-t", "5" }, "--timeout does not go" },
+		{ { "--split-lock=on" }, "--split-lock does not go" },
+		{ { "--split-lock-ratelimit=5" }, "--split-lock-ratelimit does not go" },
+		{ { "-a", "x" }, "--append does not go" },
+		{ { "--stats" }, "--stats does not go" },
+		{ { "--stats=f.json" }, "--stats does not go" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct cli_options o;
+		char *argv[5] = { "vmm", "--host-info" };
+		int argc = 2;
+
+		for (int j = 0; j < 3 && cases[i].args[j]; j++)
+			argv[argc++] = (char *)cases[i].args[j];
+		argv[argc] = NULL;
+		err[0] = '\0';
+		assert_int_equal(cli_parse(argc, argv, &o, err, sizeof(err)), CLI_ERROR);
+		if (!strstr(err, cases[i].msg))
+			fail_msg("case %zu: '%s' does not contain '%s'", i, err, cases[i].msg);
+		/* The same with --host-info last: order does not matter. */
+		memmove(&argv[1], &argv[2], (size_t)(argc - 2) * sizeof(argv[0]));
+		argv[argc - 1] = "--host-info";
+		assert_int_equal(cli_parse(argc, argv, &o, err, sizeof(err)), CLI_ERROR);
+		if (!strstr(err, cases[i].msg))
+			fail_msg("case %zu, --host-info last: '%s'", i, err);
+	}
+}
+
+/* Long-only options take their value after '=': the space form says so. */
+static void value_needs_equals(void **state)
+{
+	static const struct {
+		const char *args[4];
+		const char *msg;
+	} cases[] = {
+		{ { "--split-lock", "emulate", "img" },
+		  "--split-lock takes its value with '=': --split-lock=emulate" },
+		{ { "img", "--split-lock", "on" },
+		  "--split-lock takes its value with '=': --split-lock=on" },
+		{ { "--split-lock-ratelimit", "5", "img" },
+		  "--split-lock-ratelimit takes its value with '=': --split-lock-ratelimit=5" },
+		{ { "--stats", "out.json", "img" },
+		  "--stats takes its value with '=': --stats=out.json" },
+		{ { "img", "--split-lock" }, "--split-lock needs a value: --split-lock=POLICY" },
+		{ { "--split-lock", "-q", "img" }, "--split-lock needs a value: --split-lock=POLICY" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct cli_options o;
+		char *argv[6] = { "vmm" };
+		int argc = 1;
+
+		for (int j = 0; j < 4 && cases[i].args[j]; j++)
+			argv[argc++] = (char *)cases[i].args[j];
+		argv[argc] = NULL;
+		err[0] = '\0';
+		assert_int_equal(cli_parse(argc, argv, &o, err, sizeof(err)), CLI_ERROR);
+		if (strcmp(err, cases[i].msg))
+			fail_msg("case %zu: '%s', want '%s'", i, err, cases[i].msg);
+	}
+	/* A bare --stats before the image is still stderr. */
+	assert_int_equal(PARSE(&o_unused, "--stats", "img"), CLI_RUN);
+	assert_true(o_unused.stats);
+	assert_null(o_unused.stats_path);
+	assert_string_equal(o_unused.image, "img");
+	assert_int_equal(PARSE(&o_unused, "--stats=s.json", "--split-lock=emulate", "img"), CLI_RUN);
+	assert_string_equal(o_unused.stats_path, "s.json");
+	assert_int_equal(o_unused.split_lock, POLICY_EMULATE);
 }
 
 int main(void)
@@ -217,6 +302,8 @@ int main(void)
 		cmocka_unit_test(sizes),
 		cmocka_unit_test(seconds),
 		cmocka_unit_test(host_info_alone),
+		cmocka_unit_test(host_info_refuses_vm_options),
+		cmocka_unit_test(value_needs_equals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,17 +69,17 @@ static void bad_files(void **state)
 	char *path;
 
 	(void)state;
-	assert_int_equal(loader_load("/nonexistent/x", mem, ram, 1, &size, err, sizeof(err)), -1);
+	assert_int_equal(loader_load("/nonexistent/x", mem, ram, 1, &size, err, sizeof(err)), LOADER_NO_INPUT);
 	assert_non_null(strstr(err, "'/nonexistent/x': No such file"));
-	assert_int_equal(loader_load("/tmp", mem, ram, 1, &size, err, sizeof(err)), -1);
+	assert_int_equal(loader_load("/tmp", mem, ram, 1, &size, err, sizeof(err)), LOADER_NO_INPUT);
 	assert_non_null(strstr(err, "is a directory"));
-	assert_int_equal(loader_load("/dev/null", mem, ram, 1, &size, err, sizeof(err)), -1);
+	assert_int_equal(loader_load("/dev/null", mem, ram, 1, &size, err, sizeof(err)), LOADER_NO_INPUT);
 	assert_non_null(strstr(err, "not a regular file"));
 	path = temp_file("", 0);
-	assert_int_equal(loader_load(path, mem, ram, 1, &size, err, sizeof(err)), -1);
+	assert_int_equal(loader_load(path, mem, ram, 1, &size, err, sizeof(err)), LOADER_BAD_IMAGE);
 	assert_non_null(strstr(err, "is empty"));
 	assert_int_equal(truncate(path, (off_t)ram), 0);
-	assert_int_equal(loader_load(path, mem, ram, 1, &size, err, sizeof(err)), -1);
+	assert_int_equal(loader_load(path, mem, ram, 1, &size, err, sizeof(err)), LOADER_BAD_IMAGE);
 	assert_non_null(strstr(err, "is 4194304 bytes"));
 	assert_int_equal(size, 0);
 	unlink(path);

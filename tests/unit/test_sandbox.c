@@ -418,9 +418,9 @@ static void expect_refused(void (*fn)(void), const char *what)
 	char err[512];
 	int status = in_sandbox(fn, err, sizeof(err));
 
-	if (status != VMM_EXIT_HOST)
+	if (status != VMM_EXIT_SOFTWARE)
 		fail_msg("%s: child exit status %d, expected %d; stderr: %s", what, status,
-			 VMM_EXIT_HOST, err);
+			 VMM_EXIT_SOFTWARE, err);
 	if (!strstr(err, "vmm: error: seccomp: forbidden system call ") ||
 	    !strstr(err, what) || !strstr(err, "this is a bug in vmm"))
 		fail_msg("%s: stderr is '%s'", what, err);

@@ -99,7 +99,7 @@ static int int3(const struct boot_info *bi)
 {
 	(void)bi;
 	dbg_reset();
-	/* Not at CPL0: there this host's KVM fails to emulate INT3 (exit 68). */
+	/* Not at CPL0: there this host's KVM fails to emulate INT3 (exit 82). */
 	run_seq("int3 cpl3", seq_int3, seq_int3_start, 3, 0);
 	return 0;
 }
@@ -109,7 +109,7 @@ static int icebp(const struct boot_info *bi)
 	(void)bi;
 	dbg_reset();
 	/*
-	 * Not at CPL0: there this host's KVM fails to emulate ICEBP (exit 68).
+	 * Not at CPL0: there this host's KVM fails to emulate ICEBP (exit 82).
 	 * At CPL3 this host reports it with RIP at the f1, not after it (the
 	 * log shows that); skipping it keeps the case from looping.
 	 */
@@ -318,7 +318,7 @@ static int after_kvm_rdpmc_gp(const struct boot_info *bi)
 	return 0;
 }
 
-/* Status 70 when every vCPU halts: HLT must halt under any policy. */
+/* Status 84 when every vCPU halts: HLT must halt under any policy. */
 static int hlt_all(const struct boot_info *bi)
 {
 	(void)bi;

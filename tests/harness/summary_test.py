@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""scripts/test-summary.py on made-up meson logs: a test counted once
+across runs, skips listed with their reasons, the boots per KVM in the
+closing line, and a run that booted no VM failing unless allowed."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SUMMARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                       "test-summary.py")
+
+
+def log(path, rows):
+    with open(path, "w") as f:
+        for name, result, out in rows:
+            f.write(json.dumps({"name": "vmm:e2e / " + name, "result": result, "stdout": out}) + "\n")
+
+
+def summary(tmp, boots, logs, env=None):
+    bl = os.path.join(tmp, "boots.log")
+    with open(bl, "w") as f:
+        f.write("".join(b + "\n" for b in boots))
+    r = subprocess.run([sys.executable, SUMMARY, "--boots", bl] + logs, capture_output=True,
+                       text=True, env=dict(os.environ, **(env or {})))
+    return r.returncode, r.stdout.strip().splitlines()[-1], r.stdout + r.stderr
+
+
+def main():
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        here, lab = os.path.join(tmp, "here.json"), os.path.join(tmp, "lab.json")
+        log(here, [("a", "SKIP", "SKIP: /dev/kvm is not usable here"), ("b", "OK", ""),
+                   ("c", "SKIP", "SKIP: no kvm")])
+        log(lab, [("a", "OK", ""), ("b", "OK", ""), ("c", "SKIP", "SKIP: lab lacks ICEBP")])
+        rc, last, out = summary(tmp, ["lab", "lab", "lab"], [f"gcc={here}", f"gcc-lab={lab}"])
+        want = ("tests: 2 passed, 0 failed, 1 skipped; "
+                "VM boots: 0 on this machine's KVM, 3 on the lab's stock KVM")
+        if rc != 0 or last != want:
+            fails.append(f"counted once: exit {rc}, {last!r}, want {want!r}")
+        if "summary: SKIP c: lab lacks ICEBP | no kvm" not in out:
+            fails.append(f"the skip of c and its reasons are not listed:\n{out}")
+        rc, last, out = summary(tmp, [], [f"gcc={here}"])
+        if rc == 0 or "no VM was booted" not in out:
+            fails.append(f"no boots passed: exit {rc}\n{out}")
+        rc, last, out = summary(tmp, [], [f"gcc={here}"], {"VMM_TEST_ALLOW_NO_KVM": "1"})
+        if rc != 0:
+            fails.append(f"no boots with VMM_TEST_ALLOW_NO_KVM=1 failed: exit {rc}\n{out}")
+        log(lab, [("a", "FAIL", ""), ("b", "OK", "")])
+        rc, last, out = summary(tmp, ["local"], [f"gcc={here}", f"gcc-lab={lab}"])
+        if rc == 0 or not last.startswith("tests: 1 passed, 1 failed, 1 skipped; VM boots: 1 on"):
+            fails.append(f"a failure in one run: exit {rc}, {last!r}")
+        rc, last, out = summary(tmp, ["local"], [f"gcc={here}", f"asan={tmp}/missing.json"])
+        if rc == 0:
+            fails.append("a missing log passed")
+    for f in fails:
+        print("FAIL: " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
