@@ -53,7 +53,8 @@ static int legacy(uint32_t kind)
 	/* IF, TF, DF and bit 1 of what PUSHF pushed there. */
 	printf("%s: pushf %x\n", kinds[kind],
 	       (kind == 4 ? *real_flags : lg_flags[kind]) & 0x702u);
-	printf("# split locks at CPL0: 2\n");
+	/* Real mode is reached through 16-bit protected mode, which makes its two too. */
+	printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : 2);
 	return 0;
 }
 
@@ -114,10 +115,11 @@ static int cs_base_pushf(const struct boot_info *bi)
 		req.len = sizeof(pushfw_pop);
 		run_op(cpl ? "cs base, cpl3: pushfw; popw %ax" : "cs base, cpl0: pushfw; popw %ax",
 		       &req, R_COUNT, 0, 41 + cpl);
+		/* Split locks at CPL0 only: CPL3 is stepped on some KVMs, not others. */
 		req.insn = add;
 		req.len = sizeof(add);
-		run_op(cpl ? "cs base, cpl3: lock add, line split" : "cs base, cpl0: lock add, line split",
-		       &req, R_BX, WIN_PAGE(1) + 62, 42 + cpl);
+		if (!cpl)
+			run_op("cs base, cpl0: lock add, line split", &req, R_BX, WIN_PAGE(1) + 62, 42);
 		req.mode = MODE_16;
 		req.insn = pushf_pop;
 		req.len = sizeof(pushf_pop);
@@ -125,9 +127,8 @@ static int cs_base_pushf(const struct boot_info *bi)
 		       &req, R_COUNT, 0, 43 + cpl);
 		req.insn = add16;
 		req.len = sizeof(add16);
-		run_op(cpl ? "16-bit cs base, cpl3: lock add, line split" :
-			     "16-bit cs base, cpl0: lock add, line split",
-		       &req, R_BX, WIN_PAGE(1) + 62, 44 + cpl);
+		if (!cpl)
+			run_op("16-bit cs base, cpl0: lock add, line split", &req, R_BX, WIN_PAGE(1) + 62, 44);
 	}
 	printf("# split locks at CPL0: 2\n");
 	return 0;
