@@ -130,6 +130,7 @@ struct exec_req {
 	uint16_t ds, es, fs;     /* selectors loaded for MODE_32/16; 0 = null */
 	uint64_t code_va;        /* 0: the image's buffer; else a window address */
 	bool ac;                 /* RFLAGS.AC while it runs */
+	bool tf;                 /* RFLAGS.TF while it runs: #DB traps (dbg_count) */
 	struct exec_regs in;
 };
 

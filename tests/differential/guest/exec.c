@@ -378,7 +378,7 @@ run:
 	exec_code = code;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & X86_RFLAGS_ARITH) | 0x2 |
-			     (req->ac ? X86_RFLAGS_AC : 0);
+			     (req->ac ? X86_RFLAGS_AC : 0) | (req->tf ? X86_RFLAGS_TF : 0);
 	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
 	barrier();
