@@ -79,6 +79,26 @@ enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags)
 	return s->cs.db ? DECODE_MODE_32 : DECODE_MODE_16;
 }
 
+uint64_t emulate_code_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t rip)
+{
+	enum decode_mode mode = emulate_cpu_mode(s, rflags);
+
+	if (mode == DECODE_MODE_64)
+		return rip;
+	return (s->cs.base + (rip & (mode == DECODE_MODE_32 ? 0xffffffffull : 0xffffull))) &
+	       0xffffffffull;
+}
+
+uint64_t emulate_stack_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t rsp)
+{
+	bool real = !(s->cr0 & X86_CR0_PE) || (rflags & X86_RFLAGS_VM);
+
+	if (emulate_cpu_mode(s, rflags) == DECODE_MODE_64)
+		return rsp;
+	return (s->ss.base + (rsp & (!real && s->ss.db ? 0xffffffffull : 0xffffull))) &
+	       0xffffffffull;
+}
+
 /* SS.DPL is the CPL on VMX, and what KVM reports as it on SVM. */
 static unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
 {
@@ -494,11 +514,6 @@ void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
 		return;
 	}
-	if (pg.enabled && !pg.long_mode) {
-		plan_stop(p, "the guest uses 32-bit or PAE paging, which the split-lock emulator does not walk");
-		return;
-	}
-
 	fetch(s, &pg, mode, p);
 	if (!p->nbytes && !hw)
 		return;		/* the fetch faults: the CPU says so */
@@ -636,7 +651,7 @@ static int predict(const struct emulate_snapshot *s, const uint8_t *bytes, size_
 	if (!walk)
 		return -1;
 	emulate_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
-	if (!pg.enabled || !pg.long_mode)
+	if (!pg.enabled)
 		return -1;
 	while (done < insn.size) {
 		struct walk w;

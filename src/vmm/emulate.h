@@ -40,6 +40,13 @@ struct emulate_exception {
 
 /* The mode the CPU decodes in, from sregs and RFLAGS. */
 enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags);
+/*
+ * The linear address of CS:RIP and of SS:RSP (plus an offset already in
+ * rsp) as the CPU forms them: outside 64-bit code with the segment base,
+ * RIP as EIP or IP, RSP as ESP or SP by SS.B, wrapped at 4 GiB.
+ */
+uint64_t emulate_code_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t rip);
+uint64_t emulate_stack_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t rsp);
 /* The guest's paging state for an access it makes at its current CPL. */
 void emulate_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
 		    uint32_t pkru, unsigned maxphyaddr);

@@ -91,6 +91,83 @@ static bool permitted(const struct paging *p, unsigned access, bool user_page,
 	return ok && !*pk;
 }
 
+/* 32-bit paging (SDM vol. 3 4.3): 4-byte entries, two levels, no XD, no keys. */
+static enum walk_result walk32(const struct guest_mem *m, const struct paging *p, uint32_t la,
+			       unsigned access, struct walk *w)
+{
+	uint64_t addr = (p->cr3 & 0xfffff000ull) + ((la >> 22) & 0x3ff) * 4, gpa, span;
+	uint32_t e;
+	bool user_page, writable, pk;
+
+	w->ent32 = true;
+	for (unsigned level = 2;; level--) {
+		if (addr > m->size || m->size - addr < 4)
+			return WALK_OUTSIDE_RAM;
+		e = __atomic_load_n((uint32_t *)(m->base + addr), __ATOMIC_RELAXED);
+		w->ent_gpa[w->nents++] = addr;
+		if (!(e & X86_PTE_P)) {
+			w->error_code = access_bits(p, access);
+			return WALK_FAULT;
+		}
+		if (level == 2 && p->pse && (e & X86_PTE_PS)) {
+			/* 4 MiB page: bits 20:13 are physical bits 39:32 (PSE-36), 21 reserved. */
+			uint64_t hi = (uint64_t)(e >> 13 & 0xff) << 32;
+
+			if ((e & (1u << 21)) || (hi & ~phys_mask(p))) {
+				w->error_code = access_bits(p, access) | X86_PF_P | X86_PF_RSVD;
+				return WALK_FAULT;
+			}
+			gpa = hi | (e & 0xffc00000u);
+			span = 1ull << 22;
+			break;
+		}
+		if (level == 1) {
+			gpa = e & 0xfffff000u;
+			span = 1ull << 12;
+			break;
+		}
+		addr = (e & 0xfffff000u) + ((la >> 12) & 0x3ff) * 4;
+	}
+	/* U/S and R/W of both levels count; a 4 MiB page has only one. */
+	user_page = true;
+	writable = true;
+	for (unsigned i = 0; i < w->nents; i++) {
+		uint32_t x = __atomic_load_n((uint32_t *)(m->base + w->ent_gpa[i]), __ATOMIC_RELAXED);
+
+		user_page = user_page && (x & X86_PTE_US);
+		writable = writable && (x & X86_PTE_RW);
+	}
+	if (!permitted(p, access, user_page, writable, false, 0, &pk)) {
+		w->error_code = access_bits(p, access) | X86_PF_P;
+		return WALK_FAULT;
+	}
+	w->gpa = gpa | (la & (span - 1));
+	w->page_left = span - (la & (span - 1));
+	return WALK_OK;
+}
+
+/* PAE paging's PDPTE (SDM vol. 3 4.4.1): P, PWT, PCD and the address only. */
+static enum walk_result walk_pdpte(const struct guest_mem *m, const struct paging *p, uint32_t la,
+				   unsigned access, struct walk *w, uint64_t *table)
+{
+	uint64_t addr = (p->cr3 & 0xffffffe0ull) + ((la >> 30) & 3) * 8, e;
+
+	if (addr > m->size || m->size - addr < 8)
+		return WALK_OUTSIDE_RAM;
+	e = __atomic_load_n((uint64_t *)(m->base + addr), __ATOMIC_RELAXED);
+	if (!(e & X86_PTE_P)) {
+		w->error_code = access_bits(p, access);
+		return WALK_FAULT;
+	}
+	/* Loaded at MOV CR3, where reserved bits are #GP: here they are RSVD. */
+	if (e & (0x1e6ull | ~(phys_mask(p) | 0xfffull))) {
+		w->error_code = access_bits(p, access) | X86_PF_P | X86_PF_RSVD;
+		return WALK_FAULT;
+	}
+	*table = e;
+	return WALK_OK;
+}
+
 enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uint64_t la,
 			  unsigned access, struct walk *w)
 {
@@ -104,10 +181,19 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 		w->page_left = 0x1000 - (la & 0xfff);
 		return WALK_OK;
 	}
-	if (!p->long_mode)
-		return WALK_UNSUPPORTED;
-	if (!pagewalk_canonical(p, la))
+	if (!p->long_mode) {
+		enum walk_result r;
+
+		la &= 0xffffffffull;
+		if (!p->pae)
+			return walk32(m, p, (uint32_t)la, access, w);
+		r = walk_pdpte(m, p, (uint32_t)la, access, w, &table);
+		if (r != WALK_OK)
+			return r;
+		levels = 2;
+	} else if (!pagewalk_canonical(p, la)) {
 		return WALK_NONCANONICAL;
+	}
 	for (level = levels; level >= 1; level--) {
 		uint64_t addr = (table & phys_mask(p)) + ((la >> (12 + 9 * (level - 1))) & 511) * 8;
 
@@ -131,7 +217,9 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 			break;
 		table = e;
 	}
-	if (!permitted(p, access, user_page, writable, nx, (unsigned)(e >> 59) & 15, &pk)) {
+	/* Protection keys exist in long mode only. */
+	if (!permitted(p, access, user_page, writable, nx,
+		       p->long_mode ? (unsigned)(e >> 59) & 15 : 0, &pk)) {
 		w->error_code = access_bits(p, access) | X86_PF_P | (pk ? X86_PF_PK : 0);
 		return WALK_FAULT;
 	}
@@ -146,6 +234,14 @@ void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write
 		uint64_t *pe = (uint64_t *)(m->base + w->ent_gpa[i]);
 		uint64_t bits = X86_PTE_A | (write && i == w->nents - 1 ? X86_PTE_D : 0);
 
+		if (w->ent32) {
+			uint32_t *pe32 = (uint32_t *)(m->base + w->ent_gpa[i]);
+
+			if ((__atomic_load_n(pe32, __ATOMIC_RELAXED) & bits) != bits)
+				__atomic_fetch_or(pe32, (uint32_t)bits, __ATOMIC_RELAXED);
+			continue;
+		}
+
 		/* Only store when a bit is missing: other vCPUs share the tables. */
 		if ((__atomic_load_n(pe, __ATOMIC_RELAXED) & bits) != bits)
 			__atomic_fetch_or(pe, bits, __ATOMIC_RELAXED);
@@ -157,6 +253,8 @@ void pagewalk_from_sregs(struct paging *p, const struct kvm_sregs *s)
 	*p = (struct paging){
 		.enabled = s->cr0 & X86_CR0_PG,
 		.long_mode = s->efer & X86_EFER_LMA,
+		.pae = s->cr4 & X86_CR4_PAE,
+		.pse = s->cr4 & X86_CR4_PSE,
 		.la57 = s->cr4 & X86_CR4_LA57,
 		.wp = s->cr0 & X86_CR0_WP,
 		.nxe = s->efer & X86_EFER_NXE,

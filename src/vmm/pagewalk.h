@@ -2,7 +2,8 @@
 /*
  * Guest page-table walk over the VMM's mapping of guest RAM, as pure code:
  * 4- and 5-level (CR4.LA57) long-mode paging with 4 KiB, 2 MiB and 1 GiB
- * pages, or no paging at all, with the permission checks of the Intel SDM
+ * pages, PAE paging (4 KiB and 2 MiB pages) and 32-bit paging (4 KiB and,
+ * with CR4.PSE, 4 MiB pages, PSE-36) outside long mode, or no paging at all, with the permission checks of the Intel SDM
  * vol. 3 4.6 (U/S, R/W with CR0.WP, XD with EFER.NXE, SMEP, SMAP,
  * protection keys) and its reserved bits (4.5.4, MAXPHYADDR). The
  * split-lock emulator needs it to find an operand's bytes and, where the
@@ -24,7 +25,9 @@ struct guest_mem {
 
 struct paging {
 	bool enabled;        /* CR0.PG */
-	bool long_mode;      /* EFER.LMA; paging without it (32-bit, PAE) is refused */
+	bool long_mode;      /* EFER.LMA */
+	bool pae;            /* CR4.PAE: without long mode, PAE paging; else 32-bit paging */
+	bool pse;            /* CR4.PSE: 4 MiB pages in 32-bit paging */
 	bool la57;           /* CR4.LA57: five levels, 57-bit linear addresses */
 	bool wp;             /* CR0.WP: supervisor writes honour R/W */
 	bool nxe;            /* EFER.NXE: bit 63 is XD, else reserved */
@@ -47,7 +50,7 @@ enum walk_result {
 	WALK_OK,
 	WALK_FAULT,          /* the CPU would raise #PF with walk.error_code */
 	WALK_OUTSIDE_RAM,    /* a paging-structure entry is not in guest RAM */
-	WALK_UNSUPPORTED,    /* a paging mode this walker does not know */
+	WALK_UNSUPPORTED,    /* a paging mode this walker does not know (none at present) */
 	WALK_NONCANONICAL,   /* the CPU raises #GP (or #SS) before any walk */
 };
 
@@ -58,6 +61,7 @@ struct walk {
 	/* The entries used, for pagewalk_set_ad() once the access happens. */
 	uint64_t ent_gpa[5];
 	unsigned nents;
+	bool ent32;           /* 32-bit paging: the entries are 4 bytes */
 };
 
 /*

@@ -321,6 +321,11 @@ bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64
 	return true;
 }
 
+uint64_t step_syscall_r11(uint64_t r11, bool guest_tf)
+{
+	return (r11 & ~X86_RFLAGS_TF) | (guest_tf ? X86_RFLAGS_TF : 0);
+}
+
 uint64_t step_gate_offset(const uint8_t gate[16])
 {
 	return (uint64_t)gate[0] | (uint64_t)gate[1] << 8 |

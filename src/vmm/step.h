@@ -207,6 +207,13 @@ uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64
 uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
 bool step_has_data_bp(uint64_t dr7);
 
+/*
+ * R11 once SYSCALL completed under single-step: the RFLAGS SYSCALL saved
+ * hold the VMM's TF; the guest's own goes in (SDM vol. 2 SYSCALL: R11 :=
+ * RFLAGS, whatever IA32_FMASK then clears).
+ */
+uint64_t step_syscall_r11(uint64_t r11, bool guest_tf);
+
 /* Linear address of vector's handler from a 16-byte long-mode IDT gate. */
 uint64_t step_gate_offset(const uint8_t gate[16]);
 

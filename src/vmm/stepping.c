@@ -394,7 +394,8 @@ static bool tf_after(struct vcpu *v)
 		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
 		/* fallthrough */
 	case STEP_POPF:
-		in.popped_valid = read_linear(v, at, 0, buf, insn->opsize) == insn->opsize;
+		in.popped_valid = read_linear(v, emulate_stack_la(&v->run->s.regs.sregs, regs->rflags, at),
+					      0, buf, insn->opsize) == insn->opsize;
 		for (unsigned i = 0; i < 8; i++)
 			in.popped |= (uint64_t)buf[i] << (8 * i);
 		break;
@@ -417,7 +418,10 @@ static bool tf_after(struct vcpu *v)
  */
 static void fix_pushf(struct vcpu *v)
 {
-	uint8_t *b = stack_byte(v, v->run->s.regs.regs.rsp + 1);	/* TF: bit 0 of byte 1 */
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	/* TF: bit 0 of byte 1, at SS:RSP as the stack's width has it. */
+	uint8_t *b = stack_byte(v, emulate_stack_la(&v->run->s.regs.sregs, regs->rflags,
+						    regs->rsp) + 1);
 
 	if (b)
 		*b = (uint8_t)((*b & ~1u) | (v->step.tf_at_start ? 1u : 0u));
@@ -435,8 +439,9 @@ static void check_shadowed_at(struct vcpu *v, uint64_t rip)
 	size_t n = 0;
 
 	if (v->step.insn.len)
-		n = read_linear(v, step_advance(rip, v->step.insn.len, v->step.mode), WALK_FETCH,
-				next, sizeof(next));
+		n = read_linear(v, emulate_code_la(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags,
+						   step_advance(rip, v->step.insn.len, v->step.mode)),
+				WALK_FETCH, next, sizeof(next));
 	if (!n || decode_maybe_locked(guest_mode(v), next, n))
 		v->stats.unchecked_runs++;
 }
@@ -543,6 +548,12 @@ bool stepping_debug_exit(struct vcpu *v)
 	else if (d.completed) {
 		if (s->insn.kind == STEP_PUSHF)
 			fix_pushf(v);
+		if (s->insn.kind == STEP_SYSCALL) {
+			struct kvm_regs *r = &v->run->s.regs.regs;
+
+			r->r11 = step_syscall_r11(r->r11, s->tf_at_start);
+			v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		}
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
 		/*
@@ -590,7 +601,8 @@ static bool locked_operand(struct vcpu *v, struct emulate_access *acc)
 	uint8_t bytes[DECODE_INSN_MAX];
 	struct decode_insn insn;
 	struct emulate_exception fault;
-	size_t n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
+	size_t n = read_linear(v, emulate_code_la(sregs, regs->rflags, regs->rip), WALK_FETCH,
+			       bytes, sizeof(bytes));
 
 	if (!n || !decode_maybe_locked(mode, bytes, n) || decode_insn(mode, bytes, n, &insn))
 		return false;
@@ -684,7 +696,8 @@ again:
 	}
 	if (!hw_steps(s->hw.mode))
 		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
-	n = read_linear(v, regs->rip, WALK_FETCH, bytes, sizeof(bytes));
+	n = read_linear(v, emulate_code_la(sregs, regs->rflags, regs->rip), WALK_FETCH, bytes,
+			sizeof(bytes));
 	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
 		      &s->insn);
 	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||

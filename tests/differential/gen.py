@@ -36,7 +36,8 @@ R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI = range(8)
 R_FLAGS, R_COUNT = 16, 17
 PG_P, PG_W, PG_U, PG_XD, PG_RSVD, PG_NORAM = 1, 2, 4, 8, 0x10, 0x20
 PG_NORMAL = PG_P | PG_W | PG_U
-GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL = 1, 2, 4, 8
+GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF = 1, 2, 4, 8, 0x10
+MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base"]
 RECORD = struct.Struct("<BBBBBBBBiII I 16s 17Q")
 assert RECORD.size == 176
 
@@ -68,6 +69,104 @@ STATES = [PG_NORMAL] * 6 + [PG_W | PG_U, PG_P | PG_U, PG_P | PG_W, PG_NORMAL | P
 
 class Case:
     pass
+
+
+# --explore (issue 18): instructions where the CPU saves or reacts to RFLAGS
+# or raises an event, by mode (0 64-bit, 1 compat, 2 16-bit code, 3 compat
+# with a CS base) and CPL: (class, bytes, modes, cpls).
+PROBES = [
+    ("pushf", b"\x9c\x58", (0, 1, 2, 3), (0, 3)),
+    ("pushf-osz", b"\x66\x9c\x66\x58", (0, 1, 2, 3), (0, 3)),
+    ("popf-tf", b"\x9c\x48\x81\x0c\x24\x00\x01\x00\x00\x9d\x90\x90", (0,), (0, 3)),
+    ("popf-tf", b"\x9c\x81\x0c\x24\x00\x01\x00\x00\x9d\x90\x90", (1, 3), (0, 3)),
+    ("popf-tf", b"\x9c\x67\x81\x0c\x24\x00\x01\x9d\x90\x90", (2,), (0, 3)),
+    ("fault-ud2", b"\x0f\x0b", (0, 1, 2, 3), (0, 3)),
+    ("fault-hlt-cpl3", b"\xf4", (0, 1, 2, 3), (3,)),
+    ("fault-cli-cpl3", b"\xfa", (0, 1, 2, 3), (3,)),
+    ("fault-in-cpl3", b"\xec", (0, 1, 3), (3,)),
+    ("movdr", b"\x0f\x21\xf8", (0, 1, 3), (0, 3)),
+    ("fault-syscall-sce0", b"\x0f\x05", (0,), (0, 3)),
+    ("fault-sysret-cpl3", b"\x48\x0f\x07", (0,), (3,)),
+    ("int3", b"\xcc\x90", (0, 1, 3), (0, 3)),
+]
+
+
+def probe_case(rng, idx):
+    c = Case()
+    c.idx = idx
+    name, insn, modes, cpls = rng.choice(PROBES)
+    c.mode, c.cpl = rng.choice(modes), rng.choice(cpls)
+    c.form, c.size, c.lock, c.insn = name, 4, False, insn
+    c.addr_reg, c.seg, c.target, c.placement = 0xff, 0, 0, "none"
+    c.page0 = c.page1 = PG_NORMAL
+    c.flags = GEN_TF if name == "popf-tf" or rng.random() < 0.3 else 0
+    c.seed, c.ds_base = rng.getrandbits(32), 0
+    c.regs = [rng.getrandbits(64) for _ in range(R_COUNT)]
+    c.regs[R_FLAGS] = rng.getrandbits(12) & 0x8d5
+    return c
+
+
+def lock16_case(rng, idx):
+    """lock add %eax,(%ebx) / lock xadd from 16-bit code (0x66 0x67), split or not."""
+    c = probe_case(rng, idx)
+    c.form, c.mode = "lock16", 2
+    c.insn = rng.choice([b"\x66\x67\xf0\x01\x03", b"\x66\x67\xf0\x0f\xc1\x03",
+                         b"\x67\xf0\x01\x03"])
+    c.lock, c.addr_reg = True, R_BX
+    c.regs[R_BX] = 0
+    c.placement = rng.choice(["line", "page", "inline"])
+    c.target = {"line": 64 * rng.randrange(1, 60) - 2, "page": -2,
+                "inline": rng.randrange(0, 4000) & ~3}[c.placement]
+    c.flags &= GEN_TF
+    return c
+
+
+def gen_explore(rng, idx):
+    r = rng.random()
+    if r < 0.3:
+        return probe_case(rng, idx)
+    if r < 0.4:
+        return lock16_case(rng, idx)
+    c = gen_case(rng, idx)
+    # Compatibility mode with a CS base: the same encodings; a CS override
+    # would then address through that base, so not with one.
+    if c.mode == 1 and rng.random() < 0.4 and 0x2e not in c.insn[:4]:
+        c.mode = 3
+    if rng.random() < 0.2:
+        c.flags |= GEN_TF
+    return c
+
+
+def coverage(cases, outputs):
+    """What a run covered: modes x CPL, classes, outcomes (ok or the vector),
+    events (TF, split-locked, #DB traps seen)."""
+    cov = {"mode": {}, "class": {}, "outcome": {}, "event": {}}
+
+    def add(k, v):
+        cov[k][v] = cov[k].get(v, 0) + 1
+    for c in cases:
+        add("mode", f"{MODE_NAMES[c.mode]}/cpl{c.cpl}")
+        add("class", c.form if not c.form.startswith(("fault", "pushf", "popf", "int3", "movdr", "lock16"))
+            else c.form)
+        if c.flags & GEN_TF:
+            add("event", "guest-tf")
+        if c.lock and c.placement in ("line", "page"):
+            add("event", "split-locked")
+        elif c.lock:
+            add("event", "locked-not-split")
+        line = outputs.get(c.idx)
+        if line:
+            m = re.match(r"^g\d+(?: db(\d+))?: (\S+)", line)
+            if m:
+                add("outcome", m.group(2))
+                if m.group(1) and int(m.group(1)):
+                    add("event", "#DB-traps")
+    return cov
+
+
+def show_coverage(cov):
+    for k in ("mode", "class", "outcome", "event"):
+        print(f"coverage {k}: " + ", ".join(f"{n} {v}" for n, v in sorted(cov[k].items())))
 
 
 def gen_case(rng, idx):
@@ -231,7 +330,7 @@ def describe(c):
                                                (PG_RSVD, "RSVD"), (PG_NORAM, "NORAM")) if s & b) or "0"
     flags = ",".join(n for b, n in ((GEN_AC, "AC"), (GEN_WP, "WP"), (GEN_NXE, "NXE"), (GEN_EQUAL, "EQ"))
                      if c.flags & b)
-    return (f"g{c.idx}: {'compat' if c.mode else '64-bit'} cpl{c.cpl} {c.form}.{c.size * 8}"
+    return (f"g{c.idx}: {MODE_NAMES[c.mode]} cpl{c.cpl} {c.form}.{c.size * 8}"
             f"{' lock' if c.lock else ''} bytes {c.insn.hex(' ')}; operand {c.placement} at "
             f"window+0x1000{c.target:+#x}; page0 {states(c.page0)} page1 {states(c.page1)}"
             f"{'; ' + flags if flags else ''}{'; ds base %#x' % c.ds_base if c.ds_base else ''}")
@@ -254,7 +353,7 @@ def run_batch(a, tmp, cases, policy):
 
 
 def record_lines(out):
-    return {int(m.group(1)): m.group(0) for m in re.finditer(r"^g(\d+): .*$", out, re.M)}
+    return {int(m.group(1)): m.group(0) for m in re.finditer(r"^g(\d+)(?: db\d+)?: .*$", out, re.M)}
 
 
 def compare_batch(batch, ref, emu):
@@ -315,6 +414,9 @@ def main():
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--show", type=int, default=20, help="divergences to print in full")
+    ap.add_argument("--explore", action="store_true",
+                    help="issue 18's wider space: 16-bit code, compatibility mode with a CS base, "
+                         "the guest's TF, PUSHF/POPF, INT3, faulting instructions of several classes")
     a = ap.parse_args()
     try:
         why = kvm_usable() or oracle_problem(a.vmm)
@@ -326,7 +428,8 @@ def main():
         print(f"{target().label}: the first {a.slow_count} of the seed's {a.count} records")
         a.count = a.slow_count
     rng = random.Random(a.seed)
-    cases = [gen_case(rng, i) for i in range(a.count)]
+    cases = [(gen_explore if a.explore else gen_case)(rng, i) for i in range(a.count)]
+    outputs = {}
     divergent, compared, launches = [], 0, 0
     broken = []
     with tempfile.TemporaryDirectory(prefix="gen-") as tmp:
@@ -340,10 +443,14 @@ def main():
             emu = run_batch(a, tmp, batch, "emulate")
             launches += 2
             d, n, b, stop, done = compare_batch(batch, ref, emu)
+            for i, line in record_lines(ref.out).items():
+                if i < len(batch):
+                    outputs[batch[i].idx] = line
             divergent += d
             compared += n
             broken += [x for x in b if all(x[0].idx != y.idx for y, _ in broken)]
             pos += stop + (1 if stop == done < len(batch) else 0)
+    show_coverage(coverage(cases, outputs))
     return show(a.seed, a.count, compared, divergent, broken, launches, a.show)
 
 

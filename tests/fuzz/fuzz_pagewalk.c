@@ -178,7 +178,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	pg = (struct paging){
 		.enabled = mode & 1,
-		.long_mode = mode & 2,
+		/* The reference walks long mode only; 32-bit and PAE paging: unit tests. */
+		.long_mode = (mode & 2) || (mode & 1),
 		.wp = mode & 4,
 		.cpl = (mode >> 3) & 3,
 		.nxe = mode2 & 1,

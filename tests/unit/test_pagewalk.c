@@ -304,8 +304,6 @@ static void no_paging_and_reads(void **state)
 	assert_int_equal(gpa, 0x5000);
 	assert_int_equal(wk(&off, 0x100005000ull, 0, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x5000);		/* linear addresses are 32 bits */
-	p.long_mode = false;
-	assert_int_equal(wk(&p, 0, 0, &gpa, &left), WALK_UNSUPPORTED);
 	/* A read across 4 KiB pages that map to different frames. */
 	p = pg(0, true);
 	memset(ram + 0x600ff8, 0xaa, 8);
@@ -321,6 +319,74 @@ static void no_paging_and_reads(void **state)
 	assert_int_equal(pagewalk_read(&mem, &off, RAM - 4, buf, 16), 4);
 }
 
+static void set32(uint64_t table, unsigned idx, uint32_t val)
+{
+	memcpy(ram + table + idx * 4, &val, 4);
+}
+
+/* 32-bit paging (issue 18): 4-byte entries, 4 MiB pages with CR4.PSE. */
+static void paging32(void **state)
+{
+	struct paging p = { .enabled = true, .cr3 = 0x10000, .wp = true };
+	uint64_t gpa, left;
+	struct walk w;
+	uint32_t e;
+
+	(void)state;
+	set32(0x10000, 0, 0x11000 | P | RW | US);
+	set32(0x11000, 5, 0x123000 | P | US);		/* read-only 4 KiB page */
+	set32(0x10000, 1, 0x400000 | P | RW | PS);	/* 4 MiB page, supervisor */
+	assert_int_equal(wk(&p, 0x5ff8, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x123ff8);
+	assert_int_equal(left, 8);
+	assert_int_equal(wk(&p, 0x5ff8, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W);
+	assert_int_equal(wk(&p, 0x6000, 0, &gpa, &left), WALK_FAULT);	/* PTE 6 not present */
+	assert_int_equal(ec, 0);
+	/* Without CR4.PSE, PS is ignored: the PDE points at a page table. */
+	assert_int_equal(wk(&p, 0x412345, 0, &gpa, &left), WALK_FAULT);
+	p.pse = true;
+	assert_int_equal(wk(&p, 0x412345, WALK_WRITE, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x412345);
+	assert_int_equal(left, 0x400000 - 0x12345);
+	p.cpl = 3;
+	assert_int_equal(wk(&p, 0x412345, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, X86_PF_P | X86_PF_U);
+	/* Linear addresses are 32 bits; A and D set in 4-byte entries only. */
+	p.cpl = 0;
+	assert_int_equal(pagewalk(&mem, &p, 0x100412345ull, WALK_WRITE, &w), WALK_OK);
+	memset(ram + 0x10008, 0x77, 4);
+	pagewalk_set_ad(&mem, &w, true);
+	memcpy(&e, ram + 0x10004, 4);
+	assert_int_equal(e, 0x400000 | P | RW | PS | A | D);
+	assert_int_equal(get(0x10008, 0) & 0xffffffff, 0x77777777);
+}
+
+/* PAE paging (issue 18): a PDPTE, then 8-byte PDEs and PTEs. */
+static void paging_pae(void **state)
+{
+	struct paging p = { .enabled = true, .pae = true, .nxe = true, .cr3 = 0x10020 };
+	uint64_t gpa, left;
+
+	(void)state;
+	set(0x10020, 3, 0x12000 | P);			/* 3-4 GiB */
+	set(0x12000, 0, 0x13000 | P | RW | US);
+	set(0x13000, 1, 0x456000 | P | RW | US | (1ull << 63));
+	set(0x12000, 1, 0x600000 | P | RW | PS);		/* 2 MiB page */
+	assert_int_equal(wk(&p, 0xc0001234, WALK_WRITE, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x456234);
+	assert_int_equal(wk(&p, 0xc0001234, WALK_FETCH, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, X86_PF_P | X86_PF_I);
+	assert_int_equal(wk(&p, 0xc0300010, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x700010);
+	assert_int_equal(left, 0x100000 - 0x10);
+	assert_int_equal(wk(&p, 0x40000000, 0, &gpa, &left), WALK_FAULT);	/* PDPTE 1 */
+	assert_int_equal(ec, 0);
+	set(0x10020, 0, 0x12000 | P | RW);		/* R/W is reserved in a PDPTE */
+	assert_int_equal(wk(&p, 0x1000, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, X86_PF_P | X86_PF_RSVD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +398,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(five_levels, setup, teardown),
 		cmocka_unit_test_setup_teardown(accessed_and_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_paging_and_reads, setup, teardown),
+		cmocka_unit_test_setup_teardown(paging32, setup, teardown),
+		cmocka_unit_test_setup_teardown(paging_pae, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

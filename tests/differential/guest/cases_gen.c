@@ -11,7 +11,8 @@
 #include "diff.h"
 
 struct gen_record {
-	uint8_t mode;        /* 0: 64-bit, 1: compatibility */
+	uint8_t mode;        /* 0: 64-bit, 1: compatibility, 2: 16-bit code (CS base),
+				3: compatibility with a CS base */
 	uint8_t cpl;         /* 0 or 3 */
 	uint8_t len;         /* instruction bytes */
 	uint8_t addr_reg;    /* register that gets target - segment base added; 0xff none */
@@ -30,6 +31,7 @@ struct gen_record {
 #define GEN_WP      0x02  /* CR0.WP */
 #define GEN_NXE     0x04  /* EFER.NXE */
 #define GEN_EQUAL   0x08  /* accumulator(s) = the operand: compare-exchange succeeds */
+#define GEN_TF      0x10  /* the guest's own TF from the instruction on: #DB traps counted */
 
 _Static_assert(sizeof(struct gen_record) == 176, "gen.py's RECORD layout");
 
@@ -59,7 +61,7 @@ static int gen(const struct boot_info *bi)
 		struct exec_req req = { 0 };
 		struct exec_result res;
 		uint64_t target, base = 0;
-		char label[16];
+		char label[24];
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
 		target = WIN_PAGE(1) + (int64_t)r.target;
@@ -67,13 +69,18 @@ static int gen(const struct boot_info *bi)
 		win_set(1, r.page1);
 		write_cr0(r.flags & GEN_WP ? read_cr0() | X86_CR0_WP : read_cr0() & ~X86_CR0_WP);
 		wrmsr(MSR_EFER, r.flags & GEN_NXE ? efer | X86_EFER_NXE : efer & ~X86_EFER_NXE);
-		req.mode = r.mode ? MODE_32 : MODE_64;
+		static const enum exec_mode modes[4] = { MODE_64, MODE_32, MODE_16, MODE_32B };
+
+		req.mode = modes[r.mode & 3];
+		req.tf = r.flags & GEN_TF;
+		dbg_reset();
+		dbg_tf_limit = 1000;
 		req.cpl = r.cpl ? 3 : 0;
 		req.insn = r.insn;
 		req.len = r.len > 15 ? 15 : r.len;
 		req.ac = r.flags & GEN_AC;
 		memcpy(req.in.r, r.regs, sizeof(req.in.r));
-		if (req.mode == MODE_32) {
+		if (req.mode != MODE_64) {
 			seg_set_data(r.ds_base, 0xffffffff);
 			req.ds = req.es = req.fs = req.cpl ? SEL_U_DATA_B : SEL_K_DATA_B;
 			base = r.ds_base;
@@ -94,7 +101,12 @@ static int gen(const struct boot_info *bi)
 			memcpy(&req.in.r[R_DX], m + 4, 4);
 		}
 		exec_insn(&req, &res);
-		snprintf(label, sizeof(label), "g%u", i);
+		write_dr(7, 0x400);
+		if (req.tf)
+			snprintf(label, sizeof(label), "g%u db%u", i, dbg_count);
+		else
+			snprintf(label, sizeof(label), "g%u", i);
+		dbg_reset();
 		print_compact(label, &req, &res, target, 8);
 	}
 	win_set(0, PG_NORMAL);

@@ -28,7 +28,7 @@ struct case_table {
 	const struct case_table sym = { array, ARRAY_SIZE(array) }
 
 extern const struct case_table fault_cases, mode_cases, ac_cases, step_cases,
-	matrix_cases, gen_cases;
+	matrix_cases, gen_cases, event_cases, legacy_cases;
 
 /* A case that cannot run here prints this and returns DIFF_SKIP. */
 #define DIFF_SKIP 63
@@ -96,6 +96,12 @@ bool win_read(uint64_t va, void *buf, size_t len);
 #define SEL_U_DATA_B  0x53  /* the same, DPL3 */
 #define SEL_K_CODE16  0x58  /* CS.L=0 CS.D=0, DPL0, 64 KiB at exec.S's exec_page16 */
 #define SEL_U_CODE16  0x63  /* CS.L=0 CS.D=0, DPL3 */
+#define SEL_K_CODE32B 0x68  /* CS.L=0 CS.D=1, DPL0, base exec_page16 (MODE_32B) */
+#define SEL_U_CODE32B 0x73  /* the same, DPL3 */
+#define SEL_K_CODE16R 0x78  /* CS.D=0, DPL0, 64 KiB at LEGACY_REAL_BASE: the way to real mode */
+#define SEL_K_DATA16  0x80  /* data, base 0, limit 0xffff, B=0: real-mode-like limits */
+/* Where legacy.S's real-mode part runs (copied there, below 1 MiB, free RAM). */
+#define LEGACY_REAL_BASE 0x70000u
 void gdt_init(void);
 /* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */
 void seg_set_data(uint32_t base, uint32_t limit);
@@ -113,7 +119,8 @@ struct exec_regs {
 	uint64_t r[R_COUNT]; /* r[R_SP] is ignored: the real stack is used */
 };
 
-enum exec_mode { MODE_64, MODE_32, MODE_16 };
+/* MODE_32B: compatibility mode with a non-zero CS base (exec_page16's page). */
+enum exec_mode { MODE_64, MODE_32, MODE_16, MODE_32B };
 
 struct exec_req {
 	enum exec_mode mode;
@@ -123,6 +130,7 @@ struct exec_req {
 	uint16_t ds, es, fs;     /* selectors loaded for MODE_32/16; 0 = null */
 	uint64_t code_va;        /* 0: the image's buffer; else a window address */
 	bool ac;                 /* RFLAGS.AC while it runs */
+	bool tf;                 /* RFLAGS.TF while it runs: #DB traps (dbg_count) */
 	struct exec_regs in;
 };
 

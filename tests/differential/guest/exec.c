@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 13
+#define GDT_N 17
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -283,6 +283,13 @@ void gdt_init(void)
 	/* 64 KiB at exec_page16, byte granular, CS.D=0. */
 	gdt[SEL_K_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 0);
 	gdt[SEL_U_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 3);
+	/* The same base, CS.D=1 and a 4 GiB limit: compatibility mode with a CS base. */
+	gdt[SEL_K_CODE32B >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 0) |
+				  0xfull << 48 | 3ull << 54;
+	gdt[SEL_U_CODE32B >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 3) |
+				  0xfull << 48 | 3ull << 54;
+	gdt[SEL_K_CODE16R >> 3] = code16_desc(LEGACY_REAL_BASE, 0);
+	gdt[SEL_K_DATA16 >> 3] = 0x000092000000ffffull;
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }
@@ -314,17 +321,23 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 	unsigned n = req->len;
 	uint16_t back_cs = req->cpl ? SEL_USER_CS : SEL_KERNEL_CS;
 
-	if (req->mode == MODE_16) {
-		/* 66 2e ff 2e 38 00: ljmp *%cs:0x38 (m16:32), after it and at 0x30. */
+	if (req->mode == MODE_16 || req->mode == MODE_32B) {
+		/*
+		 * 66 2e ff 2e 38 00: ljmp *%cs:0x38 (m16:32), after it and at 0x30;
+		 * in 32-bit code 2e ff 2d 38 00 00 00, the same jump.
+		 */
 		static const uint8_t back[6] = { 0x66, 0x2e, 0xff, 0x2e, 0x38, 0x00 };
+		static const uint8_t back32[7] = { 0x2e, 0xff, 0x2d, 0x38, 0x00, 0x00, 0x00 };
 		uint32_t target = (uint32_t)(uint64_t)exec_back32;
+		bool b = req->mode == MODE_32B;
 
 		memcpy(exec_page16, req->insn, n);
-		memcpy(exec_page16 + n, back, 6);
-		memcpy(exec_page16 + 0x30, back, 6);
+		memcpy(exec_page16 + n, b ? back32 : back, b ? 7 : 6);
+		memcpy(exec_page16 + 0x30, b ? back32 : back, b ? 7 : 6);
 		memcpy(exec_page16 + 0x38, &target, 4);
 		memcpy(exec_page16 + 0x3c, &back_cs, 2);
-		exec_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		exec_cs = b ? (req->cpl ? SEL_U_CODE32B : SEL_K_CODE32B)
+			    : (req->cpl ? SEL_U_CODE16 : SEL_K_CODE16);
 		exec_ds = req->ds;
 		exec_es = req->es;
 		exec_fs = req->fs;
@@ -365,7 +378,7 @@ run:
 	exec_code = code;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & X86_RFLAGS_ARITH) | 0x2 |
-			     (req->ac ? X86_RFLAGS_AC : 0);
+			     (req->ac ? X86_RFLAGS_AC : 0) | (req->tf ? X86_RFLAGS_TF : 0);
 	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
 	barrier();

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Issue 18: every place the CPU saves RFLAGS or delivers an event sees the
+ * guest's own values, and events behave as on the CPU: SYSCALL's R11, INT3
+ * and INT n with the guest's TF, faulting IRET/SYSCALL/HLT/MOV DR (their
+ * handlers checked or counted), DR7.GD, a #GP gate with a non-canonical
+ * offset (#DF), and a CPL3 MMIO exit followed by CPL0 split locks.
+ */
+#include "diff.h"
+
+#define MSR_STAR    0xc0000081
+#define MSR_LSTAR   0xc0000082
+#define MSR_FMASK   0xc0000084
+#define EFER_SCE    0x1ull
+#define LINE_SPLIT  (WIN_PAGE(1) + 62)
+
+#define SEQ(name) void name(void); extern char name##_start[]
+SEQ(seq_syscall0);
+SEQ(seq_syscall3);
+SEQ(seq_int3_tf);
+SEQ(seq_intn_tf);
+SEQ(seq_iret_fault);
+SEQ(seq_dr7_gd);
+void sc_entry0(void);
+void sc_entry3(void);
+void ev_stub(void);
+void ud_split_stub(void);
+void gp_split_stub(void);
+void df_stub(void);
+void seq_df(void);
+int try_syscall_ud(void);
+int try_hlt(void);
+int try_movdr(void);
+extern uint64_t sc_r11, sc_rcx, sc_tf, ev_frames[8 * 6], ev_nframes, df_hit;
+extern uint8_t gp_area[128];
+
+struct gate {
+	uint16_t off0, sel;
+	uint8_t ist, type;
+	uint16_t off1;
+	uint32_t off2, zero;
+};
+
+static struct gate *idt(void)
+{
+	return (struct gate *)(this_cpu()->region_base + PERCPU_IDT_OFF);
+}
+
+static struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
+{
+	return (struct gate){ (uint16_t)h, SEL_KERNEL_CS, ist, type, (uint16_t)(h >> 16),
+			      (uint32_t)(h >> 32), 0 };
+}
+
+/* --------------------------------------------------------------- SYSCALL */
+static uint64_t user_syscall(uint64_t arg)
+{
+	(void)arg;
+	seq_syscall3();
+	return 0;
+}
+
+static void syscall_once(const char *what, unsigned cpl, bool tf, uint64_t fmask)
+{
+	char label[96];
+
+	dbg_reset();
+	dbg_tf_limit = 1000;
+	sc_tf = tf;
+	sc_r11 = sc_rcx = 0;
+	wrmsr(MSR_FMASK, fmask);
+	wrmsr(MSR_LSTAR, (uint64_t)(cpl ? sc_entry3 : sc_entry0));
+	if (cpl)
+		run_user(user_syscall, 0, 0);
+	else
+		seq_syscall0();
+	/* TF, IF, DF, AC and bit 1: what R11 holds that the case fixes. */
+	printf("%s: r11 & 0x40702 = %lx, rcx = start+%ld\n", what,
+	       (unsigned long)(sc_r11 & 0x40702),
+	       (long)(sc_rcx - (uint64_t)(cpl ? seq_syscall3_start : seq_syscall0_start)));
+	snprintf(label, sizeof(label), "%s", what);
+	dbg_print(label, (uint64_t)(cpl ? seq_syscall3_start : seq_syscall0_start));
+	dbg_reset();
+}
+
+static int syscall_r11(const struct boot_info *bi)
+{
+	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
+		 fmask = rdmsr(MSR_FMASK);
+
+	(void)bi;
+	/* SYSCALL: CS 0x08, SS 0x10; SYSRET: CS 0x23, SS 0x1b. */
+	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
+	wrmsr(MSR_EFER, efer | EFER_SCE);
+	syscall_once("syscall cpl0 fmask 0, tf 0", 0, false, 0);
+	syscall_once("syscall cpl0 fmask tf, tf 0", 0, false, 0x100);
+	syscall_once("syscall cpl0 fmask 0, tf 1", 0, true, 0);
+	syscall_once("syscall cpl0 fmask tf, tf 1", 0, true, 0x100);
+	syscall_once("syscall cpl3 fmask 0, tf 0", 3, false, 0);
+	syscall_once("syscall cpl3 fmask 0x200, tf 1", 3, true, 0x200);
+	wrmsr(MSR_EFER, efer);
+	wrmsr(MSR_STAR, star);
+	wrmsr(MSR_LSTAR, lstar);
+	wrmsr(MSR_FMASK, fmask);
+	return 0;
+}
+
+/* --------------------------------------------------------------- INT3 */
+static uint64_t user_int3(uint64_t arg)
+{
+	(void)arg;
+	seq_int3_tf();
+	return 0;
+}
+
+static int int3_tf(const struct boot_info *bi, unsigned cpl)
+{
+	(void)bi;
+	dbg_reset();
+	dbg_tf_limit = 1000;
+	if (cpl)
+		run_user(user_int3, 0, 0);
+	else
+		seq_int3_tf();
+	dbg_print(cpl ? "int3 tf iretq cpl3" : "int3 tf iretq cpl0", (uint64_t)seq_int3_tf_start);
+	dbg_reset();
+	return 0;
+}
+
+static int int3_tf_cpl0(const struct boot_info *bi)
+{
+	return int3_tf(bi, 0);
+}
+
+static int int3_tf_cpl3(const struct boot_info *bi)
+{
+	return int3_tf(bi, 3);
+}
+
+/* --------------------------------------------------------------- INT n */
+static int intn_tf(const struct boot_info *bi)
+{
+	static const unsigned vecs[] = { 13, 14, 17 };
+	struct gate saved[3];
+
+	(void)bi;
+	for (unsigned i = 0; i < 3; i++) {
+		saved[i] = idt()[vecs[i]];
+		idt()[vecs[i]] = make_gate((uint64_t)ev_stub, 0x8e, 0);
+	}
+	ev_nframes = 0;
+	dbg_reset();
+	dbg_tf_limit = 1000;
+	seq_intn_tf();
+	for (unsigned i = 0; i < 3; i++)
+		idt()[vecs[i]] = saved[i];
+	dbg_print("int n tf", (uint64_t)seq_intn_tf_start);
+	dbg_reset();
+	for (uint64_t i = 0; i < ev_nframes && i < 8; i++) {
+		const uint64_t *w = &ev_frames[i * 6 + 1];
+
+		/* No error code: RIP, CS, RFLAGS, RSP, SS. */
+		printf("  frame %lu: rip start+%ld cs %lx rflags tf=%lu if=%lu ss %lx\n",
+		       (unsigned long)i, (long)(w[0] - (uint64_t)seq_intn_tf_start),
+		       (unsigned long)w[1], (unsigned long)(w[2] >> 8 & 1),
+		       (unsigned long)(w[2] >> 9 & 1), (unsigned long)w[4]);
+	}
+	printf("int n: %lu frames\n", (unsigned long)ev_nframes);
+	return 0;
+}
+
+/* --------------------------------------------------------------- faults */
+/*
+ * IRET that faults with TF in the RFLAGS it never loads: no #DB may follow.
+ * Then the faults of several classes enter #GP and #UD handlers that make
+ * two split locks each: every one detected, or counted as unchecked.
+ */
+static uint64_t user_hlt(uint64_t arg)
+{
+	(void)arg;
+	return (uint64_t)try_hlt();
+}
+
+static uint64_t user_movdr(uint64_t arg)
+{
+	(void)arg;
+	return (uint64_t)try_movdr();
+}
+
+static uint64_t user_syscall_ud(uint64_t arg)
+{
+	(void)arg;
+	return (uint64_t)try_syscall_ud();
+}
+
+static int iret_fault_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	seq_iret_fault();
+	printf("iret #GP: vector %d error %lx\n", exception_vector(),
+	       (unsigned long)exception_error_code());
+	dbg_print("iret fault, tf in its frame", (uint64_t)seq_iret_fault_start);
+	dbg_reset();
+	return 0;
+}
+
+static int faults_in_handlers(const struct boot_info *bi)
+{
+	struct gate gp = idt()[X86_VEC_GP], ud = idt()[X86_VEC_UD];
+	uint64_t efer = rdmsr(MSR_EFER);
+	uint32_t before, after;
+	int v[6];
+
+	(void)bi;
+	idt()[X86_VEC_GP] = make_gate((uint64_t)gp_split_stub, 0x8e, 0);
+	idt()[X86_VEC_UD] = make_gate((uint64_t)ud_split_stub, 0x8e, 0);
+	memcpy(&before, gp_area + 62, 4);
+	seq_iret_fault();
+	v[0] = exception_vector();
+	wrmsr(MSR_EFER, efer & ~EFER_SCE);
+	v[1] = try_syscall_ud();
+	v[2] = (int)run_user(user_syscall_ud, 0, 0);
+	wrmsr(MSR_EFER, efer);
+	v[3] = (int)run_user(user_hlt, 0, 0);
+	v[4] = (int)run_user(user_movdr, 0, 0);
+	v[5] = try_ud2();
+	memcpy(&after, gp_area + 62, 4);
+	idt()[X86_VEC_GP] = gp;
+	idt()[X86_VEC_UD] = ud;
+	printf("iret %s, syscall sce=0 %s / cpl3 %s, hlt cpl3 %s, mov dr cpl3 %s, ud2 %s\n",
+	       exception_mnemonic((unsigned)v[0]), exception_mnemonic((unsigned)v[1]),
+	       exception_mnemonic((unsigned)v[2]), exception_mnemonic((unsigned)v[3]),
+	       exception_mnemonic((unsigned)v[4]), exception_mnemonic((unsigned)v[5]));
+	printf("split-lock counter %u -> %u\n", before, after);
+	printf("# split locks at CPL0: %u\n", after - before);
+	printf("# in exception handlers: %u\n", after - before);
+	return 0;
+}
+
+/* --------------------------------------------------------------- DR7.GD */
+static int dr7_gd(const struct boot_info *bi)
+{
+	uint64_t dr7;
+
+	(void)bi;
+	dbg_reset();
+	write_dr(7, 0x400 | (1ull << 13));
+	seq_dr7_gd();
+	asm volatile("mov %%dr7, %0" : "=r"(dr7));
+	dbg_print("dr7.gd", (uint64_t)seq_dr7_gd_start);
+	printf("dr7 after: %lx\n", (unsigned long)dr7);
+	dbg_reset();
+	return 0;
+}
+
+/* --------------------------------------------------------------- #DF */
+static int gate_noncanonical(const struct boot_info *bi)
+{
+	struct gate gp = idt()[X86_VEC_GP], df = idt()[X86_VEC_DF];
+
+	(void)bi;
+	df_hit = 0;
+	idt()[X86_VEC_DF] = make_gate((uint64_t)df_stub, 0x8e, 1);
+	idt()[X86_VEC_GP] = make_gate(0x8000000000001000ull, 0x8e, 0);
+	seq_df();
+	idt()[X86_VEC_GP] = gp;
+	idt()[X86_VEC_DF] = df;
+	printf("#GP through a gate with a non-canonical offset: #DF %s\n", df_hit ? "yes" : "no");
+	return 0;
+}
+
+/* --------------------------------------------------------------- CPL3 MMIO */
+static uint64_t user_mmio(uint64_t arg)
+{
+	volatile uint32_t *p = (volatile uint32_t *)arg;
+
+	*p = 0x12345678;
+	return *p;
+}
+
+static int cpl3_mmio_then_cpl0(const struct boot_info *bi)
+{
+	uint64_t addr = LINE_SPLIT, got;
+	uint32_t before, after;
+
+	(void)bi;
+	win_set(2, PG_NORMAL | PG_NORAM);
+	win_fill(addr - 64, 128, 5);
+	win_read(addr, &before, 4);
+	for (int i = 0; i < 5; i++) {
+		got = run_user(user_mmio, WIN_PAGE(2) + 16, 0);
+		asm volatile("lock addl $1, (%0)" : : "r"(addr) : "memory");
+		asm volatile("lock addl $1, (%0)" : : "r"(addr) : "memory");
+	}
+	win_read(addr, &after, 4);
+	win_set(2, PG_NORMAL);
+	printf("cpl3 read of no RAM: %lx; operand 0x%08x -> 0x%08x\n", (unsigned long)got,
+	       before, after);
+	printf("# split locks at CPL0: 10\n");
+	return 0;
+}
+
+static const struct diff_case cases[] = {
+	{ "event-syscall-r11-fmask0", syscall_r11 },
+	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
+	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
+	{ "event-intn-error-code-vectors-tf", intn_tf },
+	{ "event-iret-fault-tf-not-loaded", iret_fault_tf },
+	{ "event-faulting-insns-handlers-counted", faults_in_handlers },
+	{ "event-dr7-gd-cleared-for-handler", dr7_gd },
+	{ "event-gate-noncanonical-double-fault", gate_noncanonical },
+	{ "step-cpl3-mmio-exit-then-cpl0-split-locks", cpl3_mmio_then_cpl0 },
+};
+CASE_TABLE(event_cases, cases);

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Issue 18: every mode the CPU runs is run under emulate, never stopped,
+ * and a split lock in each is detected: 32-bit protected mode without
+ * paging, with 32-bit paging and with PAE paging, 16-bit protected mode,
+ * real mode (legacy.S), and compatibility mode with a CS base (PUSHF there
+ * must push the guest's TF).
+ */
+#include "diff.h"
+
+void legacy_run(uint32_t kind);
+extern uint32_t lg_split, lg_flags[8];
+extern uint32_t lg_pd32[1024];
+extern uint64_t lg_pdpt[4], lg_pdpae[512];
+extern char lg_blob[], lg_blob_end[];
+
+uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
+uint64_t lg_pdpt[4] __attribute__((aligned(32)));
+uint64_t lg_pdpae[512] __attribute__((aligned(4096)));
+
+static void tables(void)
+{
+	/* The first GiB, identity: 4 MiB pages (PSE) and 2 MiB pages (PAE). */
+	for (uint32_t i = 0; i < 256; i++)
+		lg_pd32[i] = (i << 22) | 0x87;	/* P, W, U, PS */
+	for (uint64_t i = 0; i < 512; i++)
+		lg_pdpae[i] = (i << 21) | 0x87;
+	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
+}
+
+static const char *const kinds[] = {
+	"32-bit protected mode, no paging", "32-bit protected mode, 32-bit paging",
+	"32-bit protected mode, PAE paging", "16-bit protected mode, no paging", "real mode",
+};
+
+static int legacy(uint32_t kind)
+{
+	volatile uint32_t *real_split = (volatile uint32_t *)(uint64_t)(LEGACY_REAL_BASE + 0x13e);
+	volatile uint16_t *real_flags = (volatile uint16_t *)(uint64_t)(LEGACY_REAL_BASE + 0x150);
+	uint32_t before, after;
+
+	tables();
+	memcpy((void *)(uint64_t)LEGACY_REAL_BASE, lg_blob, (size_t)(lg_blob_end - lg_blob));
+	*real_split = 0;
+	*real_flags = 0;
+	lg_split = 40;
+	memset(lg_flags, 0, sizeof(lg_flags));
+	before = lg_split;
+	legacy_run(kind);
+	after = kind == 4 ? *real_split : lg_split;
+	printf("%s: back in long mode; split dword %u -> %u\n", kinds[kind],
+	       kind == 4 ? 0 : before, after);
+	/* IF, TF, DF and bit 1 of what PUSHF pushed there. */
+	printf("%s: pushf %x\n", kinds[kind],
+	       (kind == 4 ? *real_flags : lg_flags[kind]) & 0x702u);
+	/* Real mode is reached through 16-bit protected mode, which makes its two too. */
+	printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : 2);
+	return 0;
+}
+
+static int pm32(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(0);
+}
+
+static int pm32_paging32(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(1);
+}
+
+static int pm32_pae(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(2);
+}
+
+static int pm16(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(3);
+}
+
+static int real(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(4);
+}
+
+/*
+ * Compatibility mode with CS base = exec_page16 (MODE_32B), at CPL0 and
+ * CPL3, and 16-bit code with the same base: PUSHF pushes the guest's TF
+ * (clear), the split lock there is detected.
+ */
+static int cs_base_pushf(const struct boot_info *bi)
+{
+	static const uint8_t pushf_pop[] = { 0x9c, 0x58 };            /* pushf; pop %eax */
+	static const uint8_t pushfw_pop[] = { 0x66, 0x9c, 0x66, 0x58 }; /* pushfw; pop %ax */
+	static const uint8_t add[] = { 0xf0, 0x01, 0x03 };            /* lock add %eax,(%ebx) */
+	static const uint8_t add16[] = { 0x66, 0x67, 0xf0, 0x01, 0x03 }; /* the same from 16-bit code */
+	struct exec_req req = { .mode = MODE_32B };
+
+	(void)bi;
+	seg_set_data(0, 0xffffffff);
+	for (unsigned cpl = 0; cpl <= 3; cpl += 3) {
+		req.cpl = cpl;
+		req.ds = req.es = req.fs = cpl ? SEL_U_DATA_B : SEL_K_DATA_B;
+		req.mode = MODE_32B;
+		req.insn = pushf_pop;
+		req.len = sizeof(pushf_pop);
+		run_op(cpl ? "cs base, cpl3: pushfl; popl %eax" : "cs base, cpl0: pushfl; popl %eax",
+		       &req, R_COUNT, 0, 40 + cpl);
+		req.insn = pushfw_pop;
+		req.len = sizeof(pushfw_pop);
+		run_op(cpl ? "cs base, cpl3: pushfw; popw %ax" : "cs base, cpl0: pushfw; popw %ax",
+		       &req, R_COUNT, 0, 41 + cpl);
+		/* Split locks at CPL0 only: CPL3 is stepped on some KVMs, not others. */
+		req.insn = add;
+		req.len = sizeof(add);
+		if (!cpl)
+			run_op("cs base, cpl0: lock add, line split", &req, R_BX, WIN_PAGE(1) + 62, 42);
+		req.mode = MODE_16;
+		req.insn = pushf_pop;
+		req.len = sizeof(pushf_pop);
+		run_op(cpl ? "16-bit cs base, cpl3: pushf; pop %ax" : "16-bit cs base, cpl0: pushf; pop %ax",
+		       &req, R_COUNT, 0, 43 + cpl);
+		req.insn = add16;
+		req.len = sizeof(add16);
+		if (!cpl)
+			run_op("16-bit cs base, cpl0: lock add, line split", &req, R_BX, WIN_PAGE(1) + 62, 44);
+	}
+	printf("# split locks at CPL0: 2\n");
+	return 0;
+}
+
+static const struct diff_case cases[] = {
+	{ "mode-legacy-pm32-nopaging", pm32 },
+	{ "mode-legacy-pm32-paging32", pm32_paging32 },
+	{ "mode-legacy-pm32-pae", pm32_pae },
+	{ "mode-legacy-pm16", pm16 },
+	{ "mode-legacy-real", real },
+	{ "mode-compat-cs-base-pushf", cs_base_pushf },
+};
+CASE_TABLE(legacy_cases, cases);

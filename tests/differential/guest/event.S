@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Issue 18: sequences for cases_event.c. Each takes nothing (or the split
+ * operand's address in %rdi); its *_start label is where RIPs in the
+ * printed #DB/#BP log are counted from.
+ */
+#include "percpu.h"
+
+#define TF 0x100
+
+.macro TF_ON
+	pushfq
+	orq $TF, (%rsp)
+	popfq
+.endm
+
+.macro TF_OFF
+	pushfq
+	andq $~TF, (%rsp)
+	popfq
+.endm
+
+.macro SEQ name
+	.globl \name, \name\()_start
+\name:
+\name\()_start:
+.endm
+
+	.data
+	.p2align 3
+	.globl sc_r11, sc_rcx, sc_tf
+sc_r11:		.quad 0		/* R11 as SYSCALL left it */
+sc_rcx:		.quad 0
+sc_tf:		.quad 0		/* run the sequence with the guest's TF */
+	.globl ev_frames, ev_nframes
+ev_frames:	.skip 8 * 6 * 8	/* vector, then 5 words at RSP, per event */
+ev_nframes:	.quad 0
+	.globl df_hit, df_resume_rsp
+df_hit:		.quad 0
+df_resume_rsp:	.quad 0
+
+	.text
+	.code64
+
+/*
+ * SYSCALL from CPL0 into sc_entry0 (LSTAR), which keeps R11 and returns
+ * with POPF from R11 and a jump: TF as R11 has it.
+ */
+SEQ seq_syscall0
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	syscall
+	nop
+	TF_OFF
+	ret
+
+	.globl sc_entry0
+sc_entry0:
+	movq %r11, sc_r11(%rip)
+	movq %rcx, sc_rcx(%rip)
+	pushq %r11
+	popfq
+	jmp *%rcx
+
+/* The same from CPL3 (run_user), back with SYSRET. */
+SEQ seq_syscall3
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	syscall
+	nop
+	TF_OFF
+	ret
+
+	.globl sc_entry3
+sc_entry3:
+	movq %r11, sc_r11(%rip)
+	movq %rcx, sc_rcx(%rip)
+	sysretq
+
+/* INT3 with the guest's TF set; the #BP handler returns with IRETQ. */
+SEQ seq_int3_tf
+	TF_ON
+	nop
+	int3
+	nop
+	nop
+	nop
+	nop
+	TF_OFF
+	ret
+
+/*
+ * INT n for vectors whose exceptions push an error code: INT n never does.
+ * ev_stub records the 5 words at RSP and returns with IRETQ as if there
+ * were no error code (right for INT n).
+ */
+SEQ seq_intn_tf
+	TF_ON
+	nop
+	int $13
+	nop
+	int $14
+	nop
+	int $17
+	nop
+	TF_OFF
+	ret
+
+	.globl ev_stub
+ev_stub:
+	pushq %rax
+	pushq %rbx
+	pushq %rcx
+	movq ev_nframes(%rip), %rcx
+	cmpq $8, %rcx
+	jae 2f
+	imulq $48, %rcx, %rbx
+	leaq ev_frames(%rip), %rax
+	addq %rax, %rbx
+	.irp i, 0, 1, 2, 3, 4
+	movq 24 + 8 * \i(%rsp), %rax
+	movq %rax, 8 + 8 * \i(%rbx)
+	.endr
+2:	incq ev_nframes(%rip)
+	popq %rcx
+	popq %rbx
+	popq %rax
+	iretq
+
+/*
+ * An IRETQ that faults (#GP: its CS is beyond the GDT) with TF set in the
+ * RFLAGS it did not load: the guest's TF must stay clear.
+ */
+SEQ seq_iret_fault
+	movq %rsp, %rax
+	pushq $0x10
+	pushq %rax
+	pushfq
+	orq $TF, (%rsp)
+	pushq $0xfff8
+	leaq 2f(%rip), %rax
+	pushq %rax
+	movl $-1, %gs:CPU_EXC_VECTOR
+1:	iretq
+2:	ud2
+3:	addq $40, %rsp
+	nop
+	nop
+	nop
+	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 3b
+	.popsection
+
+/* DR7.GD: MOV DR faults with #DB (BD), and the CPU clears GD for the handler. */
+SEQ seq_dr7_gd
+	nop
+	movq %dr0, %rax
+	nop
+	ret
+
+/* SYSCALL with EFER.SCE clear: #UD. */
+	.globl try_syscall_ud
+try_syscall_ud:
+	movl $-1, %gs:CPU_EXC_VECTOR
+1:	syscall
+2:	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 2b
+	.popsection
+
+/* HLT and MOV DR at CPL3: #GP. */
+	.globl try_hlt, try_movdr
+try_hlt:
+	movl $-1, %gs:CPU_EXC_VECTOR
+1:	hlt
+2:	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 2b
+	.popsection
+try_movdr:
+	movl $-1, %gs:CPU_EXC_VECTOR
+1:	movq %dr7, %rax
+2:	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 2b
+	.popsection
+
+/* A #UD handler whose first and third instructions are split locks. */
+	.globl ud_split_stub
+ud_split_stub:
+	lock addl $1, gp_area + 62(%rip)
+	nop
+	lock addl $1, gp_area + 62(%rip)
+	jmp *fw_exc_stubs + 6 * 8(%rip)
+
+/* #DF: note it, then resume where df_resume_rsp says (a RET there). */
+	.globl df_stub
+df_stub:
+	movq $1, df_hit(%rip)
+	movq df_resume_rsp(%rip), %rsp
+	ret
+
+/* A non-canonical load whose #GP handler is non-canonical: #DF. */
+	.globl seq_df
+seq_df:
+	movq %rsp, df_resume_rsp(%rip)
+	movabsq $0x8000000000000000, %rax
+	movq (%rax), %rax
+	ret
+
+	.section .note.GNU-stack, "", @progbits

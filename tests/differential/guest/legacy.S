@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Issue 18: the CPU modes other than long mode. legacy_run(kind) leaves
+ * long mode (compatibility mode, paging off, EFER.LME off), runs a payload
+ * with two split locks and a PUSHF in the mode `kind` names, and comes back:
+ *
+ *   0  32-bit protected mode, paging off
+ *   1  32-bit protected mode, 32-bit paging (4 MiB pages, CR4.PSE)
+ *   2  32-bit protected mode, PAE paging (2 MiB pages)
+ *   3  16-bit protected mode (CS.D=0), paging off
+ *   4  real mode
+ *
+ * Nothing in between may fault: the IDT is the 64-bit one. cases_legacy.c
+ * builds the page tables (lg_pd32, lg_pdpt, lg_pdpae) and copies the 16-bit
+ * part (lg_blob .. lg_blob_end) to LEGACY_REAL_BASE.
+ */
+#define SEL_K_CODE64  0x08
+#define SEL_K_DATA    0x10
+#define SEL_K_CODE32  0x38
+#define SEL_K_CODE16R 0x78
+#define SEL_K_DATA16  0x80
+#define REAL_SEG      0x7000
+#define CR0_PG        0x80000000
+#define CR4_PSE       0x10
+#define CR4_PAE       0x20
+#define CR4_LA57      0x1000
+#define CR4_PCIDE     0x20000
+#define MSR_EFER      0xc0000080
+#define MSR_GS_BASE   0xc0000101
+#define EFER_LME      0x100
+
+	.data
+	.p2align 6
+	.globl lg_split, lg_flags, lg_kind
+	.skip 62
+lg_split:	.long 0			/* across a cache line: 62 bytes into one */
+	.p2align 3
+lg_flags:	.skip 4 * 8		/* what PUSHF pushed, per kind */
+lg_kind:	.long 0
+lg_rsp:		.quad 0
+lg_cr0:		.quad 0
+lg_cr3:		.quad 0
+lg_cr4:		.quad 0
+lg_efer:	.quad 0
+lg_gsbase:	.quad 0
+
+	.text
+	.code64
+	.globl legacy_run
+legacy_run:
+	pushq %rbx
+	pushq %rbp
+	pushq %r12
+	pushq %r13
+	pushq %r14
+	pushq %r15
+	pushfq
+	cli
+	movq %rsp, lg_rsp(%rip)
+	movq %cr0, %rax
+	movq %rax, lg_cr0(%rip)
+	movq %cr3, %rax
+	movq %rax, lg_cr3(%rip)
+	movq %cr4, %rax
+	movq %rax, lg_cr4(%rip)
+	movl $MSR_EFER, %ecx
+	rdmsr
+	movl %eax, lg_efer(%rip)
+	movl %edx, lg_efer + 4(%rip)
+	movl $MSR_GS_BASE, %ecx
+	rdmsr
+	movl %eax, lg_gsbase(%rip)
+	movl %edx, lg_gsbase + 4(%rip)
+	movl %edi, lg_kind(%rip)
+	pushq $SEL_K_CODE32
+	leaq 1f(%rip), %rax
+	pushq %rax
+	lretq
+
+	.code32
+1:	movl $SEL_K_DATA, %eax
+	movl %eax, %ds
+	movl %eax, %es
+	movl %eax, %ss
+	movl %cr0, %eax
+	andl $~CR0_PG, %eax
+	movl %eax, %cr0			/* paging off: legacy protected mode */
+	movl $MSR_EFER, %ecx
+	rdmsr
+	andl $~EFER_LME, %eax
+	wrmsr
+	movl %cr4, %eax
+	andl $~(CR4_PAE | CR4_LA57 | CR4_PCIDE), %eax
+	movl %eax, %cr4
+	movl lg_kind, %eax
+	cmpl $1, %eax
+	je k_paging32
+	cmpl $2, %eax
+	je k_pae
+	cmpl $3, %eax
+	jae k_16
+	call payload32
+	jmp lg_up
+
+k_paging32:
+	movl %cr4, %eax
+	orl $CR4_PSE, %eax
+	movl %eax, %cr4
+	movl $lg_pd32, %eax
+	jmp 2f
+k_pae:
+	movl %cr4, %eax
+	orl $CR4_PAE, %eax
+	movl %eax, %cr4
+	movl $lg_pdpt, %eax
+2:	movl %eax, %cr3
+	movl %cr0, %eax
+	orl $CR0_PG, %eax
+	movl %eax, %cr0
+	call payload32
+	movl %cr0, %eax
+	andl $~CR0_PG, %eax
+	movl %eax, %cr0
+	jmp lg_up
+
+k_16:
+	ljmp $SEL_K_CODE16R, $(lg_pm16 - lg_blob)
+
+/* The way back: long mode as it was, then 64-bit code. */
+	.globl lg_up
+lg_up:
+	movl lg_cr4, %eax
+	andl $~CR4_PCIDE, %eax
+	movl %eax, %cr4
+	movl lg_cr3, %eax
+	movl %eax, %cr3
+	movl $MSR_EFER, %ecx
+	movl lg_efer, %eax
+	movl lg_efer + 4, %edx
+	wrmsr
+	movl lg_cr0, %eax
+	movl %eax, %cr0
+	ljmp $SEL_K_CODE64, $lg_back64
+
+/* Two split locks and a PUSHF, flat 32-bit code. */
+payload32:
+	lock addl $1, lg_split
+	movl $1, %eax
+	xchgl %eax, lg_split + 0	/* implicitly locked: lg_split = 1 */
+	addl %eax, lg_split		/* lg_split = old + 1 + 1 */
+	pushfl
+	popl %eax
+	movl lg_kind, %ecx
+	movl %eax, lg_flags(, %ecx, 4)
+	ret
+
+	.code64
+lg_back64:
+	movl $SEL_K_DATA, %eax
+	movl %eax, %ss
+	xorl %eax, %eax
+	movl %eax, %ds
+	movl %eax, %es
+	movl $MSR_GS_BASE, %ecx
+	movl lg_gsbase(%rip), %eax
+	movl lg_gsbase + 4(%rip), %edx
+	wrmsr
+	movq lg_rsp(%rip), %rsp
+	popfq
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbp
+	popq %rbx
+	ret
+
+/*
+ * The 16-bit part, run at LEGACY_REAL_BASE (CS base there): 16-bit
+ * protected mode, and real mode (segment REAL_SEG) for kind 4. Its data:
+ * the split dword at offset 0x13e (across the line at 0x140), PUSHF's
+ * word at 0x150.
+ */
+	.globl lg_blob, lg_blob_end
+	.code16
+lg_blob:
+lg_pm16:
+	movl $lg_split, %ebx
+	lock addl $1, (%ebx)		/* 67 66 f0 83 03 01 */
+	movl $1, %eax
+	xchgl %eax, (%ebx)
+	addl %eax, (%ebx)
+	pushfw
+	popw %ax
+	movl $lg_flags, %esi
+	movw %ax, 3 * 4(%esi)
+	movl $lg_kind, %esi
+	cmpl $4, (%esi)
+	je 1f
+	ljmpl $SEL_K_CODE32, $lg_up
+1:	movw $SEL_K_DATA16, %ax		/* real-mode limits before PE goes */
+	movw %ax, %ds
+	movw %ax, %es
+	movw %ax, %ss
+	movl %cr0, %eax
+	andl $~1, %eax
+	movl %eax, %cr0
+	ljmp $REAL_SEG, $(lg_real - lg_blob)
+lg_real:
+	movw $REAL_SEG, %ax
+	movw %ax, %ds
+	movw %ax, %ss
+	movw $0xf00, %sp
+	lock addl $1, 0x13e		/* linear 0x7013e: across the line at 0x70140 */
+	movl $1, %eax
+	xchgl %eax, 0x13e
+	addl %eax, 0x13e
+	pushfw
+	popw %ax
+	movw %ax, 0x150
+	movl %cr0, %eax
+	orl $1, %eax
+	movl %eax, %cr0
+	ljmp $SEL_K_CODE16R, $(lg_pm16_back - lg_blob)
+lg_pm16_back:
+	movw $SEL_K_DATA, %ax
+	movw %ax, %ds
+	movw %ax, %es
+	movw %ax, %ss
+	ljmpl $SEL_K_CODE32, $lg_up
+lg_blob_end:
+	.code64
+
+	.section .note.GNU-stack, "", @progbits
