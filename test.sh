@@ -10,7 +10,8 @@
 #   mutants       vmm rebuilt with deliberate defects: the suites must fail
 # Ends with "tests: N passed, N failed, N skipped; VM boots: N on this
 # machine's KVM, N on the lab's stock KVM", and fails when no VM was booted
-# (unless VMM_TEST_ALLOW_NO_KVM=1). docs/testing.md has the details.
+# (unless VMM_TEST_ALLOW_NO_KVM=1). README.md ("Tests") and docs/lab.md
+# have the details.
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
@@ -72,8 +73,11 @@ python3 tests/lab/server.py wait --state "$lab_state" --timeout 900 && lab_ok=1 
 	fi
 }
 if [ $lab_ok = 1 ]; then
-	VMM_TEST_LAB=$lab_state run_suite gcc-lab build --setup lab \
-		--suite e2e --suite bad-input --suite differential
+	# One meson per lab boot, each with its share of the tests (shards.py).
+	echo "== [gcc-lab] the VM suites on the lab's boots"
+	python3 tests/lab/shards.py --build build --state "$lab_state" --logbase gcc-lab \
+		--setup lab --suite e2e --suite bad-input --suite differential || status=1
+	logs+=("gcc-lab=build/meson-logs/gcc-lab.json")
 	VMM_TEST_LAB=$lab_state python3 tests/mutants/run.py --build build || status=1
 fi
 trap - EXIT

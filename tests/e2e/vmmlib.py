@@ -103,6 +103,9 @@ class LabTarget:
             raise Failure(f"VMM_TEST_LAB={state_path}: no lab state there "
                           "(start one with tests/lab/server.py start)")
         ready = [b for b in st["boots"] if b["state"] == "ready"]
+        pin = os.environ.get("VMM_TEST_LAB_BOOT")  # tests/lab/shards.py gives each meson its boot
+        if pin is not None:
+            ready = [b for b in ready if str(b["id"]) == pin]
         self.boot = None
         self.lease = None
         # The first free boot, so that cases run at once go to different

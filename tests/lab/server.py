@@ -299,6 +299,9 @@ def cmd_wait(a):
     end = time.monotonic() + a.timeout
     while time.monotonic() < end:
         st = load(a.state)
+        if st and st["status"] == "unavailable":
+            print("lab: cannot be had here (see the server's log)", file=sys.stderr)
+            return lab.UNAVAILABLE
         if st and not alive(st["pid"]) and st["status"] != "stopped":
             print(f"lab: the server (pid {st['pid']}) is gone; state {st['status']}",
                   file=sys.stderr)
