@@ -28,13 +28,16 @@
  *   exit-race      every vCPU writes its own status to the exit port at
  *                  once after a barrier: hostile.status=good (10+i), bad
  *                  (64+i) or mixed (even good, odd bad).
- *   split-lock-progress  vCPUs 1.. split-lock in a loop for good; vCPU 0,
+ *   split-lock-progress  vCPUs 1.. split-lock in a loop; vCPU 0,
  *                  which never does, waits for hostile.splits=N (default
  *                  3) of theirs, then counts hostile.iters=N (default
  *                  30000) loop iterations of its own and reports TAP. Under
  *                  --split-lock=emulate with a low --split-lock-ratelimit
  *                  the split lockers spend their time waiting out the
- *                  ratelimit, and vCPU 0 must still make progress.
+ *                  ratelimit, and vCPU 0 must still make progress. Then it
+ *                  stops the others and prints how many split locks they
+ *                  made in all (split_locks_made.cpl0=N), for the harness
+ *                  to hold against --stats.
  */
 #include "guest.h"
 
@@ -632,17 +635,20 @@ static __attribute__((noreturn)) void mode_exit_race(const struct boot_info *bi)
 /* ------------------------------------------------------------ split-lock progress */
 
 static uint8_t split_line[128] __attribute__((aligned(64)));
-static uint32_t splits_done;
+static uint32_t splits_done, splits_stop, splitters_parked;
 
-static __attribute__((noreturn)) void split_lock_forever(void)
+/* Each split lock is counted before the next look at splits_stop. */
+static __attribute__((noreturn)) void split_lock_until_stopped(void)
 {
 	/* 4 bytes from offset 62: across the first 64-byte line. */
 	uint32_t *p = (uint32_t *)(uintptr_t)(split_line + 62);
 
-	for (;;) {
+	while (!atomic_load_acquire(&splits_stop)) {
 		asm volatile("lock addl $1, %0" : "+m"(*p) : : "memory");
 		atomic_fetch_add(&splits_done, 1);
 	}
+	atomic_fetch_add(&splitters_parked, 1);
+	halt_forever();
 }
 
 static bool splits_reach(uint32_t want, uint64_t max_spins)
@@ -660,10 +666,10 @@ static int mode_split_lock_progress(const struct boot_info *bi)
 	uint64_t want = param("hostile.splits", 3), iters = param("hostile.iters", 30000);
 	volatile uint64_t count = 0;
 	uint32_t before, after;
-	bool seen;
+	bool seen, parked;
 
 	if (bi->cpu_index != 0)
-		split_lock_forever();
+		split_lock_until_stopped();
 	if (bi->cpu_count < 3) {
 		printf("Bail out! split-lock-progress needs 3 vCPUs or more, got %u\n",
 		       bi->cpu_count);
@@ -679,6 +685,12 @@ static int mode_split_lock_progress(const struct boot_info *bi)
 	tap_ok(count == iters, "vCPU 0 ran %lu iterations", (uint64_t)count);
 	/* The host judges this against the ratelimit: the guest has no clock. */
 	tap_diag("split locks while vCPU 0 counted: %u", after - before);
+	atomic_store(&splits_stop, 1);
+	parked = spin_wait_eq32(&splitters_parked, bi->cpu_count - 1, DONE_SPINS);
+	tap_ok(parked, "the %u split-locking vCPUs stopped (%u did)", bi->cpu_count - 1,
+	       atomic_load(&splitters_parked));
+	/* Exact once they have all stopped: the host holds it against --stats. */
+	tap_diag("split_locks_made.cpl0=%u", atomic_load(&splits_done));
 	return tap_done();
 }
 

@@ -15,8 +15,12 @@ configuration, each cell the guest's own verdict. The file is generated;
 never edit it by hand.
 
 --check-tcg (the meson test, suite 'conformance') runs the QEMU TCG
-configurations only and checks that the guest's verdicts there agree with
-the architecture for a CPU without split-lock detection.
+configurations only and holds every TAP line and key=value diagnostic of
+each against tests/conformance/tcg-expected.txt (the expected verdict, the
+detail or skip reason, and why, for a CPU without split-lock detection):
+a line with no row, a row not printed, another verdict, detail or skip
+reason fails it, naming the line. checker_test.py (suite 'unit') tests the
+comparison on doctored copies of tcg-sample.tap, a real TCG run.
 
 QEMU's exit status: the guest's 32-bit OUT of V to port 0xf4 makes
 `-device isa-debug-exit,iobase=0xf4,iosize=4` exit with (V << 1) | 1; the
@@ -42,6 +46,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from vmmlib import kvm_usable, parse_tap, run, skip  # noqa: E402
 
 QEMU = "qemu-system-x86_64"
+EXPECTED = os.path.join(HERE, "tcg-expected.txt")
 QEMU_FW_FILES = ["bios-256k.bin", "bios-microvm.bin", "pvh.bin", "linuxboot_dma.bin",
                  "kvmvapic.bin"]
 QEMU_COMMON = ["-m", "128M", "-smp", "2", "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
@@ -321,9 +326,124 @@ def first_error(r):
 
 # ------------------------------------------------------------------ the TCG check
 
-def check_tcg(results):
-    """Verdicts under TCG against the architecture of a CPU without split-lock
-    detection. Returns a list of failures."""
+KV_DIAG = re.compile(r"^[a-z_0-9.\[\]]+=\S+$")
+VERDICTS = ("pass", "fail", "skip", "diag")
+
+
+class Row:
+    """One row of tcg-expected.txt (see its header)."""
+
+    def __init__(self, where, verdict, desc, detail, why):
+        self.where, self.verdict, self.desc, self.detail, self.why = where, verdict, desc, detail, why
+        self.regex = ellipsis_regex(desc)
+        if desc.endswith(" (…)"):
+            # A skipped check prints no detail: the same row without it.
+            self.regex = re.compile(ellipsis_regex(desc[:-4]).pattern + r"(?: \(.+?\))?", re.S)
+        self.detail_regex = None if detail == "-" else ellipsis_regex(detail)
+
+    def __str__(self):
+        return f"{self.where} ({self.verdict} | {self.desc} | {self.detail})"
+
+
+def ellipsis_regex(pattern):
+    """A pattern where "…" stands for any text, as a regular expression."""
+    return re.compile(".+?".join(re.escape(part) for part in pattern.split("…")), re.S)
+
+
+def load_expected(path=EXPECTED):
+    """(rows, errors): the table, and what is wrong with it (a failure each)."""
+    rows, errors = [], []
+    name = os.path.relpath(path, REPO)
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            where = f"{name}:{n}"
+            parts = [x.strip() for x in re.split(r" \|(?: |$)", line, maxsplit=3)]
+            if len(parts) != 4:
+                errors.append(f"{where}: want 'verdict | description | detail | why', got {line!r}")
+                continue
+            verdict, desc, detail, why = parts
+            if why.startswith("as above"):
+                # The previous row's reason, spelled out where it is shown.
+                why = (rows[-1].why if rows else "") + why[len("as above"):]
+            if verdict not in VERDICTS:
+                errors.append(f"{where}: verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+            elif verdict in ("fail", "skip") and not why:
+                errors.append(f"{where}: a {verdict} row must say why it is the answer here")
+            elif verdict == "skip" and detail == "-":
+                errors.append(f"{where}: a skip row must give the skip reason")
+            elif not desc:
+                errors.append(f"{where}: no description")
+            else:
+                rows.append(Row(where, verdict, desc, detail, why))
+    if not rows and not errors:
+        errors.append(f"{name}: no rows")
+    return rows, errors
+
+
+def tap_text(t):
+    if t.num == 0:
+        return t.desc
+    return (f"{'ok' if t.ok else 'not ok'} {t.num} - {t.desc}"
+            + (f" # {t.directive}" if t.directive else ""))
+
+
+def compare_tap(name, text, rows):
+    """Every TAP line and key=value diagnostic of text against the table's
+    rows, both ways. Returns a list of failures, each naming the line or row."""
+    _, results, diags = parse_tap(text)
+    fails = []
+    tests = [r for r in rows if r.verdict != "diag"]
+    matched = {id(r): [] for r in rows}
+    for t in results:
+        line = tap_text(t)
+        mine = [r for r in tests if r.regex.fullmatch(t.desc)] if t.num else []
+        if not mine:
+            fails.append(f"{name}: TAP line with no row in the table: {line!r}")
+            continue
+        if len(mine) > 1:
+            fails.append(f"{name}: TAP line matches {len(mine)} rows "
+                         f"({', '.join(r.where for r in mine)}): {line!r}")
+            continue
+        row = mine[0]
+        matched[id(row)].append(line)
+        directive = t.directive.upper()
+        verdict = ("skip" if directive.startswith("SKIP") else
+                   "todo" if directive.startswith("TODO") else "pass" if t.ok else "fail")
+        why = f": {row.why}" if row.why else ""
+        if verdict != row.verdict:
+            fails.append(f"{name}: {line!r} is {verdict}, {row.where} says {row.verdict}{why}")
+        elif verdict == "skip":
+            reason = re.sub(r"^SKIP\s*", "", t.directive, flags=re.I)
+            if not row.detail_regex.fullmatch(reason):
+                fails.append(f"{name}: {line!r} skips for {reason!r}, {row.where} says "
+                             f"{row.detail!r}{why}")
+        elif row.detail_regex and not row.detail_regex.search(t.desc):
+            fails.append(f"{name}: {line!r} lacks {row.detail!r} ({row.where}){why}")
+    for d in diags:
+        if not KV_DIAG.match(d):
+            continue        # headings and prose; key=value diagnostics are the guest's findings
+        mine = [r for r in rows if r.verdict == "diag" and r.regex.fullmatch(d)]
+        if len(mine) != 1:
+            fails.append(f"{name}: diagnostic '# {d}' matches {len(mine)} diag rows of the table, "
+                         "want 1")
+        else:
+            matched[id(mine[0])].append("# " + d)
+    for r in rows:
+        got = matched[id(r)]
+        if not got:
+            fails.append(f"{name}: the guest did not print {r}")
+        elif len(got) > 1:
+            fails.append(f"{name}: the guest printed {r} {len(got)} times: {got}")
+    return fails
+
+
+def check_tcg(results, rows):
+    """Verdicts under TCG against the table (compare_tap) and the
+    architecture of a CPU without split-lock detection. Returns a list of
+    failures."""
     fails = []
     for r in results:
         v = r["rows"]
@@ -333,6 +453,7 @@ def check_tcg(results):
             continue
         if r["status"] != (1 if r["failed"] else 0):
             fails.append(f"{name}: guest status {r['status']} with {r['failed']} failed tests")
+        fails += compare_tap(name, r["out"], rows)
 
         def want(rid, verdicts, why):
             got = v.get(rid, ("missing", ""))
@@ -509,13 +630,15 @@ def main():
     if a.check_tcg:
         for r in results:
             print(f"--- {r['name']}: {' '.join(r['cmd'])}\n{r['out']}{r['err']}")
-        fails = check_tcg(results)
+        rows, table_errors = load_expected()
+        fails = table_errors + check_tcg(results, rows)
         for f in fails:
             print("FAIL: " + f)
         if not fails:
             gp = {r["name"]: {"pass": "yes", "fail": "no"}.get(r["rows"]["msr.absent_gp"][0])
                   for r in results}
-            print("ok: verdicts agree with a CPU without split-lock detection; "
+            print(f"ok: every TAP line agrees with {os.path.relpath(EXPECTED, REPO)} "
+                  f"({len(rows)} rows) and with a CPU without split-lock detection; "
                   f"does a nonexistent MSR raise #GP there: {gp}")
         return 1 if fails else 0
     return 0

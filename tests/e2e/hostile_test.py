@@ -21,7 +21,8 @@ CASE is one of:
   unknown-mode            hostile=nonsense: the guest bails out with status 1
   split-lock-progress     emulate, --split-lock-ratelimit=1: 2 vCPUs split-lock
                           in a loop, a third that never does still finishes;
-                          --stats delays are time actually waited
+                          --stats delays are time actually waited, and every
+                          split lock the guest counts was detected and emulated
 Exits 0 on success, 1 on failure, 77 when /dev/kvm is unusable.
 """
 import json
@@ -467,6 +468,19 @@ def case_split_lock_progress(ctx):
             fails.append("the ratelimit never delayed the split-locking vCPUs")
         if st["vcpus"][0]["split_locks_detected"]:
             fails.append("vCPU 0 never split-locks, but --stats says it did")
+        # The others stop before vCPU 0 ends the VM and it counts what they
+        # made, each at CPL0 with TEST_CTRL clear: every one seen and emulated.
+        made = [int(d.split("=", 1)[1]) for d in diags if d.startswith("split_locks_made.cpl0=")]
+        detected = sum(v["split_locks_detected"] for v in lockers)
+        emulated = sum(v["split_locks_emulated"] for v in lockers)
+        print(f"split locks: the guest made {made}; --stats: {detected} detected, "
+              f"{emulated} emulated")
+        if len(made) != 1:
+            fails.append("the guest did not say how many split locks its vCPUs made "
+                         "(split_locks_made.cpl0=N once)")
+        elif detected != made[0] or emulated != made[0]:
+            fails.append(f"vCPUs 1.. made {made[0]} split locks; --stats says {detected} "
+                         f"detected and {emulated} emulated: want exactly {made[0]} of each")
     return fails + host_unaffected(ctx, r)
 
 
