@@ -442,9 +442,15 @@ def case_split_lock_progress(ctx):
     # the others' ratelimit waits, as before the fix, they spanned 15.
     during = [int(d.split(": ")[1]) for d in diags
               if d.startswith("split locks while vCPU 0 counted: ")]
-    if len(during) != 1 or during[0] > 6:
+    if len(during) != 1:
+        fails.append(f"vCPU 0 did not say how many split locks its count spanned: {during}")
+    elif target().time_scale == 1 and during[0] > 6:
         fails.append(f"vCPU 0, which never split-locks, was held up by the others' "
                      f"ratelimit waits: split locks during its count {during}")
+    elif target().time_scale != 1:
+        # Under TCG, vCPU 0's stepped count takes minutes, not 1 s: the
+        # bound says nothing there (docs/lab.md).
+        print(f"not judged on {target().label}: {during[0]} split locks during vCPU 0's count")
     st = None
     if os.path.exists(path):
         with open(path) as f:
