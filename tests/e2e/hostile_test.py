@@ -303,7 +303,9 @@ def case_com1_flood(ctx):
 def flood_forever(ctx, read_stdout):
     r = run_vmm(ctx.vmm, ["-c", "2", "-a", "hostile=com1-flood hostile.bytes=0", ctx.guest],
                 timeout=scaled(60), sig=signal.SIGTERM, signal_after=scaled(2.0),
-                stdout_bytes=None if read_stdout else 0, sample_rss=True)
+                stdout_bytes=None if read_stdout else 0, sample_rss=True,
+                # A pipe of one page: full within the first second on any target.
+                pipe_size=None if read_stdout else 4096)
     show(r, out_limit=1000)
     fails = expect_status(r, 143)
     if not re.search(r"^vmm: stopping the VM on Terminated$", r.err, re.M):

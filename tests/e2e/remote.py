@@ -84,13 +84,15 @@ class RemoteProcess:
     stalled reader), N then close. env: variables to set over the lab's."""
 
     def __init__(self, addr, cmd, env=None, close_fds=(), stdout_bytes=None, root=None,
-                 cwd=None, rlimits=None):
+                 cwd=None, rlimits=None, pipe_size=None):
         items = [b"arg=" + os.fsencode(a) for a in cmd]
         items += [b"env=" + os.fsencode(f"{k}={v}") for k, v in (env or {}).items()]
         items += [b"close=%d" % fd for fd in close_fds]
         for name, (soft, hard) in (rlimits or {}).items():
             assert name in RLIMITS, name
             items.append(f"rlimit={name}:{soft}:{hard}".encode())
+        if pipe_size:
+            items.append(b"pipe=%d" % pipe_size)
         if root:
             items.append(b"root=" + os.fsencode(root))
         if cwd:

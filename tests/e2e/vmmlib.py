@@ -153,7 +153,7 @@ class LabTarget:
         return (f"lab boot {b.get('id')} is {b.get('state')}: {b.get('error', '')}\n"
                 + b.get("evidence", ""))
 
-    def spawn(self, cmd, env, close_fds, stdout_bytes, rlimits):
+    def spawn(self, cmd, env, close_fds, stdout_bytes, rlimits, pipe_size):
         # The lab has its own PATH and HOME: what crosses over is the
         # variables the caller changed and those meant for vmm and the
         # sanitizers (as meson's test env sets them).
@@ -163,7 +163,7 @@ class LabTarget:
                  and not k.startswith(("VMM_TEST_LAB", "VMM_TEST_BOOT_LOG"))}
         return remote.RemoteProcess(self.addr, cmd, env=delta, close_fds=close_fds,
                                     stdout_bytes=stdout_bytes, root=self.boot["root"],
-                                    cwd=os.getcwd(), rlimits=rlimits)
+                                    cwd=os.getcwd(), rlimits=rlimits, pipe_size=pipe_size)
 
     def read(self, path):
         return remote.read_file(self.addr, path)
@@ -273,10 +273,12 @@ class Process:
     stdout_bytes: None reads all of stdout; 0 never reads it (a stalled
     reader: what the pipe holds is taken after the exit); N reads N bytes,
     then closes the pipe (a reader that goes away). rlimits: {"NOFILE":
-    (soft, hard), ...} for the process."""
+    (soft, hard), ...} for the process. pipe_size: what stdout's pipe holds
+    (F_SETPIPE_SZ), so that a stalled reader stalls the writer as soon on a
+    slow target as on a fast one."""
 
     def __init__(self, cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False,
-                 rlimits=None):
+                 rlimits=None, pipe_size=None):
         self.cmd = list(cmd)
         self.target = target()
         if not quiet:
@@ -287,7 +289,8 @@ class Process:
         self.stdout_bytes = stdout_bytes
         self.t0 = time.monotonic()
         if self.target.name != "local":
-            self.proc = self.target.spawn(self.cmd, env, close_fds, stdout_bytes, rlimits)
+            self.proc = self.target.spawn(self.cmd, env, close_fds, stdout_bytes, rlimits,
+                                          pipe_size)
             self.pid = self.proc.pid
             self.chunks = self.proc.chunks
             self.threads = []
@@ -304,6 +307,8 @@ class Process:
                                      stderr=subprocess.PIPE, env=env,
                                      preexec_fn=in_child if close_fds or rlimits else None)
         self.pid = self.proc.pid
+        if pipe_size:
+            fcntl.fcntl(self.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, pipe_size)
         self.chunks = {"out": [], "err": []}
         self.threads = [self._reader(self.proc.stderr, "err", None)]
         if stdout_bytes != 0:
@@ -392,15 +397,16 @@ class Process:
         return r
 
 
-def start(cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False, rlimits=None):
+def start(cmd, env=None, close_fds=(), stdout_bytes=None, quiet=False, rlimits=None,
+          pipe_size=None):
     """Starts cmd without waiting (see Process); .wait() gives its Run."""
-    return Process(cmd, env, close_fds, stdout_bytes, quiet, rlimits)
+    return Process(cmd, env, close_fds, stdout_bytes, quiet, rlimits, pipe_size)
 
 
 def run(cmd, timeout=120, sig=None, signal_after=1.0, env=None, close_fds=(),
-        stdout_bytes=None, sample_rss=False, quiet=False, rlimits=None):
+        stdout_bytes=None, sample_rss=False, quiet=False, rlimits=None, pipe_size=None):
     """Runs cmd to its end (or kills it at timeout); returns the Run."""
-    return start(cmd, env, close_fds, stdout_bytes, quiet, rlimits).wait(
+    return start(cmd, env, close_fds, stdout_bytes, quiet, rlimits, pipe_size).wait(
         timeout, sig, signal_after, sample_rss)
 
 

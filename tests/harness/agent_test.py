@@ -52,6 +52,13 @@ def main():
         check("a stalled reader blocks the writer", p.poll() is None)
         p.kill()
         p.wait(10)
+        p = remote.RemoteProcess(a, ["sh", "-c", "head -c 5000 /dev/zero; echo done >&2"],
+                                 stdout_bytes=0, pipe_size=4096)
+        time.sleep(1)
+        check("a pipe of one page stalls a writer of 5000 bytes", p.poll() is None
+              and not p.chunks["err"])
+        p.kill()
+        p.wait(10)
         p = remote.RemoteProcess(a, ["sh", "-c", "head -c 200000 /dev/zero 2>/dev/null; echo $? >&2"],
                                  stdout_bytes=100)
         check("a reader that goes after 100 bytes: EPIPE for the writer",

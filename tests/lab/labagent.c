@@ -11,7 +11,8 @@
  *         env= (repeated, K=V over the agent's environment), cwd=, root=
  *         (chroot first), stdout=all|none|N (read all of it; read none until
  *         the exit, a stalled reader; read N bytes, then close the pipe),
- *         close=FD (repeated: start with FD closed), rlimit=RES:SOFT:HARD
+ *         close=FD (repeated: start with FD closed), rlimit=RES:SOFT:HARD,
+ *         pipe=N (stdout's pipe holds N bytes: F_SETPIPE_SZ)
  *     'R' read: a path; the answer is 'D' with a file's contents, 'L' with
  *         a directory's entries (NUL-separated), or 'F' with the error
  *     'Q' quit: the agent exits (the lab then powers off)
@@ -49,6 +50,7 @@ struct request {
 	int argc, envc;
 	const char *cwd, *root;
 	long stdout_limit; /* -1 all, 0 none until the exit, N bytes */
+	int pipe_size;
 	int close_fds[16], nclose;
 	struct {
 		int res;
@@ -162,6 +164,8 @@ static const char *parse_request(char *p, uint32_t len, struct request *rq)
 			rq->root = v;
 		} else if (!strcmp(p, "stdout")) {
 			rq->stdout_limit = !strcmp(v, "all") ? -1 : !strcmp(v, "none") ? 0 : atol(v);
+		} else if (!strcmp(p, "pipe")) {
+			rq->pipe_size = atoi(v);
 		} else if (!strcmp(p, "close") && rq->nclose < 16) {
 			rq->close_fds[rq->nclose++] = atoi(v);
 		} else if (!strcmp(p, "rlimit") && rq->nrlim < 8) {
@@ -268,6 +272,8 @@ static int run_program(int sock, char *payload, uint32_t len)
 		return send_text(sock, 'F', text);
 	}
 	if (pipe(out) || pipe(err) || pipe2(errpipe, O_CLOEXEC))
+		return send_text(sock, 'F', strerror(errno));
+	if (rq.pipe_size && fcntl(out[0], F_SETPIPE_SZ, rq.pipe_size) < 0)
 		return send_text(sock, 'F', strerror(errno));
 	pid = fork();
 	if (pid < 0)
