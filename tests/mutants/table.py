@@ -44,19 +44,18 @@ MUTANTS = [
         "name": "ac-never-injected",
         "what": "a split lock the guest asked #AC for is not injected (reported as injected)",
         "edits": [("src/vmm/splitlock.c",
-                   "\t\tr = inject(v, &p->ex);",
-                   "\t\tr = p->ex.vector == X86_VEC_AC ? 0 : inject(v, &p->ex);")],
+                   "\t\tr = event_inject(v, &p->ex);",
+                   "\t\tr = p->ex.vector == X86_VEC_AC ? 0 : event_inject(v, &p->ex);")],
         # (diff-ac-cpl3-split-lock passes with it in the lab: measured.)
         "tests": ["split-lock-ac-emulate"],
     },
     {
         "name": "emulate-never-steps",
         "what": "--split-lock=emulate never single-steps the guest (nor checks an instruction)",
-        # vcpu.c is being restructured: when this stops applying, find the
-        # place where a vCPU arms stepping before KVM_RUN.
+        # Where the run loop arms stepping before KVM_RUN.
         "edits": [("src/vmm/vcpu.c",
-                   "\t\tif (vm->split_lock_emulate && !completing) {\n\t\t\tstepping_before_run(v);",
-                   "\t\tif (0 && vm->split_lock_emulate && !completing) {\n\t\t\tstepping_before_run(v);")],
+                   "\t\tif (vm->split_lock_emulate && v->completion == VCPU_COMPLETION_NONE) {\n\t\t\tstepping_before_run(v);",
+                   "\t\tif (0 && vm->split_lock_emulate && v->completion == VCPU_COMPLETION_NONE) {\n\t\t\tstepping_before_run(v);")],
         "tests": ["split-lock-unasked-emulate", "split-lock-ac-emulate"],
     },
     {
