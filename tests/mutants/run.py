@@ -12,7 +12,9 @@ reverted. Each named test runs as `meson introspect --tests BUILD` gives it
 (command, env, working directory, timeout), its vmm argument replaced by
 the mutant's. With VMM_TEST_LAB=STATE the tests run vmm in the lab (the
 meson 'lab' setup's environment and timeout multiplier); without it on
-this machine's /dev/kvm.
+this machine's /dev/kvm. A mutant's "unit" tests (a defect a VM shows
+only by chance, such as a race) run in the mutant's own build, before its
+edits are reverted.
 
 Verdict: killed if a named test exits 1 (or runs past its timeout, which
 meson counts as a failure); 77 (skip) kills nothing. --baseline first runs
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -63,6 +66,7 @@ class Builder:
         self.root = os.path.join(os.path.abspath(build), "mutants")
         self.src = os.path.join(self.root, "src")
         self.bdir = os.path.join(self.root, "build")
+        self.unit_results = {}
 
     def prepare(self):
         """Copies the tree (unchanged files keep their times, so that ninja
@@ -85,8 +89,18 @@ class Builder:
             return f"the unmutated copy does not build:\n{r.stdout}"
         return None
 
+    def run_unit(self, name):
+        """One unit test of the mutant's build: 'fail', 'pass' or 'skip'."""
+        r = sh(["meson", "test", "-C", self.bdir, "--no-rebuild", "--suite", "unit", name])
+        text = r.stdout
+        if re.search(r"^Fail:\s+[1-9]", text, re.M):
+            return "fail"
+        return "pass" if re.search(r"^Ok:\s+1\b", text, re.M) else "skip"
+
     def build(self, m):
-        """Builds one mutant; returns (binary, None) or (None, why)."""
+        """Builds one mutant; returns (binary, None) or (None, why). The
+        verdicts of its unit tests ("unit" in the table) land in
+        unit_results."""
         originals = {}
         try:
             for path, old, new in m["edits"]:
@@ -105,9 +119,12 @@ class Builder:
                                   + "".join(f"    | {line}\n" for line in old.splitlines()))
                 with open(full, "w") as f:
                     f.write(cur.replace(old, new))
-            r = sh(["meson", "compile", "-C", self.bdir, "vmm"])
+            unit = m.get("unit", [])
+            r = sh(["meson", "compile", "-C", self.bdir, "vmm"] + [f"test_{n}" for n in unit])
             if r.returncode:
                 return None, f"the mutant does not build:\n{r.stdout[-3000:]}"
+            # Unit tests run here, in the mutant's own build, before the edit is undone.
+            self.unit_results[m["name"]] = [(n, self.run_unit(n)) for n in unit]
             out = os.path.join(self.root, f"vmm-{m['name']}-{os.getpid()}")
             shutil.copy2(os.path.join(self.bdir, "vmm"), out)
             return out, None
@@ -244,7 +261,9 @@ def main():
             log(f"mutant {m['name']}: BROKEN: {why}")
             rows.append((m["name"], "-", "EDIT/BUILD FAILED"))
             continue
-        results = []
+        results = [(f"unit:{n}", v) for n, v in builder.unit_results.get(m["name"], [])]
+        for n, v in results:
+            log(f"mutant {m['name']}: {n}: {v} (in the mutant's own build)")
         for n in m["tests"]:
             verdict, st, secs, out = tests.run(n, binary)
             results.append((n, verdict))

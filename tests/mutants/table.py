@@ -82,6 +82,10 @@ MUTANTS = [
                    "\t/* Two vCPUs may want it at once: the loser is paused by the winner. */",
                    "\tif (1)\n\t\treturn !vm_stopping(vm);\n\tpthread_mutex_lock(&vm->lock);\n"
                    "\t/* Two vCPUs may want it at once: the loser is paused by the winner. */")],
+        # The SMP guest loses an update only when two emulations overlap: under
+        # the lab's TCG that race is rare (it survived one run of three). The
+        # unit test drives the pause protocol with threads, every time.
+        "unit": ["vm"],
         "tests": ["split-lock-smp-emulate"],
     },
     {
