@@ -94,7 +94,6 @@ struct step_state {
 	bool checked;           /* `insn` at `rip` was checked for this entry */
 	bool tf_at_start;       /* guest_tf when `insn` began */
 	bool tf_after;          /* guest_tf once `insn` completes */
-	bool delivers;          /* `insn` delivers an event by itself (step_delivers) */
 	bool hlt;               /* this entry runs a HLT without stepping */
 	uint64_t rip;
 	struct step_insn insn;
@@ -107,8 +106,6 @@ struct step_state {
 	uint64_t frame_handler;
 	bool frame_tf;          /* the guest's TF, for that frame */
 	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
-	uint64_t iret_to;       /* IRET: the RIP its frame returns to */
-	bool iret_to_valid;     /* iret_to could be read */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 };
 

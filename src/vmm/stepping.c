@@ -380,19 +380,6 @@ static uint64_t read_fmask(struct vcpu *v)
 	return fmask;
 }
 
-/*
- * A stepped IRET that ended anywhere but at the RIP of its frame faulted
- * (a bad CS or SS, a non-canonical RIP): it loaded nothing, TF included,
- * and the exception's handler ran, or was reached, instead.
- */
-static bool iret_faulted(struct vcpu *v)
-{
-	const struct step_state *s = &v->step;
-
-	return s->insn.kind == STEP_IRET && s->iret_to_valid &&
-	       v->run->s.regs.regs.rip != s->iret_to;
-}
-
 /* The guest's TF once the instruction at RIP completes. */
 static bool tf_after(struct vcpu *v)
 {
@@ -402,16 +389,8 @@ static bool tf_after(struct vcpu *v)
 	uint8_t buf[8] = { 0 };
 	uint64_t at = regs->rsp;
 
-	v->step.iret_to_valid = false;
 	switch (insn->kind) {
 	case STEP_IRET:
-		v->step.iret_to_valid = read_linear(v, emulate_stack_la(&v->run->s.regs.sregs,
-									 regs->rflags, at),
-						    0, buf, insn->opsize) == insn->opsize;
-		v->step.iret_to = 0;
-		for (unsigned i = 0; i < insn->opsize; i++)
-			v->step.iret_to |= (uint64_t)buf[i] << (8 * i);
-		memset(buf, 0, sizeof(buf));
 		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
 		/* fallthrough */
 	case STEP_POPF:
@@ -554,12 +533,8 @@ bool stepping_debug_exit(struct vcpu *v)
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
 	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped &&
-	    (step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) || iret_faulted(v))) {
-		/*
-		 * The instruction faulted: no step of its own is owed to the
-		 * guest, and the TF an IRET or POPF would have loaded is not
-		 * the guest's (it stays at tf_at_start).
-		 */
+	    step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode)) {
+		/* The instruction faulted: no step of its own is owed to the guest. */
 		if (diverted_at_handler(v)) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */
@@ -567,12 +542,7 @@ bool stepping_debug_exit(struct vcpu *v)
 			escaped = true;
 		}
 	}
-	/*
-	 * INT3, INT n and INTO clear TF as they deliver their event: the step
-	 * that ends at the handler owes the guest no single-step #DB, and
-	 * its frame holds the guest's TF (SDM vol. 3 17.3.1.4).
-	 */
-	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start && !s->delivers, dr.dr7);
+	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
 	else if (d.completed) {
@@ -742,7 +712,6 @@ again:
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->tf_at_start = s->guest_tf;
-	s->delivers = step_delivers(&s->insn, regs->rflags);
 	if (step_hlt_unstepped(&s->insn, cpl)) {
 		s->hlt = true;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);

@@ -358,72 +358,6 @@ static void diverted_step_unchecked(void **state)
 	assert_int_equal(v->stats.unchecked_runs, 1);
 }
 
-/*
- * iretq whose frame has TF set but whose CS faults (issue 18 item 3): the
- * step ends neither at the frame's RIP nor at a handler's first
- * instruction, so the IRET loaded nothing: the guest's TF stays as it was
- * (0), and the handler that ran is counted.
- */
-static void iret_fault_keeps_tf(void **state)
-{
-	static const uint8_t iretq[] = { 0x48, 0xcf };
-	struct vcpu *v = &fv.vm.vcpus[0];
-	uint64_t frame = STACK - 40;
-
-	(void)state;
-	memcpy(ram + CODE, iretq, sizeof(iretq));
-	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, 0xfff8, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
-					  STACK, BOOT_SEL_DATA }, 40);
-	regs(v)->rsp = frame;
-	stepping_before_run(v);
-	assert_true(v->step.checked);
-	assert_false(v->step.guest_tf);
-	assert_true(v->step.tf_after);
-	/* The #GP handler ran and returned past the IRET (its fixup), stepped again by its IRET. */
-	regs(v)->rsp = STACK;
-	step_to(v, CODE + 0x80, DR6_STEP);
-	assert_false(v->step.guest_tf);
-	assert_int_equal(v->stats.unchecked_runs, 1);
-	assert_int_equal(v->stats.db_reinjected, 0);
-
-	/* An IRET that returns where its frame says loads the frame's TF. */
-	regs(v)->rip = CODE;
-	regs(v)->rsp = frame;
-	stepping_before_run(v);
-	step_to(v, CODE + 0x40, DR6_STEP);
-	assert_true(v->step.guest_tf);
-	assert_int_equal(v->stats.unchecked_runs, 1);
-}
-
-/*
- * INT3 with the guest's own TF set, without breakpoints (issue 18 item 2):
- * delivery clears TF, so the step that ends at the #BP handler owes the
- * guest no #DB; the frame gets the guest's TF (1), and the handler runs
- * with the guest's TF clear.
- */
-static void int3_guest_tf_no_db(void **state)
-{
-	struct vcpu *v = &fv.vm.vcpus[0];
-	struct fake_vcpu *fc = fake_vcpu(v);
-	uint64_t frame = STACK - 40;
-
-	(void)state;
-	ram[CODE] = 0xcc;
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;	/* the guest's own, unstepped */
-	stepping_before_run(v);
-	assert_true(v->step.checked);
-	assert_true(v->step.tf_at_start);
-	memcpy(ram + frame, (uint64_t[]){ CODE + 1, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
-					  STACK, BOOT_SEL_DATA }, 40);
-	regs(v)->rsp = frame;
-	step_to(v, HANDLER(X86_VEC_BP), DR6_STEP);
-	assert_int_equal(v->stats.db_reinjected, 0);
-	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
-	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
-	assert_false(v->step.guest_tf);
-	assert_int_equal(v->stats.unchecked_runs, 0);
-}
-
 /* A debug exit with no debug hardware armed is not the engine's. */
 static void debug_exit_unarmed(void **state)
 {
@@ -446,8 +380,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(resync_after_completed_exit, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(diverted_step_unchecked, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(debug_exit_unarmed, setup_hwbp, teardown),
-		cmocka_unit_test_setup_teardown(iret_fault_keeps_tf, setup_no_hwbp, teardown),
-		cmocka_unit_test_setup_teardown(int3_guest_tf_no_db, setup_no_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
