@@ -24,7 +24,6 @@ import os
 import re
 import resource
 import subprocess
-import sys
 import tempfile
 import threading
 import time
