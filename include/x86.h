@@ -27,11 +27,20 @@
 #define X86_VEC_GP   13
 #define X86_VEC_PF   14
 #define X86_VEC_AC   17
+/*
+ * The vectors that are faults (SDM vol. 3 6.5, table 6-1), one bit each:
+ * #DE #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM #VE #CP. A fault's frame
+ * holds RF set (17.3.1.1); #DB is a fault or a trap, and never pushes RF.
+ */
+#define X86_VEC_FAULTS 0x3b7ce1u
 
 /* Architectural MSRs (no u suffix: assembly includes them too). */
 #define MSR_EFER                0xc0000080
 #define MSR_FS_BASE             0xc0000100
 #define MSR_GS_BASE             0xc0000101
+#define MSR_STAR                0xc0000081      /* SYSCALL's selectors */
+#define MSR_LSTAR               0xc0000082      /* SYSCALL's target, 64-bit code */
+#define MSR_CSTAR               0xc0000083      /* SYSCALL's target, compatibility mode */
 #define MSR_SYSCALL_MASK        0xc0000084      /* IA32_FMASK */
 
 /* CR0. */
@@ -55,6 +64,7 @@
 #define X86_CR4_CET        X86_BIT(23)
 
 /* EFER. */
+#define X86_EFER_SCE X86_BIT(0)
 #define X86_EFER_LME X86_BIT(8)
 #define X86_EFER_LMA X86_BIT(10)
 #define X86_EFER_NXE X86_BIT(11)
@@ -70,6 +80,7 @@
 #define X86_RFLAGS_IF    X86_BIT(9)
 #define X86_RFLAGS_DF    X86_BIT(10)
 #define X86_RFLAGS_OF    X86_BIT(11)
+#define X86_RFLAGS_NT    X86_BIT(14)
 #define X86_RFLAGS_RF    X86_BIT(16)
 #define X86_RFLAGS_VM    X86_BIT(17)
 #define X86_RFLAGS_AC    X86_BIT(18)
@@ -88,6 +99,7 @@
 
 /* DR7: L0 enables DR0; R/W0 and LEN0 zero make it a one-byte execute breakpoint. */
 #define X86_DR7_L0         X86_BIT(0)
+#define X86_DR7_GD         X86_BIT(13)     /* MOV DR faults with #DB; cleared on #DB delivery */
 
 /* Segment selectors. */
 #define X86_SEL_RPL        0x3
@@ -95,12 +107,14 @@
 
 /* Segment descriptors, as one 64-bit word. */
 #define X86_DESC_A         X86_BIT(40)     /* accessed */
+#define X86_DESC_CONFORMING X86_BIT(42)    /* code type: runs at the caller's CPL */
 #define X86_DESC_CODE      X86_BIT(43)     /* type: executable */
 #define X86_DESC_S         X86_BIT(44)     /* code or data, not system */
 #define X86_DESC_DPL_SHIFT 45
 #define X86_DESC_P         X86_BIT(47)
 #define X86_DESC_L         X86_BIT(53)     /* 64-bit code */
 #define X86_DESC_DB        X86_BIT(54)
+#define X86_DESC_G         X86_BIT(55)     /* limit in 4 KiB units */
 #define X86_DESC_A_BYTE    5               /* the byte that holds the accessed bit (bit 0) */
 
 /* 16-byte long-mode IDT gates: byte 5 holds P, DPL and the type. */

@@ -295,30 +295,138 @@ int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 	return (int)at + 2;
 }
 
-bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64_t rip,
-			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
-			struct step_delivery *out)
+static bool canonical(uint64_t la, bool la57)
 {
-	unsigned type = gate[5] & 0x1f, n = 0;
-	uint16_t sel = (uint16_t)(gate[2] | gate[3] << 8);
+	unsigned bits = la57 ? 57 : 48;
 
-	/* Present, S=0 and type 14 or 15; IST 0; the same code segment. */
-	if (!(gate[5] & 0x80) || (type != 0x0e && type != 0x0f) || (gate[4] & 7) || sel != cs)
+	return (uint64_t)((int64_t)(la << (64 - bits)) >> (64 - bits)) == la;
+}
+
+bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery *out)
+{
+	const uint8_t *gate = in->gate;
+	unsigned type = gate[5] & 0x1f, gate_dpl = (gate[5] >> 5) & 3, ist = gate[4] & 7, n = 0;
+	uint16_t sel = (uint16_t)(gate[2] | gate[3] << 8);
+	unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3, cpl = in->cpl;
+	uint64_t rsp = in->rsp;
+
+	/* Present, S=0, type 14 or 15, the upper dword's type field clear (else #GP). */
+	if (!(gate[5] & 0x80) || (type != 0x0e && type != 0x0f) || (gate[13] & 0x1f) ||
+	    (in->soft && gate_dpl < in->cpl))
 		return false;
-	if (error_code)
-		out->frame[n++] = err;
-	out->frame[n++] = rip;
-	out->frame[n++] = cs;
-	out->frame[n++] = rflags;
-	out->frame[n++] = rsp;
-	out->frame[n++] = ss;
+	/* A present 64-bit code segment in the GDT, not above the CPL. */
+	if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
+	    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB)) !=
+	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L) || dpl > in->cpl)
+		return false;
+	if (!(in->desc & X86_DESC_CONFORMING))
+		cpl = dpl;
+	out->rip = step_gate_offset(gate);
+	if (!canonical(out->rip, in->la57))
+		return false;
+	if (ist || cpl < in->cpl) {
+		if (!in->tss_valid)
+			return false;
+		rsp = ist ? in->tss_ist[ist - 1] : in->tss_rsp[cpl];
+		if (!canonical(rsp, in->la57))
+			return false;
+	}
+	if (in->error_code)
+		out->frame[n++] = in->err;
+	out->frame[n++] = in->rip;
+	out->frame[n++] = in->cs;
+	out->frame[n++] = in->rflags;
+	out->frame[n++] = in->rsp;
+	out->frame[n++] = in->ss;
 	out->words = n;
 	out->rsp = (rsp & ~0xfull) - 8ull * n;
-	out->rip = step_gate_offset(gate);
-	out->rflags = rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF | X86_RFLAGS_VM | (1ull << 14));
+	out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | cpl);
+	out->cpl = cpl;
+	out->stack_switch = cpl < in->cpl;
+	out->rflags = in->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF | X86_RFLAGS_VM | X86_RFLAGS_NT);
 	if (type == 0x0e)
 		out->rflags &= ~X86_RFLAGS_IF;
 	return true;
+}
+
+void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out)
+{
+	uint32_t limit = (uint32_t)(desc & 0xffff) | (uint32_t)((desc >> 48) & 0xf) << 16;
+
+	*out = (struct kvm_segment){
+		.base = ((desc >> 16) & 0xffffff) | ((desc >> 56) & 0xff) << 24,
+		.limit = (desc & X86_DESC_G) ? limit << 12 | 0xfff : limit,
+		.selector = sel,
+		.type = (uint8_t)(((desc >> 40) & 0xf) | 1),	/* accessed, as the CPU sets it */
+		.present = 1,
+		.dpl = (uint8_t)((desc >> X86_DESC_DPL_SHIFT) & 3),
+		.db = 0,
+		.s = 1,
+		.l = 1,
+		.g = (desc & X86_DESC_G) != 0,
+		.avl = (desc >> 52) & 1,
+	};
+}
+
+void step_syscall_plan(uint64_t next_rip, uint64_t rflags, uint64_t star, uint64_t target,
+		       uint64_t fmask, struct step_syscall *out)
+{
+	uint16_t sel = (uint16_t)(star >> 32);
+
+	out->rcx = next_rip;
+	out->r11 = rflags & ~X86_RFLAGS_RF;
+	out->rflags = (rflags & ~fmask & ~X86_RFLAGS_RF) | X86_RFLAGS_FIXED;
+	out->rip = target;
+	out->cs = (struct kvm_segment){
+		.limit = 0xffffffff, .selector = sel & 0xfffc, .type = 0xb, .present = 1,
+		.s = 1, .l = 1, .g = 1,
+	};
+	out->ss = (struct kvm_segment){
+		.limit = 0xffffffff, .selector = (uint16_t)(sel + 8), .type = 0x3, .present = 1,
+		.s = 1, .db = 1, .g = 1,
+	};
+}
+
+bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, bool la57,
+		      struct step_syscall *out)
+{
+	uint16_t base = (uint16_t)(star >> 48);
+
+	if (rex_w && !canonical(rcx, la57))
+		return false;
+	out->rip = rex_w ? rcx : (uint32_t)rcx;
+	out->rcx = rcx;
+	out->r11 = r11;
+	/* RF and VM clear, bit 1 set, the reserved bits as they read (SDM: R11 & 3C7FD7H). */
+	out->rflags = (r11 & 0x3c7fd7) | X86_RFLAGS_FIXED;
+	out->cs = (struct kvm_segment){
+		.limit = 0xffffffff, .selector = (uint16_t)((rex_w ? base + 16 : base) | 3),
+		.type = 0xb, .present = 1, .dpl = 3, .s = 1, .l = rex_w, .db = !rex_w, .g = 1,
+	};
+	out->ss = (struct kvm_segment){
+		.limit = 0xffffffff, .selector = (uint16_t)((base + 8) | 3), .type = 0x3,
+		.present = 1, .dpl = 3, .s = 1, .db = 1, .g = 1,
+	};
+	return true;
+}
+
+bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
+{
+	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;
+}
+
+int step_certain_fault(const uint8_t *b, size_t len, unsigned cpl, uint64_t dr7, uint32_t *err)
+{
+	*err = 0;
+	/* Prefix-free forms only: a prefix may change which fault comes first. */
+	if (len >= 2 && b[0] == 0x0f && b[1] == 0x0b)
+		return X86_VEC_UD;
+	if (cpl && len >= 1 && b[0] == 0xf4)
+		return X86_VEC_GP;
+	/* MOV DR: DR7.GD's #DB may come first; left to the CPU then. */
+	if (cpl && !(dr7 & X86_DR7_GD) && len >= 3 && b[0] == 0x0f && (b[1] == 0x21 || b[1] == 0x23))
+		return X86_VEC_GP;
+	return -1;
 }
 
 uint64_t step_syscall_r11(uint64_t r11, bool guest_tf)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/kvm.h>
+
 #include "x86.h"
 
 enum step_kind {
@@ -172,30 +174,86 @@ int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 		      uint64_t next_rip);
 
 /*
- * An exception delivered by the VMM itself through a 64-bit IDT gate, as
- * the CPU would (SDM vol. 3 6.14.2, APM vol. 2 8.9.3), where single-step
- * cannot follow the CPU's own delivery (it clears TF) and no breakpoint can
- * stop at the handler: RSP aligned down to 16, then SS, RSP, RFLAGS, CS,
- * RIP and the error code pushed; the handler runs with TF, NT, RF and VM
- * clear, and IF too through an interrupt gate.
+ * An event delivered by the VMM itself through a 64-bit IDT gate, as the
+ * CPU would (SDM vol. 3 6.12.1 and 6.14, APM vol. 2 8.9.3), where a
+ * single-step cannot follow the CPU's own delivery (it clears TF): the gate
+ * and the code descriptor checked, the stack chosen (an IST slot, RSPn of
+ * the TSS on a privilege change, else the current one), RSP aligned down to
+ * 16, then SS, RSP, RFLAGS, CS, RIP and the error code pushed; the handler
+ * runs with TF, NT, RF and VM clear, and IF too through an interrupt gate.
  */
+struct step_delivery_in {
+	uint8_t gate[16];
+	uint64_t desc;          /* the GDT descriptor the gate's selector names */
+	unsigned cpl;
+	uint16_t cs, ss;        /* the interrupted selectors, pushed */
+	uint64_t rip;           /* pushed: the faulting instruction, or the next */
+	uint64_t rsp;
+	uint64_t rflags;        /* the image pushed: the guest's own TF, RF as owed */
+	bool error_code;
+	uint32_t err;
+	bool soft;              /* INT n, INT3, INTO: the gate's DPL must allow the CPL */
+	bool la57;              /* canonical means 57 bits */
+	bool tss_valid;         /* tss_rsp/tss_ist were read from the TSS */
+	uint64_t tss_rsp[3], tss_ist[7];
+};
+
 struct step_delivery {
 	uint64_t rsp;           /* the new RSP, where frame[0] goes */
 	uint64_t frame[6];      /* from RSP up: [error code,] RIP, CS, RFLAGS, RSP, SS */
 	unsigned words;
 	uint64_t rip;           /* the handler */
 	uint64_t rflags;        /* the handler's */
+	uint16_t cs;            /* the handler's selector, RPL = its CPL */
+	unsigned cpl;           /* the handler's */
+	bool stack_switch;      /* privilege change: SS becomes null with RPL = cpl */
 };
 /*
- * false where the VMM leaves it to the CPU or KVM: a gate that is not a
- * present 64-bit interrupt or trap gate, one with an IST stack, or one into
- * another code segment (a privilege change, a stack switch). `rflags` is
- * what the frame gets: the guest's own, TF included.
+ * false where the VMM leaves it to the CPU or KVM (which raise what the
+ * architecture says): a gate that is not a present 64-bit interrupt or trap
+ * gate, has reserved bits set, or is beyond the CPL's reach for INT n; a
+ * descriptor that is not a present 64-bit code segment of a DPL at most the
+ * CPL; a non-canonical handler or stack; a stack switch without the TSS.
  */
-bool step_delivery_plan(const uint8_t gate[16], uint16_t cs, uint16_t ss, uint64_t rip,
-			uint64_t rsp, uint64_t rflags, bool error_code, uint32_t err,
-			struct step_delivery *out);
+bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery *out);
 
+/* The code segment cache the CPU loads from a 64-bit code descriptor, RPL = cpl. */
+void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
+
+/*
+ * SYSCALL performed by the VMM in IA-32e mode (SDM vol. 2 SYSCALL): RCX the
+ * next RIP, R11 the guest's RFLAGS (its own TF, RF clear), RFLAGS masked by
+ * IA32_FMASK, CS and SS flat from IA32_STAR[47:32], RIP from LSTAR (64-bit
+ * code) or CSTAR (compatibility mode).
+ */
+struct step_syscall {
+	uint64_t rcx, r11, rflags, rip;
+	struct kvm_segment cs, ss;
+};
+void step_syscall_plan(uint64_t next_rip, uint64_t rflags, uint64_t star, uint64_t target,
+		       uint64_t fmask, struct step_syscall *out);
+
+/*
+ * SYSRET performed by the VMM at CPL0 (SDM vol. 2 SYSRET): RIP from RCX
+ * (ECX for the 32-bit form, into compatibility mode), RFLAGS from R11, CS
+ * and SS flat at DPL3 from IA32_STAR[63:48]. false where the CPU raises
+ * #GP: a non-canonical RCX.
+ */
+bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, bool la57,
+		      struct step_syscall *out);
+
+/*
+ * Where the single-step trap after an instruction depends on TF at its end,
+ * not its start: SYSCALL and SYSRET (kvm-unit-tests' msr test, Xen XSA-204).
+ */
+bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after);
+
+/*
+ * An instruction certain to fault whatever its operands (UD2; HLT and MOV
+ * DR at CPL > 0, the latter unless DR7.GD is set): the vector and error code, or -1. The VMM delivers it
+ * itself, so that its handler is checked.
+ */
+int step_certain_fault(const uint8_t *b, size_t len, unsigned cpl, uint64_t dr7, uint32_t *err);
 
 /*
  * The guest's own breakpoints, for the instructions the VMM completes

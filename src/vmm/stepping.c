@@ -150,52 +150,82 @@ static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 	return set_hw(v, STEP_DEBUG_PREDICT, handler, false);
 }
 
+/* An event the VMM delivers itself (deliver_event). */
+struct vmm_event {
+	unsigned vector;
+	bool error_code;
+	uint32_t err;
+	uint64_t rip;           /* pushed: the instruction (a fault) or the next (a trap, INT n) */
+	bool fault;             /* pushes RF set (SDM vol. 3 17.3.1.1), but for a #DB */
+	bool soft;              /* INT n, INT3, INTO: gate DPL checked against the CPL */
+};
+
+/* Reads the 64-bit TSS's RSP0-2 and IST1-7 (supervisor reads); false where it cannot. */
+static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *in)
+{
+	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint8_t tss[0x64];
+
+	if (tr->unusable || !tr->present || tr->limit < sizeof(tss) - 1 ||
+	    pagewalk_read_as(&m, p, tr->base, 0, tss, sizeof(tss)) != sizeof(tss))
+		return false;
+	memcpy(in->tss_rsp, tss + 4, sizeof(in->tss_rsp));
+	memcpy(in->tss_ist, tss + 0x24, sizeof(in->tss_ist));
+	return true;
+}
+
 /*
- * Delivers `vector` for the instruction at RIP as the CPU would, with the
- * VMM's TF kept, where no breakpoint can stop at a handler (docs/design.md,
- * "Without breakpoints"). false, nothing written: the CPU or KVM delivers it.
+ * Delivers an event through the long-mode IDT as the CPU would, the frame
+ * holding the guest's TF, the handler's first instruction next and the
+ * VMM's TF kept, so that it is checked (docs/design.md, "Events the VMM
+ * delivers"). false, nothing written: the CPU or KVM delivers it.
  */
-static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
+static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 {
 	struct kvm_regs *regs = &v->run->s.regs.regs;
-	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint64_t gate_la = sregs->idt.base + vector * 16, desc_la, desc = 0, rflags;
-	unsigned sel = sregs->cs.selector;
+	uint64_t gate_la = sregs->idt.base + e->vector * 16, desc_la, rf;
+	struct step_delivery_in in = {
+		.cpl = sregs->cs.dpl, .cs = sregs->cs.selector, .ss = sregs->ss.selector,
+		.rip = e->rip, .rsp = regs->rsp, .error_code = e->error_code, .err = e->err,
+		.soft = e->soft, .la57 = (sregs->cr4 & X86_CR4_LA57) != 0,
+	};
+	struct kvm_vcpu_events ev;
+	struct kvm_segment cs;
 	struct step_delivery d;
 	struct walk w, gate_w, desc_w;
 	struct paging p;
-	uint8_t gate[16], frame[48], raw[8];
+	unsigned sel;
+	uint8_t raw[8], frame[48];
 
 	guest_paging(v, &p);
-	p.cpl = 0;	/* the IDT, the GDT and the frame are supervisor accesses */
+	p.cpl = 0;	/* the IDT, the GDT, the TSS and the frame are supervisor accesses */
 	p.ac = false;	/* implicit ones: SMAP applies whatever RFLAGS.AC says */
-	desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
-	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & X86_CR4_CET) || sregs->cs.dpl != 0 ||
-	    (sel & X86_SEL_TI) || vector * 16 + 15 > sregs->idt.limit || (sel | 7u) > sregs->gdt.limit ||
+	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & X86_CR4_CET) ||
+	    e->vector * 16 + 15 > sregs->idt.limit ||
 	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
-	    pagewalk(&m, &p, desc_la, 0, &desc_w) != WALK_OK ||
-	    pagewalk_read_as(&m, &p, gate_la, 0, gate, sizeof(gate)) != sizeof(gate) ||
+	    pagewalk_read_as(&m, &p, gate_la, 0, in.gate, sizeof(in.gate)) != sizeof(in.gate))
+		return false;
+	sel = (unsigned)(in.gate[2] | in.gate[3] << 8);
+	desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
+	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, &p, desc_la, 0, &desc_w) != WALK_OK ||
 	    pagewalk_read_as(&m, &p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
 		return false;
-	/*
-	 * The CPU reloads CS from the GDT: a present 64-bit code segment of
-	 * the same privilege, whose accessed bit the CPU sets if it is clear
-	 * (SDM vol. 3 3.4.5), a supervisor write (then the GDT must take it).
-	 */
 	for (unsigned i = 0; i < 8; i++)
-		desc |= (uint64_t)raw[i] << (8 * i);
-	if ((desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB)) !=
-	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L) ||
-	    ((desc >> X86_DESC_DPL_SHIFT) & 3) != sregs->cs.dpl ||
-	    (!(desc & X86_DESC_A) &&
-	     (pagewalk(&m, &p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, &desc_w) != WALK_OK ||
-	      desc_w.gpa >= m.size)))
+		in.desc |= (uint64_t)raw[i] << (8 * i);
+	/* The CPU sets the descriptor's accessed bit, a supervisor write the GDT must take. */
+	if (!(in.desc & X86_DESC_A) &&
+	    (pagewalk(&m, &p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, &desc_w) != WALK_OK ||
+	     desc_w.gpa >= m.size))
 		return false;
-	/* The frame holds the guest's TF, and RF as every fault pushes it. */
-	rflags = (regs->rflags & ~X86_RFLAGS_TF) | (v->step.guest_tf ? X86_RFLAGS_TF : 0) | X86_RFLAGS_RF;
-	if (!step_delivery_plan(gate, (uint16_t)sel, sregs->ss.selector, regs->rip, regs->rsp,
-				rflags, step_vector_error_code(vector), err, &d))
+	in.tss_valid = read_tss(v, &p, &in);
+	/* The image: the guest's TF; RF set by a fault but a #DB, clear after a trap. */
+	rf = e->fault && e->vector != X86_VEC_DB ? X86_RFLAGS_RF : 0;
+	in.rflags = (regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
+		    (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf;
+	if (!step_delivery_plan(&in, &d))
 		return false;
 	/* Both ends of the frame (it spans at most two pages) must take the writes. */
 	for (unsigned end = 0; end < 2; end++) {
@@ -216,7 +246,7 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 	}
 	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
 	pagewalk_set_ad(&m, &gate_w, false);
-	if (!(desc & X86_DESC_A)) {
+	if (!(in.desc & X86_DESC_A)) {
 		m.base[desc_w.gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
 		pagewalk_set_ad(&m, &desc_w, true);
 	} else {
@@ -225,11 +255,42 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 	for (unsigned end = 0; end < 2; end++)
 		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
+	/* CS (and SS on a privilege change: null, RPL the new CPL) as the CPU loads them. */
+	step_code_segment(in.desc, d.cs, &cs);
+	sregs->cs = cs;
+	if (d.stack_switch)
+		sregs->ss = (struct kvm_segment){ .selector = (uint16_t)d.cpl, .dpl = (uint8_t)d.cpl,
+						  .unusable = 1 };
+	v->ops->set_sregs(v, sregs);
 	regs->rsp = d.rsp;
 	regs->rip = d.rip;
 	regs->rflags = d.rflags;
 	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
 	v->step.guest_tf = false;
+	v->step.iret_rf = false;
+	/* Delivery ends an interrupt shadow (STI, MOV SS) the instruction sat in. */
+	if (!v->kvm->get_events(v, &ev) && ev.interrupt.shadow) {
+		int r;
+
+		ev.interrupt.shadow = 0;
+		ev.flags = (ev.flags & KVM_VCPUEVENT_VALID_NMI_PENDING) | KVM_VCPUEVENT_VALID_SHADOW;
+		r = v->kvm->set_events(v, &ev);
+		if (r)
+			return stepping_fail(v, "KVM_SET_VCPU_EVENTS (interrupt shadow)", -r);
+	}
+	return true;
+}
+
+/* A fault of the instruction at RIP, delivered by the VMM (deliver_event). */
+static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
+{
+	struct vmm_event e = {
+		.vector = vector, .error_code = step_vector_error_code(vector), .err = err,
+		.rip = v->run->s.regs.regs.rip, .fault = true,
+	};
+
+	if (!deliver_event(v, &e))
+		return false;
 	v->stats.faults_delivered++;
 	return true;
 }
@@ -453,29 +514,145 @@ static void check_shadowed(struct vcpu *v)
 
 static const struct emulate_exception db_event = { .vector = X86_VEC_DB };
 
-/* Hands the guest its own #DB: DR6 as the CPU would leave it, then the event. */
-static void reinject_db(struct vcpu *v, uint64_t payload)
+/*
+ * Hands the guest its own #DB: DR6 as the CPU would leave it and DR7.GD
+ * clear (SDM vol. 3 17.2.4), then the event, delivered by the VMM where it
+ * can. true: it was, and the handler's first instruction is at RIP, to be
+ * checked before it runs; false: KVM delivers it (or the VM is stopping).
+ */
+static bool reinject_db(struct vcpu *v, uint64_t payload)
 {
+	const struct vmm_event e = { .vector = X86_VEC_DB, .rip = v->run->s.regs.regs.rip };
 	struct kvm_debugregs dr;
 	int r = v->kvm->get_debugregs(v, &dr);
 
-	if (r) {
-		stepping_fail(v, "KVM_GET_DEBUGREGS", -r);
-		return;
-	}
+	if (r)
+		return stepping_fail(v, "KVM_GET_DEBUGREGS", -r);
 	dr.dr6 = step_dr6_deliver(dr.dr6, payload);
+	dr.dr7 &= ~X86_DR7_GD;
 	dr.flags = 0;
 	r = v->kvm->set_debugregs(v, &dr);
-	if (r) {
-		stepping_fail(v, "KVM_SET_DEBUGREGS", -r);
-		return;
-	}
-	r = event_inject(v, &db_event);
-	if (r) {
-		stepping_fail(v, "KVM_SET_VCPU_EVENTS (#DB)", -r);
-		return;
-	}
+	if (r)
+		return stepping_fail(v, "KVM_SET_DEBUGREGS", -r);
+	v->step.dr7 = dr.dr7;
 	v->stats.db_reinjected++;
+	if (deliver_event(v, &e))
+		return true;
+	r = event_inject(v, &db_event);
+	if (r)
+		return stepping_fail(v, "KVM_SET_VCPU_EVENTS (#DB)", -r);
+	return false;
+}
+
+/*
+ * SYSCALL in 64-bit code, performed by the VMM: stepped, the CPU would
+ * save the VMM's TF in R11 and, where IA32_FMASK clears TF, run the
+ * handler unstepped. -1 where the VM is stopping, 0 where it is the CPU's
+ * (compatibility or legacy mode; MSRs unreadable), 1 done.
+ */
+static int perform_syscall(struct vcpu *v, uint64_t next)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct step_syscall sc;
+	uint64_t star, target, fmask;
+
+	/* EFER.SCE clear: #UD in every mode, certain, delivered so its handler is checked. */
+	if ((sregs->efer & X86_EFER_LMA) && !(sregs->efer & X86_EFER_SCE))
+		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
+	/* Compatibility mode: #UD on Intel, CSTAR on AMD; the CPU's. */
+	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
+	    v->kvm->get_msr(v, MSR_STAR, &star) || v->kvm->get_msr(v, MSR_LSTAR, &target) ||
+	    v->kvm->get_msr(v, MSR_SYSCALL_MASK, &fmask))
+		return 0;
+	step_syscall_plan(next, (regs->rflags & ~X86_RFLAGS_TF) |
+			  (v->step.guest_tf ? X86_RFLAGS_TF : 0), star, target, fmask, &sc);
+	sregs->cs = sc.cs;
+	sregs->ss = sc.ss;
+	v->ops->set_sregs(v, sregs);
+	regs->rcx = sc.rcx;
+	regs->r11 = sc.r11;
+	regs->rip = sc.rip;
+	regs->rflags = sc.rflags;
+	v->ops->set_regs(v, regs);
+	v->step.guest_tf = (sc.rflags & X86_RFLAGS_TF) != 0;
+	/* The single-step trap follows TF at SYSCALL's end, not its start. */
+	if (step_trap_owed(STEP_SYSCALL, v->step.tf_at_start, v->step.guest_tf) &&
+	    !reinject_db(v, X86_DR6_BS))
+		return -1;
+	return vm_stopping(v->vm) ? -1 : 1;
+}
+
+/*
+ * SYSRET from CPL0, performed by the VMM: stepped, the CPU traps only
+ * where R11 sets TF, and the code after it would run unstepped.
+ */
+static int perform_sysret(struct vcpu *v)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct step_syscall sc;
+	uint64_t star;
+
+	if (!(sregs->efer & X86_EFER_LMA) || !(sregs->efer & X86_EFER_SCE) || !sregs->cs.l ||
+	    sregs->cs.dpl != 0 || v->kvm->get_msr(v, MSR_STAR, &star) ||
+	    !step_sysret_plan(regs->rcx, regs->r11, star, v->step.insn.opsize == 8,
+			      (sregs->cr4 & X86_CR4_LA57) != 0, &sc))
+		return 0;
+	sregs->cs = sc.cs;
+	sregs->ss = sc.ss;
+	v->ops->set_sregs(v, sregs);
+	regs->rip = sc.rip;
+	regs->rflags = sc.rflags;
+	v->ops->set_regs(v, regs);
+	v->step.guest_tf = (sc.rflags & X86_RFLAGS_TF) != 0;
+	if (step_trap_owed(STEP_SYSRET, v->step.tf_at_start, v->step.guest_tf) &&
+	    !reinject_db(v, X86_DR6_BS))
+		return -1;
+	return vm_stopping(v->vm) ? -1 : 1;
+}
+
+/*
+ * What the VMM does itself instead of stepping the instruction at RIP, so
+ * that no handler runs unchecked and every saved RFLAGS holds the guest's
+ * TF: INT n, INT3, INTO, INT1 and the faults certain to come are
+ * delivered, SYSCALL and SYSRET performed. 1: done, RIP moved; 0: stepped
+ * as any other; -1: the VM is stopping, or KVM was left an event to deliver.
+ */
+static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	struct step_state *s = &v->step;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode) };
+	unsigned cpl = v->run->s.regs.sregs.cs.dpl;
+	uint32_t err;
+	int vector;
+
+	switch (s->insn.kind) {
+	case STEP_SYSCALL:
+		return perform_syscall(v, e.rip);
+	case STEP_SYSRET:
+		return perform_sysret(v);
+	case STEP_INTO:
+		if (!(regs->rflags & X86_RFLAGS_OF))
+			return 0;
+		/* fallthrough */
+	case STEP_INT3:
+	case STEP_INTN:
+		e.soft = true;
+		/* fallthrough */
+	case STEP_INT1:
+		/* INT1 leaves DR6 as it is; no single-step trap follows any of them. */
+		e.vector = s->insn.vector;
+		return deliver_event(v, &e) ? 1 : 0;
+	default:
+		/* MOV DR with DR7.GD: #DB, BD set, before any #GP (SDM vol. 3 17.2.4). */
+		if (!cpl && (s->dr7 & X86_DR7_GD) && n >= 2 && bytes[0] == 0x0f &&
+		    (bytes[1] == 0x21 || bytes[1] == 0x23))
+			return reinject_db(v, X86_DR6_BD) ? 1 : -1;
+		vector = step_certain_fault(bytes, n, cpl, s->dr7, &err);
+		return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
+	}
 }
 
 bool stepping_debug_exit(struct vcpu *v)
@@ -542,7 +719,8 @@ bool stepping_debug_exit(struct vcpu *v)
 			escaped = true;
 		}
 	}
-	d = step_debug_exit(dr6, s->checked && !escaped && s->tf_at_start, dr.dr7);
+	d = step_debug_exit(dr6, s->checked && !escaped &&
+			    step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after), dr.dr7);
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
 	else if (d.completed) {
@@ -627,31 +805,37 @@ static bool check_split_locks(struct vcpu *v)
 		struct emulate_access acc;
 		bool data, tf = s->guest_tf;
 		enum splitlock_outcome o;
-		uint64_t payload;
+		uint64_t payload, rip = regs->rip;
 
 		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
 					       regs->rflags | (s->iret_rf ? X86_RFLAGS_RF : 0));
 
 		s->iret_rf = false;
 
-		/* The guest's instruction breakpoint fires first, delivered by the VMM. */
+		/* The guest's instruction breakpoint fires first; its handler is checked next. */
 		if (exec) {
-			reinject_db(v, exec);
-			return false;
+			if (!reinject_db(v, exec) || vm_stopping(v->vm))
+				return false;
+			vm_pause_point(v->vm, v);
+			continue;
 		}
 		data = v->vm->guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
 		o = splitlock_check(v);
 		if (o == SPLITLOCK_STOPPED || vm_stopping(v->vm))
 			return false;
+		/* An #AC (or the fault that comes first) the VMM delivered: its handler is next. */
+		if (o != SPLITLOCK_EMULATED && s->inject_vector < 0 && regs->rip != rip &&
+		    !vm_stopping(v->vm)) {
+			vm_pause_point(v->vm, v);
+			continue;
+		}
 		if (o != SPLITLOCK_EMULATED)
 			return s->inject_vector < 0;
 		regs->rflags &= ~X86_RFLAGS_RF;
 		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 		payload = (tf ? X86_DR6_BS : 0) | (data ? step_data_hits(s->db, s->dr7, acc.la, acc.size) : 0);
-		if (payload) {
-			reinject_db(v, payload);
+		if (payload && (!reinject_db(v, payload) || vm_stopping(v->vm)))
 			return false;
-		}
 		vm_pause_point(v->vm, v);
 	}
 }
@@ -716,6 +900,19 @@ again:
 		s->hlt = true;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
 		return;
+	}
+	if (deliveries < 8) {
+		int done = by_vmm(v, bytes, n);
+
+		if (done < 0) {
+			if (s->inject_vector >= 0 && !vm_stopping(vm))
+				watch_handler(v, (unsigned)s->inject_vector);
+			return;
+		}
+		if (done) {
+			deliveries++;
+			goto again;
+		}
 	}
 	if (s->insn.kind == STEP_INT1) {
 		/* As the CPU: RIP past it, #DB through the IDT, DR6 untouched. */
@@ -879,6 +1076,14 @@ static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 	 * Only where a breakpoint can stop at the handler: elsewhere the VMM's
 	 * TF in the frame brings stepping back at the handler's IRET.
 	 */
+	/*
+	 * A fault the VMM injects while stepping (#AC for a split lock, #GP,
+	 * #PF): delivered by the VMM where it can, its handler checked next.
+	 */
+	if (exception && ev->exception.injected && hw_steps(v->step.hw.mode) &&
+	    ev->exception.nr < 32 && ((X86_VEC_FAULTS >> ev->exception.nr) & 1) &&
+	    deliver_fault(v, ev->exception.nr, ev->exception.error_code))
+		return 0;
 	if (exception && hw_steps(v->step.hw.mode) && v->vm->step_hwbp) {
 		if (!set_hw(v, STEP_DEBUG_OFF, 0, false))
 			return -EIO;

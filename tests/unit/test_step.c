@@ -301,18 +301,39 @@ static void test_frames(void **state)
 	assert_int_equal(step_frame_rflags(not_cs, false, 0x1000, 0x1003), -1);
 }
 
+/* A 64-bit code descriptor (base 0, limit 4 GiB, accessed), DPL dpl. */
+static uint64_t code64(unsigned dpl)
+{
+	return 0x00af9b000000ffffull | (uint64_t)dpl << X86_DESC_DPL_SHIFT;
+}
+
+static struct step_delivery_in delivery_in(void)
+{
+	/* Handler 0xffffffff81234567, selector 0x08, interrupt gate (type 14), DPL0, no IST. */
+	struct step_delivery_in in = {
+		.gate = { 0x67, 0x45, 0x08, 0x00, 0x00, 0x8e, 0x23, 0x81,
+			  0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0 },
+		.desc = code64(0), .cpl = 0, .cs = 0x08, .ss = 0x10,
+		.rip = 0x1000, .rsp = 0x8000, .rflags = 0x2,
+		.tss_valid = true,
+		.tss_rsp = { 0x90008, 0x91000, 0x92000 },
+		.tss_ist = { 0xa0000, 0xa1000, 0xa2000, 0xa3000, 0xa4000, 0xa5000, 0xa6000 },
+	};
+
+	return in;
+}
+
 static void test_delivery(void **state)
 {
-	/* Handler 0xffffffff81234567, selector 0x08, interrupt gate (type 14), no IST. */
-	uint8_t gate[16] = {
-		0x67, 0x45, 0x08, 0x00, 0x00, 0x8e, 0x23, 0x81,
-		0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
-	};
+	struct step_delivery_in in = delivery_in();
 	struct step_delivery d;
 
 	(void)state;
 	/* #GP(0) at RIP 0x1000, RSP 0x7ff8 (not 16-aligned), IF and RF set in the image. */
-	assert_true(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x7ff8, 0x10202, true, 0, &d));
+	in.rsp = 0x7ff8;
+	in.rflags = 0x10202;
+	in.error_code = true;
+	assert_true(step_delivery_plan(&in, &d));
 	assert_int_equal(d.words, 6);
 	assert_int_equal(d.rsp, 0x7ff0 - 48);		/* aligned down to 16 first */
 	assert_int_equal(d.frame[0], 0);		/* error code */
@@ -323,24 +344,182 @@ static void test_delivery(void **state)
 	assert_int_equal(d.frame[5], 0x10);
 	assert_int_equal(d.rip, 0xffffffff81234567ull);
 	assert_int_equal(d.rflags, 0x2);		/* IF and RF clear through an interrupt gate */
+	assert_int_equal(d.cs, 0x08);
+	assert_int_equal(d.cpl, 0);
+	assert_false(d.stack_switch);
 	/* A trap gate keeps IF; TF, NT and RF go; no error code for #UD. */
-	gate[5] = 0x8f;
-	assert_true(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x14302, false, 0, &d));
+	in = delivery_in();
+	in.gate[5] = 0x8f;
+	in.rflags = 0x14302;
+	assert_true(step_delivery_plan(&in, &d));
 	assert_int_equal(d.words, 5);
 	assert_int_equal(d.rsp, 0x8000 - 40);
 	assert_int_equal(d.frame[0], 0x1000);
 	assert_int_equal(d.frame[2], 0x14302);		/* the image keeps TF */
 	assert_int_equal(d.rflags, 0x202);
-	/* Left to the CPU: not present, a call gate, an IST stack, another code segment. */
-	gate[5] = 0x0e;
-	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
-	gate[5] = 0x8c;
-	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
-	gate[5] = 0x8e;
-	gate[4] = 1;
-	assert_false(step_delivery_plan(gate, 0x08, 0x10, 0x1000, 0x8000, 0x2, false, 0, &d));
-	gate[4] = 0;
-	assert_false(step_delivery_plan(gate, 0x33, 0x2b, 0x1000, 0x8000, 0x2, false, 0, &d));
+}
+
+/* From CPL3: RSP0 of the TSS, SS null; an IST slot wins over both. */
+static void test_delivery_privilege(void **state)
+{
+	struct step_delivery_in in = delivery_in();
+	struct step_delivery d;
+
+	(void)state;
+	in.cpl = 3;
+	in.cs = 0x33;
+	in.ss = 0x2b;
+	in.rsp = 0x7000123;
+	assert_true(step_delivery_plan(&in, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 0);
+	assert_int_equal(d.cs, 0x08);
+	assert_int_equal(d.rsp, 0x90000 - 40);		/* RSP0 aligned down to 16 */
+	assert_int_equal(d.frame[1], 0x33);
+	assert_int_equal(d.frame[3], 0x7000123);	/* the CPL3 stack */
+	assert_int_equal(d.frame[4], 0x2b);
+	/* Without the TSS it is the CPU's. */
+	in.tss_valid = false;
+	assert_false(step_delivery_plan(&in, &d));
+	/* IST 2, even without a privilege change. */
+	in = delivery_in();
+	in.gate[4] = 2;
+	assert_true(step_delivery_plan(&in, &d));
+	assert_int_equal(d.rsp, 0xa1000 - 40);
+	assert_false(d.stack_switch);
+	/* A conforming code segment runs at the caller's CPL: no switch. */
+	in = delivery_in();
+	in.cpl = 3;
+	in.cs = 0x33;
+	in.desc |= X86_DESC_CONFORMING;
+	assert_true(step_delivery_plan(&in, &d));
+	assert_false(d.stack_switch);
+	assert_int_equal(d.cpl, 3);
+	assert_int_equal(d.cs, 0x0b);
+	assert_int_equal(d.rsp, 0x8000 - 40);
+	/* INT n through a DPL0 gate from CPL3 is #GP: the CPU's; a DPL3 gate is fine. */
+	in = delivery_in();
+	in.cpl = 3;
+	in.soft = true;
+	assert_false(step_delivery_plan(&in, &d));
+	in.gate[5] = 0xee;
+	assert_true(step_delivery_plan(&in, &d));
+	/* A non-canonical RSP0 is the CPU's (#SS). */
+	in.tss_rsp[0] = 0x0000800000000000ull;
+	assert_false(step_delivery_plan(&in, &d));
+	in.la57 = true;
+	assert_true(step_delivery_plan(&in, &d));
+}
+
+/* Left to the CPU: whatever it would fault on. */
+static void test_delivery_refused(void **state)
+{
+	struct step_delivery_in in;
+	struct step_delivery d;
+
+	(void)state;
+	in = delivery_in();
+	in.gate[5] = 0x0e;				/* not present */
+	assert_false(step_delivery_plan(&in, &d));
+	in.gate[5] = 0x8c;				/* a call gate */
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.gate[13] = 0x01;				/* reserved type bits of the upper dword */
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.gate[11] = 0x7f;				/* handler not canonical */
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.gate[2] = 0x0c;				/* selector in the LDT */
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.gate[2] = 0x00;				/* null selector */
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.desc &= ~X86_DESC_P;
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.desc &= ~X86_DESC_L;				/* 32-bit code */
+	assert_false(step_delivery_plan(&in, &d));
+	in = delivery_in();
+	in.desc = code64(3);				/* DPL above the CPL */
+	assert_false(step_delivery_plan(&in, &d));
+}
+
+static void test_code_segment(void **state)
+{
+	struct kvm_segment cs;
+
+	(void)state;
+	step_code_segment(code64(0) & ~X86_DESC_A, 0x08, &cs);
+	assert_int_equal(cs.selector, 0x08);
+	assert_int_equal(cs.base, 0);
+	assert_int_equal(cs.limit, 0xffffffff);
+	assert_int_equal(cs.type, 0xb);			/* accessed set */
+	assert_int_equal(cs.dpl, 0);
+	assert_true(cs.present && cs.s && cs.l && cs.g);
+	assert_false(cs.db);
+}
+
+static void test_syscall_sysret(void **state)
+{
+	/* SYSCALL CS 0x08 (SS 0x10); SYSRET base 0x1b: CS 0x2b (64) or 0x1b (32), SS 0x23. */
+	uint64_t star = (0x1bull << 48) | (0x08ull << 32);
+	struct step_syscall sc;
+
+	(void)state;
+	step_syscall_plan(0x4002, 0x10302 | X86_RFLAGS_AC, star, 0xffffffff81000000ull,
+			  X86_RFLAGS_TF | X86_RFLAGS_IF, &sc);
+	assert_int_equal(sc.rcx, 0x4002);
+	assert_int_equal(sc.r11, 0x302 | X86_RFLAGS_AC);	/* RF clear, TF kept */
+	assert_int_equal(sc.rflags, 0x2 | X86_RFLAGS_AC);	/* TF and IF masked */
+	assert_int_equal(sc.rip, 0xffffffff81000000ull);
+	assert_int_equal(sc.cs.selector, 0x08);
+	assert_true(sc.cs.l && !sc.cs.db && sc.cs.dpl == 0);
+	assert_int_equal(sc.ss.selector, 0x10);
+	assert_true(sc.ss.db && sc.ss.dpl == 0 && sc.ss.type == 3);
+	/* STAR's RPL bits never reach CS. */
+	step_syscall_plan(0x4002, 0x2, star | (3ull << 32), 0x1000, 0, &sc);
+	assert_int_equal(sc.cs.selector, 0x08);
+	assert_int_equal(sc.ss.selector, 0x13);
+
+	assert_true(step_sysret_plan(0x401000, 0x10302 | X86_RFLAGS_VM, star, true, false, &sc));
+	assert_int_equal(sc.rip, 0x401000);
+	assert_int_equal(sc.rflags, 0x302);			/* RF and VM clear */
+	assert_int_equal(sc.cs.selector, 0x2b);
+	assert_true(sc.cs.l && sc.cs.dpl == 3);
+	assert_int_equal(sc.ss.selector, 0x23);
+	assert_int_equal(sc.ss.dpl, 3);
+	assert_true(step_sysret_plan(0xffffffff00401000ull, 0x2, star, false, false, &sc));
+	assert_int_equal(sc.rip, 0x401000);			/* ECX */
+	assert_int_equal(sc.cs.selector, 0x1b);
+	assert_true(!sc.cs.l && sc.cs.db);
+	/* A non-canonical RCX is #GP, the CPU's. */
+	assert_false(step_sysret_plan(0x0000800000000000ull, 0x2, star, true, false, &sc));
+	/* The trap follows TF at their end. */
+	assert_true(step_trap_owed(STEP_SYSCALL, false, true));
+	assert_false(step_trap_owed(STEP_SYSCALL, true, false));
+	assert_true(step_trap_owed(STEP_SYSRET, false, true));
+	assert_true(step_trap_owed(STEP_OTHER, true, false));
+	assert_false(step_trap_owed(STEP_POPF, false, true));
+}
+
+static void test_certain_fault(void **state)
+{
+	static const uint8_t ud2[] = { 0x0f, 0x0b }, hlt[] = { 0xf4 },
+			     mov_dr[] = { 0x0f, 0x21, 0xf8 }, lock_hlt[] = { 0xf0, 0xf4 };
+	uint32_t err = 7;
+
+	(void)state;
+	assert_int_equal(step_certain_fault(ud2, 2, 0, 0, &err), X86_VEC_UD);
+	assert_int_equal(err, 0);
+	assert_int_equal(step_certain_fault(ud2, 1, 0, 0, &err), -1);
+	assert_int_equal(step_certain_fault(hlt, 1, 0, 0, &err), -1);	/* CPL0 halts */
+	assert_int_equal(step_certain_fault(hlt, 1, 3, 0, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(lock_hlt, 2, 3, 0, &err), -1);
+	assert_int_equal(step_certain_fault(mov_dr, 3, 3, 0, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(mov_dr, 3, 0, 0, &err), -1);
+	assert_int_equal(step_certain_fault(mov_dr, 3, 3, X86_DR7_GD, &err), -1);
 }
 
 static void test_breakpoints(void **state)
@@ -395,6 +574,11 @@ int main(void)
 		cmocka_unit_test(test_diverted),
 		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_delivery),
+		cmocka_unit_test(test_delivery_privilege),
+		cmocka_unit_test(test_delivery_refused),
+		cmocka_unit_test(test_code_segment),
+		cmocka_unit_test(test_syscall_sysret),
+		cmocka_unit_test(test_certain_fault),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};

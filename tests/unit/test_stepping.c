@@ -138,6 +138,29 @@ static uint64_t word_at(uint64_t gpa)
 	return w;
 }
 
+static uint64_t word_at(uint64_t gpa);
+
+/* vector's gate gets IST 1 and TR no TSS: only the CPU can deliver it. */
+static void no_vmm_delivery(struct vcpu *v, unsigned vector)
+{
+	ram[IDT + 16 * vector + 4] = 1;
+	v->run->s.regs.sregs.tr.present = 0;
+}
+
+/* CPL3 code at CODE on the stack at STACK, RSP0 of the TSS at RSP0. */
+#define RSP0 0x1c0000ull
+static void to_cpl3(struct vcpu *v)
+{
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t rsp0 = RSP0;
+
+	sr->cs.selector = 0x33;
+	sr->cs.dpl = 3;
+	sr->ss.selector = 0x2b;
+	sr->ss.dpl = 3;
+	memcpy(ram + BOOT_TSS_ADDR + 4, &rsp0, 8);
+}
+
 /* A nop is checked, stepped, and the next entry writes TF back without a new ioctl. */
 static void plain_step(void **state)
 {
@@ -247,8 +270,8 @@ static void msr_fault_restep(void **state)
 }
 
 /*
- * INT3 with breakpoints: run with a breakpoint on its handler instead of
- * TF; the stop there is the VMM's own, and stepping resumes at the handler.
+ * INT3 through an IST gate without a TSS (the VMM cannot deliver it), with
+ * breakpoints: run with a breakpoint on its handler instead of TF; the stop there is the VMM's own, and stepping resumes at the handler.
  */
 static void watch_breakpoint_on_handler(void **state)
 {
@@ -256,6 +279,7 @@ static void watch_breakpoint_on_handler(void **state)
 	struct fake_vcpu *fc = fake_vcpu(v);
 
 	(void)state;
+	no_vmm_delivery(v, X86_VEC_BP);
 	ram[CODE] = 0xcc;
 	stepping_before_run(v);
 	assert_false(v->step.checked);
@@ -276,7 +300,7 @@ static void watch_breakpoint_on_handler(void **state)
 }
 
 /*
- * INT3 without breakpoints: stepped, delivered with the VMM's TF, which
+ * The same without breakpoints: stepped, delivered with the VMM's TF, which
  * the step exit at the handler's first instruction takes out of the frame.
  */
 static void frame_fix(void **state)
@@ -285,6 +309,7 @@ static void frame_fix(void **state)
 	uint64_t frame = STACK - 40;
 
 	(void)state;
+	no_vmm_delivery(v, X86_VEC_BP);
 	ram[CODE] = 0xcc;
 	stepping_before_run(v);
 	assert_true(v->step.checked);
@@ -369,6 +394,162 @@ static void debug_exit_unarmed(void **state)
 	assert_false(stepping_debug_exit(v));
 }
 
+/*
+ * INT3 with the guest's TF, delivered by the VMM (any host): the frame
+ * holds the guest's TF and the address after INT3, the handler runs with
+ * the VMM's TF and its first instruction is checked; no #DB is owed.
+ */
+static void int3_delivered(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t frame = STACK - 40;
+
+	(void)state;
+	ram[CODE] = 0xcc;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(regs(v)->rsp, frame);
+	assert_int_equal(word_at(frame), CODE + 1);
+	assert_int_equal(word_at(frame + 8), BOOT_SEL_CODE64);
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+	assert_int_equal(word_at(frame + 24), STACK);
+	assert_false(v->step.guest_tf);
+	/* The handler is stepped (KVM's TF, hidden); IF clear through the interrupt gate. */
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_false(regs(v)->rflags & (X86_RFLAGS_TF | X86_RFLAGS_IF));
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	step_to(v, HANDLER(X86_VEC_BP) + 1, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+}
+
+/* UD2 at CPL3: delivered on RSP0 with a privilege change, SS null, RF in the image. */
+static void ud2_cpl3_delivered(void **state)
+{
+	static const uint8_t ud2[] = { 0x0f, 0x0b };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t frame = RSP0 - 40;
+
+	(void)state;
+	to_cpl3(v);
+	memcpy(ram + CODE, ud2, sizeof(ud2));
+	regs(v)->rsp = STACK - 8;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD));
+	assert_int_equal(regs(v)->rsp, frame);
+	assert_int_equal(word_at(frame), CODE);
+	assert_int_equal(word_at(frame + 8), 0x33);
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	assert_int_equal(word_at(frame + 24), STACK - 8);
+	assert_int_equal(word_at(frame + 32), 0x2b);
+	assert_int_equal(sr->cs.selector, BOOT_SEL_CODE64);
+	assert_int_equal(sr->cs.dpl, 0);
+	assert_true(sr->cs.l);
+	assert_int_equal(sr->ss.selector, 0);
+	assert_int_equal(sr->ss.dpl, 0);
+	assert_true(v->run->kvm_dirty_regs & KVM_SYNC_X86_SREGS);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD));
+}
+
+static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
+{
+	fc->msrs[0].valid = fc->msrs[1].valid = fc->msrs[2].valid = true;
+	fc->msrs[0].index = MSR_STAR;
+	fc->msrs[0].value = (0x1bull << 48) | (0x08ull << 32);
+	fc->msrs[1].index = MSR_LSTAR;
+	fc->msrs[1].value = HANDLER(0x1f);
+	fc->msrs[2].index = MSR_SYSCALL_MASK;
+	fc->msrs[2].value = fmask;
+}
+
+/*
+ * SYSCALL performed by the VMM: R11 holds the guest's TF (clear here),
+ * never the VMM's; FMASK masks TF, so no trap is owed and the entry's
+ * first instruction is checked next.
+ */
+static void syscall_performed(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	syscall_msrs(fc, X86_RFLAGS_TF | X86_RFLAGS_IF);
+	v->run->s.regs.sregs.efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, syscall, sizeof(syscall));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(0x1f));
+	assert_int_equal(regs(v)->rcx, CODE + 2);
+	assert_int_equal(regs(v)->r11, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_false(regs(v)->rflags & (X86_RFLAGS_TF | X86_RFLAGS_IF));
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->run->s.regs.sregs.ss.selector, 0x10);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(0x1f));
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+}
+
+/* With the guest's TF and FMASK 0, the trap is owed: #DB at the entry, BS in DR6. */
+static void syscall_trap_owed(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t frame = STACK - 40;
+
+	(void)state;
+	syscall_msrs(fc, 0);
+	v->run->s.regs.sregs.efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, syscall, sizeof(syscall));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	fc->debugregs.dr6 = X86_DR6_ACTIVE_LOW;
+	fc->debugregs.dr7 = 0x400 | X86_DR7_GD;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->r11, X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));
+	assert_int_equal(word_at(frame), HANDLER(0x1f));	/* trapped at the entry */
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_true(fc->debugregs.dr6 & X86_DR6_BS);
+	assert_false(fc->debugregs.dr7 & X86_DR7_GD);	/* cleared for the handler */
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_DB));
+}
+
+/* SYSRETQ with R11.TF clear: performed, so the CPL3 code after it is stepped too. */
+static void sysret_performed(void **state)
+{
+	static const uint8_t sysretq[] = { 0x48, 0x0f, 0x07 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	syscall_msrs(fc, 0);
+	v->run->s.regs.sregs.efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, sysretq, sizeof(sysretq));
+	regs(v)->rcx = CODE + 0x40;
+	regs(v)->r11 = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE + 0x40);
+	assert_int_equal(v->run->s.regs.sregs.cs.selector, 0x2b);
+	assert_int_equal(v->run->s.regs.sregs.cs.dpl, 3);
+	assert_int_equal(v->run->s.regs.sregs.ss.selector, 0x23);
+	assert_true(regs(v)->rflags & X86_RFLAGS_IF);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + 0x40);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);	/* stepped on */
+	assert_false(v->step.guest_tf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +561,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(resync_after_completed_exit, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(diverted_step_unchecked, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(debug_exit_unarmed, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_delivered, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
