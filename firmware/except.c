@@ -98,6 +98,7 @@ void fw_exception(struct ex_regs *regs)
 	c->exc_vector = (int32_t)regs->vector;
 	c->exc_error_code = regs->error_code;
 	c->exc_rip = regs->rip;
+	c->exc_rflags = regs->rflags;
 	regs->rip = fixup;
 }
 

@@ -60,6 +60,12 @@ static inline uint64_t exception_rip(void)
 	return v;
 }
 
+/* RFLAGS as the CPU pushed them for the last ASM_TRY fault (RF, TF: SDM vol. 3 17.3.1.1). */
+static inline uint64_t exception_rflags(void)
+{
+	return this_cpu()->exc_rflags;
+}
+
 /*
  * Each returns EXC_NONE if the instruction completed, else the vector.
  * rdmsr_safe stores 0 to *val on a fault. All work at CPL3 too (and then

@@ -64,6 +64,7 @@ struct cpu {
 	const struct boot_info *boot;
 	uint64_t region_base;
 	uint64_t entry_rsp;          /* RSP the VMM started this vCPU with */
+	uint64_t exc_rflags;         /* RFLAGS in the frame of the last ASM_TRY fault */
 	uint32_t exc_depth;          /* nesting of unexpected exceptions */
 	uint32_t con_len;
 	char con_buf[CON_BUF_SIZE];  /* the current, unfinished console line */

@@ -417,6 +417,8 @@ static void test_split_lock_ac_rip(const struct boot_info *bi)
 	if (!enumerated) {
 		tap_skip("split-lock detection is not enumerated",
 			 "split_lock.ac_rip: split-lock #AC reports the RIP of the instruction");
+		tap_skip("split-lock detection is not enumerated",
+			 "split_lock.ac_rf: the split-lock #AC frame has RF set");
 		return;
 	}
 	wrmsr_safe(MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
@@ -426,6 +428,10 @@ static void test_split_lock_ac_rip(const struct boot_info *bi)
 	tap_ok(exception_vector() == X86_VEC_AC && exception_rip() == insn,
 	       "split_lock.ac_rip: split-lock #AC reports the RIP of the instruction (0x%llx, instruction at 0x%llx)",
 	       (unsigned long long)exception_rip(), (unsigned long long)insn);
+	/* A fault pushes RF set, so that a code breakpoint there does not fire twice. */
+	tap_ok(exception_vector() == X86_VEC_AC && (exception_rflags() & X86_RFLAGS_RF),
+	       "split_lock.ac_rf: the split-lock #AC frame has RF set (rflags 0x%llx)",
+	       (unsigned long long)exception_rflags());
 	wrmsr_safe(MSR_TEST_CTRL, 0);
 }
 

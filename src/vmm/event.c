@@ -2,6 +2,7 @@
 #include "event.h"
 
 #include "vcpu.h"
+#include "x86.h"
 
 int event_inject(struct vcpu *v, const struct emulate_exception *ex)
 {
@@ -15,6 +16,18 @@ int event_inject(struct vcpu *v, const struct emulate_exception *ex)
 		if (!r) {
 			sregs.cr2 = ex->cr2;
 			r = v->ops->set_sregs(v, &sregs);
+		}
+		if (r)
+			return r;
+	}
+	/* A fault pushes RF set, as KVM does for the exceptions it queues itself. */
+	if (ex->vector < 32 && ((X86_VEC_FAULTS >> ex->vector) & 1)) {
+		struct kvm_regs regs;
+
+		r = v->ops->get_regs(v, &regs);
+		if (!r) {
+			regs.rflags |= X86_RFLAGS_RF;
+			r = v->ops->set_regs(v, &regs);
 		}
 		if (r)
 			return r;

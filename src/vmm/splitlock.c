@@ -242,8 +242,8 @@ static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, st
 	case EMULATE_PLAN_INJECT:
 		r = event_inject(v, &p->ex);
 		if (r) {
-			fail_host(v, p->ex.has_cr2 ? "injecting #PF with KVM_SET_SREGS and KVM_SET_VCPU_EVENTS"
-						   : "injecting an exception with KVM_SET_VCPU_EVENTS", r);
+			fail_host(v, p->ex.has_cr2 ? "injecting #PF with KVM_SET_REGS, KVM_SET_SREGS and KVM_SET_VCPU_EVENTS"
+						   : "injecting an exception with KVM_SET_REGS and KVM_SET_VCPU_EVENTS", r);
 			return SPLITLOCK_STOPPED;
 		}
 		emulate_plan_fetched(p, &s->mem);

@@ -72,6 +72,7 @@ ROWS = [
     ("split_lock.ac", "bit 29 set: split locks at CPL0 raise #AC(0), memory unchanged"),
     ("split_lock.ac_cpl3", "bit 29 set: a split lock at CPL3 raises #AC"),
     ("split_lock.ac_rip", "split-lock #AC reports the RIP of the locked instruction"),
+    ("split_lock.ac_rf", "the split-lock #AC frame has RF set, as every fault's"),
     ("split_lock.clear", "bit 29 clear: split locks complete as if aligned (CPL0)"),
     ("split_lock.clear_cpl3", "bit 29 clear: a split lock at CPL3 completes"),
     ("split_lock.in_line", "locked operations inside one cache line: no #AC"),
@@ -464,7 +465,7 @@ def check_tcg(results, rows):
         want("cpuid", ["skip"], "QEMU's TCG does not enumerate IA32_CORE_CAPABILITIES")
         for rid in ["test_ctrl.reset", "test_ctrl.set", "test_ctrl.clear",
                     "test_ctrl.reserved_gp", "test_ctrl.per_cpu", "split_lock.ac",
-                    "split_lock.ac_cpl3", "split_lock.ac_rip"]:
+                    "split_lock.ac_cpl3", "split_lock.ac_rip", "split_lock.ac_rf"]:
             want(rid, ["skip"], "nothing enumerates split-lock detection")
         for rid in ["split_lock.clear", "split_lock.clear_cpl3", "split_lock.in_line",
                     "split_lock.unlocked", "core_caps.read"]:

@@ -307,15 +307,21 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 			   (!p.ex.has_cr2 || p.ex.cr2 - p.access.la < p.access.size),
 			   "vector %u with CR2 %d 0x%" PRIx64 " for %u bytes at 0x%" PRIx64, vec,
 			   p.ex.has_cr2, p.ex.cr2, p.access.size, p.access.la);
+		/* Every vector planned is a fault: RF goes into RFLAGS first. */
 		if (a->fail == FAKE_OP(get_events) || a->fail == FAKE_OP(set_events) ||
+		    a->fail == FAKE_OP(get_regs) || a->fail == FAKE_OP(set_regs) ||
 		    (p.ex.has_cr2 && a->fail == FAKE_OP(set_sregs))) {
 			host = true;
 			if (first)
 				FUZZ_CHECK(strstr(cap->buf, p.ex.has_cr2 ? "KVM_SET_SREGS and KVM_SET_VCPU_EVENTS failed"
 								       : "KVM_SET_VCPU_EVENTS failed"),
 					   "message: %s", cap->buf);
+			/* CR2, then RFLAGS, then the event: RF stays where only the last failed. */
+			if (a->fail == FAKE_OP(get_events) || a->fail == FAKE_OP(set_events))
+				wregs.rflags |= X86_RFLAGS_RF;
 			break;
 		}
+		wregs.rflags |= X86_RFLAGS_RF;
 		emulate_plan_fetched(&p, &wmem);
 		if (vec == X86_VEC_AC)
 			m->st.ac_injected++;
