@@ -70,6 +70,7 @@
 #define X86_RFLAGS_IF    X86_BIT(9)
 #define X86_RFLAGS_DF    X86_BIT(10)
 #define X86_RFLAGS_OF    X86_BIT(11)
+#define X86_RFLAGS_NT    X86_BIT(14)
 #define X86_RFLAGS_RF    X86_BIT(16)
 #define X86_RFLAGS_VM    X86_BIT(17)
 #define X86_RFLAGS_AC    X86_BIT(18)
