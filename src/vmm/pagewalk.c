@@ -146,7 +146,14 @@ static enum walk_result walk32(const struct guest_mem *m, const struct paging *p
 	return WALK_OK;
 }
 
-/* PAE paging's PDPTE (SDM vol. 3 4.4.1): P, PWT, PCD and the address only. */
+/*
+ * PAE paging's PDPTE (SDM vol. 3 4.4.1): only P and the address count. The
+ * CPU loads the four PDPTEs at MOV CR3 (and CR0/CR4 changes), where a
+ * reserved bit is #GP, and walks with those copies: a reserved bit is never
+ * a #PF, and one that is set in memory now was set after the load, by the
+ * guest or by the CPU itself (the lab's sets the accessed bit, 5, in
+ * them). The copies themselves are not in kvm_sregs: memory stands in.
+ */
 static enum walk_result walk_pdpte(const struct guest_mem *m, const struct paging *p, uint32_t la,
 				   unsigned access, struct walk *w, uint64_t *table)
 {
@@ -159,12 +166,7 @@ static enum walk_result walk_pdpte(const struct guest_mem *m, const struct pagin
 		w->error_code = access_bits(p, access);
 		return WALK_FAULT;
 	}
-	/* Loaded at MOV CR3, where reserved bits are #GP: here they are RSVD. */
-	if (e & (0x1e6ull | ~(phys_mask(p) | 0xfffull))) {
-		w->error_code = access_bits(p, access) | X86_PF_P | X86_PF_RSVD;
-		return WALK_FAULT;
-	}
-	*table = e;
+	*table = e;	/* the walk takes bits M-1:12 of it */
 	return WALK_OK;
 }
 

@@ -275,6 +275,12 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
 	}
 }
 
+bool step_iret_faulted(const struct step_insn *insn, bool to_known, uint64_t to,
+		       uint64_t exit_rip)
+{
+	return insn->kind == STEP_IRET && to_known && exit_rip != to;
+}
+
 bool step_vector_error_code(unsigned vector)
 {
 	/* #DF, #TS, #NP, #SS, #GP, #PF, #AC, #CP, #VC, #SX (SDM vol. 3 6.13, APM vol. 2 8.2). */

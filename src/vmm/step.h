@@ -108,6 +108,8 @@ struct step_state {
 	uint64_t frame_handler;
 	bool frame_tf;          /* the guest's TF, for that frame */
 	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
+	uint64_t iret_to;       /* IRET: the RIP its frame holds */
+	bool iret_to_known;     /* iret_to was read, and is where a completed IRET goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 };
 
@@ -160,6 +162,17 @@ uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode);
  */
 bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		   struct step_mode mode);
+
+/*
+ * A completed step of an IRET that ends anywhere but at the RIP of its
+ * frame (`to`, read as it began; to_known false where it could not be, or
+ * where the frame is not where it returns, a task switch): the IRET
+ * faulted (a bad CS or SS, a non-canonical RIP, an unreadable frame) and
+ * loaded nothing, TF included; the fault's handler was reached, or ran and
+ * returned, instead (SDM vol. 2 IRET: every check comes before any load).
+ */
+bool step_iret_faulted(const struct step_insn *insn, bool to_known, uint64_t to,
+		       uint64_t exit_rip);
 
 /* The CPU pushes an error code for this exception vector (64-bit IDT delivery). */
 bool step_vector_error_code(unsigned vector);

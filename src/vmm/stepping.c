@@ -441,17 +441,31 @@ static uint64_t read_fmask(struct vcpu *v)
 	return fmask;
 }
 
-/* The guest's TF once the instruction at RIP completes. */
+/*
+ * The guest's TF once the instruction at RIP completes; for an IRET, also
+ * where it returns (step_iret_faulted()).
+ */
 static bool tf_after(struct vcpu *v)
 {
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	const struct step_insn *insn = &v->step.insn;
 	struct step_tf_inputs in = { .tf = v->step.guest_tf };
 	uint8_t buf[8] = { 0 };
 	uint64_t at = regs->rsp;
 
+	v->step.iret_to_known = false;
 	switch (insn->kind) {
 	case STEP_IRET:
+		/* NT outside long mode: a task switch, which returns elsewhere. */
+		v->step.iret_to_known =
+			read_linear(v, emulate_stack_la(sregs, regs->rflags, at), 0, buf,
+				    insn->opsize) == insn->opsize &&
+			((sregs->efer & X86_EFER_LMA) || !(regs->rflags & X86_RFLAGS_NT));
+		v->step.iret_to = 0;
+		for (unsigned i = 0; i < 8; i++)
+			v->step.iret_to |= (uint64_t)buf[i] << (8 * i);
+		memset(buf, 0, sizeof(buf));
 		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
 		/* fallthrough */
 	case STEP_POPF:
@@ -710,8 +724,13 @@ bool stepping_debug_exit(struct vcpu *v)
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
 	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped &&
-	    step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode)) {
-		/* The instruction faulted: no step of its own is owed to the guest. */
+	    (step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
+	     step_iret_faulted(&s->insn, s->iret_to_known, s->iret_to, v->run->s.regs.regs.rip))) {
+		/*
+		 * The instruction faulted: no step of its own is owed to the
+		 * guest, and what an IRET would have loaded (tf_after) is not
+		 * the guest's: its TF stays as it was.
+		 */
 		if (diverted_at_handler(v)) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */

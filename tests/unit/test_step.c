@@ -269,6 +269,21 @@ static void test_diverted(void **state)
 	assert_false(step_diverted(&sti, 0x1000, 0x1005, m64));	/* so may STI's, on some CPUs */
 }
 
+static void test_iret_faulted(void **state)
+{
+	struct step_insn iret = CLASSIFY(m64, 0x48, 0xcf), popf = CLASSIFY(m64, 0x9d);
+
+	(void)state;
+	assert_int_equal(iret.kind, STEP_IRET);
+	/* Where its frame said: completed. Anywhere else: it faulted. */
+	assert_false(step_iret_faulted(&iret, true, 0x2000, 0x2000));
+	assert_true(step_iret_faulted(&iret, true, 0x2000, 0x1002));
+	assert_true(step_iret_faulted(&iret, true, 0x2000, 0x100080));
+	/* The frame unread, or a task switch: nothing concluded. */
+	assert_false(step_iret_faulted(&iret, false, 0x2000, 0x1002));
+	assert_false(step_iret_faulted(&popf, true, 0x2000, 0x1002));
+}
+
 static void test_frames(void **state)
 {
 	/* RIP, CS, RFLAGS (IF, TF, bit 1), RSP ... */
@@ -572,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_escaped),
 		cmocka_unit_test(test_advance),
 		cmocka_unit_test(test_diverted),
+		cmocka_unit_test(test_iret_faulted),
 		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_delivery),
 		cmocka_unit_test(test_delivery_privilege),

@@ -383,6 +383,77 @@ static void diverted_step_unchecked(void **state)
 	assert_int_equal(v->stats.unchecked_runs, 1);
 }
 
+/*
+ * iretq whose frame has TF set but whose CS faults (#GP, beyond the GDT),
+ * without breakpoints: the CPU delivers the #GP itself, its handler runs
+ * unstepped and returns to a fixup, whose first instruction the step ends
+ * behind. The IRET loaded nothing: the guest's TF stays clear (it was
+ * taken from the frame, and a #DB owed at the next instruction), and the
+ * handler's run is counted. An IRET that returns where its frame says
+ * loads the frame's TF.
+ */
+static void iret_fault_keeps_tf(void **state)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t frame = STACK - 40;
+
+	(void)state;
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, 0xfff8, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+					  STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = frame;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_false(v->step.tf_at_start);
+	assert_true(v->step.tf_after);
+	regs(v)->rsp = STACK;
+	step_to(v, CODE + 0x84, DR6_STEP);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	stepping_before_run(v);
+	assert_false(v->step.tf_at_start);
+	step_to(v, CODE + 0x85, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+
+	regs(v)->rip = CODE;
+	regs(v)->rsp = frame;
+	stepping_before_run(v);
+	step_to(v, CODE + 0x40, DR6_STEP);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
+/*
+ * The same IRET's step ending at the #GP handler's first instruction: the
+ * frame there (the IRET's RIP, a fault) gets the guest's TF instead of the
+ * VMM's, and nothing is owed or counted.
+ */
+static void iret_fault_at_handler(void **state)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame = STACK - 40, gp = frame - 48;
+
+	(void)state;
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, 0xfff8, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+					  STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = frame;
+	stepping_before_run(v);
+	memcpy(ram + gp, (uint64_t[]){ 0xfff8, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+				       frame, BOOT_SEL_DATA }, 48);
+	regs(v)->rsp = gp;
+	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
+	assert_int_equal(word_at(gp + 24), X86_RFLAGS_FIXED);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
 /* A debug exit with no debug hardware armed is not the engine's. */
 static void debug_exit_unarmed(void **state)
 {
@@ -567,6 +638,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iret_fault_keeps_tf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iret_fault_at_handler, setup_no_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
