@@ -28,6 +28,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->singlestep_cpl3 = -1;
 	hi->hwbp = -1;
 	hi->databp_cpl0 = -1;
+	hi->dr7_gd = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -393,6 +394,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
 	fprintf(out, LABEL "%s%s\n", "guest data breakpoint:", tristate(hi->databp_cpl0),
 		hi->databp_cpl0 == 0 ? " (at CPL0 this KVM never fires one)" : "");
+	fprintf(out, LABEL "%s%s\n", "DR7.GD #DB:", tristate(hi->dr7_gd),
+		hi->dr7_gd == 0 ? " (this CPU ignores DR7.GD; emulate raises the #DB as the SDM says)" : "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
@@ -541,6 +544,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 	json_bool_or_null(out, hi->hwbp >= 0, hi->hwbp > 0);
 	fputs(",\"guest_data_breakpoint_cpl0\":", out);
 	json_bool_or_null(out, hi->databp_cpl0 >= 0, hi->databp_cpl0 > 0);
+	fputs(",\"dr7_gd\":", out);
+	json_bool_or_null(out, hi->dr7_gd >= 0, hi->dr7_gd > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

@@ -68,6 +68,8 @@ struct hostinfo {
 	char hwbp_detail[96];        /* what happened instead, when not 1 */
 	/* probe guest: 1 = the guest's own data breakpoint fires at CPL0 */
 	int databp_cpl0;
+	/* probe guest, unwatched: 1 = MOV DR with DR7.GD set raises #DB */
+	int dr7_gd;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -98,6 +100,12 @@ int hostinfo_probe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen
 int hostinfo_probe_hwbp(int kvm_fd, char *err, size_t errlen);
 /* Likewise for the guest's own data breakpoint at CPL0. */
 int hostinfo_probe_databp(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does MOV DR with DR7.GD set raise #DB in a guest nobody watches, as the
+ * architecture says (SDM vol. 3 17.2.4)? 1, 0 (QEMU's TCG: it ignores GD),
+ * or -1 with err.
+ */
+int hostinfo_probe_dr7_gd(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

@@ -413,12 +413,53 @@ int hostinfo_probe_databp(int kvm, char *err, size_t errlen)
 	return result;
 }
 
+/*
+ * DR7 = GD (and bit 10); mov %dr0, %rax; hlt. Unwatched, the #DB of a CPU
+ * that honours GD finds no IDT and ends in a triple fault; one that
+ * ignores GD halts.
+ */
+static const uint8_t gd_code[] = {
+	0xb8, 0x00, 0x24, 0x00, 0x00,
+	0x0f, 0x23, 0xf8,
+	0x0f, 0x21, 0xc0,
+	0xf4,
+};
+
+int hostinfo_probe_dr7_gd(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, gd_code, sizeof(gd_code), 0) == 0) {
+		for (int i = 0; i < PROBE_MAX_EXITS && result < 0 && !scratch.probe_error[0]; i++) {
+			if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+				if (errno != EINTR && errno != EAGAIN)
+					probe_fail(&scratch, "KVM_RUN", errno);
+			} else if (p.run->exit_reason == KVM_EXIT_SHUTDOWN) {
+				result = 1;
+			} else if (p.run->exit_reason == KVM_EXIT_HLT) {
+				result = 0;
+			} else if (p.run->exit_reason != KVM_EXIT_INTR) {
+				probe_fail(&scratch, exit_name(p.run->exit_reason), 0);
+			}
+		}
+	}
+	probe_teardown(&scratch, &p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error[0] ? scratch.probe_error :
+			 "no answer within 16 exits");
+	return result;
+}
+
 static void probe_singlestep(struct hostinfo *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
 	hi->singlestep_cpl3 = hostinfo_probe_singlestep(kvm, 3, NULL, 0);
 	hi->hwbp = hostinfo_probe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
 	hi->databp_cpl0 = hostinfo_probe_databp(kvm, NULL, 0);
+	hi->dr7_gd = hostinfo_probe_dr7_gd(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

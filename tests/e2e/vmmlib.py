@@ -495,6 +495,9 @@ def lacks(need):
             "guest_data_breakpoint_cpl0": "vmm --host-info in this boot: "
                              "guest_data_breakpoint_cpl0 false (the guest's own data "
                              "breakpoints do not fire while KVM single-steps it here)",
+            "dr7_gd": "vmm --host-info in this boot: dr7_gd false (the CPU raises no #DB "
+                      "for MOV DR with DR7.GD set: QEMU's TCG ignores GD), so the oracle "
+                      "is no real CPU there",
             }.get(need, f"vmm --host-info in this boot: {need} false")
 
 
