@@ -971,8 +971,13 @@ again:
 		}
 	}
 	s->tf_after = tf_after(v);
-	/* An IRET that gives the guest TF: a breakpoint at the return address (docs/design.md). */
-	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp) {
+	/*
+	 * An IRET that gives the guest TF: a breakpoint at the return address
+	 * (docs/design.md), unless it loads RF too, which would suppress that
+	 * breakpoint: stepped then, as stock KVM traps after such an IRET.
+	 */
+	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp &&
+	    !(s->popped & X86_RFLAGS_RF)) {
 		uint8_t ret[8] = { 0 };
 		uint64_t to = 0;
 

@@ -621,6 +621,43 @@ static void sysret_performed(void **state)
 	assert_false(v->step.guest_tf);
 }
 
+/* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
+static struct vcpu *iretq_with(uint64_t rflags)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, rflags, STACK, BOOT_SEL_DATA };
+
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	regs(v)->rsp = STACK - 40;
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	stepping_before_run(v);
+	assert_true(v->step.tf_after);
+	return v;
+}
+
+/* IRETQ loading TF with breakpoints: watched at the return address. */
+static void iret_tf_watched(void **state)
+{
+	struct vcpu *v;
+
+	(void)state;
+	v = iretq_with(X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	assert_int_equal(v->step.hw.addr, CODE + 0x40);
+}
+
+/* With RF in the frame too that breakpoint would not fire: stepped instead. */
+static void iret_tf_rf_stepped(void **state)
+{
+	struct vcpu *v;
+
+	(void)state;
+	v = iretq_with(X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_true(v->step.checked);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +675,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iret_tf_rf_stepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_keeps_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_at_handler, setup_no_hwbp, teardown),
 	};
