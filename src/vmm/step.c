@@ -416,6 +416,23 @@ bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, boo
 	return true;
 }
 
+int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
+			     const struct kvm_segment *ldt, uint32_t *err)
+{
+	unsigned top = (unsigned)cs | 7u;
+
+	*err = cs & 0xfffc;
+	if (!(cs & ~(unsigned)X86_SEL_RPL))
+		return X86_VEC_GP;	/* #GP(0): the error code's index is 0 too */
+	if (cs & X86_SEL_TI) {
+		if (ldt->unusable || !ldt->present || top > ldt->limit)
+			return X86_VEC_GP;
+	} else if (top > gdt->limit) {
+		return X86_VEC_GP;
+	}
+	return -1;
+}
+
 bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 {
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;

@@ -247,6 +247,14 @@ void step_syscall_plan(uint64_t next_rip, uint64_t rflags, uint64_t star, uint64
 		       uint64_t fmask, struct step_syscall *out);
 
 /*
+ * An IRET certain to fault on the CS selector its frame holds, before
+ * anything is loaded (SDM vol. 2 IRET): a null selector, or one beyond the
+ * GDT's (LDT's) limit, is #GP(selector). The vector, or -1.
+ */
+int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
+			     const struct kvm_segment *ldt, uint32_t *err);
+
+/*
  * SYSRET performed by the VMM at CPL0 (SDM vol. 2 SYSRET): RIP from RCX
  * (ECX for the 32-bit form, into compatibility mode), RFLAGS from R11, CS
  * and SS flat at DPL3 from IA32_STAR[63:48]. false where the CPU raises

@@ -647,6 +647,18 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		return perform_syscall(v, e.rip);
 	case STEP_SYSRET:
 		return perform_sysret(v);
+	case STEP_IRET: {
+		const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+		uint8_t b[2];
+
+		/* The frame's CS, as wide as the operand: certain faults are delivered. */
+		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l ||
+		    read_linear(v, regs->rsp + s->insn.opsize, 0, b, 2) != 2)
+			return 0;
+		vector = step_iret_selector_fault((uint16_t)(b[0] | b[1] << 8), &sr->gdt, &sr->ldt,
+						  &err);
+		return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
+	}
 	case STEP_INTO:
 		if (!(regs->rflags & X86_RFLAGS_OF))
 			return 0;

@@ -519,6 +519,27 @@ static void test_syscall_sysret(void **state)
 	assert_false(step_trap_owed(STEP_POPF, false, true));
 }
 
+static void test_iret_selector_fault(void **state)
+{
+	const struct kvm_dtable gdt = { .base = 0x1000, .limit = 0x3f };
+	struct kvm_segment ldt = { .limit = 0xf, .present = 1 };
+	uint32_t err = 7;
+
+	(void)state;
+	assert_int_equal(step_iret_selector_fault(0x3b, &gdt, &ldt, &err), -1);	/* the last entry */
+	assert_int_equal(step_iret_selector_fault(0x43, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x40);					/* RPL gone */
+	assert_int_equal(step_iret_selector_fault(0xfff8, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(err, 0xfff8);
+	assert_int_equal(step_iret_selector_fault(0x3, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(err, 0);
+	assert_int_equal(step_iret_selector_fault(0xc, &gdt, &ldt, &err), -1);	/* LDT entry 1 */
+	assert_int_equal(step_iret_selector_fault(0x14, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x14);					/* TI kept */
+	ldt.unusable = 1;
+	assert_int_equal(step_iret_selector_fault(0xc, &gdt, &ldt, &err), X86_VEC_GP);
+}
+
 static void test_certain_fault(void **state)
 {
 	static const uint8_t ud2[] = { 0x0f, 0x0b }, hlt[] = { 0xf4 },
@@ -595,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_code_segment),
 		cmocka_unit_test(test_syscall_sysret),
 		cmocka_unit_test(test_certain_fault),
+		cmocka_unit_test(test_iret_selector_fault),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};

@@ -384,7 +384,7 @@ static void diverted_step_unchecked(void **state)
 }
 
 /*
- * iretq whose frame has TF set but whose CS faults (#GP, beyond the GDT),
+ * iretq whose frame has TF set but whose CS faults (#GP: a data segment),
  * without breakpoints: the CPU delivers the #GP itself, its handler runs
  * unstepped and returns to a fixup, whose first instruction the step ends
  * behind. The IRET loaded nothing: the guest's TF stays clear (it was
@@ -392,6 +392,34 @@ static void diverted_step_unchecked(void **state)
  * handler's run is counted. An IRET that returns where its frame says
  * loads the frame's TF.
  */
+/*
+ * IRETQ whose frame's CS is beyond the GDT: #GP(selector) is certain, and
+ * the VMM delivers it; nothing is loaded, the guest's TF stays clear, and
+ * the handler is checked next.
+ */
+static void iret_selector_fault_delivered(void **state)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame = STACK - 40, rsp;
+
+	(void)state;
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, 0xfff8, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+					  STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = frame;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	rsp = regs(v)->rsp;
+	assert_int_equal(word_at(rsp), 0xfff8);			/* the error code */
+	assert_int_equal(word_at(rsp + 8), CODE);			/* the IRETQ itself */
+	assert_int_equal(word_at(rsp + 24), X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_GP));
+}
+
 static void iret_fault_keeps_tf(void **state)
 {
 	static const uint8_t iretq[] = { 0x48, 0xcf };
@@ -401,7 +429,7 @@ static void iret_fault_keeps_tf(void **state)
 
 	(void)state;
 	memcpy(ram + CODE, iretq, sizeof(iretq));
-	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, 0xfff8, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, BOOT_SEL_DATA, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
 					  STACK, BOOT_SEL_DATA }, 40);
 	regs(v)->rsp = frame;
 	stepping_before_run(v);
@@ -440,11 +468,11 @@ static void iret_fault_at_handler(void **state)
 
 	(void)state;
 	memcpy(ram + CODE, iretq, sizeof(iretq));
-	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, 0xfff8, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+	memcpy(ram + frame, (uint64_t[]){ CODE + 0x40, BOOT_SEL_DATA, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
 					  STACK, BOOT_SEL_DATA }, 40);
 	regs(v)->rsp = frame;
 	stepping_before_run(v);
-	memcpy(ram + gp, (uint64_t[]){ 0xfff8, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+	memcpy(ram + gp, (uint64_t[]){ BOOT_SEL_DATA, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
 				       frame, BOOT_SEL_DATA }, 48);
 	regs(v)->rsp = gp;
 	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
@@ -676,6 +704,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_rf_stepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_keeps_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_at_handler, setup_no_hwbp, teardown),
