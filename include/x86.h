@@ -53,6 +53,7 @@
 #define X86_CR0_PG   X86_BIT(31)
 
 /* CR4. */
+#define X86_CR4_PVI        X86_BIT(1)
 #define X86_CR4_PSE        X86_BIT(4)
 #define X86_CR4_PAE        X86_BIT(5)
 #define X86_CR4_OSFXSR     X86_BIT(9)

@@ -438,17 +438,49 @@ bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;
 }
 
-int step_certain_fault(const uint8_t *b, size_t len, unsigned cpl, uint64_t dr7, uint32_t *err)
+int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
 {
+	unsigned iopl = (unsigned)(c->rflags >> 12) & 3;
+
 	*err = 0;
-	/* Prefix-free forms only: a prefix may change which fault comes first. */
 	if (len >= 2 && b[0] == 0x0f && b[1] == 0x0b)
 		return X86_VEC_UD;
-	if (cpl && len >= 1 && b[0] == 0xf4)
+	if (c->cpl && len >= 1 && b[0] == 0xf4)
 		return X86_VEC_GP;
 	/* MOV DR: DR7.GD's #DB may come first; left to the CPU then. */
-	if (cpl && !(dr7 & X86_DR7_GD) && len >= 3 && b[0] == 0x0f && (b[1] == 0x21 || b[1] == 0x23))
+	if (c->cpl && !(c->dr7 & X86_DR7_GD) && len >= 3 && b[0] == 0x0f &&
+	    (b[1] == 0x21 || b[1] == 0x23))
 		return X86_VEC_GP;
+	/* CLI/STI: protected-mode virtual interrupts change VIF instead at CPL3. */
+	if (len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > iopl &&
+	    !(c->rflags & X86_RFLAGS_VM) && !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI)))
+		return X86_VEC_GP;
+	if (c->long64 && len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
+		return X86_VEC_GP;
+	/* JMP/CALL near through a register (FF /2, /4, mod 3), REX.B only. */
+	if (c->long64 && c->gpr) {
+		unsigned i = 0, rexb = 0;
+
+		if (len >= 1 && (b[0] & 0xf0) == 0x40) {
+			rexb = (b[0] & 1) << 3;
+			i = 1;
+		}
+		if (len >= i + 2 && b[i] == 0xff && (b[i + 1] >> 6) == 3 &&
+		    (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 4) &&
+		    !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57))
+			return X86_VEC_GP;
+	}
+	/* MOV SS, r16/r32 (8E /2, mod 3). */
+	if (c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 && ((b[1] >> 3) & 7) == 2) {
+		uint16_t sel = (uint16_t)c->gpr[b[1] & 7];
+
+		if (!(sel & ~(unsigned)X86_SEL_RPL))
+			return !c->long64 || c->cpl == 3 ? X86_VEC_GP : -1;
+		*err = sel & 0xfffc;
+		if ((sel & X86_SEL_RPL) != c->cpl || (!(sel & X86_SEL_TI) && (sel | 7u) > c->gdt_limit))
+			return X86_VEC_GP;
+		*err = 0;
+	}
 	return -1;
 }
 

@@ -269,12 +269,30 @@ bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, boo
  */
 bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after);
 
+/* What step_certain_fault() looks at besides the bytes. */
+struct step_cpu {
+	unsigned cpl;
+	uint64_t dr7, rflags, cr4;
+	bool long64;            /* 64-bit code (EFER.LMA and CS.L) */
+	bool la57;
+	const uint64_t *gpr;    /* RAX..R15 in encoding order, or NULL */
+	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
+	uint64_t ret_target;
+	uint16_t gdt_limit;
+};
+
 /*
- * An instruction certain to fault whatever its operands (UD2; HLT and MOV
- * DR at CPL > 0, the latter unless DR7.GD is set): the vector and error code, or -1. The VMM delivers it
- * itself, so that its handler is checked.
+ * An instruction certain to fault, decided from its bytes and the state
+ * above (prefix-free forms only: a prefix may change which fault comes
+ * first): UD2 (#UD); HLT, MOV DR (DR7.GD clear), and CLI/STI above IOPL at
+ * CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
+ * register, to a non-canonical address (#GP(0)); MOV SS from a register
+ * with a null selector at CPL3 or outside 64-bit code (#GP(0)), a selector
+ * past the GDT, or an RPL other than the CPL (#GP(selector)). The vector
+ * and *err, or -1. The VMM delivers it itself, so that its handler is
+ * checked.
  */
-int step_certain_fault(const uint8_t *b, size_t len, unsigned cpl, uint64_t dr7, uint32_t *err);
+int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err);
 
 /*
  * The guest's own breakpoints, for the instructions the VMM completes

@@ -638,7 +638,18 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	struct step_state *s = &v->step;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode) };
-	unsigned cpl = v->run->s.regs.sregs.cs.dpl;
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	unsigned cpl = sr->cs.dpl;
+	uint64_t gpr[16] = {
+		regs->rax, regs->rcx, regs->rdx, regs->rbx, regs->rsp, regs->rbp, regs->rsi, regs->rdi,
+		regs->r8, regs->r9, regs->r10, regs->r11, regs->r12, regs->r13, regs->r14, regs->r15,
+	};
+	struct step_cpu c = {
+		.cpl = cpl, .dr7 = s->dr7, .rflags = regs->rflags, .cr4 = sr->cr4,
+		.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l, .la57 = (sr->cr4 & X86_CR4_LA57) != 0,
+		.gpr = gpr, .gdt_limit = sr->gdt.limit,
+	};
+	uint8_t ret[8];
 	uint32_t err;
 	int vector;
 
@@ -648,7 +659,6 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	case STEP_SYSRET:
 		return perform_sysret(v);
 	case STEP_IRET: {
-		const struct kvm_sregs *sr = &v->run->s.regs.sregs;
 		uint8_t b[2];
 
 		/* The frame's CS, as wide as the operand: certain faults are delivered. */
@@ -672,11 +682,15 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		e.vector = s->insn.vector;
 		return deliver_event(v, &e) ? 1 : 0;
 	default:
+		if (c.long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
+			c.ret_valid = true;
+			memcpy(&c.ret_target, ret, 8);
+		}
 		/* MOV DR with DR7.GD: #DB, BD set, before any #GP (SDM vol. 3 17.2.4). */
 		if (!cpl && (s->dr7 & X86_DR7_GD) && n >= 2 && bytes[0] == 0x0f &&
 		    (bytes[1] == 0x21 || bytes[1] == 0x23))
 			return reinject_db(v, X86_DR6_BD) ? 1 : -1;
-		vector = step_certain_fault(bytes, n, cpl, s->dr7, &err);
+		vector = step_certain_fault(bytes, n, &c, &err);
 		return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 	}
 }

@@ -543,19 +543,65 @@ static void test_iret_selector_fault(void **state)
 static void test_certain_fault(void **state)
 {
 	static const uint8_t ud2[] = { 0x0f, 0x0b }, hlt[] = { 0xf4 },
-			     mov_dr[] = { 0x0f, 0x21, 0xf8 }, lock_hlt[] = { 0xf0, 0xf4 };
+			     mov_dr[] = { 0x0f, 0x21, 0xf8 }, lock_hlt[] = { 0xf0, 0xf4 },
+			     cli[] = { 0xfa }, ret[] = { 0xc3 }, jmp_rax[] = { 0xff, 0xe0 },
+			     call_r9[] = { 0x41, 0xff, 0xd1 }, mov_ss_ax[] = { 0x8e, 0xd0 };
+	uint64_t gpr[16] = { [0] = 0x0000800000000000ull, [9] = 0x1000 };
+	struct step_cpu c0 = { .cpl = 0, .rflags = 0x2, .long64 = true, .gpr = gpr, .gdt_limit = 0x3f };
+	struct step_cpu c3 = c0;
 	uint32_t err = 7;
 
 	(void)state;
-	assert_int_equal(step_certain_fault(ud2, 2, 0, 0, &err), X86_VEC_UD);
+	c3.cpl = 3;
+	assert_int_equal(step_certain_fault(ud2, 2, &c0, &err), X86_VEC_UD);
 	assert_int_equal(err, 0);
-	assert_int_equal(step_certain_fault(ud2, 1, 0, 0, &err), -1);
-	assert_int_equal(step_certain_fault(hlt, 1, 0, 0, &err), -1);	/* CPL0 halts */
-	assert_int_equal(step_certain_fault(hlt, 1, 3, 0, &err), X86_VEC_GP);
-	assert_int_equal(step_certain_fault(lock_hlt, 2, 3, 0, &err), -1);
-	assert_int_equal(step_certain_fault(mov_dr, 3, 3, 0, &err), X86_VEC_GP);
-	assert_int_equal(step_certain_fault(mov_dr, 3, 0, 0, &err), -1);
-	assert_int_equal(step_certain_fault(mov_dr, 3, 3, X86_DR7_GD, &err), -1);
+	assert_int_equal(step_certain_fault(ud2, 1, &c0, &err), -1);
+	assert_int_equal(step_certain_fault(hlt, 1, &c0, &err), -1);	/* CPL0 halts */
+	assert_int_equal(step_certain_fault(hlt, 1, &c3, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(lock_hlt, 2, &c3, &err), -1);
+	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(mov_dr, 3, &c0, &err), -1);
+	c3.dr7 = X86_DR7_GD;
+	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), -1);
+	c3.dr7 = 0;
+	/* CLI above IOPL; not with IOPL 3, not with CR4.PVI at CPL3. */
+	assert_int_equal(step_certain_fault(cli, 1, &c3, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(cli, 1, &c0, &err), -1);
+	c3.rflags = 0x3002;
+	assert_int_equal(step_certain_fault(cli, 1, &c3, &err), -1);
+	c3.rflags = 0x2;
+	c3.cr4 = X86_CR4_PVI;
+	assert_int_equal(step_certain_fault(cli, 1, &c3, &err), -1);
+	c3.cr4 = 0;
+	/* RET and JMP/CALL through a register to a non-canonical address. */
+	c0.ret_valid = true;
+	c0.ret_target = 0x1000;
+	assert_int_equal(step_certain_fault(ret, 1, &c0, &err), -1);
+	c0.ret_target = 0xffff7fffffffffffull;
+	assert_int_equal(step_certain_fault(ret, 1, &c0, &err), X86_VEC_GP);
+	c0.la57 = true;
+	assert_int_equal(step_certain_fault(ret, 1, &c0, &err), -1);
+	c0.la57 = false;
+	assert_int_equal(step_certain_fault(jmp_rax, 2, &c0, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(call_r9, 3, &c0, &err), -1);	/* R9 canonical */
+	gpr[9] = gpr[0];
+	assert_int_equal(step_certain_fault(call_r9, 3, &c0, &err), X86_VEC_GP);
+	c0.long64 = false;					/* 32-bit code: EIP wraps */
+	assert_int_equal(step_certain_fault(jmp_rax, 2, &c0, &err), -1);
+	c0.long64 = true;
+	/* MOV SS, AX: null at CPL3; past the GDT; RPL not the CPL. */
+	gpr[0] = 0;
+	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), -1);	/* null, 64-bit, CPL0 */
+	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c3, &err), X86_VEC_GP);
+	assert_int_equal(err, 0);
+	gpr[0] = 0x43;
+	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c3, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x40);
+	gpr[0] = 0x13;
+	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x10);
+	gpr[0] = 0x10;
+	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), -1);
 }
 
 static void test_breakpoints(void **state)
