@@ -29,6 +29,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->hwbp = -1;
 	hi->databp_cpl0 = -1;
 	hi->dr7_gd = -1;
+	hi->cs_write_gp = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -396,6 +397,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->databp_cpl0 == 0 ? " (at CPL0 this KVM never fires one)" : "");
 	fprintf(out, LABEL "%s%s\n", "DR7.GD #DB:", tristate(hi->dr7_gd),
 		hi->dr7_gd == 0 ? " (this CPU ignores DR7.GD; emulate raises the #DB as the SDM says)" : "");
+	fprintf(out, LABEL "%s%s\n", "CS write #GP:", tristate(hi->cs_write_gp),
+		hi->cs_write_gp == 0 ? " (this CPU writes through CS in compatibility mode)" : "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
@@ -546,6 +549,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 	json_bool_or_null(out, hi->databp_cpl0 >= 0, hi->databp_cpl0 > 0);
 	fputs(",\"dr7_gd\":", out);
 	json_bool_or_null(out, hi->dr7_gd >= 0, hi->dr7_gd > 0);
+	fputs(",\"cs_write_gp\":", out);
+	json_bool_or_null(out, hi->cs_write_gp >= 0, hi->cs_write_gp > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

@@ -70,6 +70,8 @@ struct hostinfo {
 	int databp_cpl0;
 	/* probe guest, unwatched: 1 = MOV DR with DR7.GD set raises #DB */
 	int dr7_gd;
+	/* probe guest, unwatched: 1 = a write through CS in compatibility mode raises #GP */
+	int cs_write_gp;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -106,6 +108,12 @@ int hostinfo_probe_databp(int kvm_fd, char *err, size_t errlen);
  * or -1 with err.
  */
 int hostinfo_probe_dr7_gd(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does a write through CS in compatibility mode raise #GP(0), as the
+ * architecture says (code segments are not writable, SDM vol. 3 3.4.5.1)?
+ * 1, 0 (QEMU's TCG: it checks no segment types), or -1 with err.
+ */
+int hostinfo_probe_cs_write(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

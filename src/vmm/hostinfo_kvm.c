@@ -413,6 +413,24 @@ int hostinfo_probe_databp(int kvm, char *err, size_t errlen)
 	return result;
 }
 
+/* Runs a probe guest to a triple fault (1) or a HLT (0); -1 with probe_error. */
+static int probe_shutdown_or_hlt(struct hostinfo *scratch, struct probe *p)
+{
+	for (int i = 0; i < PROBE_MAX_EXITS && !scratch->probe_error[0]; i++) {
+		if (__kvm_ioctl(p->vcpu, KVM_RUN, NULL) < 0) {
+			if (errno != EINTR && errno != EAGAIN)
+				probe_fail(scratch, "KVM_RUN", errno);
+		} else if (p->run->exit_reason == KVM_EXIT_SHUTDOWN) {
+			return 1;
+		} else if (p->run->exit_reason == KVM_EXIT_HLT) {
+			return 0;
+		} else if (p->run->exit_reason != KVM_EXIT_INTR) {
+			probe_fail(scratch, exit_name(p->run->exit_reason), 0);
+		}
+	}
+	return -1;
+}
+
 /*
  * DR7 = GD (and bit 10); mov %dr0, %rax; hlt. Unwatched, the #DB of a CPU
  * that honours GD finds no IDT and ends in a triple fault; one that
@@ -432,18 +450,59 @@ int hostinfo_probe_dr7_gd(int kvm, char *err, size_t errlen)
 	int result = -1;
 
 	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, gd_code, sizeof(gd_code), 0) == 0) {
-		for (int i = 0; i < PROBE_MAX_EXITS && result < 0 && !scratch.probe_error[0]; i++) {
-			if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
-				if (errno != EINTR && errno != EAGAIN)
-					probe_fail(&scratch, "KVM_RUN", errno);
-			} else if (p.run->exit_reason == KVM_EXIT_SHUTDOWN) {
-				result = 1;
-			} else if (p.run->exit_reason == KVM_EXIT_HLT) {
-				result = 0;
-			} else if (p.run->exit_reason != KVM_EXIT_INTR) {
-				probe_fail(&scratch, exit_name(p.run->exit_reason), 0);
-			}
+	if (probe_setup_code(&scratch, kvm, &p, true, gd_code, sizeof(gd_code), 0) == 0)
+		result = probe_shutdown_or_hlt(&scratch, &p);
+	probe_teardown(&scratch, &p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error[0] ? scratch.probe_error :
+			 "no answer within 16 exits");
+	return result;
+}
+
+/*
+ * push $0x28; push $code32; lretq -- into compatibility mode through a
+ * 32-bit code descriptor the probe adds at 0x28 -- then movl $1,
+ * %cs:(%ebx); hlt. A CPU that checks the segment's type raises #GP there
+ * (no IDT: a triple fault); one that does not halts.
+ */
+#define CS_PROBE_SEL 0x28u
+static const uint8_t cs_write_code[] = {
+	0x6a, CS_PROBE_SEL,
+	0x68, 0x09, 0x00, 0x10, 0x00,	/* BOOT_IMAGE_ADDR + 9 */
+	0x48, 0xcb,
+	0x2e, 0xc7, 0x03, 0x01, 0x00, 0x00, 0x00,
+	0xf4,
+};
+_Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "cs_write_code's push of code32");
+
+int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	uint64_t code32 = 0x00cf9a000000ffffull;	/* base 0, 4 GiB, 32-bit, DPL0 */
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, cs_write_code, sizeof(cs_write_code), 0) == 0) {
+		memcpy(p.mem + BOOT_GDT_ADDR + CS_PROBE_SEL, &code32, sizeof(code32));
+		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
+		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
+			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
+		} else {
+			sregs.gdt.limit = CS_PROBE_SEL + 7;
+			regs.rbx = 0x200000;
+			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0 ||
+			    __kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
+				probe_fail(&scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+			else
+				result = probe_shutdown_or_hlt(&scratch, &p);
+		}
+		/* A halt that did not write is no answer either. */
+		if (result == 0 && p.mem[0x200000] != 1) {
+			probe_fail(&scratch, "the probe guest halted without writing", 0);
+			result = -1;
 		}
 	}
 	probe_teardown(&scratch, &p);
@@ -460,6 +519,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->hwbp = hostinfo_probe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
 	hi->databp_cpl0 = hostinfo_probe_databp(kvm, NULL, 0);
 	hi->dr7_gd = hostinfo_probe_dr7_gd(kvm, NULL, 0);
+	hi->cs_write_gp = hostinfo_probe_cs_write(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

@@ -495,6 +495,10 @@ def lacks(need):
             "guest_data_breakpoint_cpl0": "vmm --host-info in this boot: "
                              "guest_data_breakpoint_cpl0 false (the guest's own data "
                              "breakpoints do not fire while KVM single-steps it here)",
+            "cs_write_gp": "vmm --host-info in this boot: cs_write_gp false (a write "
+                           "through CS in compatibility mode completes where the SDM raises "
+                           "#GP(0): QEMU's TCG checks no segment types), so the oracle is no "
+                           "real CPU there",
             "dr7_gd": "vmm --host-info in this boot: dr7_gd false (the CPU raises no #DB "
                       "for MOV DR with DR7.GD set: QEMU's TCG ignores GD), so the oracle "
                       "is no real CPU there",

@@ -280,6 +280,15 @@ static void prefixes(enum exec_mode mode, unsigned cpl)
 					continue;
 				if (mode != MODE_64 && has_byte(c.extra, c.nextra, 0x65))
 					continue;
+				/*
+				 * A plain write through CS there is #GP(0), which
+				 * QEMU's TCG omits: mode-compat-cs-override-write
+				 * has those, judged where a probe says the CPU checks.
+				 */
+				if (mode != MODE_64 && lock == LOCK_NONE && has_byte(c.extra, c.nextra, 0x2e)) {
+					seed++;
+					continue;
+				}
 				run_combo(&c, place_addr(LINE_SPLIT, c.size), seed++);
 			}
 		}
@@ -297,6 +306,33 @@ static int prefixes_32_cpl0(const struct boot_info *bi)
 {
 	(void)bi;
 	prefixes(MODE_32, 0);
+	return 0;
+}
+
+/*
+ * Writes through a CS override in compatibility mode: code segments are
+ * not writable there (SDM vol. 3 3.4.5.1), #GP(0) whether locked or not,
+ * split or not.
+ */
+static int compat_cs_write(const struct boot_info *bi)
+{
+	static const uint8_t cs[] = { 0x2e };
+	static const enum place places[] = { IN_LINE, LINE_SPLIT };
+	uint32_t seed = 2500;
+
+	(void)bi;
+	seg_set_data(0, 0xffffffff);
+	for (size_t i = 0; i < ARRAY_SIZE(forms); i++) {
+		if (strcmp(forms[i].name, "add") && strcmp(forms[i].name, "inc"))
+			continue;
+		for (size_t p = 0; p < ARRAY_SIZE(places); p++)
+			for (int lock = LOCK_FIRST; lock <= LOCK_NONE; lock++) {
+				struct combo c = { .f = &forms[i], .size = 4, .mode = MODE_32,
+						   .cpl = 0, .extra = cs, .nextra = 1, .lock = lock };
+
+				run_combo(&c, place_addr(places[p], c.size), seed++);
+			}
+	}
 	return 0;
 }
 
@@ -362,6 +398,7 @@ static const struct diff_case cases[] = {
 	{ "matrix-compat-cpl3-line-split", m32_cpl3_line },
 	{ "matrix-prefixes-64-cpl0", prefixes_64_cpl0 },
 	{ "matrix-prefixes-compat-cpl0", prefixes_32_cpl0 },
+	{ "mode-compat-cs-override-write", compat_cs_write },
 	{ "matrix-page-states-cpl0", pages_cpl0 },
 	{ "matrix-page-states-cpl3", pages_cpl3 },
 };
