@@ -116,6 +116,10 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		case 0x23:
 			out->kind = STEP_MOV_DR;
 			return;
+		case 0x00:
+			if (i + 2 < len && ((b[i + 2] >> 3) & 7) == 3)
+				out->kind = STEP_LTR;
+			return;
 		default:
 			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f)	/* Jcc rel32 */
 				out->kind = STEP_BRANCH;
@@ -487,6 +491,18 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 uint64_t step_syscall_r11(uint64_t r11, bool guest_tf)
 {
 	return (r11 & ~X86_RFLAGS_TF) | (guest_tf ? X86_RFLAGS_TF : 0);
+}
+
+int step_tss_flags_offset(unsigned type)
+{
+	switch (type) {
+	case 9: case 11:
+		return 0x24;
+	case 1: case 3:
+		return 0x10;
+	default:
+		return -1;
+	}
 }
 
 uint64_t step_gate_offset(const uint8_t gate[16])

@@ -32,6 +32,7 @@ enum step_kind {
 	STEP_BRANCH,     /* may legitimately land on its own address */
 	STEP_MOV_DR,     /* MOV to a debug register */
 	STEP_STI,        /* some CPUs (the lab's) run the next instruction in the same step */
+	STEP_LTR,        /* loads TR without a task switch */
 };
 
 struct step_insn {
@@ -111,6 +112,7 @@ struct step_state {
 	uint64_t iret_to;       /* IRET: the RIP its frame holds */
 	bool iret_to_known;     /* iret_to was read, and is where a completed IRET goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
+	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
 };
 
 /*
@@ -310,6 +312,12 @@ bool step_has_data_bp(uint64_t dr7);
  * RFLAGS, whatever IA32_FMASK then clears).
  */
 uint64_t step_syscall_r11(uint64_t r11, bool guest_tf);
+
+/*
+ * Where a TSS holds the (E)FLAGS a task switch saves and loads: 0x24 in a
+ * 32-bit TSS (types 9 and 11), 0x10 in a 16-bit one (1 and 3), else -1.
+ */
+int step_tss_flags_offset(unsigned type);
 
 /* Linear address of vector's handler from a 16-byte long-mode IDT gate. */
 uint64_t step_gate_offset(const uint8_t gate[16]);

@@ -695,6 +695,29 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	}
 }
 
+/*
+ * A step that changed TR switched tasks (a far JMP or CALL to a TSS or
+ * task gate, IRET with NT, an event through a task gate: SDM vol. 3 7.3).
+ * The outgoing task's TSS saved the hardware EFLAGS, whose TF may be the
+ * VMM's: the guest's own goes there; the guest's TF is now the incoming
+ * image's. Where either TSS cannot be written or read, counted.
+ */
+static void task_switched(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
+	int out = step_tss_flags_offset(s->tr.type & 0xf), in = step_tss_flags_offset(tr->type & 0xf);
+	uint8_t *b = out < 0 ? NULL : stack_byte(v, s->tr.base + (unsigned)out + 1);
+	uint8_t flags = 0;
+
+	if (b)
+		*b = (uint8_t)((*b & ~1u) | (s->tf_at_start ? 1u : 0u));
+	if (in >= 0 && read_linear(v, tr->base + (unsigned)in + 1, 0, &flags, 1) == 1)
+		s->guest_tf = flags & 1;
+	if (!b || in < 0)
+		v->stats.unchecked_runs++;
+}
+
 bool stepping_debug_exit(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
@@ -796,6 +819,10 @@ bool stepping_debug_exit(struct vcpu *v)
 		}
 		s->guest_tf = s->tf_after;
 	}
+	/* Task switches exist outside IA-32e mode only; LTR changes TR without one. */
+	if (s->checked && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
+	    !(v->run->s.regs.sregs.efer & X86_EFER_LMA) && s->insn.kind != STEP_LTR)
+		task_switched(v);
 	s->checked = false;
 	if (d.inject)
 		reinject_db(v, d.payload);
@@ -941,6 +968,7 @@ again:
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->tf_at_start = s->guest_tf;
+	s->tr = sregs->tr;
 	if (step_hlt_unstepped(&s->insn, cpl)) {
 		s->hlt = true;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);

@@ -269,6 +269,24 @@ static void test_diverted(void **state)
 	assert_false(step_diverted(&sti, 0x1000, 0x1005, m64));	/* so may STI's, on some CPUs */
 }
 
+static void test_task_switch_bits(void **state)
+{
+	static const uint8_t ltr[] = { 0x0f, 0x00, 0xd8 }, lldt[] = { 0x0f, 0x00, 0xd0 };
+	const struct step_mode m32 = { .cs_d = true };
+	struct step_insn i;
+
+	(void)state;
+	step_classify(ltr, sizeof(ltr), m32, &i);
+	assert_int_equal(i.kind, STEP_LTR);
+	step_classify(lldt, sizeof(lldt), m32, &i);
+	assert_int_equal(i.kind, STEP_OTHER);
+	assert_int_equal(step_tss_flags_offset(9), 0x24);
+	assert_int_equal(step_tss_flags_offset(11), 0x24);
+	assert_int_equal(step_tss_flags_offset(1), 0x10);
+	assert_int_equal(step_tss_flags_offset(3), 0x10);
+	assert_int_equal(step_tss_flags_offset(2), -1);	/* an LDT */
+}
+
 static void test_iret_faulted(void **state)
 {
 	struct step_insn iret = CLASSIFY(m64, 0x48, 0xcf), popf = CLASSIFY(m64, 0x9d);
@@ -663,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_syscall_sysret),
 		cmocka_unit_test(test_certain_fault),
 		cmocka_unit_test(test_iret_selector_fault),
+		cmocka_unit_test(test_task_switch_bits),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};

@@ -686,6 +686,52 @@ static void iret_tf_rf_stepped(void **state)
 	assert_true(v->step.checked);
 }
 
+/*
+ * A far JMP to a TSS in 32-bit protected mode: the CPU (or KVM) saved the
+ * hardware EFLAGS, TF the VMM's, in the outgoing TSS; the guest's own goes
+ * there, and its TF is now the incoming image's. LTR changes TR without a
+ * task switch: nothing written then.
+ */
+static void task_switch_saved_tf(void **state)
+{
+	static const uint8_t ljmp[] = { 0xea, 0x00, 0x00, 0x00, 0x00, 0x90, 0x00 };
+	static const uint8_t ltr[] = { 0x0f, 0x00, 0xd8 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	sr->efer = 0;
+	sr->cr0 &= ~(uint64_t)X86_CR0_PG;
+	sr->cs.l = 0;
+	sr->cs.db = 1;
+	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0x88,
+				       .type = 11, .present = 1 };
+	memcpy(ram + CODE, ljmp, sizeof(ljmp));
+	ram[0x4025] = 0x01;			/* the incoming image: TF set */
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_false(v->step.guest_tf);
+	ram[0x3025] = 0x01;			/* saved with the VMM's TF */
+	sr->tr.selector = 0x90;
+	sr->tr.base = 0x4000;
+	step_to(v, 0x200000, DR6_STEP);
+	assert_int_equal(ram[0x3025], 0x00);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* LTR: TR changes, no TSS is touched. */
+	regs(v)->rip = CODE;
+	memcpy(ram + CODE, ltr, sizeof(ltr));
+	v->step.guest_tf = false;
+	ram[0x4025] = 0x01;
+	stepping_before_run(v);
+	sr->tr.selector = 0x88;
+	sr->tr.base = 0x3000;
+	step_to(v, CODE + sizeof(ltr), DR6_STEP);
+	assert_int_equal(ram[0x4025], 0x01);
+	assert_false(v->step.guest_tf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -704,6 +750,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_rf_stepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_keeps_tf, setup_no_hwbp, teardown),

@@ -10,6 +10,8 @@
 
 void legacy_run(uint32_t kind);
 extern uint32_t lg_split, lg_flags[8];
+extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
+void lg_task_b(void);
 extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512];
 extern char lg_blob[], lg_blob_end[];
@@ -31,7 +33,41 @@ static void tables(void)
 static const char *const kinds[] = {
 	"32-bit protected mode, no paging", "32-bit protected mode, 32-bit paging",
 	"32-bit protected mode, PAE paging", "16-bit protected mode, no paging", "real mode",
+	"32-bit protected mode, another task",
 };
+
+static void put32(uint8_t *tss, unsigned off, uint32_t v)
+{
+	memcpy(tss + off, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *tss, unsigned off)
+{
+	uint32_t v;
+
+	memcpy(&v, tss + off, 4);
+	return v;
+}
+
+/* Task B's image: the payload at CPL0, flat segments, its own stack, IF clear. */
+static void task_b_image(void)
+{
+	uint64_t cr3;
+
+	asm volatile("mov %%cr3, %0" : "=r"(cr3));
+	memset(lg_tss_a, 0, 104);
+	memset(lg_tss_b, 0, 104);
+	put32(lg_tss_b, 0x1c, (uint32_t)cr3);
+	put32(lg_tss_b, 0x20, (uint32_t)(uint64_t)lg_task_b);
+	put32(lg_tss_b, 0x24, 0x2);
+	put32(lg_tss_b, 0x38, (uint32_t)(uint64_t)lg_task_stack);
+	put32(lg_tss_b, 0x48, SEL_KERNEL_DS);	/* ES */
+	put32(lg_tss_b, 0x4c, SEL_K_CODE32);	/* CS */
+	put32(lg_tss_b, 0x50, SEL_KERNEL_DS);	/* SS */
+	put32(lg_tss_b, 0x54, SEL_KERNEL_DS);	/* DS */
+	put32(lg_tss_a, 0x64, 104u << 16);	/* no I/O bitmap */
+	put32(lg_tss_b, 0x64, 104u << 16);
+}
 
 static int legacy(uint32_t kind)
 {
@@ -46,7 +82,16 @@ static int legacy(uint32_t kind)
 	lg_split = 40;
 	memset(lg_flags, 0, sizeof(lg_flags));
 	before = lg_split;
+	if (kind == 5)
+		task_b_image();
 	legacy_run(kind);
+	if (kind == 5) {
+		gdt_tss_reset();
+		/* What each task switch saved: IF, TF, DF and bit 1 of EFLAGS; B's EIP. */
+		printf("%s: saved eflags A %x, B %x; B stopped at lg_task_b+%u\n", kinds[kind],
+		       get32(lg_tss_a, 0x24) & 0x702u, get32(lg_tss_b, 0x24) & 0x702u,
+		       get32(lg_tss_b, 0x20) - (uint32_t)(uint64_t)lg_task_b);
+	}
 	after = kind == 4 ? *real_split : lg_split;
 	printf("%s: back in long mode; split dword %u -> %u\n", kinds[kind],
 	       kind == 4 ? 0 : before, after);
@@ -134,12 +179,19 @@ static int cs_base_pushf(const struct boot_info *bi)
 	return 0;
 }
 
+static int pm32_task(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(5);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
 	{ "mode-legacy-pm32-pae", pm32_pae },
 	{ "mode-legacy-pm16", pm16 },
 	{ "mode-legacy-real", real },
+	{ "mode-legacy-pm32-task-switch", pm32_task },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

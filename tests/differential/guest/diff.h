@@ -100,9 +100,13 @@ bool win_read(uint64_t va, void *buf, size_t len);
 #define SEL_U_CODE32B 0x73  /* the same, DPL3 */
 #define SEL_K_CODE16R 0x78  /* CS.D=0, DPL0, 64 KiB at LEGACY_REAL_BASE: the way to real mode */
 #define SEL_K_DATA16  0x80  /* data, base 0, limit 0xffff, B=0: real-mode-like limits */
+#define SEL_TSS_A     0x88  /* 32-bit TSS (legacy.S's lg_tss_a), available */
+#define SEL_TSS_B     0x90  /* 32-bit TSS (lg_tss_b), available */
 /* Where legacy.S's real-mode part runs (copied there, below 1 MiB, free RAM). */
 #define LEGACY_REAL_BASE 0x70000u
 void gdt_init(void);
+/* TSS A and B available again, and the runtime's 64-bit TSS back in TR. */
+void gdt_tss_reset(void);
 /* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */
 void seg_set_data(uint32_t base, uint32_t limit);
 

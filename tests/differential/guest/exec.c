@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 17
+#define GDT_N 19
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -273,6 +273,23 @@ static uint64_t code16_desc(uint32_t base, unsigned dpl)
 	       ((uint64_t)(0x9a | dpl << 5) << 40) | ((uint64_t)(base >> 24) << 56);
 }
 
+extern uint8_t lg_tss_a[], lg_tss_b[];
+
+/* An available 32-bit TSS of 104 bytes at base (type 9, DPL0). */
+static uint64_t tss32_desc(uint32_t base)
+{
+	return 0x67 | ((uint64_t)(base & 0xffffff) << 16) | (0x89ull << 40) |
+	       ((uint64_t)(base >> 24) << 56);
+}
+
+void gdt_tss_reset(void)
+{
+	gdt[SEL_TSS_A >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_a);
+	gdt[SEL_TSS_B >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_b);
+	gdt[SEL_TSS >> 3] &= ~(2ull << 40);	/* busy -> available, to load it again */
+	asm volatile("ltr %w0" : : "r"((uint16_t)SEL_TSS) : "memory");
+}
+
 void gdt_init(void)
 {
 	struct dtr d = { sizeof(gdt) - 1, (uint64_t)gdt };
@@ -290,6 +307,8 @@ void gdt_init(void)
 				  0xfull << 48 | 3ull << 54;
 	gdt[SEL_K_CODE16R >> 3] = code16_desc(LEGACY_REAL_BASE, 0);
 	gdt[SEL_K_DATA16 >> 3] = 0x000092000000ffffull;
+	gdt[SEL_TSS_A >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_a);
+	gdt[SEL_TSS_B >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_b);
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }

@@ -9,6 +9,9 @@
  *   2  32-bit protected mode, PAE paging (2 MiB pages)
  *   3  16-bit protected mode (CS.D=0), paging off
  *   4  real mode
+ *   5  32-bit protected mode, paging off, the payload in another task:
+ *      LTR of TSS A, a far JMP to TSS B (a task switch), whose task runs
+ *      the payload and switches back by a far JMP to TSS A
  *
  * Nothing in between may fault: the IDT is the 64-bit one. cases_legacy.c
  * builds the page tables (lg_pd32, lg_pdpt, lg_pdpae) and copies the 16-bit
@@ -19,6 +22,8 @@
 #define SEL_K_CODE32  0x38
 #define SEL_K_CODE16R 0x78
 #define SEL_K_DATA16  0x80
+#define SEL_TSS_A     0x88
+#define SEL_TSS_B     0x90
 #define REAL_SEG      0x7000
 #define CR0_PG        0x80000000
 #define CR4_PSE       0x10
@@ -31,7 +36,7 @@
 
 	.data
 	.p2align 6
-	.globl lg_split, lg_flags, lg_kind
+	.globl lg_split, lg_flags, lg_kind, lg_tss_a, lg_tss_b, lg_task_b, lg_task_stack
 	.skip 62
 lg_split:	.long 0			/* across a cache line: 62 bytes into one */
 	.p2align 3
@@ -43,6 +48,13 @@ lg_cr3:		.quad 0
 lg_cr4:		.quad 0
 lg_efer:	.quad 0
 lg_gsbase:	.quad 0
+	.p2align 7
+lg_tss_a:	.skip 104		/* 32-bit TSSes: cases_legacy.c fills B's image */
+	.p2align 7
+lg_tss_b:	.skip 104
+	.p2align 4
+	.skip 512
+lg_task_stack:
 
 	.text
 	.code64
@@ -93,6 +105,8 @@ legacy_run:
 	andl $~(CR4_PAE | CR4_LA57 | CR4_PCIDE), %eax
 	movl %eax, %cr4
 	movl lg_kind, %eax
+	cmpl $5, %eax
+	je k_task
 	cmpl $1, %eax
 	je k_paging32
 	cmpl $2, %eax
@@ -125,6 +139,17 @@ k_pae:
 
 k_16:
 	ljmp $SEL_K_CODE16R, $(lg_pm16 - lg_blob)
+
+k_task:
+	movw $SEL_TSS_A, %ax
+	ltr %ax
+	ljmp $SEL_TSS_B, $0		/* task switch: A's state saved, B's loaded */
+	jmp lg_up			/* back in task A */
+
+/* Task B: the payload, then back to task A (JMP left it available). */
+lg_task_b:
+	call payload32
+	ljmp $SEL_TSS_A, $0
 
 /* The way back: long mode as it was, then 64-bit code. */
 	.globl lg_up
