@@ -559,6 +559,31 @@ static bool reinject_db(struct vcpu *v, uint64_t payload)
 }
 
 /*
+ * The registers a SYSCALL or SYSRET the VMM performed leaves, then the
+ * single-step trap, which follows TF at their end, not their start.
+ * -1 where the VM is stopping or KVM was left the #DB, 1 done.
+ */
+static int land_sys(struct vcpu *v, const struct step_syscall *sc, enum step_kind kind)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+
+	sregs->cs = sc->cs;
+	sregs->ss = sc->ss;
+	v->ops->set_sregs(v, sregs);
+	regs->rcx = sc->rcx;
+	regs->r11 = sc->r11;
+	regs->rip = sc->rip;
+	regs->rflags = sc->rflags;
+	v->ops->set_regs(v, regs);
+	v->step.guest_tf = (sc->rflags & X86_RFLAGS_TF) != 0;
+	if (step_trap_owed(kind, v->step.tf_at_start, v->step.guest_tf) &&
+	    !reinject_db(v, X86_DR6_BS))
+		return -1;
+	return vm_stopping(v->vm) ? -1 : 1;
+}
+
+/*
  * SYSCALL in 64-bit code, performed by the VMM: stepped, the CPU would
  * save the VMM's TF in R11 and, where IA32_FMASK clears TF, run the
  * handler unstepped. -1 where the VM is stopping, 0 where it is the CPU's
@@ -581,20 +606,7 @@ static int perform_syscall(struct vcpu *v, uint64_t next)
 		return 0;
 	step_syscall_plan(next, (regs->rflags & ~X86_RFLAGS_TF) |
 			  (v->step.guest_tf ? X86_RFLAGS_TF : 0), star, target, fmask, &sc);
-	sregs->cs = sc.cs;
-	sregs->ss = sc.ss;
-	v->ops->set_sregs(v, sregs);
-	regs->rcx = sc.rcx;
-	regs->r11 = sc.r11;
-	regs->rip = sc.rip;
-	regs->rflags = sc.rflags;
-	v->ops->set_regs(v, regs);
-	v->step.guest_tf = (sc.rflags & X86_RFLAGS_TF) != 0;
-	/* The single-step trap follows TF at SYSCALL's end, not its start. */
-	if (step_trap_owed(STEP_SYSCALL, v->step.tf_at_start, v->step.guest_tf) &&
-	    !reinject_db(v, X86_DR6_BS))
-		return -1;
-	return vm_stopping(v->vm) ? -1 : 1;
+	return land_sys(v, &sc, STEP_SYSCALL);
 }
 
 /*
@@ -613,17 +625,7 @@ static int perform_sysret(struct vcpu *v)
 	    !step_sysret_plan(regs->rcx, regs->r11, star, v->step.insn.opsize == 8,
 			      (sregs->cr4 & X86_CR4_LA57) != 0, &sc))
 		return 0;
-	sregs->cs = sc.cs;
-	sregs->ss = sc.ss;
-	v->ops->set_sregs(v, sregs);
-	regs->rip = sc.rip;
-	regs->rflags = sc.rflags;
-	v->ops->set_regs(v, regs);
-	v->step.guest_tf = (sc.rflags & X86_RFLAGS_TF) != 0;
-	if (step_trap_owed(STEP_SYSRET, v->step.tf_at_start, v->step.guest_tf) &&
-	    !reinject_db(v, X86_DR6_BS))
-		return -1;
-	return vm_stopping(v->vm) ? -1 : 1;
+	return land_sys(v, &sc, STEP_SYSRET);
 }
 
 /*
