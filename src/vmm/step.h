@@ -111,6 +111,7 @@ struct step_state {
 	uint64_t iret_to;       /* IRET: the RIP its frame holds */
 	bool iret_to_known;     /* iret_to was read, and is where a completed IRET goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
+	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
 };
 
 /*

@@ -158,6 +158,7 @@ struct vmm_event {
 	uint64_t rip;           /* pushed: the instruction (a fault) or the next (a trap, INT n) */
 	bool fault;             /* pushes RF set (SDM vol. 3 17.3.1.1), but for a #DB */
 	bool soft;              /* INT n, INT3, INTO: gate DPL checked against the CPL */
+	bool rf;                /* not a fault: RF as the instruction began, which it pushes */
 };
 
 /* Reads the 64-bit TSS's RSP0-2 and IST1-7 (supervisor reads); false where it cannot. */
@@ -222,7 +223,7 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		return false;
 	in.tss_valid = read_tss(v, &p, &in);
 	/* The image: the guest's TF; RF set by a fault but a #DB, clear after a trap. */
-	rf = e->fault && e->vector != X86_VEC_DB ? X86_RFLAGS_RF : 0;
+	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
 	in.rflags = (regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
 		    (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf;
 	if (!step_delivery_plan(&in, &d))
@@ -637,7 +638,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
 	struct step_state *s = &v->step;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
-	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode) };
+	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
 	unsigned cpl = v->run->s.regs.sregs.cs.dpl;
 	uint32_t err;
 	int vector;
@@ -829,6 +830,8 @@ static bool check_split_locks(struct vcpu *v)
 		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
 					       regs->rflags | (s->iret_rf ? X86_RFLAGS_RF : 0));
 
+		/* An INT n the VMM delivers pushes it (a #DB handler's IRET may have set it). */
+		s->rf = (regs->rflags & X86_RFLAGS_RF) || s->iret_rf;
 		s->iret_rf = false;
 
 		/* The guest's instruction breakpoint fires first; its handler is checked next. */

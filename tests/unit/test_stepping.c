@@ -529,6 +529,42 @@ static void ud2_cpl3_delivered(void **state)
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD));
 }
 
+/*
+ * INT3 at CPL2 through a DPL3 gate, right after an IRET that loaded RF (a
+ * #DB handler's, stepping over its breakpoint): delivered by the VMM on
+ * RSP0, the frame's RFLAGS image holds RF as the CPU pushes it for a trap.
+ */
+static void int3_cpl2_pushes_rf(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t frame = RSP0 - 40;
+
+	(void)state;
+	to_cpl3(v);
+	sr->cs.selector = 0x9a;
+	sr->cs.dpl = 2;
+	sr->ss.selector = 0xa2;
+	sr->ss.dpl = 2;
+	ram[IDT + 16 * X86_VEC_BP + 5] = 0xee;	/* DPL3 */
+	ram[CODE] = 0xcc;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	v->step.iret_rf = true;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(regs(v)->rsp, frame);
+	assert_int_equal(word_at(frame), CODE + 1);
+	assert_int_equal(word_at(frame + 8), 0x9a);
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	assert_int_equal(word_at(frame + 24), STACK);
+	assert_int_equal(word_at(frame + 32), 0xa2);
+	assert_int_equal(sr->cs.dpl, 0);
+	assert_int_equal(sr->ss.selector, 0);
+	assert_false(regs(v)->rflags & X86_RFLAGS_RF);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
+}
+
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
 {
 	fc->msrs[0].valid = fc->msrs[1].valid = fc->msrs[2].valid = true;
@@ -635,6 +671,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
