@@ -3,20 +3,22 @@
  * Issue 18: every mode the CPU runs is run under emulate, never stopped,
  * and a split lock in each is detected: 32-bit protected mode without
  * paging, with 32-bit paging and with PAE paging, 16-bit protected mode,
- * real mode (legacy.S), and compatibility mode with a CS base (PUSHF there
- * must push the guest's TF).
+ * real mode (legacy.S), long mode with 5-level paging at linear addresses
+ * above 2^48 (code, stack and operand there), and compatibility mode with
+ * a CS base (PUSHF there must push the guest's TF).
  */
 #include "diff.h"
 
 void legacy_run(uint32_t kind);
 extern uint32_t lg_split, lg_flags[8];
 extern uint32_t lg_pd32[1024];
-extern uint64_t lg_pdpt[4], lg_pdpae[512];
+extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
 extern char lg_blob[], lg_blob_end[];
 
 uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
 uint64_t lg_pdpt[4] __attribute__((aligned(32)));
 uint64_t lg_pdpae[512] __attribute__((aligned(4096)));
+uint64_t lg_pml5[512] __attribute__((aligned(4096)));
 
 static void tables(void)
 {
@@ -26,11 +28,14 @@ static void tables(void)
 	for (uint64_t i = 0; i < 512; i++)
 		lg_pdpae[i] = (i << 21) | 0x87;
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
+	/* 5-level: the PML4 in use at linear 0 and again at 2^48. */
+	lg_pml5[0] = lg_pml5[1] = (read_cr3() & ~0xfffull) | 7;	/* P, W, U */
 }
 
 static const char *const kinds[] = {
 	"32-bit protected mode, no paging", "32-bit protected mode, 32-bit paging",
 	"32-bit protected mode, PAE paging", "16-bit protected mode, no paging", "real mode",
+	"long mode, 5-level paging, above 2^48",
 };
 
 static int legacy(uint32_t kind)
@@ -88,6 +93,14 @@ static int real(const struct boot_info *bi)
 	return legacy(4);
 }
 
+static int la57(const struct boot_info *bi)
+{
+	(void)bi;
+	if (!cpu_has_la57())
+		return diff_skip("the CPU has no 5-level paging (CPUID.(7,0):ECX[16])");
+	return legacy(5);
+}
+
 /*
  * Compatibility mode with CS base = exec_page16 (MODE_32B), at CPL0 and
  * CPL3, and 16-bit code with the same base: PUSHF pushes the guest's TF
@@ -140,6 +153,7 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-pae", pm32_pae },
 	{ "mode-legacy-pm16", pm16 },
 	{ "mode-legacy-real", real },
+	{ "mode-la57-split-lock-pushf-above-2-48", la57 },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);
