@@ -101,6 +101,7 @@ struct step_state {
 	struct step_insn insn;
 	struct step_mode mode;  /* CS as `insn` began */
 	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
+	bool resync_done;       /* that exit's instruction was complete already (MMIO write) */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
@@ -112,6 +113,7 @@ struct step_state {
 	bool iret_to_known;     /* iret_to was read, and is where a completed IRET goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
+	bool outer_off;         /* off while code outside CPL0 runs (KVM cannot step CPL3) */
 };
 
 /*

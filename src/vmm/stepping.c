@@ -898,8 +898,10 @@ again:
 	if (!vm->step_cpl3 && cpl != 0) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
+		s->outer_off = true;
 		return;
 	}
+	s->outer_off = false;
 	if (!hw_steps(s->hw.mode))
 		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
 	n = read_linear(v, emulate_code_la(sregs, regs->rflags, regs->rip), WALK_FETCH, bytes,
@@ -1001,10 +1003,32 @@ again:
 	s->checked = true;
 }
 
+/*
+ * The run that completes this exit (one KVM completes) returns at once:
+ * stepping resumes behind the instruction (resynced()).
+ */
+static void resync_after(struct vcpu *v, uint32_t reason)
+{
+	v->completion = VCPU_COMPLETION_RESYNC;
+	v->step.resync_rip = v->run->s.regs.regs.rip;
+	/* KVM finished an MMIO write before the exit: RIP is already behind it. */
+	v->step.resync_done = reason == KVM_EXIT_MMIO && v->run->mmio.is_write;
+	v->run->immediate_exit = 1;
+}
+
 void stepping_after_exit(struct vcpu *v, uint32_t reason)
 {
 	struct step_state *s = &v->step;
 
+	/*
+	 * Back at CPL0 from code outside it that ran unstepped (an event took
+	 * it there; counted when stepping went off): the run that completes
+	 * this exit would go on unstepped.
+	 */
+	if (s->outer_off && step_completes_in_kvm(reason) && v->run->s.regs.sregs.cs.dpl == 0) {
+		resync_after(v, reason);
+		return;
+	}
 	if (hw_steps(s->hw.mode) && step_rearm_after_exit(reason))
 		s->rearm = true;
 	/*
@@ -1026,11 +1050,8 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * The guest ran on unstepped (KVM lost TF, docs/design.md): the run
 	 * that completes this exit returns at once, and stepping resumes here.
 	 */
-	if (hw_steps(s->hw.mode) && step_completes_in_kvm(reason)) {
-		v->completion = VCPU_COMPLETION_RESYNC;
-		s->resync_rip = v->run->s.regs.regs.rip;
-		v->run->immediate_exit = 1;
-	}
+	if (hw_steps(s->hw.mode) && step_completes_in_kvm(reason))
+		resync_after(v, reason);
 }
 
 /* true where KVM completed the exit first (RIP moved on): check and re-arm from here. */
@@ -1038,7 +1059,7 @@ static bool resynced(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 
-	if (v->run->s.regs.regs.rip == s->resync_rip)
+	if (v->run->s.regs.regs.rip == s->resync_rip && !s->resync_done)
 		return false;	/* not completed yet (a REP string I/O's next round, an older KVM) */
 	s->rearm = true;
 	s->checked = false;

@@ -565,6 +565,80 @@ static void int3_cpl2_pushes_rf(void **state)
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
 }
 
+/*
+ * A KVM that cannot step CPL3: stepping goes off there, counted. Back at
+ * CPL0 (an event the CPU delivered, unseen), the first exit is one KVM
+ * completes (an I/O exit): its completing run returns at once, and
+ * stepping resumes behind it before any more CPL0 code runs.
+ */
+static void cpl3_unstepped_then_io_exit(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	fv.vm.step_cpl3 = false;
+	to_cpl3(v);
+	stepping_before_run(v);
+	assert_false(v->step.checked);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+
+	/* An exit at CPL3 that KVM completes: the run completing it goes on at CPL3. */
+	exit_with(v, KVM_EXIT_IO);
+	assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
+	assert_int_equal(v->run->immediate_exit, 0);
+
+	/* Back at CPL0 unseen, then an OUT: the completing run returns at once. */
+	sr->cs.selector = BOOT_SEL_CODE64;
+	sr->cs.dpl = 0;
+	sr->ss.selector = 0;
+	sr->ss.dpl = 0;
+	regs(v)->rip = HANDLER(X86_VEC_UD) + 0x10;
+	exit_with(v, KVM_EXIT_IO);
+	assert_int_equal(v->completion, VCPU_COMPLETION_RESYNC);
+	assert_int_equal(v->run->immediate_exit, 1);
+
+	v->run->immediate_exit = 0;
+	regs(v)->rip += 1;	/* KVM completed the OUT */
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD) + 0x11);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
+/* The same through an MMIO write, which KVM finished before the exit: RIP does not move. */
+static void cpl3_unstepped_then_mmio_write(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	fv.vm.step_cpl3 = false;
+	to_cpl3(v);
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	sr->cs.selector = BOOT_SEL_CODE64;
+	sr->cs.dpl = 0;
+	sr->ss.dpl = 0;
+	regs(v)->rip = CODE + 0x20;
+	v->run->mmio.is_write = 1;
+	exit_with(v, KVM_EXIT_MMIO);
+	assert_int_equal(v->completion, VCPU_COMPLETION_RESYNC);
+	v->run->immediate_exit = 0;
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + 0x20);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+}
+
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
 {
 	fc->msrs[0].valid = fc->msrs[1].valid = fc->msrs[2].valid = true;
@@ -672,6 +746,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
