@@ -114,6 +114,7 @@ struct step_state {
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
 	bool outer_off;         /* off while code outside CPL0 runs (KVM cannot step CPL3) */
+	bool left_split;        /* `insn` is a split lock left to the CPU to fault on */
 };
 
 /*

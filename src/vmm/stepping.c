@@ -744,6 +744,13 @@ bool stepping_debug_exit(struct vcpu *v)
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
 	else if (d.completed) {
+		/*
+		 * A split lock left to the CPU to fault on that completed
+		 * instead (a stale TLB entry, another vCPU's PTE write in
+		 * between): it ran unchecked.
+		 */
+		if (s->left_split)
+			v->stats.unchecked_runs++;
 		if (s->insn.kind == STEP_PUSHF)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_SYSCALL) {
@@ -845,6 +852,7 @@ static bool check_split_locks(struct vcpu *v)
 		o = splitlock_check(v);
 		if (o == SPLITLOCK_STOPPED || vm_stopping(v->vm))
 			return false;
+		s->left_split = o == SPLITLOCK_LEFT_TO_CPU;
 		/* An #AC (or the fault that comes first) the VMM delivered: its handler is next. */
 		if (o != SPLITLOCK_EMULATED && s->inject_vector < 0 && regs->rip != rip &&
 		    !vm_stopping(v->vm)) {

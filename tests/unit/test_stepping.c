@@ -639,6 +639,36 @@ static void cpl3_unstepped_then_mmio_write(void **state)
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 }
 
+/*
+ * lock xadd across into a page that is not present: left to the CPU, whose
+ * #PF comes first. A step that ends right behind it instead (the CPU's TLB
+ * still held the page, or another vCPU mapped it in between) means the
+ * split lock ran on the CPU unchecked: counted. The next step is not.
+ */
+static void left_split_completes_unchecked(void **state)
+{
+	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t pde;
+
+	(void)state;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
+	pde &= ~1ull;	/* 0x200000: not present */
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
+	regs(v)->rdi = 0x1ffffe;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->stats.split_locks_detected, 0);
+	assert_int_equal(regs(v)->rip, CODE);
+	step_to(v, CODE + sizeof(lock_xadd), DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	step_to(v, CODE + sizeof(lock_xadd) + 1, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
 {
 	fc->msrs[0].valid = fc->msrs[1].valid = fc->msrs[2].valid = true;
@@ -748,6 +778,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
