@@ -552,6 +552,7 @@ void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 			plan_stop(p, "the #AC is not at a split lock the VMM can see");
 		return;
 	}
+	p->split = true;
 	if (legacy_ac) {
 		plan_native(p, "the legacy alignment check comes first");
 		return;

@@ -125,6 +125,7 @@ struct emulate_plan {
 	uint8_t bytes[DECODE_INSN_MAX];
 	size_t nbytes;
 	bool decoded;
+	bool split;                 /* the operand is a split lock, whatever kind says */
 	struct decode_insn insn;
 	struct emulate_access access;    /* valid when decoded and no segment fault */
 	struct emulate_part part[2];     /* EMULATE_PLAN_EMULATE */

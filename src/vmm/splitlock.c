@@ -234,8 +234,9 @@ static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, st
 		v->stats.split_locks_detected++;
 	switch (p->kind) {
 	case EMULATE_PLAN_NONE:
-	case EMULATE_PLAN_NATIVE:
 		return SPLITLOCK_NONE;
+	case EMULATE_PLAN_NATIVE:
+		return p->split ? SPLITLOCK_LEFT_TO_CPU : SPLITLOCK_NONE;
 	case EMULATE_PLAN_STOP:
 		stop_uninvited(v, s, p);
 		return SPLITLOCK_STOPPED;

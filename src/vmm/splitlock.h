@@ -20,7 +20,13 @@ enum splitlock_ac_action {
 };
 
 enum splitlock_outcome {
-	SPLITLOCK_NONE,            /* no split lock at RIP, or one the CPU faults on first */
+	SPLITLOCK_NONE,            /* no split lock at RIP */
+	/*
+	 * A split lock left to the CPU, which is to fault first (a page fault,
+	 * legacy #AC, PKRU unread) or KVM's MMIO emulation: if it completes
+	 * instead (a stale TLB entry, another vCPU's PTE write), it ran unchecked.
+	 */
+	SPLITLOCK_LEFT_TO_CPU,
 	SPLITLOCK_AC_INJECTED,
 	SPLITLOCK_FAULT_INJECTED,  /* the fault the CPU would raise instead (#PF, #GP, #SS) */
 	SPLITLOCK_EMULATED,        /* done, RIP moved on: check the next one too */

@@ -102,6 +102,7 @@ struct step_state {
 	struct step_insn insn;
 	struct step_mode mode;  /* CS as `insn` began */
 	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
+	bool resync_done;       /* that exit's instruction was complete already (MMIO write) */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
@@ -113,6 +114,9 @@ struct step_state {
 	bool iret_to_known;     /* iret_to was read, and is where a completed IRET goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
+	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
+	bool outer_off;         /* off while code outside CPL0 runs (KVM cannot step CPL3) */
+	bool left_split;        /* `insn` is a split lock left to the CPU to fault on */
 };
 
 /*

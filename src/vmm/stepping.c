@@ -158,6 +158,7 @@ struct vmm_event {
 	uint64_t rip;           /* pushed: the instruction (a fault) or the next (a trap, INT n) */
 	bool fault;             /* pushes RF set (SDM vol. 3 17.3.1.1), but for a #DB */
 	bool soft;              /* INT n, INT3, INTO: gate DPL checked against the CPL */
+	bool rf;                /* not a fault: RF as the instruction began, which it pushes */
 };
 
 /* Reads the 64-bit TSS's RSP0-2 and IST1-7 (supervisor reads); false where it cannot. */
@@ -222,7 +223,7 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		return false;
 	in.tss_valid = read_tss(v, &p, &in);
 	/* The image: the guest's TF; RF set by a fault but a #DB, clear after a trap. */
-	rf = e->fault && e->vector != X86_VEC_DB ? X86_RFLAGS_RF : 0;
+	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
 	in.rflags = (regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
 		    (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf;
 	if (!step_delivery_plan(&in, &d))
@@ -639,7 +640,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
 	struct step_state *s = &v->step;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
-	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode) };
+	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
 	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
 	unsigned cpl = sr->cs.dpl;
 	uint64_t gpr[16] = {
@@ -794,6 +795,13 @@ bool stepping_debug_exit(struct vcpu *v)
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
 	else if (d.completed) {
+		/*
+		 * A split lock left to the CPU to fault on that completed
+		 * instead (a stale TLB entry, another vCPU's PTE write in
+		 * between): it ran unchecked.
+		 */
+		if (s->left_split)
+			v->stats.unchecked_runs++;
 		if (s->insn.kind == STEP_PUSHF)
 			fix_pushf(v);
 		if (s->insn.kind == STEP_SYSCALL) {
@@ -884,6 +892,8 @@ static bool check_split_locks(struct vcpu *v)
 		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
 					       regs->rflags | (s->iret_rf ? X86_RFLAGS_RF : 0));
 
+		/* An INT n the VMM delivers pushes it (a #DB handler's IRET may have set it). */
+		s->rf = (regs->rflags & X86_RFLAGS_RF) || s->iret_rf;
 		s->iret_rf = false;
 
 		/* The guest's instruction breakpoint fires first; its handler is checked next. */
@@ -897,6 +907,7 @@ static bool check_split_locks(struct vcpu *v)
 		o = splitlock_check(v);
 		if (o == SPLITLOCK_STOPPED || vm_stopping(v->vm))
 			return false;
+		s->left_split = o == SPLITLOCK_LEFT_TO_CPU;
 		/* An #AC (or the fault that comes first) the VMM delivered: its handler is next. */
 		if (o != SPLITLOCK_EMULATED && s->inject_vector < 0 && regs->rip != rip &&
 		    !vm_stopping(v->vm)) {
@@ -950,8 +961,10 @@ again:
 	if (!vm->step_cpl3 && cpl != 0) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
+		s->outer_off = true;
 		return;
 	}
+	s->outer_off = false;
 	if (!hw_steps(s->hw.mode))
 		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
 	n = read_linear(v, emulate_code_la(sregs, regs->rflags, regs->rip), WALK_FETCH, bytes,
@@ -1059,10 +1072,32 @@ again:
 	s->checked = true;
 }
 
+/*
+ * The run that completes this exit (one KVM completes) returns at once:
+ * stepping resumes behind the instruction (resynced()).
+ */
+static void resync_after(struct vcpu *v, uint32_t reason)
+{
+	v->completion = VCPU_COMPLETION_RESYNC;
+	v->step.resync_rip = v->run->s.regs.regs.rip;
+	/* KVM finished an MMIO write before the exit: RIP is already behind it. */
+	v->step.resync_done = reason == KVM_EXIT_MMIO && v->run->mmio.is_write;
+	v->run->immediate_exit = 1;
+}
+
 void stepping_after_exit(struct vcpu *v, uint32_t reason)
 {
 	struct step_state *s = &v->step;
 
+	/*
+	 * Back at CPL0 from code outside it that ran unstepped (an event took
+	 * it there; counted when stepping went off): the run that completes
+	 * this exit would go on unstepped.
+	 */
+	if (s->outer_off && step_completes_in_kvm(reason) && v->run->s.regs.sregs.cs.dpl == 0) {
+		resync_after(v, reason);
+		return;
+	}
 	if (hw_steps(s->hw.mode) && step_rearm_after_exit(reason))
 		s->rearm = true;
 	/*
@@ -1084,11 +1119,8 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * The guest ran on unstepped (KVM lost TF, docs/design.md): the run
 	 * that completes this exit returns at once, and stepping resumes here.
 	 */
-	if (hw_steps(s->hw.mode) && step_completes_in_kvm(reason)) {
-		v->completion = VCPU_COMPLETION_RESYNC;
-		s->resync_rip = v->run->s.regs.regs.rip;
-		v->run->immediate_exit = 1;
-	}
+	if (hw_steps(s->hw.mode) && step_completes_in_kvm(reason))
+		resync_after(v, reason);
 }
 
 /* true where KVM completed the exit first (RIP moved on): check and re-arm from here. */
@@ -1096,7 +1128,7 @@ static bool resynced(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 
-	if (v->run->s.regs.regs.rip == s->resync_rip)
+	if (v->run->s.regs.regs.rip == s->resync_rip && !s->resync_done)
 		return false;	/* not completed yet (a REP string I/O's next round, an older KVM) */
 	s->rearm = true;
 	s->checked = false;

@@ -507,7 +507,7 @@ static void legacy_alignment_check(void **state)
 	assert_int_equal(v->stats.ac_injected, 1);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	FAKE_CALLS(f, set_events) = 0;
-	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_LEFT_TO_CPU);
 	assert_int_equal(FAKE_CALLS(f, set_events), 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* Without RFLAGS.AC it is a split lock again. */
@@ -525,13 +525,13 @@ static void software_leaves_faults_to_the_cpu(void **state)
 
 	(void)state;
 	place_split_xadd(v, RAM - 2);
-	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_LEFT_TO_CPU);
 	place_split_xadd(v, 0x20003e);
 	page_flags(0x200000, 0, X86_PTE_RW);
-	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_LEFT_TO_CPU);
 	/* Even when the guest asked for #AC: the fault comes first. */
 	wrmsr(v, MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
-	assert_int_equal(splitlock_check(v), SPLITLOCK_NONE);
+	assert_int_equal(splitlock_check(v), SPLITLOCK_LEFT_TO_CPU);
 	assert_int_equal(FAKE_CALLS(f, set_events), 0);
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
 	/* An instruction on a no-execute page is not even fetched. */

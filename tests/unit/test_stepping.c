@@ -557,6 +557,146 @@ static void ud2_cpl3_delivered(void **state)
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD));
 }
 
+/*
+ * INT3 at CPL2 through a DPL3 gate, right after an IRET that loaded RF (a
+ * #DB handler's, stepping over its breakpoint): delivered by the VMM on
+ * RSP0, the frame's RFLAGS image holds RF as the CPU pushes it for a trap.
+ */
+static void int3_cpl2_pushes_rf(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t frame = RSP0 - 40;
+
+	(void)state;
+	to_cpl3(v);
+	sr->cs.selector = 0x9a;
+	sr->cs.dpl = 2;
+	sr->ss.selector = 0xa2;
+	sr->ss.dpl = 2;
+	ram[IDT + 16 * X86_VEC_BP + 5] = 0xee;	/* DPL3 */
+	ram[CODE] = 0xcc;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	v->step.iret_rf = true;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(regs(v)->rsp, frame);
+	assert_int_equal(word_at(frame), CODE + 1);
+	assert_int_equal(word_at(frame + 8), 0x9a);
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	assert_int_equal(word_at(frame + 24), STACK);
+	assert_int_equal(word_at(frame + 32), 0xa2);
+	assert_int_equal(sr->cs.dpl, 0);
+	assert_int_equal(sr->ss.selector, 0);
+	assert_false(regs(v)->rflags & X86_RFLAGS_RF);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
+}
+
+/*
+ * A KVM that cannot step CPL3: stepping goes off there, counted. Back at
+ * CPL0 (an event the CPU delivered, unseen), the first exit is one KVM
+ * completes (an I/O exit): its completing run returns at once, and
+ * stepping resumes behind it before any more CPL0 code runs.
+ */
+static void cpl3_unstepped_then_io_exit(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	fv.vm.step_cpl3 = false;
+	to_cpl3(v);
+	stepping_before_run(v);
+	assert_false(v->step.checked);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+
+	/* An exit at CPL3 that KVM completes: the run completing it goes on at CPL3. */
+	exit_with(v, KVM_EXIT_IO);
+	assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
+	assert_int_equal(v->run->immediate_exit, 0);
+
+	/* Back at CPL0 unseen, then an OUT: the completing run returns at once. */
+	sr->cs.selector = BOOT_SEL_CODE64;
+	sr->cs.dpl = 0;
+	sr->ss.selector = 0;
+	sr->ss.dpl = 0;
+	regs(v)->rip = HANDLER(X86_VEC_UD) + 0x10;
+	exit_with(v, KVM_EXIT_IO);
+	assert_int_equal(v->completion, VCPU_COMPLETION_RESYNC);
+	assert_int_equal(v->run->immediate_exit, 1);
+
+	v->run->immediate_exit = 0;
+	regs(v)->rip += 1;	/* KVM completed the OUT */
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD) + 0x11);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
+/* The same through an MMIO write, which KVM finished before the exit: RIP does not move. */
+static void cpl3_unstepped_then_mmio_write(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	fv.vm.step_cpl3 = false;
+	to_cpl3(v);
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	sr->cs.selector = BOOT_SEL_CODE64;
+	sr->cs.dpl = 0;
+	sr->ss.dpl = 0;
+	regs(v)->rip = CODE + 0x20;
+	v->run->mmio.is_write = 1;
+	exit_with(v, KVM_EXIT_MMIO);
+	assert_int_equal(v->completion, VCPU_COMPLETION_RESYNC);
+	v->run->immediate_exit = 0;
+	stepping_interrupted(v);
+	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + 0x20);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+}
+
+/*
+ * lock xadd across into a page that is not present: left to the CPU, whose
+ * #PF comes first. A step that ends right behind it instead (the CPU's TLB
+ * still held the page, or another vCPU mapped it in between) means the
+ * split lock ran on the CPU unchecked: counted. The next step is not.
+ */
+static void left_split_completes_unchecked(void **state)
+{
+	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t pde;
+
+	(void)state;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
+	pde &= ~1ull;	/* 0x200000: not present */
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
+	regs(v)->rdi = 0x1ffffe;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->stats.split_locks_detected, 0);
+	assert_int_equal(regs(v)->rip, CODE);
+	step_to(v, CODE + sizeof(lock_xadd), DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	step_to(v, CODE + sizeof(lock_xadd) + 1, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
 {
 	fc->msrs[0].valid = fc->msrs[1].valid = fc->msrs[2].valid = true;
@@ -746,6 +886,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),

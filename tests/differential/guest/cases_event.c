@@ -4,7 +4,8 @@
  * guest's own values, and events behave as on the CPU: SYSCALL's R11, INT3
  * and INT n with the guest's TF, faulting IRET/SYSCALL/HLT/MOV DR (their
  * handlers checked or counted), DR7.GD, a #GP gate with a non-canonical
- * offset (#DF), and a CPL3 MMIO exit followed by CPL0 split locks.
+ * offset (#DF), and a CPL3 MMIO exit followed by CPL0 split locks, and a
+ * CPL3 excursion followed by a CPL0 I/O, MMIO or MSR exit and split locks.
  */
 #include "diff.h"
 
@@ -301,6 +302,50 @@ static int cpl3_mmio_then_cpl0(const struct boot_info *bi)
 	return 0;
 }
 
+/* ------------------------------------------------- CPL3, then an exit at CPL0 */
+static uint64_t user_add(uint64_t arg)
+{
+	return arg + 1;
+}
+
+/*
+ * A CPL3 excursion, then at CPL0 an I/O, MMIO or MSR exit, then two split
+ * locks. Where the KVM cannot step CPL3 (VMM_TEST_NO_CPL3_STEP in the lab)
+ * the excursion and the CPL0 code up to that exit run unchecked, counted;
+ * the split locks behind the exit must be stepped and detected.
+ */
+static int cpl3_then_exit(const struct boot_info *bi)
+{
+	uint64_t addr = LINE_SPLIT, sum = 0;
+	uint32_t before, after;
+
+	(void)bi;
+	win_set(2, PG_NORMAL | PG_NORAM);
+	win_fill(addr - 64, 128, 6);
+	win_read(addr, &before, 4);
+	for (unsigned i = 0; i < 6; i++) {
+		sum += run_user(user_add, i, 0);
+		switch (i % 3) {
+		case 0:
+			outb(0x80, (uint8_t)i);	/* no device: an I/O exit */
+			break;
+		case 1:
+			*(volatile uint32_t *)(WIN_PAGE(2) + 16) = i;	/* no RAM: MMIO */
+			break;
+		default:
+			(void)rdmsr(MSR_IA32_CORE_CAPABILITIES);	/* the VMM's */
+			break;
+		}
+		asm volatile("lock addl $1, (%0)" : : "r"(addr) : "memory");
+		asm volatile("lock addl $1, (%0)" : : "r"(addr) : "memory");
+	}
+	win_read(addr, &after, 4);
+	win_set(2, PG_NORMAL);
+	printf("cpl3 sum %lu; operand 0x%08x -> 0x%08x\n", (unsigned long)sum, before, after);
+	printf("# split locks at CPL0: 12\n");
+	return 0;
+}
+
 static const struct diff_case cases[] = {
 	{ "event-syscall-r11-fmask0", syscall_r11 },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
@@ -311,5 +356,6 @@ static const struct diff_case cases[] = {
 	{ "event-dr7-gd-cleared-for-handler", dr7_gd },
 	{ "event-gate-noncanonical-double-fault", gate_noncanonical },
 	{ "step-cpl3-mmio-exit-then-cpl0-split-locks", cpl3_mmio_then_cpl0 },
+	{ "step-cpl3-return-exit-then-cpl0-split-locks", cpl3_then_exit },
 };
 CASE_TABLE(event_cases, cases);

@@ -3,8 +3,9 @@
  * Issue 18: every mode the CPU runs is run under emulate, never stopped,
  * and a split lock in each is detected: 32-bit protected mode without
  * paging, with 32-bit paging and with PAE paging, 16-bit protected mode,
- * real mode (legacy.S), and compatibility mode with a CS base (PUSHF there
- * must push the guest's TF).
+ * real mode (legacy.S), long mode with 5-level paging at linear addresses
+ * above 2^48 (code, stack and operand there), and compatibility mode with
+ * a CS base (PUSHF there must push the guest's TF).
  */
 #include "diff.h"
 
@@ -13,12 +14,13 @@ extern uint32_t lg_split, lg_flags[8];
 extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
 extern uint32_t lg_pd32[1024];
-extern uint64_t lg_pdpt[4], lg_pdpae[512];
+extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
 extern char lg_blob[], lg_blob_end[];
 
 uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
 uint64_t lg_pdpt[4] __attribute__((aligned(32)));
 uint64_t lg_pdpae[512] __attribute__((aligned(4096)));
+uint64_t lg_pml5[512] __attribute__((aligned(4096)));
 
 static void tables(void)
 {
@@ -28,11 +30,14 @@ static void tables(void)
 	for (uint64_t i = 0; i < 512; i++)
 		lg_pdpae[i] = (i << 21) | 0x87;
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
+	/* 5-level: the PML4 in use at linear 0 and again at 2^48. */
+	lg_pml5[0] = lg_pml5[1] = (read_cr3() & ~0xfffull) | 7;	/* P, W, U */
 }
 
 static const char *const kinds[] = {
 	"32-bit protected mode, no paging", "32-bit protected mode, 32-bit paging",
 	"32-bit protected mode, PAE paging", "16-bit protected mode, no paging", "real mode",
+	"long mode, 5-level paging, above 2^48",
 	"32-bit protected mode, another task",
 };
 
@@ -82,10 +87,10 @@ static int legacy(uint32_t kind)
 	lg_split = 40;
 	memset(lg_flags, 0, sizeof(lg_flags));
 	before = lg_split;
-	if (kind == 5)
+	if (kind == 6)
 		task_b_image();
 	legacy_run(kind);
-	if (kind == 5) {
+	if (kind == 6) {
 		gdt_tss_reset();
 		/* What each task switch saved: IF, TF, DF and bit 1 of EFLAGS; B's EIP. */
 		printf("%s: saved eflags A %x, B %x; B stopped at lg_task_b+%u\n", kinds[kind],
@@ -131,6 +136,14 @@ static int real(const struct boot_info *bi)
 {
 	(void)bi;
 	return legacy(4);
+}
+
+static int la57(const struct boot_info *bi)
+{
+	(void)bi;
+	if (!cpu_has_la57())
+		return diff_skip("the CPU has no 5-level paging (CPUID.(7,0):ECX[16])");
+	return legacy(5);
 }
 
 /*
@@ -182,7 +195,7 @@ static int cs_base_pushf(const struct boot_info *bi)
 static int pm32_task(const struct boot_info *bi)
 {
 	(void)bi;
-	return legacy(5);
+	return legacy(6);
 }
 
 static const struct diff_case cases[] = {
@@ -191,6 +204,7 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-pae", pm32_pae },
 	{ "mode-legacy-pm16", pm16 },
 	{ "mode-legacy-real", real },
+	{ "mode-la57-split-lock-pushf-above-2-48", la57 },
 	{ "mode-legacy-pm32-task-switch", pm32_task },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };

@@ -28,7 +28,7 @@ struct case_table {
 	const struct case_table sym = { array, ARRAY_SIZE(array) }
 
 extern const struct case_table fault_cases, mode_cases, ac_cases, step_cases,
-	matrix_cases, gen_cases, event_cases, legacy_cases;
+	matrix_cases, gen_cases, event_cases, legacy_cases, ring_cases;
 
 /* A case that cannot run here prints this and returns DIFF_SKIP. */
 #define DIFF_SKIP 63
@@ -100,8 +100,12 @@ bool win_read(uint64_t va, void *buf, size_t len);
 #define SEL_U_CODE32B 0x73  /* the same, DPL3 */
 #define SEL_K_CODE16R 0x78  /* CS.D=0, DPL0, 64 KiB at LEGACY_REAL_BASE: the way to real mode */
 #define SEL_K_DATA16  0x80  /* data, base 0, limit 0xffff, B=0: real-mode-like limits */
-#define SEL_TSS_A     0x88  /* 32-bit TSS (legacy.S's lg_tss_a), available */
-#define SEL_TSS_B     0x90  /* 32-bit TSS (lg_tss_b), available */
+#define SEL_R1_CODE   0x89  /* 64-bit code, DPL1 (RPL1) */
+#define SEL_R1_DATA   0x91  /* flat data, DPL1 */
+#define SEL_R2_CODE   0x9a  /* 64-bit code, DPL2 (RPL2) */
+#define SEL_R2_DATA   0xa2  /* flat data, DPL2 */
+#define SEL_TSS_A     0xa8  /* 32-bit TSS (legacy.S's lg_tss_a), available */
+#define SEL_TSS_B     0xb0  /* 32-bit TSS (lg_tss_b), available */
 /* Where legacy.S's real-mode part runs (copied there, below 1 MiB, free RAM). */
 #define LEGACY_REAL_BASE 0x70000u
 void gdt_init(void);

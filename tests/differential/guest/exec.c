@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 19
+#define GDT_N 23
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -307,6 +307,11 @@ void gdt_init(void)
 				  0xfull << 48 | 3ull << 54;
 	gdt[SEL_K_CODE16R >> 3] = code16_desc(LEGACY_REAL_BASE, 0);
 	gdt[SEL_K_DATA16 >> 3] = 0x000092000000ffffull;
+	/* 64-bit code and flat data at DPL1 and DPL2 (cases_ring.c). */
+	gdt[SEL_R1_CODE >> 3] = 0x00afba000000ffffull;
+	gdt[SEL_R1_DATA >> 3] = 0x00cfb2000000ffffull;
+	gdt[SEL_R2_CODE >> 3] = 0x00afda000000ffffull;
+	gdt[SEL_R2_DATA >> 3] = 0x00cfd2000000ffffull;
 	gdt[SEL_TSS_A >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_a);
 	gdt[SEL_TSS_B >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_b);
 	seg_set_data(0, 0xffffffff);

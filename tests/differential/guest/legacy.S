@@ -9,7 +9,10 @@
  *   2  32-bit protected mode, PAE paging (2 MiB pages)
  *   3  16-bit protected mode (CS.D=0), paging off
  *   4  real mode
- *   5  32-bit protected mode, paging off, the payload in another task:
+ *   5  long mode again, with 5-level paging (CR4.LA57): lg_pml5's entries
+ *      0 and 1 both name the PML4 in use, so linear 2^48 + x is x; the
+ *      payload runs there, code, stack and split dword, above 2^47
+ *   6  32-bit protected mode, paging off, the payload in another task:
  *      LTR of TSS A, a far JMP to TSS B (a task switch), whose task runs
  *      the payload and switches back by a far JMP to TSS A
  *
@@ -22,8 +25,8 @@
 #define SEL_K_CODE32  0x38
 #define SEL_K_CODE16R 0x78
 #define SEL_K_DATA16  0x80
-#define SEL_TSS_A     0x88
-#define SEL_TSS_B     0x90
+#define SEL_TSS_A     0xa8
+#define SEL_TSS_B     0xb0
 #define REAL_SEG      0x7000
 #define CR0_PG        0x80000000
 #define CR4_PSE       0x10
@@ -105,12 +108,14 @@ legacy_run:
 	andl $~(CR4_PAE | CR4_LA57 | CR4_PCIDE), %eax
 	movl %eax, %cr4
 	movl lg_kind, %eax
-	cmpl $5, %eax
+	cmpl $6, %eax
 	je k_task
 	cmpl $1, %eax
 	je k_paging32
 	cmpl $2, %eax
 	je k_pae
+	cmpl $5, %eax
+	je k_la57
 	cmpl $3, %eax
 	jae k_16
 	call payload32
@@ -178,6 +183,56 @@ payload32:
 	movl lg_kind, %ecx
 	movl %eax, lg_flags(, %ecx, 4)
 	ret
+
+/* 5-level paging: LA57 may only change with paging off, as it is here. */
+k_la57:
+	movl lg_cr4, %eax
+	andl $~CR4_PCIDE, %eax
+	orl $(CR4_PAE | CR4_LA57), %eax
+	movl %eax, %cr4
+	movl $lg_pml5, %eax
+	movl %eax, %cr3
+	movl $MSR_EFER, %ecx
+	movl lg_efer, %eax
+	movl lg_efer + 4, %edx
+	wrmsr
+	movl lg_cr0, %eax
+	movl %eax, %cr0
+	ljmp $SEL_K_CODE64, $la57_64
+
+	.code64
+la57_64:
+	/* To the alias above 2^48: code, stack and operand. */
+	leaq 1f(%rip), %rax
+	btsq $48, %rax
+	btsq $48, %rsp
+	jmp *%rax
+1:	leaq lg_split(%rip), %rbx
+	lock addl $1, (%rbx)
+	movl $1, %eax
+	xchgl %eax, (%rbx)		/* implicitly locked: lg_split = 1 */
+	addl %eax, (%rbx)		/* lg_split = old + 1 + 1 */
+	pushfq
+	popq %rax
+	movl %eax, lg_flags + 5 * 4(%rip)
+	btrq $48, %rsp
+	leaq 2f(%rip), %rax
+	btrq $48, %rax
+	jmp *%rax
+	/* Down again as on the way in: compatibility mode, paging off, LME off. */
+2:	pushq $SEL_K_CODE32
+	leaq 3f(%rip), %rax
+	pushq %rax
+	lretq
+	.code32
+3:	movl %cr0, %eax
+	andl $~CR0_PG, %eax
+	movl %eax, %cr0
+	movl $MSR_EFER, %ecx
+	rdmsr
+	andl $~EFER_LME, %eax
+	wrmsr
+	jmp lg_up
 
 	.code64
 lg_back64:
