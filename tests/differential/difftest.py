@@ -17,7 +17,11 @@ only if --stats counts at least as many unchecked runs as split locks went
 unseen (a run that hid two split locks must count two): never a pretence.
 "# split locks at CPL1-3: M" adds M to N where vmm steps code outside CPL0
 (vmm --host-info's singlestep_cpl3, without VMM_TEST_NO_CPL3_STEP), and
-elsewhere allows M more unseen, on the same terms.
+elsewhere allows M more unseen, on the same terms. "# unchecked runs: U"
+is the test side's count of what emulate cannot watch in the case: --stats
+must count exactly U where vmm steps code outside CPL0, at least U
+elsewhere (nothing unchecked without being counted, nothing counted
+without being unchecked).
 --list-check checks that the guest's cases are exactly NAME... (so that
 meson runs every one).
 
@@ -137,6 +141,14 @@ def judge(ref, emu, stats, expect_status, outer_stepped=True):
         elif want - got > unchecked:
             fails.append(f"{want - got} split locks went unseen but --stats counts only "
                          f"{unchecked} unchecked runs")
+    u = re.search(r"^# unchecked runs: (\d+)$", ref.out, re.M)
+    if u and not isinstance(stats, str):
+        unchecked = sum(v["unchecked_runs"] for v in stats["vcpus"])
+        if unchecked != int(u.group(1)) if outer_stepped else unchecked < int(u.group(1)):
+            fails.append(f"--stats counts {unchecked} unchecked runs, the case expects "
+                         f"{'' if outer_stepped else 'at least '}{u.group(1)}")
+    elif u and stats not in fails:
+        fails.append(stats)
     if fails:
         show_stderr("emulate", emu)
     return fails, None

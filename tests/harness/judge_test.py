@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""difftest.py's judge, on made-up runs: what it must pass and what it must
+fail (split-lock counts, unseen ones against unchecked runs, and the
+case's own count of unchecked runs). No VM runs here."""
+import contextlib
+import io
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "differential"))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import difftest  # noqa: E402
+
+
+class Run:
+    def __init__(self, out, status=0):
+        self.out, self.err, self.status, self.hung, self.elapsed = out, "", status, False, 0.1
+
+
+def stats(detected, unchecked):
+    return {"vcpus": [{"split_locks_detected": detected, "unchecked_runs": unchecked}]}
+
+
+def judge(out, st, outer_stepped=True):
+    with contextlib.redirect_stdout(io.StringIO()):
+        fails, _ = difftest.judge(Run(out), Run(out), st, 0, outer_stepped)
+    return fails
+
+
+def main():
+    bad = []
+
+    def expect(name, fails, ok):
+        if bool(fails) == ok:
+            bad.append(f"{name}: {'failed' if fails else 'passed'}: {fails}")
+
+    made = "# split locks at CPL0: 4\n"
+    expect("all detected", judge(made, stats(4, 0)), True)
+    expect("one unseen, none counted", judge(made, stats(3, 0)), False)
+    handlers = made + "# in exception handlers: 2\n"
+    expect("two unseen in handlers, two counted", judge(handlers, stats(2, 2)), True)
+    expect("two unseen in handlers, one counted", judge(handlers, stats(2, 1)), False)
+    exact = made + "# unchecked runs: 0\n"
+    expect("no unchecked run, none counted", judge(exact, stats(4, 0)), True)
+    expect("no unchecked run, one counted", judge(exact, stats(4, 1)), False)
+    three = made + "# unchecked runs: 3\n"
+    expect("three expected, three counted", judge(three, stats(4, 3)), True)
+    expect("three expected, two counted", judge(three, stats(4, 2)), False)
+    expect("three expected, four counted", judge(three, stats(4, 4)), False)
+    expect("where CPL3 is not stepped, more may be counted",
+           judge(three, stats(4, 5), outer_stepped=False), True)
+    expect("where CPL3 is not stepped, fewer may not",
+           judge(three, stats(4, 2), outer_stepped=False), False)
+    expect("no --stats", judge(made, "the emulate run left no valid --stats JSON"), False)
+    bare = "# unchecked runs: 0\n"
+    expect("no split locks, none expected unchecked, one counted", judge(bare, stats(0, 1)), False)
+    expect("no split locks, none expected unchecked, none counted", judge(bare, stats(0, 0)), True)
+    expect("no --stats where a count is expected", judge(bare, "no JSON"), False)
+    for b in bad:
+        print("FAIL: " + b)
+    print(f"{'ok' if not bad else 'FAIL'}: judge_test, {len(bad)} wrong verdicts")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
