@@ -127,4 +127,30 @@ MUTANTS = [
                    "\tif (status > 255) {")],
         "tests": ["exit-status-out-of-range"],
     },
+    # Issue 18: the events the stepping engine performs or delivers itself.
+    {
+        "name": "syscall-stepped",
+        "what": "SYSCALL is stepped instead of performed: R11 holds the VMM's TF",
+        "edits": [("src/vmm/stepping.c",
+                   "		return perform_syscall(v, e.rip);",
+                   "		return 0;")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-syscall-r11-fmask0"],
+    },
+    {
+        "name": "soft-int-stepped",
+        "what": "INT n, INT3, INTO and INT1 are stepped instead of delivered by the VMM",
+        "edits": [("src/vmm/stepping.c",
+                   "		return deliver_event(v, &e) ? 1 : 0;",
+                   "		return 0;")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-int3-guest-tf-iretq-cpl0"],
+    },
+    {
+        "name": "task-switch-tf-leaks",
+        "what": "a task switch's saved EFLAGS keep the VMM's TF",
+        "edits": [("src/vmm/stepping.c", "		task_switched(v);", "		(void)0;")],
+        "unit": ["stepping"],
+        "tests": ["diff-mode-legacy-pm32-task-switch"],
+    },
 ]
