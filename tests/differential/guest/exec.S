@@ -224,7 +224,10 @@ dbg_common:
 	cmpl dbg_tf_limit(%rip), %ecx
 	jb 3f
 	andq $~RF_TF, 48(%rsp)
-3:	movq 32(%rsp), %rdx
+	/* 0 is no RIP to skip: MODE_16 and MODE_32B code runs at RIP 0. */
+3:	cmpq $0, dbg_skip_rip(%rip)
+	je 5f
+	movq 32(%rsp), %rdx
 	cmpq dbg_skip_rip(%rip), %rdx
 	jne 5f
 	incq 32(%rsp)
