@@ -22,8 +22,12 @@ struct gen_record {
 	int32_t target;      /* operand's linear address - WIN_PAGE(1) */
 	uint32_t seed;       /* fill of the operand's lines */
 	uint32_t ds_base;    /* compatibility mode: base of DS/ES/FS */
-	uint32_t reserved;
-	uint8_t insn[16];
+	uint8_t env;         /* ENV_*: what the program's events reach */
+	uint8_t env_arg;     /* ENV_GATE: the vector */
+	uint8_t env_reg;     /* register that gets an address (ENV_DR, ENV_CALLGATE); 0xff none */
+	uint8_t reserved;
+	uint8_t insn[32];    /* the program: one instruction or several */
+	uint64_t aux;        /* ENV_* parameters, below */
 	uint64_t regs[R_COUNT];
 };
 
@@ -32,8 +36,89 @@ struct gen_record {
 #define GEN_NXE     0x04  /* EFER.NXE */
 #define GEN_EQUAL   0x08  /* accumulator(s) = the operand: compare-exchange succeeds */
 #define GEN_TF      0x10  /* the guest's own TF from the instruction on: #DB traps counted */
+#define GEN_LOG     0x20  /* print each #DB/#BP event after the line (gen.py --log) */
 
-_Static_assert(sizeof(struct gen_record) == 176, "gen.py's RECORD layout");
+/*
+ * Environments (issue 18): what the program's SYSCALL, INT n, MOV DR or far
+ * call reaches. Each handler (gen.S) notes what it was entered with in
+ * gen_frame, hashed into the line as f=.
+ *
+ * ENV_SYSCALL: EFER.SCE=1, LSTAR = gen_sc_entry, FMASK = aux bits 0-31,
+ *   R11 ^= aux bits 32-63 before the return; env_arg 1: the handler returns
+ *   with IRETQ (a CPL0 caller), 0: with SYSRETQ (a CPL3 caller).
+ * ENV_GATE: IDT gate env_arg -> gen_gate_stub, type aux bits 0-7 (0x8e/0x8f
+ *   and DPL), aux bit 8 / 9: the stub sets / clears TF in its frame.
+ * ENV_DR: register env_reg += the program's linear address (a breakpoint
+ *   address aux bits 0-7 into the program; 0xff: gen_farptr, data never
+ *   executed). DR0-3 and DR7 are cleared again after the record.
+ * ENV_CALLGATE: a call gate at SEL_CALLGATE (DPL aux bits 0-1) to
+ *   gen_cg_entry; gen_farptr's selector is SEL_CALLGATE | aux bits 4-5
+ *   (RPL); register env_reg += gen_farptr's address.
+ */
+#define ENV_NONE     0
+#define ENV_SYSCALL  1
+#define ENV_GATE     2
+#define ENV_DR       3
+#define ENV_CALLGATE 4
+
+#define MSR_STAR    0xc0000081
+#define MSR_LSTAR   0xc0000082
+#define MSR_FMASK   0xc0000084
+
+extern uint64_t gen_frame[6], gen_hits, gen_sc_xor, gen_sc_iret, gen_gate_tf;
+extern uint8_t gen_farptr[6];
+extern uint8_t exec_page16[64], exec_buf64[64], exec_buf32[64];
+void gen_sc_entry(void);
+void gen_gate_stub(void);
+void gen_cg_entry(void);
+
+struct gen_gate {
+	uint16_t off0, sel;
+	uint8_t ist, type;
+	uint16_t off1;
+	uint32_t off2, zero;
+};
+
+static struct gen_gate *gen_idt(void)
+{
+	return (struct gen_gate *)(this_cpu()->region_base + PERCPU_IDT_OFF);
+}
+
+/* The program's linear address in its mode (exec_insn puts it there). */
+static uint64_t code_linear(enum exec_mode m)
+{
+	return (uint64_t)(m == MODE_64 ? exec_buf64 : m == MODE_32 ? exec_buf32 : exec_page16);
+}
+
+static uint32_t hash_words(const uint64_t *w, unsigned n)
+{
+	return fnv((const uint8_t *)w, n * 8);
+}
+
+/*
+ * DR0-3 at data never executed or accessed (not 0: RIP 0 is code in
+ * MODE_16/32B): a CPU may set DR6.B0-3 for breakpoints that match but are
+ * not enabled, and which it does is no architectural fact to compare.
+ */
+static void dr_park(void)
+{
+	for (unsigned d = 0; d < 4; d++)
+		write_dr(d, (uint64_t)gen_farptr);
+}
+
+/* Each #DB/#BP of the record, RIP from the program's start (linear). */
+static void print_events(uint64_t base)
+{
+	for (uint32_t e = 0; e < dbg_count && e < DBG_LOG_MAX; e++) {
+		const uint64_t *w = &dbg_log[e * 5];
+		uint64_t rip = w[0] == 1 || w[0] == 3 ? w[1] : 0;
+
+		printf("  ev %s rip=%lx (program %ld) dr6=%lx rflags=%lx cs=%lx\n",
+		       w[0] == 1 ? "#DB" : "#BP", rip, (long)(rip - base), w[2], w[3], w[4]);
+	}
+}
+
+_Static_assert(sizeof(struct gen_record) == 200, "gen.py's RECORD layout");
 
 extern char __image_start[], __image_end[];
 
@@ -42,13 +127,15 @@ static int gen(const struct boot_info *bi)
 	const uint8_t *payload = (const uint8_t *)__image_end;
 	uint64_t have = bi->image_size - (uint64_t)(__image_end - __image_start);
 	uint32_t count, rsize;
-	uint64_t efer = rdmsr(MSR_EFER);
+	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
+		 fmask = rdmsr(MSR_FMASK);
 
 	if (bi->image_size < (uint64_t)(__image_end - __image_start) + 16 ||
 	    memcmp(payload, "DIFFGEN1", 8)) {
 		printf("Bail out! no generator payload after the image (tests/differential/gen.py makes it)\n");
 		return GUEST_STATUS_FAIL;
 	}
+	dr_park();
 	memcpy(&count, payload + 8, 4);
 	memcpy(&rsize, payload + 12, 4);
 	if (rsize != sizeof(struct gen_record) || 16 + (uint64_t)count * rsize > have) {
@@ -61,14 +148,17 @@ static int gen(const struct boot_info *bi)
 		struct exec_req req = { 0 };
 		struct exec_result res;
 		uint64_t target, base = 0;
-		char label[24];
+		char label[80];
+		struct gen_gate saved_gate = { 0 };
+		size_t n;
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
 		target = WIN_PAGE(1) + (int64_t)r.target;
 		win_set(0, r.page0);
 		win_set(1, r.page1);
 		write_cr0(r.flags & GEN_WP ? read_cr0() | X86_CR0_WP : read_cr0() & ~X86_CR0_WP);
-		wrmsr(MSR_EFER, r.flags & GEN_NXE ? efer | X86_EFER_NXE : efer & ~X86_EFER_NXE);
+		wrmsr(MSR_EFER, (r.flags & GEN_NXE ? efer | X86_EFER_NXE : efer & ~X86_EFER_NXE) |
+				(r.env == ENV_SYSCALL ? X86_EFER_SCE : 0));
 		static const enum exec_mode modes[4] = { MODE_64, MODE_32, MODE_16, MODE_32B };
 
 		req.mode = modes[r.mode & 3];
@@ -77,7 +167,7 @@ static int gen(const struct boot_info *bi)
 		dbg_tf_limit = 1000;
 		req.cpl = r.cpl ? 3 : 0;
 		req.insn = r.insn;
-		req.len = r.len > 15 ? 15 : r.len;
+		req.len = r.len > 32 ? 32 : r.len;
 		req.ac = r.flags & GEN_AC;
 		memcpy(req.in.r, r.regs, sizeof(req.in.r));
 		if (req.mode != MODE_64) {
@@ -100,18 +190,105 @@ static int gen(const struct boot_info *bi)
 			req.in.r[R_DX] = 0;
 			memcpy(&req.in.r[R_DX], m + 4, 4);
 		}
+		for (unsigned w = 0; w < 6; w++)
+			gen_frame[w] = 0;
+		gen_hits = 0;
+		switch (r.env) {
+		case ENV_SYSCALL:
+			/* SYSCALL: CS 0x08, SS 0x10; SYSRETQ: CS 0x23, SS 0x1b. */
+			wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
+			wrmsr(MSR_LSTAR, (uint64_t)gen_sc_entry);
+			wrmsr(MSR_FMASK, (uint32_t)r.aux);
+			gen_sc_xor = r.aux >> 32;
+			gen_sc_iret = r.env_arg & 1;
+			break;
+		case ENV_GATE: {
+			uint64_t h = (uint64_t)gen_gate_stub;
+
+			saved_gate = gen_idt()[r.env_arg];
+			gen_idt()[r.env_arg] = (struct gen_gate){ (uint16_t)h, SEL_KERNEL_CS, 0,
+				(uint8_t)r.aux, (uint16_t)(h >> 16), (uint32_t)(h >> 32), 0 };
+			gen_gate_tf = r.aux >> 8 & 3;
+			break;
+		}
+		case ENV_DR:
+			if (r.env_reg < R_COUNT)
+				req.in.r[r.env_reg] += (r.aux & 0xff) == 0xff ? (uint64_t)gen_farptr
+						       : code_linear(req.mode) + (r.aux & 0xff);
+			break;
+		case ENV_CALLGATE: {
+			uint16_t sel = SEL_CALLGATE | (r.aux >> 4 & 3);
+
+			seg_set_callgate((uint64_t)gen_cg_entry, r.aux & 3);
+			memcpy(gen_farptr + 4, &sel, 2);
+			if (r.env_reg < R_COUNT)
+				req.in.r[r.env_reg] += (uint64_t)gen_farptr - base;
+			break;
+		}
+		}
 		exec_insn(&req, &res);
 		write_dr(7, 0x400);
-		if (req.tf)
-			snprintf(label, sizeof(label), "g%u db%u", i, dbg_count);
-		else
-			snprintf(label, sizeof(label), "g%u", i);
-		dbg_reset();
+		switch (r.env) {
+		case ENV_SYSCALL:
+			wrmsr(MSR_STAR, star);
+			wrmsr(MSR_LSTAR, lstar);
+			wrmsr(MSR_FMASK, fmask);
+			break;
+		case ENV_GATE:
+			gen_idt()[r.env_arg] = saved_gate;
+			break;
+		case ENV_DR:
+			dr_park();
+			break;
+		}
+		/*
+		 * db: the #DB/#BP events (with TF or a breakpoint), d: a hash of
+		 * their log (vector, RIP, DR6, RFLAGS, CS), at: where a fault
+		 * was raised in the program, f: what a handler saw (and how often).
+		 */
+		n = put_str(label, 0, "g");
+		n = put_dec(label, n, i);
+		if (req.tf || dbg_count || r.env) {
+			n = put_str(label, n, " db");
+			n = put_dec(label, n, dbg_count);
+		}
+		label[n] = 0;
+		if (dbg_count || res.vector != EXC_NONE || r.env) {
+			char *t = compact_tail;
+			size_t m = 0;
+
+			if (dbg_count) {
+				m = put_str(t, m, " d=");
+				m = put_hex(t, m, hash_words(dbg_log, 5 * (dbg_count < DBG_LOG_MAX ?
+									   dbg_count : DBG_LOG_MAX)));
+			}
+			if (res.vector != EXC_NONE) {
+				m = put_str(t, m, " at=+");
+				m = put_hex(t, m, res.at);
+			}
+			if (r.env) {
+				m = put_str(t, m, " f=");
+				m = put_hex(t, m, gen_hits);
+				m = put_str(t, m, ":");
+				m = put_hex(t, m, hash_words(gen_frame, 6));
+			}
+			t[m] = 0;
+		} else {
+			compact_tail[0] = 0;
+		}
 		print_compact(label, &req, &res, target, 8);
+		if (r.flags & GEN_LOG) {
+			print_events(code_linear(req.mode));
+			if (r.env)
+				printf("  ev frame %lx %lx %lx %lx %lx %lx\n", gen_frame[0], gen_frame[1],
+				       gen_frame[2], gen_frame[3], gen_frame[4], gen_frame[5]);
+		}
+		dbg_reset();
 	}
 	win_set(0, PG_NORMAL);
 	win_set(1, PG_NORMAL);
 	wrmsr(MSR_EFER, efer);
+	compact_tail[0] = 0;
 	printf("gen: %u records\n", count);
 	return 0;
 }

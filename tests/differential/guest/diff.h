@@ -108,9 +108,11 @@ bool win_read(uint64_t va, void *buf, size_t len);
 #define SEL_TSS_B     0xb0  /* 32-bit TSS (lg_tss_b), available */
 /* Where legacy.S's real-mode part runs (copied there, below 1 MiB, free RAM). */
 #define LEGACY_REAL_BASE 0x70000u
+#define SEL_CALLGATE  0xb8  /* a 64-bit call gate (16 bytes), seg_set_callgate() */
 void gdt_init(void);
 /* TSS A and B available again, and the runtime's 64-bit TSS back in TR. */
 void gdt_tss_reset(void);
+void seg_set_callgate(uint64_t target, unsigned dpl);
 /* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */
 void seg_set_data(uint32_t base, uint32_t limit);
 
@@ -147,6 +149,7 @@ struct exec_result {
 	uint64_t error_code;
 	uint64_t cr2;
 	bool at_insn;            /* the fault's RIP was the instruction */
+	uint64_t at;             /* the fault's RIP - the first instruction's */
 	struct exec_regs out;
 };
 
@@ -173,6 +176,9 @@ void seed_regs(struct exec_regs *r, uint32_t seed);
 /* Cheap line building: appends to line at n (keep it under 160), returns n. */
 size_t put_str(char *line, size_t n, const char *s);
 size_t put_hex(char *line, size_t n, uint64_t v);
+size_t put_dec(char *line, size_t n, uint64_t v);
+/* Appended to print_compact's line before its newline ("" by default). */
+extern char compact_tail[64];
 
 /* FNV-1a. */
 uint32_t fnv(const uint8_t *p, size_t n);

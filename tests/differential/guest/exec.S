@@ -54,6 +54,16 @@ exec_page16:	.skip 64, 0xcc
 	.quad exec_buf64, exec_fault64
 	.quad exec_buf32, exec_fault32
 	.quad 0, 0x30			/* MODE_16: RIP is the offset in exec_page16 */
+	/*
+	 * The generator's programs (cases_gen.c) are several instructions:
+	 * a fault at any of them comes back the same way (exec_insn tells
+	 * where from exception_rip()).
+	 */
+	.irp i, 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
+	.quad exec_buf64 + \i, exec_fault64
+	.quad exec_buf32 + \i, exec_fault32
+	.quad \i, 0x30
+	.endr
 	/* Instructions placed in the test window (exec_req.code_va). */
 	.quad 0xc0000000 + 4096 * 4, exec_fault64
 	.quad 0xc0000000 + 4096 * 5 - 2, exec_fault64
@@ -224,7 +234,10 @@ dbg_common:
 	cmpl dbg_tf_limit(%rip), %ecx
 	jb 3f
 	andq $~RF_TF, 48(%rsp)
-3:	movq 32(%rsp), %rdx
+	/* 0 is no RIP to skip: MODE_16 and MODE_32B code runs at RIP 0. */
+3:	cmpq $0, dbg_skip_rip(%rip)
+	je 5f
+	movq 32(%rsp), %rdx
 	cmpq dbg_skip_rip(%rip), %rdx
 	jne 5f
 	incq 32(%rsp)

@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 23
+#define GDT_N 25  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE) */
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -288,6 +288,15 @@ void gdt_tss_reset(void)
 	gdt[SEL_TSS_B >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_b);
 	gdt[SEL_TSS >> 3] &= ~(2ull << 40);	/* busy -> available, to load it again */
 	asm volatile("ltr %w0" : : "r"((uint16_t)SEL_TSS) : "memory");
+}
+
+/* A 64-bit call gate at SEL_CALLGATE to target (SEL_KERNEL_CS), DPL dpl. */
+void seg_set_callgate(uint64_t target, unsigned dpl)
+{
+	gdt[SEL_CALLGATE >> 3] = (target & 0xffff) | (uint64_t)SEL_KERNEL_CS << 16 |
+				 (uint64_t)(0x8c | (dpl & 3) << 5) << 40 |
+				 (target >> 16 & 0xffff) << 48;
+	gdt[(SEL_CALLGATE >> 3) + 1] = target >> 32;
 }
 
 void gdt_init(void)
@@ -417,6 +426,7 @@ run:
 	res->error_code = res->vector == EXC_NONE ? 0 : exception_error_code();
 	res->cr2 = res->vector == X86_VEC_PF ? read_cr2() : 0;
 	res->at_insn = res->vector == EXC_NONE || exception_rip() == code;
+	res->at = res->vector == EXC_NONE ? 0 : exception_rip() - code;
 	res->out = exec_out;
 }
 
@@ -582,6 +592,22 @@ size_t put_hex(char *line, size_t n, uint64_t v)
 	return n;
 }
 
+size_t put_dec(char *line, size_t n, uint64_t v)
+{
+	char tmp[20];
+	unsigned k = 0;
+
+	do {
+		tmp[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k)
+		line[n++] = tmp[--k];
+	return n;
+}
+
+char compact_tail[64];
+
 /*
  * One short line for big sweeps: the outcome in words, then one hash over
  * everything else that can be observed (registers as the mode sees them,
@@ -626,6 +652,7 @@ void print_compact(const char *label, const struct exec_req *req,
 		n = put_hex(line, n, *(uint64_t *)op);
 		n = put_str(line, n, " h=");
 		n = put_hex(line, n, fnv((const uint8_t *)&obs, sizeof(obs)));
+		n = put_str(line, n, compact_tail);
 		line[n++] = '\n';
 		console_write(line, n);
 	}
