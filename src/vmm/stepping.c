@@ -621,7 +621,15 @@ static int perform_sysret(struct vcpu *v)
 	struct step_syscall sc;
 	uint64_t star;
 
-	if (!(sregs->efer & X86_EFER_LMA) || !(sregs->efer & X86_EFER_SCE) || !sregs->cs.l ||
+	/*
+	 * Certain faults, which load nothing (R11's TF included): #UD with
+	 * EFER.SCE clear, #GP(0) above CPL0 (SDM vol. 2 SYSRET).
+	 */
+	if ((sregs->efer & X86_EFER_LMA) && !(sregs->efer & X86_EFER_SCE))
+		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
+	if ((sregs->efer & X86_EFER_LMA) && sregs->cs.l && sregs->cs.dpl != 0)
+		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
+	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
 	    sregs->cs.dpl != 0 || v->kvm->get_msr(v, MSR_STAR, &star) ||
 	    !step_sysret_plan(regs->rcx, regs->r11, star, v->step.insn.opsize == 8,
 			      (sregs->cr4 & X86_CR4_LA57) != 0, &sc))

@@ -872,6 +872,25 @@ static void task_switch_saved_tf(void **state)
 	assert_false(v->step.guest_tf);
 }
 
+/* SYSRETQ at CPL3 is #GP(0), delivered by the VMM: R11's TF is never loaded. */
+static void sysret_cpl3_faults(void **state)
+{
+	static const uint8_t sysretq[] = { 0x48, 0x0f, 0x07 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	to_cpl3(v);
+	v->run->s.regs.sregs.efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, sysretq, sizeof(sysretq));
+	regs(v)->r11 = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(word_at(RSP0 - 48), 0);		/* the error code */
+	assert_int_equal(word_at(RSP0 - 40), CODE);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.faults_delivered, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -894,6 +913,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
