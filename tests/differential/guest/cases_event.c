@@ -35,24 +35,6 @@ int try_movdr(void);
 extern uint64_t sc_r11, sc_rcx, sc_tf, ev_frames[8 * 6], ev_nframes, df_hit;
 extern uint8_t gp_area[128];
 
-struct gate {
-	uint16_t off0, sel;
-	uint8_t ist, type;
-	uint16_t off1;
-	uint32_t off2, zero;
-};
-
-static struct gate *idt(void)
-{
-	return (struct gate *)(this_cpu()->region_base + PERCPU_IDT_OFF);
-}
-
-static struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
-{
-	return (struct gate){ (uint16_t)h, SEL_KERNEL_CS, ist, type, (uint16_t)(h >> 16),
-			      (uint32_t)(h >> 32), 0 };
-}
-
 /*
  * What emulate cannot watch in these cases: nothing, on a host that steps
  * CPL3 (difftest.py holds --stats to it).

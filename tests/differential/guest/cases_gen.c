@@ -72,18 +72,6 @@ void gen_sc_entry(void);
 void gen_gate_stub(void);
 void gen_cg_entry(void);
 
-struct gen_gate {
-	uint16_t off0, sel;
-	uint8_t ist, type;
-	uint16_t off1;
-	uint32_t off2, zero;
-};
-
-static struct gen_gate *gen_idt(void)
-{
-	return (struct gen_gate *)(this_cpu()->region_base + PERCPU_IDT_OFF);
-}
-
 /* The program's linear address in its mode (exec_insn puts it there). */
 static uint64_t code_linear(enum exec_mode m)
 {
@@ -149,7 +137,7 @@ static int gen(const struct boot_info *bi)
 		struct exec_result res;
 		uint64_t target, base = 0;
 		char label[80];
-		struct gen_gate saved_gate = { 0 };
+		struct gate saved_gate = { 0 };
 		size_t n;
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
@@ -205,9 +193,8 @@ static int gen(const struct boot_info *bi)
 		case ENV_GATE: {
 			uint64_t h = (uint64_t)gen_gate_stub;
 
-			saved_gate = gen_idt()[r.env_arg];
-			gen_idt()[r.env_arg] = (struct gen_gate){ (uint16_t)h, SEL_KERNEL_CS, 0,
-				(uint8_t)r.aux, (uint16_t)(h >> 16), (uint32_t)(h >> 32), 0 };
+			saved_gate = idt()[r.env_arg];
+			idt()[r.env_arg] = make_gate(h, (uint8_t)r.aux, 0);
 			gen_gate_tf = r.aux >> 8 & 3;
 			break;
 		}
@@ -235,7 +222,7 @@ static int gen(const struct boot_info *bi)
 			wrmsr(MSR_FMASK, fmask);
 			break;
 		case ENV_GATE:
-			gen_idt()[r.env_arg] = saved_gate;
+			idt()[r.env_arg] = saved_gate;
 			break;
 		case ENV_DR:
 			dr_park();

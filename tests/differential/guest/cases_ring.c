@@ -17,24 +17,6 @@ extern char ring_payload[], ring_stack_top[];
 extern uint32_t ring_split;
 extern uint64_t ring_flags, ring_frame[5];
 
-struct gate {
-	uint16_t off0, sel;
-	uint8_t ist, type;
-	uint16_t off1;
-	uint32_t off2, zero;
-};
-
-static struct gate *idt(void)
-{
-	return (struct gate *)(this_cpu()->region_base + PERCPU_IDT_OFF);
-}
-
-static struct gate make_gate(uint64_t h, uint8_t type)
-{
-	return (struct gate){ (uint16_t)h, SEL_KERNEL_CS, 0, type, (uint16_t)(h >> 16),
-			      (uint32_t)(h >> 32), 0 };
-}
-
 static int rings(const struct boot_info *bi)
 {
 	struct gate ud = idt()[X86_VEC_UD], iv = idt()[RING_VEC];
@@ -42,8 +24,8 @@ static int rings(const struct boot_info *bi)
 	unsigned n = 0;
 
 	(void)bi;
-	idt()[X86_VEC_UD] = make_gate((uint64_t)ring_back, 0x8e);	/* DPL0 */
-	idt()[RING_VEC] = make_gate((uint64_t)ring_back, 0xee);	/* DPL3 */
+	idt()[X86_VEC_UD] = make_gate((uint64_t)ring_back, 0x8e, 0);	/* DPL0 */
+	idt()[RING_VEC] = make_gate((uint64_t)ring_back, 0xee, 0);	/* DPL3 */
 	before = ring_split;
 	for (unsigned cpl = 1; cpl <= 2; cpl++) {
 		for (unsigned i = 0; i < 4; i++) {

@@ -88,6 +88,28 @@ void identity_user(bool user);
 void win_fill(uint64_t va, size_t len, uint32_t seed);
 bool win_read(uint64_t va, void *buf, size_t len);
 
+/* --------------------------------------------------------------- IDT */
+/* A 16-byte long-mode IDT gate. */
+struct gate {
+	uint16_t off0, sel;
+	uint8_t ist, type;
+	uint16_t off1;
+	uint32_t off2, zero;
+};
+
+/* This CPU's IDT (the runtime's), which cases patch and put back. */
+static inline struct gate *idt(void)
+{
+	return (struct gate *)(this_cpu()->region_base + PERCPU_IDT_OFF);
+}
+
+/* A gate to h in the kernel's code segment: type (0x8e, 0xee, ...), IST slot. */
+static inline struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
+{
+	return (struct gate){ (uint16_t)h, SEL_KERNEL_CS, ist, type, (uint16_t)(h >> 16),
+			      (uint32_t)(h >> 32), 0 };
+}
+
 /* --------------------------------------------------------------- segments */
 /* Selectors of the guest's extended GDT (after the runtime's own). */
 #define SEL_K_CODE32  0x38  /* CS.L=0 CS.D=1, DPL0 */
