@@ -451,10 +451,16 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		return X86_VEC_UD;
 	if (c->cpl && len >= 1 && b[0] == 0xf4)
 		return X86_VEC_GP;
-	/* MOV DR: DR7.GD's #DB may come first; left to the CPU then. */
-	if (c->cpl && !(c->dr7 & X86_DR7_GD) && len >= 3 && b[0] == 0x0f &&
-	    (b[1] == 0x21 || b[1] == 0x23))
-		return X86_VEC_GP;
+	/*
+	 * MOV DR: with DR7.GD, #DB (BD) at CPL0 before anything else (SDM vol.
+	 * 3 17.2.4); above CPL0 which of it and #GP comes first is the CPU's.
+	 */
+	if (len >= 3 && b[0] == 0x0f && (b[1] == 0x21 || b[1] == 0x23)) {
+		if (c->dr7 & X86_DR7_GD)
+			return c->cpl ? -1 : X86_VEC_DB;
+		if (c->cpl)
+			return X86_VEC_GP;
+	}
 	/* CLI/STI: protected-mode virtual interrupts change VIF instead at CPL3. */
 	if (len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > iopl &&
 	    !(c->rflags & X86_RFLAGS_VM) && !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI)))

@@ -290,8 +290,8 @@ struct step_cpu {
 /*
  * An instruction certain to fault, decided from its bytes and the state
  * above (prefix-free forms only: a prefix may change which fault comes
- * first): UD2 (#UD); HLT, MOV DR (DR7.GD clear), and CLI/STI above IOPL at
- * CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
+ * first): UD2 (#UD); MOV DR with DR7.GD at CPL0 (#DB, DR6.BD); HLT, MOV DR
+ * (DR7.GD clear), and CLI/STI above IOPL at CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
  * register, to a non-canonical address (#GP(0)); MOV SS from a register
  * with a null selector at CPL3 or outside 64-bit code (#GP(0)), a selector
  * past the GDT, or an RPL other than the CPL (#GP(selector)). The vector

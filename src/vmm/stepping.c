@@ -597,9 +597,6 @@ static int perform_syscall(struct vcpu *v, uint64_t next)
 	struct step_syscall sc;
 	uint64_t star, target, fmask;
 
-	/* EFER.SCE clear: #UD in every mode, certain, delivered so its handler is checked. */
-	if ((sregs->efer & X86_EFER_LMA) && !(sregs->efer & X86_EFER_SCE))
-		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
 	/* Compatibility mode: #UD on Intel, CSTAR on AMD; the CPU's. */
 	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
 	    v->kvm->get_msr(v, MSR_STAR, &star) || v->kvm->get_msr(v, MSR_LSTAR, &target) ||
@@ -621,12 +618,7 @@ static int perform_sysret(struct vcpu *v)
 	struct step_syscall sc;
 	uint64_t star;
 
-	/*
-	 * Certain faults, which load nothing (R11's TF included): #UD with
-	 * EFER.SCE clear, #GP(0) above CPL0 (SDM vol. 2 SYSRET).
-	 */
-	if ((sregs->efer & X86_EFER_LMA) && !(sregs->efer & X86_EFER_SCE))
-		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
+	/* Certain to fault, loading nothing (R11's TF included): #GP(0) above CPL0. */
 	if ((sregs->efer & X86_EFER_LMA) && sregs->cs.l && sregs->cs.dpl != 0)
 		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
 	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
@@ -650,20 +642,16 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
 	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
-	unsigned cpl = sr->cs.dpl;
-	uint64_t gpr[16] = {
-		regs->rax, regs->rcx, regs->rdx, regs->rbx, regs->rsp, regs->rbp, regs->rsi, regs->rdi,
-		regs->r8, regs->r9, regs->r10, regs->r11, regs->r12, regs->r13, regs->r14, regs->r15,
-	};
-	struct step_cpu c = {
-		.cpl = cpl, .dr7 = s->dr7, .rflags = regs->rflags, .cr4 = sr->cr4,
-		.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l, .la57 = (sr->cr4 & X86_CR4_LA57) != 0,
-		.gpr = gpr, .gdt_limit = sr->gdt.limit,
-	};
-	uint8_t ret[8];
 	uint32_t err;
 	int vector;
 
+	/*
+	 * SYSCALL and SYSRET with EFER.SCE clear: #UD in every mode, certain
+	 * (SDM vol. 2), delivered so that its handler is checked.
+	 */
+	if ((s->insn.kind == STEP_SYSCALL || s->insn.kind == STEP_SYSRET) &&
+	    (sr->efer & X86_EFER_LMA) && !(sr->efer & X86_EFER_SCE))
+		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
 	switch (s->insn.kind) {
 	case STEP_SYSCALL:
 		return perform_syscall(v, e.rip);
@@ -693,17 +681,31 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		e.vector = s->insn.vector;
 		return deliver_event(v, &e) ? 1 : 0;
 	default:
+		break;
+	}
+	{
+		uint64_t gpr[16] = {
+			regs->rax, regs->rcx, regs->rdx, regs->rbx, regs->rsp, regs->rbp, regs->rsi,
+			regs->rdi, regs->r8, regs->r9, regs->r10, regs->r11, regs->r12, regs->r13,
+			regs->r14, regs->r15,
+		};
+		struct step_cpu c = {
+			.cpl = sr->cs.dpl, .dr7 = s->dr7, .rflags = regs->rflags, .cr4 = sr->cr4,
+			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l,
+			.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
+		};
+		uint8_t ret[8];
+
 		if (c.long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
 			c.ret_valid = true;
 			memcpy(&c.ret_target, ret, 8);
 		}
-		/* MOV DR with DR7.GD: #DB, BD set, before any #GP (SDM vol. 3 17.2.4). */
-		if (!cpl && (s->dr7 & X86_DR7_GD) && n >= 2 && bytes[0] == 0x0f &&
-		    (bytes[1] == 0x21 || bytes[1] == 0x23))
-			return reinject_db(v, X86_DR6_BD) ? 1 : -1;
 		vector = step_certain_fault(bytes, n, &c, &err);
-		return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 	}
+	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
+	if (vector == X86_VEC_DB)
+		return reinject_db(v, X86_DR6_BD) ? 1 : -1;
+	return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 }
 
 /*

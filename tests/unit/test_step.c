@@ -582,6 +582,9 @@ static void test_certain_fault(void **state)
 	c3.dr7 = X86_DR7_GD;
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), -1);
 	c3.dr7 = 0;
+	c0.dr7 = X86_DR7_GD;
+	assert_int_equal(step_certain_fault(mov_dr, 3, &c0, &err), X86_VEC_DB);
+	c0.dr7 = 0;
 	/* CLI above IOPL; not with IOPL 3, not with CR4.PVI at CPL3. */
 	assert_int_equal(step_certain_fault(cli, 1, &c3, &err), X86_VEC_GP);
 	assert_int_equal(step_certain_fault(cli, 1, &c0, &err), -1);
