@@ -72,6 +72,9 @@ struct hostinfo {
 	int dr7_gd;
 	/* probe guest, unwatched: 1 = a write through CS in compatibility mode raises #GP */
 	int cs_write_gp;
+	/* probe guest, unwatched: 1 = INT n's #GP for an IDT entry beyond the limit has
+	 * error code vector * 8 + 2, 0 = vector * 16 + 2 (QEMU's TCG) */
+	int intn_error_code;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -114,6 +117,12 @@ int hostinfo_probe_dr7_gd(int kvm_fd, char *err, size_t errlen);
  * 1, 0 (QEMU's TCG: it checks no segment types), or -1 with err.
  */
 int hostinfo_probe_cs_write(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does INT n through an IDT entry beyond the limit raise #GP(vector * 8 + 2),
+ * as the architecture says (SDM vol. 3 6.13)? 1, 0 (QEMU's TCG: vector * 16
+ * + 2), or -1 with err.
+ */
+int hostinfo_probe_intn_error_code(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

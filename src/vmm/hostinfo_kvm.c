@@ -20,6 +20,7 @@
 #include "cpuid.h"
 #include "kvm.h"
 #include "vmm_msr.h"
+#include "x86.h"
 #include "array_size.h"
 
 /* /proc/cpuinfo grows with the CPU count; this is far beyond any real one. */
@@ -512,6 +513,62 @@ int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
 	return result;
 }
 
+/*
+ * int $0x20 with an IDT that ends at vector 13, whose #GP handler reads the
+ * error code into EAX and halts: the architecture's is 0x20 * 8 + 2 (the IDT
+ * bit and the vector as the index, SDM vol. 3 6.13); QEMU's TCG pushes
+ * 0x20 * 16 + 2.
+ */
+#define INTN_PROBE_VECTOR 0x20u
+#define INTN_PROBE_IDT (BOOT_IMAGE_ADDR + 0x100u)
+static const uint8_t intn_code[] = {
+	0xcd, INTN_PROBE_VECTOR,
+	0xf4,
+	0x8b, 0x04, 0x24,	/* the #GP handler: mov (%rsp), %eax */
+	0xf4,
+};
+
+int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, intn_code, sizeof(intn_code), 0) == 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0) {
+			probe_fail(&scratch, "KVM_GET_SREGS", errno);
+		} else {
+			uint64_t handler = BOOT_IMAGE_ADDR + 3;
+			uint8_t *gate = p.mem + INTN_PROBE_IDT + X86_VEC_GP * 16;
+
+			gate[0] = (uint8_t)handler;
+			gate[1] = (uint8_t)(handler >> 8);
+			gate[2] = (uint8_t)sregs.cs.selector;
+			gate[3] = (uint8_t)(sregs.cs.selector >> 8);
+			gate[5] = 0x8e;		/* present, DPL0, 64-bit interrupt gate */
+			gate[6] = (uint8_t)(handler >> 16);
+			gate[7] = (uint8_t)(handler >> 24);
+			sregs.idt.base = INTN_PROBE_IDT;
+			sregs.idt.limit = (X86_VEC_GP + 1) * 16 - 1;
+			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0)
+				probe_fail(&scratch, "KVM_SET_SREGS", errno);
+			else if (probe_shutdown_or_hlt(&scratch, &p) == 0 &&
+				 __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) == 0)
+				result = (uint32_t)regs.rax == INTN_PROBE_VECTOR * 8 + 2 ? 1 :
+					 (uint32_t)regs.rax == INTN_PROBE_VECTOR * 16 + 2 ? 0 : -1;
+			if (result < 0 && !scratch.probe_error[0])
+				probe_fail(&scratch, "the probe's #GP handler did not see either error code", 0);
+		}
+	}
+	probe_teardown(&scratch, &p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error);
+	return result;
+}
+
 static void probe_singlestep(struct hostinfo *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
@@ -520,6 +577,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->databp_cpl0 = hostinfo_probe_databp(kvm, NULL, 0);
 	hi->dr7_gd = hostinfo_probe_dr7_gd(kvm, NULL, 0);
 	hi->cs_write_gp = hostinfo_probe_cs_write(kvm, NULL, 0);
+	hi->intn_error_code = hostinfo_probe_intn_error_code(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

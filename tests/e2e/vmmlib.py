@@ -499,6 +499,9 @@ def lacks(need):
                            "through CS in compatibility mode completes where the SDM raises "
                            "#GP(0): QEMU's TCG checks no segment types), so the oracle is no "
                            "real CPU there",
+            "intn_error_code": "vmm --host-info in this boot: intn_error_code false (INT n "
+                               "through an IDT entry it cannot use raises #GP(vector * 16 + 2) "
+                               "where the SDM says vector * 8 + 2: QEMU's TCG)",
             "dr7_gd": "vmm --host-info in this boot: dr7_gd false (the CPU raises no #DB "
                       "for MOV DR with DR7.GD set: QEMU's TCG ignores GD), so the oracle "
                       "is no real CPU there",
