@@ -203,26 +203,31 @@ bool step_delivers(const struct step_insn *insn, uint64_t rflags)
 	}
 }
 
-struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7)
+struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7,
+			       uint64_t disabled_matches)
 {
 	uint64_t hit = (exit_dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct step_db d = { .completed = (hit & X86_DR6_BS) != 0 };
-	bool enabled_bp = false;
+	uint64_t enabled = 0;
 
 	for (unsigned i = 0; i < 4; i++)
-		if ((hit & (1ull << i)) && (guest_dr7 & (3ull << (2 * i))))
-			enabled_bp = true;
+		if (guest_dr7 & (3ull << (2 * i)))
+			enabled |= 1ull << i;
 	/*
 	 * KVM's own TF makes BS on every step; it is the guest's only when the
 	 * guest's TF was set as the instruction began. B0-3 come from the
-	 * guest's breakpoints (the VMM sets none), but the CPU also reports
-	 * matches of disabled ones alongside another #DB: they ride along,
-	 * never cause one.
+	 * guest's enabled breakpoints (the VMM sets none). The CPU also reports
+	 * matches of disabled ones, but while KVM steps the guest its DR0-3
+	 * are in the hardware only where its DR7 enables them: a disabled one
+	 * was compared with someone else's address. The caller's matches of
+	 * the guest's own go there instead; they ride along, never cause a #DB.
 	 */
-	d.inject = (d.completed && tf_at_start) || enabled_bp ||
+	hit &= ~(X86_DR6_B0_3 & ~enabled);
+	d.inject = (d.completed && tf_at_start) || (hit & X86_DR6_B0_3) ||
 		   (hit & (X86_DR6_BD | X86_DR6_BT | X86_DR6_RTM));
 	if (d.inject)
-		d.payload = hit & ~(tf_at_start ? 0 : X86_DR6_BS);
+		d.payload = (hit | (disabled_matches & X86_DR6_B0_3 & ~enabled)) &
+			    ~(tf_at_start ? 0 : X86_DR6_BS);
 	return d;
 }
 
@@ -437,6 +442,21 @@ int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
 	return -1;
 }
 
+int step_soft_int_fault(const uint8_t gate[16], bool in_limit, unsigned vector, unsigned cpl,
+			uint32_t *err)
+{
+	unsigned type = gate[5] & 0x1f;
+
+	/* The IDT bit set, EXT clear: a software interrupt is no external event. */
+	*err = vector * 8 + 2;
+	if (!in_limit || (type != 0x0e && type != 0x0f) || (gate[13] & 0x1f) ||
+	    ((unsigned)(gate[5] >> 5) & 3) < cpl)
+		return X86_VEC_GP;
+	if (!(gate[5] & 0x80))
+		return X86_VEC_NP;
+	return -1;
+}
+
 bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 {
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;
@@ -544,6 +564,16 @@ uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64
 		return 0;
 	for (unsigned i = 0; i < 4; i++)
 		if (bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == rip)
+			hits |= 1ull << i;
+	return hits;
+}
+
+uint64_t step_exec_matches_disabled(const uint64_t db[4], uint64_t dr7, uint64_t la)
+{
+	uint64_t hits = 0;
+
+	for (unsigned i = 0; i < 4; i++)
+		if (!bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == la)
 			hits |= 1ull << i;
 	return hits;
 }

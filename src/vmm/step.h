@@ -143,7 +143,8 @@ struct step_db {
  * instruction began. guest_dr7: to tell the guest's enabled breakpoints from
  * bits the CPU sets for disabled ones (only consulted when B0-3 are set).
  */
-struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7);
+struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7,
+			       uint64_t disabled_matches);
 
 /* The guest's DR6 once a #DB with this payload is delivered (as the CPU does). */
 uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
@@ -240,6 +241,16 @@ bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery 
 void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
 
 /*
+ * INT n, INT3 or INTO through a long-mode IDT entry it cannot use (SDM vol. 2
+ * INT n, IA-32e mode): beyond the IDT's limit, not an interrupt or trap gate
+ * (or its upper type field set), or a gate DPL below the CPL: #GP; a gate not
+ * present: #NP; each with error code vector * 8 + 2. The vector, or -1.
+ * gate is ignored where in_limit is false.
+ */
+int step_soft_int_fault(const uint8_t gate[16], bool in_limit, unsigned vector, unsigned cpl,
+			uint32_t *err);
+
+/*
  * SYSCALL performed by the VMM in IA-32e mode (SDM vol. 2 SYSCALL): RCX the
  * next RIP, R11 the guest's RFLAGS (its own TF, RF clear), RFLAGS masked by
  * IA32_FMASK, CS and SS flat from IA32_STAR[47:32], RIP from LSTAR (64-bit
@@ -303,10 +314,17 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 /*
  * The guest's own breakpoints, for the instructions the VMM completes
  * itself (emulated split locks), which the CPU never sees: B0-3 bits of
- * the enabled execute breakpoints at rip (none when RFLAGS.RF is set), and
+ * the enabled execute breakpoints at the linear address rip (CS base
+ * included; none when RFLAGS.RF is set), and
  * of the enabled write or read/write breakpoints that [la, la+size) touches.
  */
 uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags);
+/*
+ * The B0-3 bits of execute breakpoints DR7 leaves disabled whose address is
+ * la: the CPU reports those alongside a #DB (SDM vol. 3 17.2.3), and while
+ * KVM steps the guest only the VMM can compute them from the guest's DR0-3.
+ */
+uint64_t step_exec_matches_disabled(const uint64_t db[4], uint64_t dr7, uint64_t la);
 uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
 bool step_has_data_bp(uint64_t dr7);
 

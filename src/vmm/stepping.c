@@ -161,6 +161,8 @@ struct vmm_event {
 	bool rf;                /* not a fault: RF as the instruction began, which it pushes */
 };
 
+static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err);
+
 /* Reads the 64-bit TSS's RSP0-2 and IST1-7 (supervisor reads); false where it cannot. */
 static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *in)
 {
@@ -200,14 +202,22 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 	struct paging p;
 	unsigned sel;
 	uint8_t raw[8], frame[48];
+	bool in_limit = e->vector * 16 + 15 <= sregs->idt.limit;
+	uint32_t err;
+	int fault;
 
 	guest_paging(v, &p);
 	p.cpl = 0;	/* the IDT, the GDT, the TSS and the frame are supervisor accesses */
 	p.ac = false;	/* implicit ones: SMAP applies whatever RFLAGS.AC says */
 	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & X86_CR4_CET) ||
-	    e->vector * 16 + 15 > sregs->idt.limit ||
-	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
-	    pagewalk_read_as(&m, &p, gate_la, 0, in.gate, sizeof(in.gate)) != sizeof(in.gate))
+	    (in_limit && (pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
+			  pagewalk_read_as(&m, &p, gate_la, 0, in.gate, sizeof(in.gate)) !=
+			  sizeof(in.gate))))
+		return false;
+	/* INT n that cannot use its gate faults, its frame holding the guest's TF too. */
+	if (e->soft && (fault = step_soft_int_fault(in.gate, in_limit, e->vector, in.cpl, &err)) >= 0)
+		return deliver_fault(v, (unsigned)fault, err);
+	if (!in_limit)
 		return false;
 	sel = (unsigned)(in.gate[2] | in.gate[3] << 8);
 	desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
@@ -737,6 +747,7 @@ bool stepping_debug_exit(struct vcpu *v)
 	uint64_t dr6 = v->run->debug.arch.dr6;
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct kvm_debugregs dr = { 0 };
+	uint64_t db[4];
 	struct step_db d;
 	bool escaped, at_handler = false;
 	int r;
@@ -770,9 +781,15 @@ bool stepping_debug_exit(struct vcpu *v)
 		hit &= ~1ull;
 		dr6 &= ~1ull;
 	}
-	if ((hit & X86_DR6_B0_3) && (r = v->kvm->get_debugregs(v, &dr)) != 0) {
+	/* The guest's DR0-3 and DR7: read again only where the step may have changed them. */
+	if (s->dr_valid && s->insn.kind != STEP_MOV_DR && !(hit & X86_DR6_B0_3)) {
+		memcpy(db, s->db, sizeof(db));
+		dr.dr7 = s->dr7;
+	} else if ((r = v->kvm->get_debugregs(v, &dr)) != 0) {
 		stepping_fail(v, "KVM_GET_DEBUGREGS", -r);
 		return true;
+	} else {
+		memcpy(db, dr.db, sizeof(db));
 	}
 	/*
 	 * A step that comes back where the checked instruction cannot have
@@ -800,8 +817,19 @@ bool stepping_debug_exit(struct vcpu *v)
 			escaped = true;
 		}
 	}
-	d = step_debug_exit(dr6, s->checked && !escaped &&
-			    step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after), dr.dr7);
+	/*
+	 * A stretch that escaped from a guest whose own TF was set: every frame
+	 * in it held the TF the CPU's would, so the trap that ends it is one the
+	 * CPU raises too (the first after a fault handler's IRET): the guest's.
+	 */
+	d = step_debug_exit(dr6, s->checked &&
+			    (escaped ? s->tf_at_start
+				     : step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after)),
+			    dr.dr7,
+			    step_exec_matches_disabled(db, dr.dr7,
+						       emulate_code_la(&v->run->s.regs.sregs,
+								       v->run->s.regs.regs.rflags,
+								       v->run->s.regs.regs.rip)));
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
 	else if (d.completed) {
@@ -899,7 +927,9 @@ static bool check_split_locks(struct vcpu *v)
 		enum splitlock_outcome o;
 		uint64_t payload, rip = regs->rip;
 
-		uint64_t exec = step_exec_hits(s->db, s->dr7, regs->rip,
+		uint64_t exec = step_exec_hits(s->db, s->dr7,
+					       emulate_code_la(&v->run->s.regs.sregs, regs->rflags,
+							       regs->rip),
 					       regs->rflags | (s->iret_rf ? X86_RFLAGS_RF : 0));
 
 		/* An INT n the VMM delivers pushes it (a #DB handler's IRET may have set it). */

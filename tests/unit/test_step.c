@@ -165,30 +165,40 @@ static void test_debug_exit(void **state)
 
 	(void)state;
 	/* The VMM's own step: nothing for the guest. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0, 0);
 	assert_true(d.completed);
 	assert_false(d.inject);
 	/* The guest's TF was set when the instruction began: #DB with BS. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, true, 0);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, true, 0, 0);
 	assert_true(d.inject);
 	assert_int_equal(d.payload, X86_DR6_BS);
 	/* A data breakpoint of the guest's, hit in a step of the VMM's. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x4 /* L1 */);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x4 /* L1 */, 0);
 	assert_true(d.inject);
 	assert_int_equal(d.payload, 2);
 	/* B1 for a disabled breakpoint never causes a #DB on its own. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x1);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x1, 0);
 	assert_false(d.inject);
-	/* ...but rides along with one that does. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 3, true, 0x1);
-	assert_int_equal(d.payload, X86_DR6_BS | 3);
+	/*
+	 * Nor rides along with one that does: KVM left another address in the
+	 * hardware's DR1 (the lab: B0-3 of a step at RIP 0 in CS-based code).
+	 */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 3, true, 0x1, 0);
+	assert_int_equal(d.payload, X86_DR6_BS | 1);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 0xd, true, 0x400, 0);
+	assert_int_equal(d.payload, X86_DR6_BS);
+	/* The guest's own disabled DR2 at the next instruction: B2, computed. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, true, 0x400, 4);
+	assert_int_equal(d.payload, X86_DR6_BS | 4);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0x400, 4);
+	assert_false(d.inject);
 	/* An instruction breakpoint: a fault, nothing completed. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | 1, true, 0x2 /* G0 */);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | 1, true, 0x2 /* G0 */, 0);
 	assert_false(d.completed);
 	assert_true(d.inject);
 	assert_int_equal(d.payload, 1);
 	/* General detect. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BD, false, 0);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BD, false, 0, 0);
 	assert_true(d.inject);
 	assert_int_equal(d.payload, X86_DR6_BD);
 }
@@ -558,6 +568,38 @@ static void test_iret_selector_fault(void **state)
 	assert_int_equal(step_iret_selector_fault(0xc, &gdt, &ldt, &err), X86_VEC_GP);
 }
 
+/* INT n's own faults through the gate (SDM vol. 2 INT n, IA-32e mode), in their order. */
+static void test_soft_int_fault(void **state)
+{
+	uint8_t gate[16] = { [2] = 0x08, [5] = 0xef };	/* present, DPL3, 64-bit trap gate */
+	uint32_t err = 7;
+
+	(void)state;
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 3, &err), -1);
+	gate[5] = 0x8f;					/* DPL0 */
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 0, &err), -1);
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 3, &err), X86_VEC_GP);
+	assert_int_equal(err, 3 * 8 + 2);		/* the IDT bit, EXT clear */
+	assert_int_equal(step_soft_int_fault(gate, true, 0x80, 1, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x402);
+	gate[5] = 0x6f;					/* DPL3, not present */
+	assert_int_equal(step_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_NP);
+	assert_int_equal(err, 0x22);
+	gate[5] = 0x0f;					/* DPL0, not present: the DPL first */
+	assert_int_equal(step_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_GP);
+	gate[5] = 0xec;					/* a call gate is no interrupt gate */
+	assert_int_equal(step_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xfe;					/* S set: no gate */
+	assert_int_equal(step_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xee;
+	gate[13] = 0x01;				/* the upper dword's type field */
+	assert_int_equal(step_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[13] = 0;
+	assert_int_equal(step_soft_int_fault(gate, true, 4, 0, &err), -1);
+	assert_int_equal(step_soft_int_fault(gate, false, 0x21, 0, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x10a);			/* beyond the limit */
+}
+
 static void test_certain_fault(void **state)
 {
 	static const uint8_t ud2[] = { 0x0f, 0x0b }, hlt[] = { 0xf4 },
@@ -637,6 +679,9 @@ static void test_breakpoints(void **state)
 	assert_int_equal(step_exec_hits(db, dr7, 0x1000, X86_RFLAGS_RF), 0);	/* RF suppresses it */
 	assert_int_equal(step_exec_hits(db, dr7, 0x1001, 0), 0);
 	assert_int_equal(step_exec_hits(db, 0, 0x1000, 0), 0);		/* not enabled */
+	assert_int_equal(step_exec_matches_disabled(db, 0, 0x1000), 1);
+	assert_int_equal(step_exec_matches_disabled(db, dr7, 0x1000), 0);	/* enabled */
+	assert_int_equal(step_exec_matches_disabled(db, 0x10000, 0x1000), 0); /* a data one */
 	/* DR1 covers 0x2000-0x2003 (aligned down); a split write reaching it hits. */
 	assert_int_equal(step_data_hits(db, dr7, 0x1ffe, 4), 2);
 	assert_int_equal(step_data_hits(db, dr7, 0x1ffc, 4), 0);
@@ -681,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_delivery_privilege),
 		cmocka_unit_test(test_delivery_refused),
 		cmocka_unit_test(test_code_segment),
+		cmocka_unit_test(test_soft_int_fault),
 		cmocka_unit_test(test_syscall_sysret),
 		cmocka_unit_test(test_certain_fault),
 		cmocka_unit_test(test_iret_selector_fault),

@@ -558,6 +558,71 @@ static void ud2_cpl3_delivered(void **state)
 }
 
 /*
+ * INT3 at CPL3 with the guest's TF, through a DPL0 gate: #GP(3 * 8 + 2),
+ * delivered by the VMM as a fault of the INT3 (its RIP, RF set), the frame
+ * holding the guest's TF so that its handler's IRET single-steps on.
+ */
+static void int3_dpl0_gate_cpl3_gp(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame = RSP0 - 48;
+
+	(void)state;
+	to_cpl3(v);
+	ram[CODE] = 0xcc;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(regs(v)->rsp, frame);
+	assert_int_equal(word_at(frame), X86_VEC_BP * 8 + 2);
+	assert_int_equal(word_at(frame + 8), CODE);
+	assert_int_equal(word_at(frame + 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_true(v->step.checked);
+	/* Through a DPL3 gate the #BP itself. */
+	ram[IDT + 16 * X86_VEC_BP + 5] = 0xee;
+	to_cpl3(v);
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(word_at(RSP0 - 40), CODE + 1);
+	assert_int_equal(v->stats.faults_delivered, 1);
+}
+
+/*
+ * A step that escaped (the CPU delivered a fault and its handler ran
+ * unstepped) from a guest whose own TF was set: the frame held the TF the
+ * CPU's would, so the trap after the handler's IRET is the guest's #DB.
+ * Without the guest's TF it is the VMM's, and no #DB is owed.
+ */
+static void escaped_with_guest_tf(void **state)
+{
+	static const uint8_t mov[] = { 0x8b, 0x03 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, mov, sizeof(mov));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	step_to(v, CODE + 0x80, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));
+	assert_int_equal(word_at(STACK - 40), CODE + 0x80);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+
+	/* Without it: a plain escape, counted, nothing delivered. */
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	step_to(v, CODE + 0x80, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 2);
+	assert_int_equal(regs(v)->rip, CODE + 0x80);
+}
+
+/*
  * INT3 at CPL2 through a DPL3 gate, right after an IRET that loaded RF (a
  * #DB handler's, stepping over its breakpoint): delivered by the VMM on
  * RSP0, the frame's RFLAGS image holds RF as the CPU pushes it for a trap.
@@ -906,6 +971,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(escaped_with_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp, teardown),
