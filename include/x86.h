@@ -54,6 +54,7 @@
 
 /* CR4. */
 #define X86_CR4_PVI        X86_BIT(1)
+#define X86_CR4_DE         X86_BIT(3)
 #define X86_CR4_PSE        X86_BIT(4)
 #define X86_CR4_PAE        X86_BIT(5)
 #define X86_CR4_OSFXSR     X86_BIT(9)

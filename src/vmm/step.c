@@ -156,9 +156,12 @@ bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in)
 		return (in->r11 & X86_RFLAGS_TF) != 0;
 	case STEP_SYSCALL:
 		return in->tf && !(in->fmask & X86_RFLAGS_TF);
+	case STEP_INTO:
+		if (!in->of)
+			return in->tf;	/* a no-op */
+		/* fallthrough */
 	case STEP_INT3:
 	case STEP_INTN:
-	case STEP_INTO:
 	case STEP_INT1:
 		/* Delivery clears TF; the frame keeps the old value. */
 		return false;
@@ -277,6 +280,7 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
 	case STEP_OTHER:
 	case STEP_PUSHF:
 	case STEP_POPF:
+	case STEP_MOV_DR:	/* #GP for a reserved DR6/DR7 bit, which KVM injects */
 		return exit_rip != step_advance(checked_rip, insn->len, mode);
 	default:
 		/* HLT, MOV SS's shadow, INT n, IRET ...: their own rules. */
@@ -480,6 +484,22 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 			return c->cpl ? -1 : X86_VEC_DB;
 		if (c->cpl)
 			return X86_VEC_GP;
+	}
+	/*
+	 * MOV to DR6 or DR7 (DR4/DR5 alias them without CR4.DE) of a value
+	 * with a bit of 63:32 set: #GP(0) (SDM vol. 2 MOV DR), which KVM
+	 * injects from its emulation, where the handler would run unchecked.
+	 */
+	if (c->long64 && c->gpr && !c->cpl) {
+		unsigned i = len >= 1 && (b[0] & 0xf0) == 0x40 ? 1 : 0, rex = i ? b[0] : 0;
+
+		if (len >= i + 3 && b[i] == 0x0f && b[i + 1] == 0x23 && !(rex & 4)) {
+			unsigned dr = (b[i + 2] >> 3) & 7, rm = ((rex & 1) << 3) | (b[i + 2] & 7);
+
+			if ((dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
+			    (c->gpr[rm] >> 32))
+				return X86_VEC_GP;
+		}
 	}
 	/* CLI/STI: protected-mode virtual interrupts change VIF instead at CPL3. */
 	if (len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > iopl &&

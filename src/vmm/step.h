@@ -61,6 +61,7 @@ struct step_tf_inputs {
 	bool popped_valid;   /* false: reading it failed, the instruction will fault */
 	uint64_t r11;        /* SYSRET */
 	uint64_t fmask;      /* SYSCALL: IA32_FMASK */
+	bool of;             /* INTO: RFLAGS.OF, without which it delivers nothing */
 };
 bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in);
 

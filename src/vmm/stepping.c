@@ -461,7 +461,9 @@ static bool tf_after(struct vcpu *v)
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	const struct step_insn *insn = &v->step.insn;
-	struct step_tf_inputs in = { .tf = v->step.guest_tf };
+	struct step_tf_inputs in = {
+		.tf = v->step.guest_tf, .of = (regs->rflags & X86_RFLAGS_OF) != 0,
+	};
 	uint8_t buf[8] = { 0 };
 	uint64_t at = regs->rsp;
 
@@ -859,7 +861,7 @@ bool stepping_debug_exit(struct vcpu *v)
 			check_shadowed_at(v, s->rip);
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
-		if (step_delivers(&s->insn, X86_RFLAGS_OF) &&
+		if (step_delivers(&s->insn, v->run->s.regs.regs.rflags) &&
 		    gate_handler(v, s->insn.vector, &s->frame_handler)) {
 			s->frame_vector = s->insn.vector;
 			s->frame_tf = s->tf_at_start;
@@ -1012,7 +1014,7 @@ again:
 	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
 		      &s->insn);
 	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||
-			     s->insn.kind == STEP_POPF)) {
+			     s->insn.kind == STEP_POPF || s->insn.kind == STEP_MOV_DR)) {
 		unsigned len = decode_length_memo(&v->lengths, regs->rip, guest_mode(v), bytes, n,
 						  &s->insn.falls);
 

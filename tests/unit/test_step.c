@@ -119,6 +119,10 @@ static void test_tf_model(void **state)
 	assert_false(step_tf_after(STEP_INT3, &in));
 	assert_false(step_tf_after(STEP_INTN, &in));
 	assert_false(step_tf_after(STEP_INT1, &in));
+	/* INTO with OF clear delivers nothing: the guest's TF stays (it traps after it). */
+	assert_true(step_tf_after(STEP_INTO, &in));
+	in.of = true;
+	assert_false(step_tf_after(STEP_INTO, &in));
 	assert_true(step_tf_after(STEP_OTHER, &in));
 	assert_true(step_tf_after(STEP_PUSHF, &in));
 }
@@ -255,6 +259,7 @@ static void test_diverted(void **state)
 	struct step_insn iret = { .kind = STEP_IRET, .len = 1, .falls = true };
 	struct step_insn movss = { .kind = STEP_MOV_SS, .len = 2, .falls = true };
 	struct step_insn sti = CLASSIFY(m64, 0xfb);
+	struct step_insn mov_dr7 = { .kind = STEP_MOV_DR, .len = 3, .falls = true };
 
 	(void)state;
 	assert_false(step_diverted(&load, 0x1000, 0x1003, m64));
@@ -277,6 +282,9 @@ static void test_diverted(void **state)
 	assert_int_equal(sti.kind, STEP_STI);
 	assert_int_equal(sti.len, 1);
 	assert_false(step_diverted(&sti, 0x1000, 0x1005, m64));	/* so may STI's, on some CPUs */
+	/* MOV to DR7 with a reserved bit: the #GP KVM injects. */
+	assert_false(step_diverted(&mov_dr7, 0x1000, 0x1003, m64));
+	assert_true(step_diverted(&mov_dr7, 0x1000, 0x100080, m64));
 }
 
 static void test_task_switch_bits(void **state)
@@ -621,6 +629,23 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(lock_hlt, 2, &c3, &err), -1);
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), X86_VEC_GP);
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c0, &err), -1);
+	{
+		static const uint8_t to_dr7[] = { 0x0f, 0x23, 0xfb }, to_dr0[] = { 0x0f, 0x23, 0xc3 },
+				     to_dr6_r9[] = { 0x41, 0x0f, 0x23, 0xf1 };
+		uint64_t g[16] = { [3] = 0x100000000000401ull, [9] = 1ull << 32 };
+		struct step_cpu c = c0;
+
+		c.gpr = g;
+		assert_int_equal(step_certain_fault(to_dr7, 3, &c, &err), X86_VEC_GP);
+		assert_int_equal(err, 0);
+		assert_int_equal(step_certain_fault(to_dr0, 3, &c, &err), -1);	/* any address */
+		assert_int_equal(step_certain_fault(to_dr6_r9, 4, &c, &err), X86_VEC_GP);
+		g[3] = 0x401;
+		assert_int_equal(step_certain_fault(to_dr7, 3, &c, &err), -1);
+		c.long64 = false;			/* a 32-bit operand */
+		g[3] = 0x100000000000401ull;
+		assert_int_equal(step_certain_fault(to_dr7, 3, &c, &err), -1);
+	}
 	c3.dr7 = X86_DR7_GD;
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), -1);
 	c3.dr7 = 0;
