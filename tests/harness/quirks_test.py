@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""gen.py's oracle_quirks, on made-up record lines: the one answer a probe
+measured the oracle's CPU to get wrong is taken as the architecture's,
+and nothing else is. No VM runs here."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "differential"))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import gen  # noqa: E402
+
+TAIL = " cr2=0 op=2f8c h=1a00376e d=fba6370 at=+0 f=0:fe798dc7"
+Q = {"intn_error_code"}
+
+
+def same(ref, emu, quirks=Q):
+    return gen.oracle_quirks(ref, emu, quirks) == emu
+
+
+def main():
+    bad = []
+
+    def expect(name, got, want):
+        if got != want:
+            bad.append(f"{name}: {'equal' if got else 'different'}, expected the other")
+
+    # INT3 through a DPL0 gate at CPL3: TCG 3*16+2, the SDM 3*8+2.
+    expect("TCG's INT3 #GP", same("g0 db22: #GP 32" + TAIL, "g0 db22: #GP 1a" + TAIL), True)
+    expect("TCG's #NP", same("g3: #NP 202" + TAIL, "g3: #NP 102" + TAIL), True)
+    expect("no probe said so", same("g0: #GP 32" + TAIL, "g0: #GP 1a" + TAIL, set()), False)
+    expect("emulate wrong too", same("g0: #GP 32" + TAIL, "g0: #GP 1b" + TAIL), False)
+    expect("another vector", same("g0: #GP 32" + TAIL, "g0: #GP 22" + TAIL), False)
+    expect("hash differs", same("g0: #GP 32" + TAIL, "g0: #GP 1a" + TAIL.replace("h=1a", "h=1b")),
+           False)
+    expect("#DB count differs", same("g0 db22: #GP 32" + TAIL, "g0 db2: #GP 1a" + TAIL), False)
+    expect("not a gate fault", same("g0: #PF 32" + TAIL, "g0: #PF 1a" + TAIL), False)
+    for b in bad:
+        print("FAIL: " + b)
+    print(f"{'FAIL' if bad else 'ok'}: oracle_quirks")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
