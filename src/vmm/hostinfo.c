@@ -415,7 +415,7 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 			fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
 		if (hi->hwbp == 0)
 			fprintf(out, LABEL "%s\n", "",
-				"handlers entered through INT n or an injected event, until they return");
+				"handlers of INT n and injected events outside IA-32e mode, until they return");
 	}
 }
 

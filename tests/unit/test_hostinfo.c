@@ -614,7 +614,7 @@ static void text_report(void **state)
 	hi.hwbp = 0;
 	out = printed(hostinfo_print, &hi);
 	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return\n");
-	assert_has(out, "handlers entered through INT n or an injected event, until they return\n");
+	assert_has(out, "handlers of INT n and injected events outside IA-32e mode, until they return\n");
 	free(out);
 	hi.hwbp = 1;
 
