@@ -251,7 +251,8 @@ class Run:
     elapsed = 0.0
     stop_elapsed = None     # from the signal to the exit
     hwm_kb = 0              # VmHWM, the peak RSS, at the last look before the exit
-    rss_samples = ()        # (seconds, VmRSS kB) while it ran
+    rss_samples = ()        # (seconds, RSS kB outside guest RAM) while it ran
+    own_peak_kb = 0         # the largest of those samples
     hung = False            # killed at the timeout
 
 
@@ -262,6 +263,28 @@ def proc_kb(pid, field):
     text = target().read(f"/proc/{pid}/status")
     m = re.search(rf"^{field}:\s+(\d+)", (text or b"").decode(), re.M)
     return int(m.group(1)) if m else None
+
+
+def own_rss_kb(pid, ram_kb=64 << 10):
+    """RSS of a running process outside its guest RAM (the one anonymous
+    mapping of ram_kb), in kB, or None. Guest RAM is the guest's to fill,
+    and khugepaged may fold it into a 2 MiB page at any time: VmRSS and
+    VmHWM jump by 2 MiB then, whatever vmm itself holds."""
+    text = target().read(f"/proc/{pid}/smaps")
+    if not text:
+        return None
+    total, found, skip, size, path = 0, False, False, None, None
+    for line in text.decode(errors="replace").splitlines():
+        f = line.split()
+        if f and re.fullmatch(r"[0-9a-f]+-[0-9a-f]+", f[0]):
+            path = " ".join(f[5:])
+        elif f[:1] == ["Size:"]:
+            size = int(f[1])
+            skip = not found and not path and size == ram_kb
+            found = found or skip
+        elif f[:1] == ["Rss:"] and not skip:
+            total += int(f[1])
+    return total if found else None
 
 
 class Process:
@@ -370,9 +393,10 @@ class Process:
                 if hwm:
                     r.hwm_kb = hwm
                 if sample_rss:
-                    kb = proc_kb(self.pid, "VmRSS")
+                    kb = own_rss_kb(self.pid)
                     if kb:
                         samples.append((now - self.t0, kb))
+                        r.own_peak_kb = max(r.own_peak_kb, kb)
             status = self._reaped()
             if status is None:
                 time.sleep(0.02)
