@@ -223,6 +223,26 @@ dbg_common:
 	movq %rdx, 8(%rbx)
 	movq %dr6, %rdx
 	movq %rdx, 16(%rbx)
+	/* As the SDM tells a handler (17.2.3), keep B0-B3 of the breakpoints
+	 * DR7 enables only: the others "may or may not" be set, and on KVM
+	 * they depend on whether the guest's DR0-3 were loaded. */
+	pushq %rsi
+	movq %dr7, %rdx
+	movl %edx, %esi
+	shrl $1, %esi
+	orl %esi, %edx
+	andl $0x55, %edx	/* bit 2n: L or G of breakpoint n */
+	movl %edx, %esi
+	shrl $1, %esi
+	orl %esi, %edx
+	andl $0x33, %edx
+	movl %edx, %esi
+	shrl $2, %esi
+	orl %esi, %edx
+	andl $0x0f, %edx	/* bit n: breakpoint n enabled */
+	orq $~0xf, %rdx
+	andq %rdx, 16(%rbx)
+	popq %rsi
 	movq 48(%rsp), %rdx
 	movq %rdx, 24(%rbx)
 	movq 40(%rsp), %rdx
