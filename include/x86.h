@@ -42,6 +42,7 @@
 #define MSR_LSTAR               0xc0000082      /* SYSCALL's target, 64-bit code */
 #define MSR_CSTAR               0xc0000083      /* SYSCALL's target, compatibility mode */
 #define MSR_SYSCALL_MASK        0xc0000084      /* IA32_FMASK */
+#define MSR_IA32_SYSENTER_EIP   0x176
 
 /* CR0. */
 #define X86_CR0_PE   X86_BIT(0)

@@ -19,6 +19,14 @@ struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t 
 	return NULL;
 }
 
+bool cpuid_amd_like(struct kvm_cpuid2 *c)
+{
+	const struct kvm_cpuid_entry2 *e = cpuid_find(c, 0, 0);
+
+	/* EBX of "AuthenticAMD" and "HygonGenuine". */
+	return e && (e->ebx == 0x68747541 || e->ebx == 0x6f677948);
+}
+
 void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu)
 {
 	struct kvm_cpuid_entry2 *e;

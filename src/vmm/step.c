@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <string.h>
+
 #include "step.h"
 
 #include <linux/kvm.h>
@@ -123,8 +125,13 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		default:
 			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f)	/* Jcc rel32 */
 				out->kind = STEP_BRANCH;
-			/* SYSENTER/SYSEXIT, RSM, VM* and the rest: as for any. */
-			if (b[i + 1] == 0x34 || b[i + 1] == 0x35 || b[i + 1] == 0xaa)
+			if (b[i + 1] == 0x34 || b[i + 1] == 0x35) {
+				out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
+				out->opsize = rex_w ? 8 : 4;
+				out->len = (unsigned)i + 2;
+			}
+			/* RSM, VM* and the rest: as for any. */
+			if (b[i + 1] == 0xaa)
 				out->kind = STEP_BRANCH;
 			return;
 		}
@@ -288,10 +295,11 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
 	}
 }
 
-bool step_iret_faulted(const struct step_insn *insn, bool to_known, uint64_t to,
-		       uint64_t exit_rip)
+bool step_missed_target(const struct step_insn *insn, bool to_known, uint64_t to,
+			uint64_t exit_rip)
 {
-	return insn->kind == STEP_IRET && to_known && exit_rip != to;
+	return (insn->kind == STEP_IRET || insn->kind == STEP_SYSENTER ||
+		insn->kind == STEP_SYSEXIT) && to_known && exit_rip != to;
 }
 
 bool step_vector_error_code(unsigned vector)
@@ -473,6 +481,31 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	*err = 0;
 	if (len >= 2 && b[0] == 0x0f && b[1] == 0x0b)
 		return X86_VEC_UD;
+	/* APM vol. 3 SYSENTER: #UD in long mode. */
+	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)
+		return X86_VEC_UD;
+	/*
+	 * SYSEXIT (REX.W too) above CPL0: #GP(0) (SDM vol. 2 SYSEXIT); on AMD
+	 * in long mode the CPU's #UD reaches KVM's emulator, whose privilege
+	 * check gives the guest the same #GP(0).
+	 */
+	if (c->cpl && len >= 2 && ((b[0] == 0x0f && b[1] == 0x35) ||
+				   (c->long64 && len >= 3 && (b[0] & 0xf0) == 0x40 &&
+				    b[1] == 0x0f && b[2] == 0x35)))
+		return X86_VEC_GP;
+	/*
+	 * One-byte opcodes invalid in 64-bit code (SDM vol. 2 appendix A,
+	 * "i64"): PUSH/POP of ES, CS, SS, DS, DAA, DAS, AAA, AAS, PUSHA, POPA,
+	 * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC.
+	 */
+	if (c->long64 && len >= 1) {
+		static const uint8_t i64[] = { 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f,
+					       0x37, 0x3f, 0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xd5,
+					       0xd6, 0xea };
+
+		if (memchr(i64, b[0], sizeof(i64)))
+			return X86_VEC_UD;
+	}
 	if (c->cpl && len >= 1 && b[0] == 0xf4)
 		return X86_VEC_GP;
 	/*

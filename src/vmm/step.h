@@ -33,6 +33,8 @@ enum step_kind {
 	STEP_MOV_DR,     /* MOV to a debug register */
 	STEP_STI,        /* some CPUs (the lab's) run the next instruction in the same step */
 	STEP_LTR,        /* loads TR without a task switch */
+	STEP_SYSENTER,   /* to IA32_SYSENTER_EIP, or a fault (#UD on AMD in long mode) */
+	STEP_SYSEXIT,    /* to RDX (EDX without REX.W), or a fault */
 };
 
 struct step_insn {
@@ -111,8 +113,8 @@ struct step_state {
 	uint64_t frame_handler;
 	bool frame_tf;          /* the guest's TF, for that frame */
 	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
-	uint64_t iret_to;       /* IRET: the RIP its frame holds */
-	bool iret_to_known;     /* iret_to was read, and is where a completed IRET goes */
+	uint64_t to;            /* IRET, SYSENTER, SYSEXIT: where a completed one goes */
+	bool to_known;          /* `to` was read, and is where it goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
 	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
@@ -172,15 +174,17 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
 		   struct step_mode mode);
 
 /*
- * A completed step of an IRET that ends anywhere but at the RIP of its
- * frame (`to`, read as it began; to_known false where it could not be, or
- * where the frame is not where it returns, a task switch): the IRET
- * faulted (a bad CS or SS, a non-canonical RIP, an unreadable frame) and
- * loaded nothing, TF included; the fault's handler was reached, or ran and
- * returned, instead (SDM vol. 2 IRET: every check comes before any load).
+ * A completed step of an IRET, SYSENTER or SYSEXIT that ends anywhere but
+ * where the instruction goes (`to`, read as it began: the frame's RIP,
+ * IA32_SYSENTER_EIP, RDX; to_known false where it could not be, or where
+ * the frame is not where an IRET returns, a task switch): it faulted (a
+ * bad CS or SS, a non-canonical RIP, an unreadable frame, SYSENTER_CS 0,
+ * SYSENTER in long mode on AMD) and loaded nothing, TF included; the
+ * fault's handler was reached, or ran and returned, instead (SDM vol. 2:
+ * every check comes before any load).
  */
-bool step_iret_faulted(const struct step_insn *insn, bool to_known, uint64_t to,
-		       uint64_t exit_rip);
+bool step_missed_target(const struct step_insn *insn, bool to_known, uint64_t to,
+			uint64_t exit_rip);
 
 /* The CPU pushes an error code for this exception vector (64-bit IDT delivery). */
 bool step_vector_error_code(unsigned vector);
@@ -292,6 +296,8 @@ struct step_cpu {
 	unsigned cpl;
 	uint64_t dr7, rflags, cr4;
 	bool long64;            /* 64-bit code (EFER.LMA and CS.L) */
+	bool lma;               /* long mode (EFER.LMA), compatibility mode included */
+	bool amd;               /* the guest's CPUID vendor is AMD's (or Hygon's) */
 	bool la57;
 	const uint64_t *gpr;    /* RAX..R15 in encoding order, or NULL */
 	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
@@ -306,7 +312,11 @@ struct step_cpu {
  * (DR7.GD clear), and CLI/STI above IOPL at CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
  * register, to a non-canonical address (#GP(0)); MOV SS from a register
  * with a null selector at CPL3 or outside 64-bit code (#GP(0)), a selector
- * past the GDT, or an RPL other than the CPL (#GP(selector)). The vector
+ * past the GDT, or an RPL other than the CPL (#GP(selector)); SYSEXIT
+ * above CPL0 (#GP(0)); SYSENTER in
+ * long mode on AMD, and a one-byte opcode invalid in 64-bit code such as
+ * INTO (#UD: KVM intercepts every #UD to emulate what it can, and the
+ * #UD it injects back holds no TF of the VMM's to step its handler). The vector
  * and *err, or -1. The VMM delivers it itself, so that its handler is
  * checked.
  */

@@ -404,8 +404,10 @@ static void frame_fix(struct vcpu *v)
  * A diverted step that stopped at a handler's first instruction with its
  * frame at RSP: the frame gets the guest's TF, and true. false: the
  * handler ran unchecked, which the caller counts (docs/design.md, "Afterwards").
+ * fault_only: the frame must hold the instruction's own RIP (a branch may
+ * go anywhere, a handler included; only a fault's frame tells it failed).
  */
-static bool diverted_at_handler(struct vcpu *v)
+static bool diverted_at_handler(struct vcpu *v, bool fault_only)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
@@ -433,7 +435,7 @@ static bool diverted_at_handler(struct vcpu *v)
 		return false;
 	memcpy(w, raw, sizeof(w));
 	slot = step_frame_rflags(w, step_vector_error_code(vector), s->rip,
-				 step_advance(s->rip, s->insn.len, s->mode));
+				 fault_only ? s->rip : step_advance(s->rip, s->insn.len, s->mode));
 	b = slot < 0 ? NULL : stack_byte(v, regs->rsp + 8u * (unsigned)slot + 1);
 	if (!b)
 		return false;
@@ -453,8 +455,8 @@ static uint64_t read_fmask(struct vcpu *v)
 }
 
 /*
- * The guest's TF once the instruction at RIP completes; for an IRET, also
- * where it returns (step_iret_faulted()).
+ * The guest's TF once the instruction at RIP completes; for an IRET,
+ * SYSENTER or SYSEXIT, also where it goes (step_missed_target()).
  */
 static bool tf_after(struct vcpu *v)
 {
@@ -467,17 +469,27 @@ static bool tf_after(struct vcpu *v)
 	uint8_t buf[8] = { 0 };
 	uint64_t at = regs->rsp;
 
-	v->step.iret_to_known = false;
+	v->step.to_known = false;
 	switch (insn->kind) {
+	case STEP_SYSENTER:
+		/* RIP = IA32_SYSENTER_EIP, its low half outside long mode. */
+		v->step.to_known = !v->kvm->get_msr(v, MSR_IA32_SYSENTER_EIP, &v->step.to);
+		if (!(sregs->efer & X86_EFER_LMA))
+			v->step.to = (uint32_t)v->step.to;
+		break;
+	case STEP_SYSEXIT:
+		v->step.to = insn->opsize == 8 ? regs->rdx : (uint32_t)regs->rdx;
+		v->step.to_known = true;
+		break;
 	case STEP_IRET:
 		/* NT outside long mode: a task switch, which returns elsewhere. */
-		v->step.iret_to_known =
+		v->step.to_known =
 			read_linear(v, emulate_stack_la(sregs, regs->rflags, at), 0, buf,
 				    insn->opsize) == insn->opsize &&
 			((sregs->efer & X86_EFER_LMA) || !(regs->rflags & X86_RFLAGS_NT));
-		v->step.iret_to = 0;
+		v->step.to = 0;
 		for (unsigned i = 0; i < 8; i++)
-			v->step.iret_to |= (uint64_t)buf[i] << (8 * i);
+			v->step.to |= (uint64_t)buf[i] << (8 * i);
 		memset(buf, 0, sizeof(buf));
 		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
 		/* fallthrough */
@@ -704,6 +716,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		struct step_cpu c = {
 			.cpl = sr->cs.dpl, .dr7 = s->dr7, .rflags = regs->rflags, .cr4 = sr->cr4,
 			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l,
+			.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
 			.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
 		};
 		uint8_t ret[8];
@@ -806,18 +819,27 @@ bool stepping_debug_exit(struct vcpu *v)
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
 	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped &&
 	    (step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
-	     step_iret_faulted(&s->insn, s->iret_to_known, s->iret_to, v->run->s.regs.regs.rip))) {
+	     step_missed_target(&s->insn, s->to_known, s->to, v->run->s.regs.regs.rip))) {
 		/*
 		 * The instruction faulted: no step of its own is owed to the
 		 * guest, and what an IRET would have loaded (tf_after) is not
 		 * the guest's: its TF stays as it was.
 		 */
-		if (diverted_at_handler(v)) {
+		if (diverted_at_handler(v, false)) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */
 		} else {
 			escaped = true;
 		}
+	} else if (s->checked && (hit & X86_DR6_BS) && !escaped && s->insn.kind == STEP_BRANCH &&
+		   diverted_at_handler(v, true)) {
+		/*
+		 * A branch that faulted (a non-canonical target, SYSENTER's #UD
+		 * on AMD in long mode, a #PF on CALL's push): the handler's
+		 * first instruction, TF clear there, nothing owed.
+		 */
+		s->checked = false;
+		s->guest_tf = false;
 	}
 	/*
 	 * A stretch that escaped from a guest whose own TF was set: every frame

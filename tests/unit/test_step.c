@@ -305,19 +305,29 @@ static void test_task_switch_bits(void **state)
 	assert_int_equal(step_tss_flags_offset(2), -1);	/* an LDT */
 }
 
-static void test_iret_faulted(void **state)
+static void test_missed_target(void **state)
 {
 	struct step_insn iret = CLASSIFY(m64, 0x48, 0xcf), popf = CLASSIFY(m64, 0x9d);
+	struct step_insn sysenter = CLASSIFY(m64, 0x0f, 0x34), sysexitq = CLASSIFY(m64, 0x48, 0x0f, 0x35);
 
 	(void)state;
 	assert_int_equal(iret.kind, STEP_IRET);
 	/* Where its frame said: completed. Anywhere else: it faulted. */
-	assert_false(step_iret_faulted(&iret, true, 0x2000, 0x2000));
-	assert_true(step_iret_faulted(&iret, true, 0x2000, 0x1002));
-	assert_true(step_iret_faulted(&iret, true, 0x2000, 0x100080));
+	assert_false(step_missed_target(&iret, true, 0x2000, 0x2000));
+	assert_true(step_missed_target(&iret, true, 0x2000, 0x1002));
+	assert_true(step_missed_target(&iret, true, 0x2000, 0x100080));
 	/* The frame unread, or a task switch: nothing concluded. */
-	assert_false(step_iret_faulted(&iret, false, 0x2000, 0x1002));
-	assert_false(step_iret_faulted(&popf, true, 0x2000, 0x1002));
+	assert_false(step_missed_target(&iret, false, 0x2000, 0x1002));
+	assert_false(step_missed_target(&popf, true, 0x2000, 0x1002));
+	/* SYSENTER at IA32_SYSENTER_EIP, SYSEXIT at RDX: anywhere else, a fault. */
+	assert_int_equal(sysenter.kind, STEP_SYSENTER);
+	assert_int_equal(sysenter.len, 2);
+	assert_int_equal(sysexitq.kind, STEP_SYSEXIT);
+	assert_int_equal(sysexitq.opsize, 8);
+	assert_int_equal(sysexitq.len, 3);
+	assert_false(step_missed_target(&sysenter, true, 0x5000, 0x5000));
+	assert_true(step_missed_target(&sysenter, true, 0x5000, 0x100080));
+	assert_true(step_missed_target(&sysexitq, true, 0x1000, 0x100080));
 }
 
 static void test_frames(void **state)
@@ -628,6 +638,41 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(hlt, 1, &c3, &err), X86_VEC_GP);
 	assert_int_equal(step_certain_fault(lock_hlt, 2, &c3, &err), -1);
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), X86_VEC_GP);
+	{
+		static const uint8_t sysenter[] = { 0x0f, 0x34 };
+		struct step_cpu amd = c3;
+
+		/* SYSENTER: #UD in long mode on AMD only (Intel's goes to SYSENTER_EIP). */
+		amd.lma = true;
+		assert_int_equal(step_certain_fault(sysenter, 2, &amd, &err), -1);
+		amd.amd = true;
+		assert_int_equal(step_certain_fault(sysenter, 2, &amd, &err), X86_VEC_UD);
+		amd.long64 = false;	/* compatibility mode */
+		assert_int_equal(step_certain_fault(sysenter, 2, &amd, &err), X86_VEC_UD);
+		amd.lma = false;
+		assert_int_equal(step_certain_fault(sysenter, 2, &amd, &err), -1);
+	}
+	{
+		static const uint8_t sysexit[] = { 0x0f, 0x35 }, sysexitq[] = { 0x48, 0x0f, 0x35 };
+
+		/* SYSEXIT: #GP(0) above CPL0, with or without REX.W; at CPL0 it returns. */
+		assert_int_equal(step_certain_fault(sysexit, 2, &c3, &err), X86_VEC_GP);
+		assert_int_equal(step_certain_fault(sysexitq, 3, &c3, &err), X86_VEC_GP);
+		assert_int_equal(err, 0);
+		assert_int_equal(step_certain_fault(sysexitq, 3, &c0, &err), -1);
+	}
+	{
+		static const uint8_t into[] = { 0xce }, push_es[] = { 0x06 }, evex[] = { 0x62 };
+		struct step_cpu compat = c3;
+
+		/* #UD in 64-bit code; INTO and PUSH ES are instructions elsewhere; 0x62 is EVEX. */
+		assert_int_equal(step_certain_fault(into, 1, &c3, &err), X86_VEC_UD);
+		assert_int_equal(step_certain_fault(push_es, 1, &c0, &err), X86_VEC_UD);
+		assert_int_equal(step_certain_fault(evex, 1, &c0, &err), -1);
+		compat.long64 = false;
+		assert_int_equal(step_certain_fault(into, 1, &compat, &err), -1);
+		assert_int_equal(step_certain_fault(push_es, 1, &compat, &err), -1);
+	}
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c0, &err), -1);
 	{
 		static const uint8_t to_dr7[] = { 0x0f, 0x23, 0xfb }, to_dr0[] = { 0x0f, 0x23, 0xc3 },
@@ -745,7 +790,7 @@ int main(void)
 		cmocka_unit_test(test_escaped),
 		cmocka_unit_test(test_advance),
 		cmocka_unit_test(test_diverted),
-		cmocka_unit_test(test_iret_faulted),
+		cmocka_unit_test(test_missed_target),
 		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_delivery),
 		cmocka_unit_test(test_delivery_privilege),

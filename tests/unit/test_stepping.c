@@ -138,8 +138,6 @@ static uint64_t word_at(uint64_t gpa)
 	return w;
 }
 
-static uint64_t word_at(uint64_t gpa);
-
 /* vector's gate gets IST 1 and TR no TSS: only the CPU can deliver it. */
 static void no_vmm_delivery(struct vcpu *v, unsigned vector)
 {
@@ -480,6 +478,110 @@ static void iret_fault_at_handler(void **state)
 	assert_false(v->step.guest_tf);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
+/*
+ * JMP *%rax with the guest's TF (a branch: it may go anywhere) whose step
+ * ends at the #GP handler with a fault frame of its own RIP at RSP (a
+ * non-canonical target): the frame gets the guest's TF, the handler runs
+ * with TF clear, nothing is owed or counted.
+ */
+static void branch_fault_at_handler(void **state)
+{
+	static const uint8_t jmp_rax[] = { 0xff, 0xe0 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t gp = STACK - 48;
+
+	(void)state;
+	memcpy(ram + CODE, jmp_rax, sizeof(jmp_rax));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->step.insn.kind, STEP_BRANCH);
+	memcpy(ram + gp, (uint64_t[]){ 0, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+				       STACK, BOOT_SEL_DATA }, 48);
+	regs(v)->rsp = gp;
+	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
+	assert_int_equal(word_at(gp + 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
+/*
+ * SYSENTER with the guest's TF goes to IA32_SYSENTER_EIP (TF kept: the
+ * guest's trap is owed there). One whose step ends anywhere else faulted
+ * (#UD in long mode on AMD): at the #UD handler with its frame, the frame
+ * gets the guest's TF; after a handler that ran, one unchecked run and
+ * the guest's trap after it.
+ */
+static void sysenter_target(void **state)
+{
+	static const uint8_t sysenter[] = { 0x0f, 0x34 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t ud = STACK - 40;
+
+	(void)state;
+	fc->msrs[0].valid = true;
+	fc->msrs[0].index = MSR_IA32_SYSENTER_EIP;
+	fc->msrs[0].value = HANDLER(0x1f);
+	memcpy(ram + CODE, sysenter, sizeof(sysenter));
+	memcpy(ram + CODE + 0x40, sysenter, sizeof(sysenter));
+	memcpy(ram + CODE + 0x80, sysenter, sizeof(sysenter));
+
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_SYSENTER);
+	memcpy(ram + ud, (uint64_t[]){ CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+				       STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = ud;
+	step_to(v, HANDLER(X86_VEC_UD), DR6_STEP);
+	assert_int_equal(word_at(ud + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	/* The handler ran and returned behind SYSENTER: its run is counted, the trap owed. */
+	regs(v)->rip = CODE + 0x40;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	step_to(v, CODE + 0x42, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+
+	/* At IA32_SYSENTER_EIP: completed, TF kept, the trap owed. */
+	regs(v)->rip = CODE + 0x80;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	step_to(v, HANDLER(0x1f), DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 2);
+}
+
+/*
+ * A JMP with the guest's TF that lands on a handler's first instruction
+ * without a fault frame of its own at RSP: a branch that completed, and
+ * its trap is the guest's.
+ */
+static void branch_to_handler_completes(void **state)
+{
+	static const uint8_t jmp_rax[] = { 0xff, 0xe0 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, jmp_rax, sizeof(jmp_rax));
+	memcpy(ram + STACK - 40, (uint64_t[]){ CODE + 2, BOOT_SEL_CODE64, X86_RFLAGS_FIXED,
+					       STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = STACK - 40;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_true(v->step.guest_tf);
+	step_to(v, HANDLER(X86_VEC_UD), DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED);
 }
 
 /* A debug exit with no debug hardware armed is not the engine's. */
@@ -988,6 +1090,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(iret_tf_rf_stepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_keeps_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_fault_at_handler, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(branch_fault_at_handler, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(branch_to_handler_completes, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
