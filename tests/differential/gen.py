@@ -41,7 +41,7 @@ GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG = 1, 2, 4, 8, 0x10, 0x20
 MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base"]
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
-ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE = range(5)
+ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER = range(6)
 TF, IF, DF, AC = 0x100, 0x200, 0x400, 0x40000
 
 # (name, opcode bytes, 8-bit last opcode byte or None, ModRM.reg digit or None
@@ -95,6 +95,10 @@ PROBES = [
     ("fault-syscall-sce0", b"\x0f\x05", (0,), (0, 3)),
     ("fault-sysret-cpl3", b"\x48\x0f\x07", (0,), (3,)),
     ("int3", b"\xcc\x90", (0, 1, 3), (0, 3)),
+    # INT1: a #DB trap through the IDT on the CPU (TCG raises #UD).
+    ("icebp", b"\xf1\x90", (0, 1, 2, 3), (0, 3)),
+    # #GP(0) at CPL3 (Intel); #UD in long mode (AMD).
+    ("fault-sysexit-cpl3", b"\x0f\x35", (0, 1, 2, 3), (3,)),
 ]
 
 
@@ -110,6 +114,8 @@ def probe_case(rng, idx, name=None):
     c.seed, c.ds_base = rng.getrandbits(32), 0
     c.regs = [rng.getrandbits(64) for _ in range(R_COUNT)]
     c.regs[R_FLAGS] = rng.getrandbits(12) & 0x8d5
+    if name == "icebp":
+        c.needs = ("icebp",)
     return c
 
 
@@ -262,7 +268,11 @@ def movdr_case(rng, idx):
 
 def disarm(c, lacking):
     """Runs C without what the host lacks: an execute breakpoint moved to data
-    that is never executed, DR7.GD left clear (vmmlib.lacks names why)."""
+    that is never executed, DR7.GD left clear, INT 1 for ICEBP (vmmlib.lacks
+    names why)."""
+    if "icebp" in lacking and c.insn[0] == 0xf1:
+        c.insn = b"\xcd\x01" + c.insn[1:]
+        c.disarmed = tuple(c.disarmed) + ("icebp",)
     if c.env != ENV_DR:
         return
     n, where, gd = c.dr
@@ -293,6 +303,42 @@ def callgate_case(rng, idx):
         c.events.append("cpl3->cpl0->cpl3")
     if c.mode:
         c.events.append("callgate-mode-change")
+    return c
+
+
+# The target's CPU vendor (main() reads it): SYSENTER and SYSEXIT are Intel's
+# in long mode; AMD raises #UD for them there (APM vol. 3, SYSENTER).
+AMD_LIKE = False
+SYSENTER_CLASSES = {False: ("sysenter-sysexit", "sysenter-iretq", "sysenter-cs0"),
+                    True: ("sysenter-ud",)}
+
+
+def sysenter_case(rng, idx, kind):
+    """SYSENTER from 64-bit or compatibility mode into gen_se_entry, which
+    returns with SYSEXIT (CPL3 caller) or IRETQ (CPL0 caller); SYSENTER_CS 0
+    (#GP(0)). TF is not cleared by SYSENTER: the guest's own single-step
+    goes on in the handler. On AMD, the #UD from 64-bit code at CPL3 only:
+    KVM intercepts that #UD to emulate SYSENTER, cannot in long mode, and
+    stops the VM (KVM_EXIT_INTERNAL_ERROR) when the guest is at CPL0; and
+    QEMU's TCG runs it in compatibility mode, into a CS with both L and D
+    set that the next VMRUN refuses."""
+    if AMD_LIKE:
+        kind = "sysenter-ud"
+    cpls = {"sysenter-iretq": (0,), "sysenter-sysexit": (3,), "sysenter-ud": (3,)}.get(kind, (0, 3))
+    c = base_case(rng, idx, kind, (0,) if AMD_LIKE else (0, 1), cpls)
+    save = b"\x48\x89\xe1" if c.mode == 0 else b"\x89\xe1"      # mov %rsp, %rcx
+    cs0 = kind == "sysenter-cs0"
+    c.env, c.env_arg = ENV_SYSENTER, (0 if c.cpl == 3 else 1) | (2 if cs0 else 0)
+    c.insn = save + b"\x0f\x34" + b"\x90" * rng.randrange(1, 3)
+    c.aux = len(save) + 2
+    if AMD_LIKE:
+        c.events = ["sysenter-ud-long-mode"]
+    elif cs0:
+        c.events = ["sysenter-cs-null"]
+    else:
+        c.events = ["cpl3->cpl0->cpl3" if c.cpl == 3 else "cpl0->cpl0"]
+    if c.flags & GEN_TF:
+        c.events.append("tf-through-handler")
     return c
 
 
@@ -378,16 +424,20 @@ EXPLORE_CLASSES = ["pushf", "pushf-osz", "popf-tf", "popf-tf-clear", "fault-ud2"
                    "fault-cli-cpl3", "fault-in-cpl3", "movdr", "fault-syscall-sce0",
                    "fault-sysret-cpl3", "int3", "lock16", "syscall-sysretq", "syscall-iretq",
                    "int-n", "int3-cd03", "into", "iretq-tf-frame", "movdr-bp", "movdr-gd",
-                   "callgate", "lock-mix", "gen"]
+                   "callgate", "lock-mix", "icebp", "fault-sysexit-cpl3", "sysenter-sysexit",
+                   "sysenter-iretq", "sysenter-cs0", "sysenter-ud", "gen"]
 
 
 # --explore deals its records from a shuffled deck of generators (how many
 # cards each has: its weight), so that every class turns up within each
-# deck's worth of records (44) and consecutive records change class, mode
+# deck's worth of records (52) and consecutive records change class, mode
 # and CPL at random.
 DECK = ([(lambda rng, idx, n=n: probe_case(rng, idx, n)) for n in dict.fromkeys(p[0] for p in PROBES)]
         + [lock16_case] * 2 + [syscall_case] * 4 + [gate_case] * 8 + [popf_clear_case]
-        + [movdr_case] * 4 + [callgate_case] * 3 + [lock_mix_case] * 4 + [None] * 9)
+        + [movdr_case] * 4 + [callgate_case] * 3 + [lock_mix_case] * 4 + [
+            lambda rng, idx, k=k: sysenter_case(rng, idx, k)
+            for k in ("sysenter-sysexit", "sysenter-sysexit", "sysenter-iretq", "sysenter-cs0")]
+        + [None] * 9)
 
 
 def gen_explore(rng, idx):
@@ -467,7 +517,9 @@ def show_coverage(cov):
 
 def missing_coverage(cov):
     """What a full --explore run must have covered and did not."""
-    miss = [f"class {k}" for k in EXPLORE_CLASSES if k not in cov["class"]]
+    other_vendor = SYSENTER_CLASSES[not AMD_LIKE]
+    miss = [f"class {k}" for k in EXPLORE_CLASSES
+            if k not in cov["class"] and k not in other_vendor]
     miss += [f"mode {m}/cpl{p}" for m in MODE_NAMES for p in (0, 3)
              if f"{m}/cpl{p}" not in cov["mode"]]
     if not cov["switch"].get("changed"):
@@ -649,6 +701,9 @@ def describe(c):
                f"; reg {c.env_reg} += gen_farptr (data)")
     elif c.env == ENV_CALLGATE:
         env = f"; call gate DPL {c.aux & 3}, selector RPL {c.aux >> 4 & 3}, reg {c.env_reg} = far pointer"
+    elif c.env == ENV_SYSENTER:
+        env = (f"; SYSENTER_CS {'0' if c.env_arg & 2 else 'set'}, back with "
+               f"{'IRETQ' if c.env_arg & 1 else 'SYSEXIT'} to program+{c.aux:#x}")
     if c.env or c.form in EXPLORE_CLASSES:
         env += f"; flags in {c.regs[R_FLAGS] & 0x8d5:#x}"
         if c.disarmed:
@@ -761,8 +816,9 @@ def main():
                          "with a CS base) at CPL0 and CPL3 switching between records, the guest's TF, "
                          "PUSHF/POPF setting and clearing TF, SYSCALL/SYSRETQ, INT n/INT3/INTO "
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "
-                         "execute breakpoints and DR7.GD, far calls through a call gate, split and "
-                         "non-split locks in one program, faulting instructions of several classes")
+                         "execute breakpoints and DR7.GD, far calls through a call gate, SYSENTER/"
+                         "SYSEXIT (Intel; AMD: their #UD in long mode), ICEBP, split and non-split "
+                         "locks in one program, faulting instructions of several classes")
     ap.add_argument("--require-coverage", action="store_true",
                     help="with --explore: fail unless every class and every mode/CPL appeared")
     ap.add_argument("--log", action="store_true",
@@ -784,11 +840,17 @@ def main():
     if a.slow_count is not None and target().time_scale > 1:
         print(f"{target().label}: the first {a.slow_count} of the seed's {a.count} records")
         a.count = a.slow_count
+    global AMD_LIKE
+    cpuinfo = (target().read("/proc/cpuinfo") or b"").decode(errors="replace")
+    AMD_LIKE = bool(re.search(r"^vendor_id\s*:\s*(AuthenticAMD|HygonGenuine)$", cpuinfo, re.M))
+    if a.explore:
+        print(f"SYSENTER records: {', '.join(SYSENTER_CLASSES[AMD_LIKE])} (the target's CPU is "
+              f"{'AMD' if AMD_LIKE else 'not AMD'}: /proc/cpuinfo)")
     rng = random.Random(a.seed)
     cases = [(gen_explore if a.explore else gen_case)(rng, i) for i in range(a.count)]
     # What the host lacks (a probe of the lab's boot measured it): the
     # records that need it run without it, and the coverage says so.
-    lacking = {n: lacks(n) for n in ("hw_breakpoint", "dr7_gd")}
+    lacking = {n: lacks(n) for n in ("hw_breakpoint", "dr7_gd", "icebp")}
     quirks = {n for n in ("intn_error_code",) if lacks(n)}
     for n in quirks:
         print(f"the oracle's answers compared with the architecture's where they differ so: "
@@ -825,6 +887,8 @@ def main():
                 for name, r in (("inherit", ref), ("emulate", emu)):
                     print(f"--- {name} (status {r.status}) ---")
                     print("\n".join(x for x in r.out.splitlines() if x.startswith(("g", "  ev"))))
+                    if r.status:
+                        print(r.err.rstrip())
             d, n, b, stop, done = compare_batch(batch, ref, emu, quirks)
             for i, line in record_lines(ref.out).items():
                 if i < len(batch):

@@ -54,23 +54,34 @@ struct gen_record {
  * ENV_CALLGATE: a call gate at SEL_CALLGATE (DPL aux bits 0-1) to
  *   gen_cg_entry; gen_farptr's selector is SEL_CALLGATE | aux bits 4-5
  *   (RPL); register env_reg += gen_farptr's address.
+ * ENV_SYSENTER: IA32_SYSENTER_CS/ESP/EIP = SEL_SE_K_CODE, gen_se_stack,
+ *   gen_se_entry (SYSENTER_CS 0 with env_arg bit 1: #GP); the handler
+ *   returns to the program's offset aux, with SYSEXIT (64-bit with REX.W)
+ *   to a CPL3 caller or IRETQ to a CPL0 one (env_arg bit 0), RSP = RCX.
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
 #define ENV_GATE     2
 #define ENV_DR       3
 #define ENV_CALLGATE 4
+#define ENV_SYSENTER 5
 
 #define MSR_STAR    0xc0000081
 #define MSR_LSTAR   0xc0000082
 #define MSR_FMASK   0xc0000084
+#define MSR_SYSENTER_CS  0x174
+#define MSR_SYSENTER_ESP 0x175
+#define MSR_SYSENTER_EIP 0x176
 
 extern uint64_t gen_frame[6], gen_hits, gen_sc_xor, gen_sc_iret, gen_gate_tf;
+extern uint64_t gen_se_ret, gen_se_how, gen_se_cs;
+extern uint8_t gen_se_stack_top[];
 extern uint8_t gen_farptr[6];
 extern uint8_t exec_page16[64], exec_buf64[64], exec_buf32[64];
 void gen_sc_entry(void);
 void gen_gate_stub(void);
 void gen_cg_entry(void);
+void gen_se_entry(void);
 
 /* The program's linear address in its mode (exec_insn puts it there). */
 static uint64_t code_linear(enum exec_mode m)
@@ -116,7 +127,8 @@ static int gen(const struct boot_info *bi)
 	uint64_t have = bi->image_size - (uint64_t)(__image_end - __image_start);
 	uint32_t count, rsize;
 	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
-		 fmask = rdmsr(MSR_FMASK);
+		 fmask = rdmsr(MSR_FMASK), se_cs = rdmsr(MSR_SYSENTER_CS),
+		 se_esp = rdmsr(MSR_SYSENTER_ESP), se_eip = rdmsr(MSR_SYSENTER_EIP);
 
 	if (bi->image_size < (uint64_t)(__image_end - __image_start) + 16 ||
 	    memcmp(payload, "DIFFGEN1", 8)) {
@@ -212,6 +224,15 @@ static int gen(const struct boot_info *bi)
 				req.in.r[r.env_reg] += (uint64_t)gen_farptr - base;
 			break;
 		}
+		case ENV_SYSENTER:
+			wrmsr(MSR_SYSENTER_CS, r.env_arg & 2 ? 0 : SEL_SE_K_CODE);
+			wrmsr(MSR_SYSENTER_ESP, (uint64_t)gen_se_stack_top);
+			wrmsr(MSR_SYSENTER_EIP, (uint64_t)gen_se_entry);
+			gen_se_ret = code_linear(req.mode) + (r.aux & 0xff);
+			/* 1: IRETQ to CPL0; 2: SYSEXIT with REX.W (to 64-bit code). */
+			gen_se_how = (r.env_arg & 1) | (req.mode == MODE_64 ? 2 : 0);
+			gen_se_cs = req.mode == MODE_64 ? SEL_KERNEL_CS : SEL_K_CODE32;
+			break;
 		}
 		exec_insn(&req, &res);
 		write_dr(7, 0x400);
@@ -226,6 +247,11 @@ static int gen(const struct boot_info *bi)
 			break;
 		case ENV_DR:
 			dr_park();
+			break;
+		case ENV_SYSENTER:
+			wrmsr(MSR_SYSENTER_CS, se_cs);
+			wrmsr(MSR_SYSENTER_ESP, se_esp);
+			wrmsr(MSR_SYSENTER_EIP, se_eip);
 			break;
 		}
 		/*

@@ -131,6 +131,16 @@ static inline struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
 /* Where legacy.S's real-mode part runs (copied there, below 1 MiB, free RAM). */
 #define LEGACY_REAL_BASE 0x70000u
 #define SEL_CALLGATE  0xb8  /* a 64-bit call gate (16 bytes), seg_set_callgate() */
+/*
+ * SYSENTER/SYSEXIT's fixed layout from IA32_SYSENTER_CS = SEL_SE_K_CODE:
+ * CS, SS; SYSEXIT to 32-bit code: +16, +24; to 64-bit code: +32, +40.
+ */
+#define SEL_SE_K_CODE 0xc8  /* 64-bit code, DPL0 */
+#define SEL_SE_K_DATA 0xd0  /* flat data, DPL0 */
+#define SEL_SE_U_CODE32 0xdb /* CS.D=1, DPL3 */
+#define SEL_SE_U_DATA32 0xe3 /* flat data, DPL3 */
+#define SEL_SE_U_CODE 0xeb  /* 64-bit code, DPL3 */
+#define SEL_SE_U_DATA 0xf3  /* flat data, DPL3 */
 void gdt_init(void);
 /* TSS A and B available again, and the runtime's 64-bit TSS back in TR. */
 void gdt_tss_reset(void);

@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 25  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE) */
+#define GDT_N 31  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's */
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -323,6 +323,13 @@ void gdt_init(void)
 	gdt[SEL_R2_DATA >> 3] = 0x00cfd2000000ffffull;
 	gdt[SEL_TSS_A >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_a);
 	gdt[SEL_TSS_B >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_b);
+	/* What SYSENTER and SYSEXIT load (their caches are fixed, not read from here). */
+	gdt[SEL_SE_K_CODE >> 3] = 0x00af9a000000ffffull;
+	gdt[SEL_SE_K_DATA >> 3] = 0x00cf92000000ffffull;
+	gdt[SEL_SE_U_CODE32 >> 3] = 0x00cffa000000ffffull;
+	gdt[SEL_SE_U_DATA32 >> 3] = 0x00cff2000000ffffull;
+	gdt[SEL_SE_U_CODE >> 3] = 0x00affa000000ffffull;
+	gdt[SEL_SE_U_DATA >> 3] = 0x00cff2000000ffffull;
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }

@@ -13,12 +13,19 @@
 	.data
 	.p2align 3
 	.globl gen_frame, gen_hits, gen_sc_xor, gen_sc_iret, gen_gate_tf, gen_farptr
+	.globl gen_se_ret, gen_se_how, gen_se_cs, gen_se_stack_top
 gen_frame:	.skip 8 * 6	/* what the handler saw, by handler */
 gen_hits:	.quad 0		/* handler entries */
 gen_sc_xor:	.quad 0		/* SYSCALL: R11 ^= this before the return */
 gen_sc_iret:	.quad 0		/* SYSCALL: return with IRETQ (CPL0 origin), not SYSRETQ */
 gen_gate_tf:	.quad 0		/* gate: 1 sets TF in the frame, 2 clears it */
 gen_sc_rsp:	.quad 0
+gen_se_ret:	.quad 0		/* SYSENTER: where the program goes on */
+gen_se_how:	.quad 0		/* SYSENTER: 1 IRETQ to CPL0, else SYSEXIT; 2 REX.W */
+gen_se_cs:	.quad 0		/* SYSENTER: the CPL0 caller's CS for IRETQ */
+	.p2align 4
+gen_se_stack:	.skip 4096	/* IA32_SYSENTER_ESP: #DB frames of a stepped handler too */
+gen_se_stack_top:
 	.p2align 3
 gen_farptr:	.long 0		/* m16:32 for a far call through the call gate */
 		.word 0
@@ -91,5 +98,34 @@ gen_cg_entry:
 1:	incq gen_hits(%rip)
 	popq %rax
 	lretq
+
+/*
+ * IA32_SYSENTER_EIP: CPL0, 64-bit, IF and RF clear, TF as the caller had
+ * it. Notes RFLAGS, RCX, RSP, CS and SS; back to gen_se_ret with RSP =
+ * RCX: SYSEXIT (CPL3 caller) or IRETQ (CPL0 caller: SYSEXIT would land
+ * at CPL3).
+ */
+	.globl gen_se_entry
+gen_se_entry:
+	pushfq
+	popq gen_frame + 0(%rip)
+	movq %rcx, gen_frame + 8(%rip)
+	movq %rsp, gen_frame + 16(%rip)
+	movw %cs, gen_frame + 24(%rip)
+	movw %ss, gen_frame + 32(%rip)
+	incq gen_hits(%rip)
+	movq gen_se_ret(%rip), %rdx
+	testq $1, gen_se_how(%rip)
+	jnz 2f
+	testq $2, gen_se_how(%rip)
+	jz 1f
+	sysexitq
+1:	sysexitl
+2:	pushq $SEL_KERNEL_DS
+	pushq %rcx
+	pushfq
+	pushq gen_se_cs(%rip)
+	pushq %rdx
+	iretq
 
 	.section .note.GNU-stack, "", @progbits
