@@ -365,7 +365,7 @@ def lock_mix_case(rng, idx):
     for _ in range(rng.randrange(2, 5)):
         ops = [o for o in MIX_OPS if c.mode == 0 or o[1] != 8]
         op, size = rng.choice(ops)
-        locked = op.find(b"\xf0") >= 0
+        locked = mix_locked(op)
         # Half of them across the boundary 8 bytes above the base.
         d = 8 - rng.randrange(1, size) if rng.random() < 0.5 else rng.randrange(-8, 16)
         enc = op + struct.pack("<b", d) + (bytes([rng.randrange(256)]) if op.endswith(b"\x6b") else b"")
@@ -402,7 +402,17 @@ KNOWN_BUGS = {
         "oracle (most likely): LOCK CMPXCHG split across a page, then LOCK BTS, in one program "
         "at CPL3: registers/memory differ, and TCG's result without TF differs from its own "
         "with TF (one instruction per block), which is emulate's",
+    "tcg-locked-op-then-lock-bt-imm":
+        "oracle: LOCK BTS/BTR/BTC $imm8 after another locked operation in one program (no "
+        "CMPXCHG needed): memory differs, and TCG with TF (one instruction per block) gives "
+        "emulate's result (seed 12 record 348 of 319aae9's deck: h=cad04229 without TF, "
+        "1c5a9049 with it and under emulate)",
 }
+
+
+def mix_locked(op):
+    """A lock-mix operation has LOCK (after its 0x66/0x67 prefixes)."""
+    return op.lstrip(b"\x66\x67").startswith(b"\xf0")
 
 
 def avoid_known(c):
@@ -413,8 +423,21 @@ def avoid_known(c):
         hit.append("tcg-syscall-arith-flags")
     if c.form == "lock-mix" and any(b"\x0f\xb1" in op for op in c.mix[:-1]):
         # Without the LOCK CMPXCHG that other operations follow.
-        c.insn = b"".join(op for op in c.mix[:-1] if b"\x0f\xb1" not in op) + c.mix[-1] + b"\x90"
+        c.mix = [op for op in c.mix[:-1] if b"\x0f\xb1" not in op] + c.mix[-1:]
+        c.insn = b"".join(c.mix) + b"\x90"
         hit.append("tcg-cmpxchg-then-locked-op")
+    if c.form == "lock-mix":
+        # Without the LOCK BT $imm8 that comes after a locked operation.
+        keep, locked = [], False
+        for op in c.mix:
+            if locked and mix_locked(op) and b"\x0f\xba" in op:
+                continue
+            keep.append(op)
+            locked = locked or mix_locked(op)
+        if len(keep) < len(c.mix):
+            c.mix = keep
+            c.insn = b"".join(keep) + b"\x90"
+            hit.append("tcg-locked-op-then-lock-bt-imm")
     c.avoided = hit
     return hit
 
