@@ -204,17 +204,6 @@ unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum dec
 	return n;
 }
 
-bool decode_illegal_lock(enum decode_mode mode, const uint8_t *b, size_t len)
-{
-	ZydisDecodedInstruction insn;
-
-	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > DECODE_MODE_16)
-		return false;
-	return ZydisDecoderDecodeInstruction(&minimal[mode], NULL, b, len, &insn) ==
-	       ZYDIS_STATUS_ILLEGAL_LOCK;
-}
-
 int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
 {
 	ZydisDecodedInstruction insn;

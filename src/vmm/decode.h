@@ -106,11 +106,5 @@ unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum dec
  */
 int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out,
 		     bool *write, bool *plain);
-/*
- * A LOCK prefix the instruction does not accept (not a read-modify-write
- * that may be locked, or its destination a register): #UD before anything
- * else the instruction could raise (SDM vol. 2 LOCK). Thread-safe.
- */
-bool decode_illegal_lock(enum decode_mode mode, const uint8_t *b, size_t len);
 
 #endif

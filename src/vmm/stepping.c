@@ -725,16 +725,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			c.ret_valid = true;
 			memcpy(&c.ret_target, ret, 8);
 		}
-		/*
-		 * A LOCK the instruction does not accept is #UD before all else;
-		 * KVM would inject it from its #UD intercept, the VMM's TF lost.
-		 */
-		if (memchr(bytes, 0xf0, n) && decode_illegal_lock(guest_mode(v), bytes, n)) {
-			vector = X86_VEC_UD;
-			err = 0;
-		} else {
-			vector = step_certain_fault(bytes, n, &c, &err);
-		}
+		vector = step_certain_fault(bytes, n, &c, &err);
 	}
 	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
 	if (vector == X86_VEC_DB)

@@ -263,24 +263,6 @@ static void accesses(void **state)
 	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xa5 }, 1, &si, &write, NULL), -1);
 }
 
-static void illegal_lock(void **state)
-{
-	(void)state;
-	/* lock cmp (not a RMW), lock add to a register, lock mov: #UD. */
-	assert_true(decode_illegal_lock(DECODE_MODE_64, (const uint8_t[]){ 0xf0, 0x66, 0x41, 0x81, 0x3c,
-									0x33, 0x9e, 0xe4 }, 8));
-	assert_true(decode_illegal_lock(DECODE_MODE_64, (const uint8_t[]){ 0xf0, 0x01, 0xc0 }, 3));
-	assert_true(decode_illegal_lock(DECODE_MODE_32, (const uint8_t[]){ 0xf0, 0x89, 0x03 }, 3));
-	assert_true(decode_illegal_lock(DECODE_MODE_16, (const uint8_t[]){ 0xf0, 0x90 }, 2));
-	/* lock add to memory, lock btc to memory, a plain add: fine. */
-	assert_false(decode_illegal_lock(DECODE_MODE_64, (const uint8_t[]){ 0xf0, 0x01, 0x03 }, 3));
-	assert_false(decode_illegal_lock(DECODE_MODE_16, (const uint8_t[]){ 0x66, 0x67, 0xf0, 0x0f,
-									0xbb, 0x03 }, 6));
-	assert_false(decode_illegal_lock(DECODE_MODE_64, (const uint8_t[]){ 0x01, 0xc0 }, 2));
-	/* Too short to tell: not certain. */
-	assert_false(decode_illegal_lock(DECODE_MODE_64, (const uint8_t[]){ 0xf0, 0x81 }, 2));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,7 +275,6 @@ int main(void)
 		cmocka_unit_test(lengths),
 		cmocka_unit_test(lengths_remembered),
 		cmocka_unit_test(accesses),
-		cmocka_unit_test(illegal_lock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -562,31 +562,6 @@ static void sysenter_target(void **state)
 }
 
 /*
- * LOCK CMP (a LOCK the instruction does not accept) with the guest's TF:
- * #UD, delivered by the VMM rather than injected by KVM from its #UD
- * intercept: the frame holds the instruction's RIP and the guest's TF
- * (RF set, a fault), and the handler's first instruction is checked.
- */
-static void illegal_lock_delivered(void **state)
-{
-	static const uint8_t lock_cmp[] = { 0xf0, 0x39, 0x03 };
-	struct vcpu *v = &fv.vm.vcpus[0];
-	uint64_t frame = STACK - 40;
-
-	(void)state;
-	memcpy(ram + CODE, lock_cmp, sizeof(lock_cmp));
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
-	stepping_before_run(v);
-	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD));
-	assert_int_equal(regs(v)->rsp, frame);
-	assert_int_equal(word_at(frame), CODE);
-	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
-	assert_int_equal(v->stats.faults_delivered, 1);
-	assert_true(v->step.checked);
-	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD));
-}
-
-/*
  * A JMP with the guest's TF that lands on a handler's first instruction
  * without a fault frame of its own at RSP: a branch that completed, and
  * its trap is the guest's.
@@ -1118,7 +1093,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(branch_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(branch_to_handler_completes, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
-		cmocka_unit_test_setup_teardown(illegal_lock_delivered, setup_no_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
