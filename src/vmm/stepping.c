@@ -834,8 +834,8 @@ bool stepping_debug_exit(struct vcpu *v)
 	} else if (s->checked && (hit & X86_DR6_BS) && !escaped && s->insn.kind == STEP_BRANCH &&
 		   diverted_at_handler(v, true)) {
 		/*
-		 * A branch that faulted (a non-canonical target, SYSENTER's #UD
-		 * on AMD in long mode, a #PF on CALL's push): the handler's
+		 * A branch that faulted (a non-canonical target, a #PF on
+		 * CALL's push, a far branch's bad selector): the handler's
 		 * first instruction, TF clear there, nothing owed.
 		 */
 		s->checked = false;
