@@ -817,29 +817,28 @@ bool stepping_debug_exit(struct vcpu *v)
 		frame_fix(v);
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
-	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped &&
-	    (step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
-	     step_missed_target(&s->insn, s->to_known, s->to, v->run->s.regs.regs.rip))) {
+	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped) {
+		bool missed = step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
+			      step_missed_target(&s->insn, s->to_known, s->to,
+						 v->run->s.regs.regs.rip);
+		/*
+		 * A branch may go anywhere, a handler included: only a frame of
+		 * its own RIP there says it faulted (a non-canonical target, a
+		 * #PF on CALL's push, a far branch's bad selector).
+		 */
+		bool branch = s->insn.kind == STEP_BRANCH && (hit & X86_DR6_BS);
+
 		/*
 		 * The instruction faulted: no step of its own is owed to the
 		 * guest, and what an IRET would have loaded (tf_after) is not
 		 * the guest's: its TF stays as it was.
 		 */
-		if (diverted_at_handler(v, false)) {
+		if ((missed || branch) && diverted_at_handler(v, branch)) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */
-		} else {
+		} else if (missed) {
 			escaped = true;
 		}
-	} else if (s->checked && (hit & X86_DR6_BS) && !escaped && s->insn.kind == STEP_BRANCH &&
-		   diverted_at_handler(v, true)) {
-		/*
-		 * A branch that faulted (a non-canonical target, a #PF on
-		 * CALL's push, a far branch's bad selector): the handler's
-		 * first instruction, TF clear there, nothing owed.
-		 */
-		s->checked = false;
-		s->guest_tf = false;
 	}
 	/*
 	 * A stretch that escaped from a guest whose own TF was set: every frame
