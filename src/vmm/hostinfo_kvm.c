@@ -266,6 +266,20 @@ static void probe_teardown(struct hostinfo *hi, struct probe *p)
 }
 
 /*
+ * The end of a one-question probe: its VM gone, and where it found no
+ * answer (result < 0), why, in err.
+ */
+static int probe_finish(struct hostinfo *scratch, struct probe *p, int result, char *err,
+			size_t errlen)
+{
+	probe_teardown(scratch, p);
+	if (result < 0 && err)
+		snprintf(err, errlen, "%s", scratch->probe_error[0] ? scratch->probe_error :
+			 "no answer within 16 exits");
+	return result;
+}
+
+/*
  * Does a CPUID.(7,0):EDX[30] set with KVM_SET_CPUID2 reach the guest? Some
  * KVMs (the nested "PVM" of the project's machines) answer leaf 7 from the
  * host whatever the table says. The table gets the opposite of the host's
@@ -331,10 +345,7 @@ static int probe_debug_once(int kvm, unsigned cpl, struct kvm_guest_debug *dbg,
 		dbg->control = 0;
 		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, dbg);
 	}
-	probe_teardown(&scratch, &p);
-	if (result < 0 && err)
-		snprintf(err, errlen, "%s", scratch.probe_error);
-	return result;
+	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
 int hostinfo_probe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
@@ -407,11 +418,7 @@ int hostinfo_probe_databp(int kvm, char *err, size_t errlen)
 		dbg.control = 0;
 		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
 	}
-	probe_teardown(&scratch, &p);
-	if (result < 0 && err)
-		snprintf(err, errlen, "%s", scratch.probe_error[0] ? scratch.probe_error :
-			 "no answer within 16 exits");
-	return result;
+	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
 /* Runs a probe guest to a triple fault (1) or a HLT (0); -1 with probe_error. */
@@ -453,11 +460,7 @@ int hostinfo_probe_dr7_gd(int kvm, char *err, size_t errlen)
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, gd_code, sizeof(gd_code), 0) == 0)
 		result = probe_shutdown_or_hlt(&scratch, &p);
-	probe_teardown(&scratch, &p);
-	if (result < 0 && err)
-		snprintf(err, errlen, "%s", scratch.probe_error[0] ? scratch.probe_error :
-			 "no answer within 16 exits");
-	return result;
+	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
 /*
@@ -506,11 +509,7 @@ int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
 			result = -1;
 		}
 	}
-	probe_teardown(&scratch, &p);
-	if (result < 0 && err)
-		snprintf(err, errlen, "%s", scratch.probe_error[0] ? scratch.probe_error :
-			 "no answer within 16 exits");
-	return result;
+	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
 /*
@@ -563,10 +562,7 @@ int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 				probe_fail(&scratch, "the probe's #GP handler did not see either error code", 0);
 		}
 	}
-	probe_teardown(&scratch, &p);
-	if (result < 0 && err)
-		snprintf(err, errlen, "%s", scratch.probe_error);
-	return result;
+	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
 static void probe_singlestep(struct hostinfo *hi, int kvm)
