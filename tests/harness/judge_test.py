@@ -11,6 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "differential"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import difftest  # noqa: E402
+from verdicts import report  # noqa: E402
 
 
 class Run:
@@ -57,10 +58,7 @@ def main():
     expect("no split locks, none expected unchecked, one counted", judge(bare, stats(0, 1)), False)
     expect("no split locks, none expected unchecked, none counted", judge(bare, stats(0, 0)), True)
     expect("no --stats where a count is expected", judge(bare, "no JSON"), False)
-    for b in bad:
-        print("FAIL: " + b)
-    print(f"{'ok' if not bad else 'FAIL'}: judge_test, {len(bad)} wrong verdicts")
-    return 1 if bad else 0
+    return report(bad, f"judge_test, {len(bad)} wrong verdicts")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "differential"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import gen  # noqa: E402
+from verdicts import report  # noqa: E402
 
 TAIL = " cr2=0 op=2f8c h=1a00376e d=fba6370 at=+0 f=0:fe798dc7"
 Q = {"intn_error_code"}
@@ -35,10 +36,7 @@ def main():
            False)
     expect("#DB count differs", same("g0 db22: #GP 32" + TAIL, "g0 db2: #GP 1a" + TAIL), False)
     expect("not a gate fault", same("g0: #PF 32" + TAIL, "g0: #PF 1a" + TAIL), False)
-    for b in bad:
-        print("FAIL: " + b)
-    print(f"{'FAIL' if bad else 'ok'}: oracle_quirks")
-    return 1 if bad else 0
+    return report(bad, "oracle_quirks")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tempfile
 
+from verdicts import report
+
 SUMMARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                        "test-summary.py")
 
@@ -54,9 +56,7 @@ def main():
         rc, last, out = summary(tmp, ["local"], [f"gcc={here}", f"asan={tmp}/missing.json"])
         if rc == 0:
             fails.append("a missing log passed")
-    for f in fails:
-        print("FAIL: " + f)
-    return 1 if fails else 0
+    return report(fails, "summary_test")
 
 
 if __name__ == "__main__":
