@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "step.h"
+#include "decode.h"
 
 #include <linux/kvm.h>
 
@@ -278,6 +279,11 @@ uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode)
 	return mode.cs_d ? (uint32_t)next : (uint16_t)next;
 }
 
+bool step_undecodable(const struct step_insn *insn)
+{
+	return insn->kind == STEP_OTHER && !insn->rep && !insn->len;
+}
+
 bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		   struct step_mode mode)
 {
@@ -479,7 +485,12 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	unsigned iopl = (unsigned)(c->rflags >> 12) & 3;
 
 	*err = 0;
-	if (len >= 2 && b[0] == 0x0f && b[1] == 0x0b)
+	/*
+	 * UD2; UD1 and UD0 where all 15 bytes could be fetched, so that no #PF
+	 * on their ModR/M comes first (SDM vol. 2 UD; APM vol. 3 UD0-2).
+	 */
+	if (len >= 2 && b[0] == 0x0f &&
+	    (b[1] == 0x0b || (len >= DECODE_INSN_MAX && (b[1] == 0xb9 || b[1] == 0xff))))
 		return X86_VEC_UD;
 	/* APM vol. 3 SYSENTER: #UD in long mode. */
 	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)

@@ -165,6 +165,14 @@ bool step_escaped(const struct step_insn *insn, uint64_t checked_rip, uint64_t e
 uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode);
 
 /*
+ * An instruction the decoder rejects (a LOCK it does not accept, an
+ * undefined opcode, bytes that end first): the CPU may answer #UD, which
+ * KVM intercepts and injects back on its own, or run it. Its step can end
+ * only behind it or at a handler whose frame holds its RIP.
+ */
+bool step_undecodable(const struct step_insn *insn);
+
+/*
  * A completed step of an instruction that falls through, ending anywhere
  * but right behind it: an exception was delivered on the way, by the CPU
  * itself (#GP, #PF, #UD, ...) or by KVM on its own account (a failed MSR

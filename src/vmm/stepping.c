@@ -824,9 +824,11 @@ bool stepping_debug_exit(struct vcpu *v)
 		/*
 		 * A branch may go anywhere, a handler included: only a frame of
 		 * its own RIP there says it faulted (a non-canonical target, a
-		 * #PF on CALL's push, a far branch's bad selector).
+		 * #PF on CALL's push, a far branch's bad selector). So may what
+		 * the decoder rejects, its length unknown.
 		 */
-		bool branch = s->insn.kind == STEP_BRANCH && (hit & X86_DR6_BS);
+		bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn)) &&
+			      (hit & X86_DR6_BS);
 
 		/*
 		 * The instruction faulted: no step of its own is owed to the
@@ -1122,8 +1124,13 @@ again:
 	}
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
+	/*
+	 * A #UD KVM intercepts and injects keeps the step's TF only at the RIP
+	 * of the last KVM_SET_GUEST_DEBUG: issued here again for what the
+	 * decoder rejects (docs/design.md, "An MSR access KVM fails by itself").
+	 */
 	if (!(vm->step_hwbp && s->insn.falls && predicted(v, bytes, n)) &&
-	    !set_hw(v, STEP_DEBUG_STEP, 0, false))
+	    !set_hw(v, STEP_DEBUG_STEP, 0, step_undecodable(&s->insn)))
 		return;
 	if (vm_stopping(vm))
 		return;

@@ -634,6 +634,15 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(ud2, 2, &c0, &err), X86_VEC_UD);
 	assert_int_equal(err, 0);
 	assert_int_equal(step_certain_fault(ud2, 1, &c0, &err), -1);
+	{
+		/* UD1 and UD0: their ModR/M may be fetched, so all 15 bytes must be there. */
+		static const uint8_t ud1[15] = { 0x0f, 0xb9, 0x04, 0x25 }, ud0[15] = { 0x0f, 0xff, 0xc0 };
+
+		assert_int_equal(step_certain_fault(ud1, 15, &c3, &err), X86_VEC_UD);
+		assert_int_equal(step_certain_fault(ud0, 15, &c0, &err), X86_VEC_UD);
+		assert_int_equal(step_certain_fault(ud1, 7, &c3, &err), -1);
+		assert_int_equal(step_certain_fault(ud0, 3, &c0, &err), -1);
+	}
 	assert_int_equal(step_certain_fault(hlt, 1, &c0, &err), -1);	/* CPL0 halts */
 	assert_int_equal(step_certain_fault(hlt, 1, &c3, &err), X86_VEC_GP);
 	assert_int_equal(step_certain_fault(lock_hlt, 2, &c3, &err), -1);

@@ -510,6 +510,56 @@ static void branch_fault_at_handler(void **state)
 }
 
 /*
+ * LOCK CMP (the decoder rejects it: the CPU's #UD, which KVM intercepts and
+ * injects): single-step is issued again at its RIP, so that KVM's delivery
+ * keeps the step's TF; a step that ends at the #UD handler with a frame of
+ * its own RIP faulted, and the frame gets the guest's TF. The same bytes
+ * run by a CPU that accepts them end behind them: completed, nothing owed
+ * beyond the guest's trap. A decoded instruction issues nothing.
+ */
+static void undecodable_fault_at_handler(void **state)
+{
+	static const uint8_t lock_cmp[] = { 0xf0, 0x66, 0x41, 0x81, 0x3c, 0x33, 0x9e, 0xe4 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t ud = STACK - 40;
+	unsigned issued;
+
+	(void)state;
+	memcpy(ram + CODE, lock_cmp, sizeof(lock_cmp));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	issued = FAKE_CALLS(fc, set_guest_debug);
+	assert_true(step_undecodable(&v->step.insn));
+	assert_true(fc->debug.control & KVM_GUESTDBG_SINGLESTEP);
+	memcpy(ram + ud, (uint64_t[]){ CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+				       STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = ud;
+	step_to(v, HANDLER(X86_VEC_UD), DR6_STEP);
+	assert_int_equal(word_at(ud + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	/* Issued again at the next undecodable instruction, even in the same mode. */
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;	/* the guest's own, from the frame's IRET */
+	stepping_before_run(v);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued + 1);
+	/* A CPU that runs it: the step ends behind it, the guest's trap is owed. */
+	step_to(v, CODE + sizeof(lock_cmp), DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 1);
+
+	/* A decoded instruction (the NOPs behind it): no call. */
+	issued = FAKE_CALLS(fc, set_guest_debug);
+	stepping_before_run(v);
+	assert_false(step_undecodable(&v->step.insn));
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued);
+}
+
+/*
  * SYSENTER with the guest's TF goes to IA32_SYSENTER_EIP (TF kept: the
  * guest's trap is owed there). One whose step ends anywhere else faulted
  * (#UD in long mode on AMD): at the #UD handler with its frame, the frame
@@ -1092,6 +1142,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(iret_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(branch_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(branch_to_handler_completes, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(undecodable_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 	};
 

@@ -21,6 +21,7 @@ SEQ(seq_syscall3);
 SEQ(seq_int3_tf);
 SEQ(seq_intn_tf);
 SEQ(seq_iret_fault);
+SEQ(seq_ud_tf);
 SEQ(seq_dr7_gd);
 void sc_entry0(void);
 void sc_entry3(void);
@@ -129,6 +130,41 @@ static int int3_tf_cpl0(const struct boot_info *bi)
 static int int3_tf_cpl3(const struct boot_info *bi)
 {
 	return int3_tf(bi, 3);
+}
+
+/* ------------------------------------------------- #UD that KVM injects */
+static uint64_t user_ud(uint64_t arg)
+{
+	(void)arg;
+	seq_ud_tf();
+	return 0;
+}
+
+static int ud_tf(const struct boot_info *bi, unsigned cpl)
+{
+	(void)bi;
+	dbg_reset();
+	dbg_tf_limit = 1000;
+	if (cpl)
+		run_user(user_ud, 0, 0);
+	else
+		seq_ud_tf();
+	printf("last exception: %s\n", exception_mnemonic((unsigned)exception_vector()));
+	dbg_print(cpl ? "kvm-injected #UD tf cpl3" : "kvm-injected #UD tf cpl0",
+		  (uint64_t)seq_ud_tf_start);
+	dbg_reset();
+	nothing_unchecked();
+	return 0;
+}
+
+static int ud_tf_cpl0(const struct boot_info *bi)
+{
+	return ud_tf(bi, 0);
+}
+
+static int ud_tf_cpl3(const struct boot_info *bi)
+{
+	return ud_tf(bi, 3);
 }
 
 /* --------------------------------------------------------------- INT n */
@@ -348,6 +384,8 @@ static const struct diff_case cases[] = {
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },
 	{ "event-iret-fault-tf-not-loaded", iret_fault_tf },
+	{ "event-kvm-injected-ud-guest-tf-cpl0", ud_tf_cpl0 },
+	{ "event-kvm-injected-ud-guest-tf-cpl3", ud_tf_cpl3 },
 	{ "event-faulting-insns-handlers-counted", faults_in_handlers },
 	{ "event-dr7-gd-cleared-for-handler", dr7_gd },
 	{ "event-gate-noncanonical-double-fault", gate_noncanonical },

@@ -157,6 +157,30 @@ SEQ seq_iret_fault
 	.quad 1b, 3b
 	.popsection
 
+/*
+ * With the guest's TF: instructions the decoder rejects, whose #UD KVM
+ * intercepts and injects back (LOCK CMP, the undefined 0F 04). The frame
+ * holds TF, so single-stepping goes on after the fixup's IRETQ. A CPU that
+ * runs LOCK CMP (TCG) just goes on.
+ */
+SEQ seq_ud_tf
+	TF_ON
+	nop
+	movl $-1, %gs:CPU_EXC_VECTOR
+1:	.byte 0xf0, 0x66, 0x81, 0x3c, 0x24, 0x34, 0x12	/* lock cmpw $0x1234, (%rsp) */
+2:	nop
+	movl $-1, %gs:CPU_EXC_VECTOR
+3:	.byte 0x0f, 0x04
+4:	nop
+	nop
+	TF_OFF
+	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 2b
+	.quad 3b, 4b
+	.popsection
+
 /* DR7.GD: MOV DR faults with #DB (BD), and the CPU clears GD for the handler. */
 SEQ seq_dr7_gd
 	nop
