@@ -284,6 +284,13 @@ bool step_undecodable(const struct step_insn *insn)
 	return insn->kind == STEP_OTHER && !insn->rep && !insn->len;
 }
 
+bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,
+			 uint64_t rflags)
+{
+	return step_undecodable(insn) ||
+	       (cpl == 3 && (cr0 & X86_CR0_AM) && (rflags & X86_RFLAGS_AC));
+}
+
 bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t exit_rip,
 		   struct step_mode mode)
 {

@@ -171,6 +171,14 @@ uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode);
  * only behind it or at a handler whose frame holds its RIP.
  */
 bool step_undecodable(const struct step_insn *insn);
+/*
+ * Whether KVM may inject a fault of this instruction by itself, keeping the
+ * step's TF only where single-step was issued at its RIP: the #UD of what
+ * the decoder rejects, and the legacy #AC (CPL3 with CR0.AM and RFLAGS.AC),
+ * both of which KVM intercepts and queues back.
+ */
+bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,
+			 uint64_t rflags);
 
 /*
  * A completed step of an instruction that falls through, ending anywhere

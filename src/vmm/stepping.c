@@ -1125,12 +1125,13 @@ again:
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
 	/*
-	 * A #UD KVM intercepts and injects keeps the step's TF only at the RIP
-	 * of the last KVM_SET_GUEST_DEBUG: issued here again for what the
-	 * decoder rejects (docs/design.md, "An MSR access KVM fails by itself").
+	 * A fault KVM intercepts and injects keeps the step's TF only at the
+	 * RIP of the last KVM_SET_GUEST_DEBUG: issued here again where one may
+	 * come (docs/design.md, "An MSR access KVM fails by itself").
 	 */
 	if (!(vm->step_hwbp && s->insn.falls && predicted(v, bytes, n)) &&
-	    !set_hw(v, STEP_DEBUG_STEP, 0, step_undecodable(&s->insn)))
+	    !set_hw(v, STEP_DEBUG_STEP, 0,
+		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags)))
 		return;
 	if (vm_stopping(vm))
 		return;

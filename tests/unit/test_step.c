@@ -618,6 +618,32 @@ static void test_soft_int_fault(void **state)
 	assert_int_equal(err, 0x10a);			/* beyond the limit */
 }
 
+/* Where KVM may inject a fault by itself: the decoder's #UD, the legacy #AC. */
+static void test_kvm_may_inject(void **state)
+{
+	static const uint8_t lock_cmp[] = { 0xf0, 0x66, 0x41, 0x81, 0x3c, 0x33, 0x9e, 0xe4 },
+			     lock_add[] = { 0xf0, 0x01, 0x37 };
+	const uint64_t am = X86_CR0_AM | X86_CR0_PE, ac = X86_RFLAGS_FIXED | X86_RFLAGS_AC;
+	struct step_insn insn;
+
+	(void)state;
+	step_classify(lock_cmp, sizeof(lock_cmp), (struct step_mode){ .cs_l = true }, &insn);
+	assert_true(step_undecodable(&insn));	/* len 0: the caller's decoder gave none */
+	assert_true(step_kvm_may_inject(&insn, 0, 0, X86_RFLAGS_FIXED));
+	insn.len = sizeof(lock_cmp);
+	assert_false(step_undecodable(&insn));
+	assert_false(step_kvm_may_inject(&insn, 0, 0, X86_RFLAGS_FIXED));
+	step_classify(lock_add, sizeof(lock_add), (struct step_mode){ .cs_l = true }, &insn);
+	insn.len = sizeof(lock_add);
+	assert_true(step_kvm_may_inject(&insn, 3, am, ac));
+	assert_false(step_kvm_may_inject(&insn, 0, am, ac));
+	assert_false(step_kvm_may_inject(&insn, 3, X86_CR0_PE, ac));
+	assert_false(step_kvm_may_inject(&insn, 3, am, X86_RFLAGS_FIXED));
+	insn.rep = true;
+	insn.len = 0;
+	assert_false(step_undecodable(&insn));	/* a string instruction: its own rules */
+}
+
 static void test_certain_fault(void **state)
 {
 	static const uint8_t ud2[] = { 0x0f, 0x0b }, hlt[] = { 0xf4 },
@@ -807,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_code_segment),
 		cmocka_unit_test(test_soft_int_fault),
 		cmocka_unit_test(test_syscall_sysret),
+		cmocka_unit_test(test_kvm_may_inject),
 		cmocka_unit_test(test_certain_fault),
 		cmocka_unit_test(test_iret_selector_fault),
 		cmocka_unit_test(test_task_switch_bits),

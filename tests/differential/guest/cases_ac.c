@@ -50,6 +50,34 @@ static int cpl3_misaligned(const struct boot_info *bi)
 	return 0;
 }
 
+/*
+ * The same with the guest's TF: the #AC KVM intercepts and injects back
+ * keeps TF in its frame, so single-stepping goes on after the handler.
+ */
+static void ac_op_tf(const char *label, const uint8_t *insn, unsigned len, uint64_t addr,
+		     uint32_t seed)
+{
+	struct exec_req req = { .mode = MODE_64, .cpl = 3, .insn = insn, .len = len, .ac = true,
+				.tf = true, .ds = SEL_U_DATA_B };
+
+	req.es = req.fs = req.ds;
+	dbg_reset();
+	dbg_tf_limit = 1000;
+	run_op(label, &req, R_DI, addr, seed);
+	dbg_print(label, 0);
+	dbg_reset();
+}
+
+static int cpl3_misaligned_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	ac_op_tf("cpl3 AC=1 TF misaligned load", mov_load, 2, LINE_SPLIT - 8 + 1, 6);
+	ac_op_tf("cpl3 AC=1 TF misaligned lock add", lock_add, 3, LINE_SPLIT - 8 + 2, 7);
+	ac_op_tf("cpl3 AC=1 TF split lock add", lock_add, 3, LINE_SPLIT, 8);
+	ac_op_tf("cpl3 AC=1 TF aligned lock add", lock_add, 3, LINE_SPLIT + 2, 9);
+	return 0;
+}
+
 static int no_ac(const struct boot_info *bi)
 {
 	(void)bi;
@@ -97,6 +125,7 @@ static int noncanonical(const struct boot_info *bi)
 static const struct diff_case cases[] = {
 	{ "ac-cpl3-split-lock", cpl3_split },
 	{ "ac-cpl3-misaligned", cpl3_misaligned },
+	{ "ac-cpl3-misaligned-guest-tf", cpl3_misaligned_tf },
 	{ "ac-not-armed", no_ac },
 	{ "ac-compat", compat },
 	{ "ac-vs-page-fault", vs_pf },
