@@ -510,6 +510,24 @@ static void branch_fault_at_handler(void **state)
 }
 
 /*
+ * The step of the instruction at CODE (the guest's TF set) ends at the #UD
+ * handler with a fault frame of CODE at `frame`: it faulted, the frame
+ * keeps the guest's TF, the handler runs with TF clear, nothing is owed or
+ * counted.
+ */
+static void faulted_to_ud_handler(struct vcpu *v, uint64_t frame)
+{
+	memcpy(ram + frame, (uint64_t[]){ CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
+					  STACK, BOOT_SEL_DATA }, 40);
+	regs(v)->rsp = frame;
+	step_to(v, HANDLER(X86_VEC_UD), DR6_STEP);
+	assert_int_equal(word_at(frame + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
+/*
  * LOCK CMP (the decoder rejects it: the CPU's #UD, which KVM intercepts and
  * injects): single-step is issued again at its RIP, so that KVM's delivery
  * keeps the step's TF; a step that ends at the #UD handler with a frame of
@@ -532,14 +550,7 @@ static void undecodable_fault_at_handler(void **state)
 	issued = FAKE_CALLS(fc, set_guest_debug);
 	assert_true(step_undecodable(&v->step.insn));
 	assert_true(fc->debug.control & KVM_GUESTDBG_SINGLESTEP);
-	memcpy(ram + ud, (uint64_t[]){ CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
-				       STACK, BOOT_SEL_DATA }, 40);
-	regs(v)->rsp = ud;
-	step_to(v, HANDLER(X86_VEC_UD), DR6_STEP);
-	assert_int_equal(word_at(ud + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
-	assert_false(v->step.guest_tf);
-	assert_int_equal(v->stats.unchecked_runs, 0);
-	assert_int_equal(v->stats.db_reinjected, 0);
+	faulted_to_ud_handler(v, ud);
 
 	/* Issued again at the next undecodable instruction, even in the same mode. */
 	regs(v)->rip = CODE;
@@ -584,14 +595,7 @@ static void sysenter_target(void **state)
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	stepping_before_run(v);
 	assert_int_equal(v->step.insn.kind, STEP_SYSENTER);
-	memcpy(ram + ud, (uint64_t[]){ CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF,
-				       STACK, BOOT_SEL_DATA }, 40);
-	regs(v)->rsp = ud;
-	step_to(v, HANDLER(X86_VEC_UD), DR6_STEP);
-	assert_int_equal(word_at(ud + 16), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
-	assert_false(v->step.guest_tf);
-	assert_int_equal(v->stats.unchecked_runs, 0);
-	assert_int_equal(v->stats.db_reinjected, 0);
+	faulted_to_ud_handler(v, ud);
 
 	/* The handler ran and returned behind SYSENTER: its run is counted, the trap owed. */
 	regs(v)->rip = CODE + 0x40;

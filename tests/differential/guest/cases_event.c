@@ -107,18 +107,27 @@ static uint64_t user_int3(uint64_t arg)
 	return 0;
 }
 
-static int int3_tf(const struct boot_info *bi, unsigned cpl)
+/* Runs seq (at CPL3 through user) with #DBs logged and prints their log. */
+static void logged_seq(const char *label, void (*seq)(void), uint64_t (*user)(uint64_t),
+		       const char *start, unsigned cpl)
 {
-	(void)bi;
 	dbg_reset();
 	dbg_tf_limit = 1000;
 	if (cpl)
-		run_user(user_int3, 0, 0);
+		run_user(user, 0, 0);
 	else
-		seq_int3_tf();
-	dbg_print(cpl ? "int3 tf iretq cpl3" : "int3 tf iretq cpl0", (uint64_t)seq_int3_tf_start);
+		seq();
+	printf("last exception: %s\n", exception_mnemonic((unsigned)exception_vector()));
+	dbg_print(label, (uint64_t)start);
 	dbg_reset();
 	nothing_unchecked();
+}
+
+static int int3_tf(const struct boot_info *bi, unsigned cpl)
+{
+	(void)bi;
+	logged_seq(cpl ? "int3 tf iretq cpl3" : "int3 tf iretq cpl0", seq_int3_tf, user_int3,
+		   seq_int3_tf_start, cpl);
 	return 0;
 }
 
@@ -143,17 +152,8 @@ static uint64_t user_ud(uint64_t arg)
 static int ud_tf(const struct boot_info *bi, unsigned cpl)
 {
 	(void)bi;
-	dbg_reset();
-	dbg_tf_limit = 1000;
-	if (cpl)
-		run_user(user_ud, 0, 0);
-	else
-		seq_ud_tf();
-	printf("last exception: %s\n", exception_mnemonic((unsigned)exception_vector()));
-	dbg_print(cpl ? "kvm-injected #UD tf cpl3" : "kvm-injected #UD tf cpl0",
-		  (uint64_t)seq_ud_tf_start);
-	dbg_reset();
-	nothing_unchecked();
+	logged_seq(cpl ? "kvm-injected #UD tf cpl3" : "kvm-injected #UD tf cpl0", seq_ud_tf,
+		   user_ud, seq_ud_tf_start, cpl);
 	return 0;
 }
 
