@@ -153,4 +153,13 @@ MUTANTS = [
         "unit": ["stepping"],
         "tests": ["diff-mode-legacy-pm32-task-switch"],
     },
+    {
+        "name": "kvm-injected-ud-unarmed",
+        "what": "single-step is not issued again before a #UD KVM injects: its frame loses TF",
+        "edits": [("src/vmm/stepping.c",
+                   "		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags)))",
+                   "		    false))")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
+    },
 ]
