@@ -272,6 +272,17 @@ enum splitlock_outcome splitlock_check(struct vcpu *v)
 	return act(v, &s, &p, false);
 }
 
+bool splitlock_still_left_to_cpu(struct vcpu *v)
+{
+	struct emulate_snapshot s;
+	struct emulate_plan p;
+
+	if (!snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))
+		return false;
+	decide(v, &s, &p);
+	return p.kind == EMULATE_PLAN_NATIVE && p.split;
+}
+
 void splitlock_handle_exception(struct vcpu *v)
 {
 	struct emulate_snapshot s;

@@ -57,5 +57,11 @@ void splitlock_handle_exception(struct vcpu *v);
  * the CPU. emulate_plan() decides.
  */
 enum splitlock_outcome splitlock_check(struct vcpu *v);
+/*
+ * Decides again, acting on nothing: true where the instruction at RIP is
+ * still a split lock to leave to the CPU (with the other vCPUs paused, so
+ * that none changes the tables before the CPU runs it).
+ */
+bool splitlock_still_left_to_cpu(struct vcpu *v);
 
 #endif

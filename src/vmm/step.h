@@ -120,6 +120,7 @@ struct step_state {
 	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
 	bool outer_off;         /* off while code outside CPL0 runs (KVM cannot step CPL3) */
 	bool left_split;        /* `insn` is a split lock left to the CPU to fault on */
+	bool holds_pause;       /* the other vCPUs stay paused until this step's exit */
 };
 
 /*

@@ -915,6 +915,40 @@ static bool refresh_dr(struct vcpu *v)
 	return true;
 }
 
+static void release_others(struct vcpu *v)
+{
+	if (!v->step.holds_pause)
+		return;
+	v->step.holds_pause = false;
+	vm_resume_others(v->vm);
+}
+
+/*
+ * A split lock left to the CPU (its #PF comes first, ...) on a VM of more
+ * than one vCPU: decided again with the others out of guest mode, where
+ * they stay until this step's exit, so that none maps the page between
+ * the decision and the CPU's access (docs/design.md, item 4). Only where a
+ * breakpoint watches the fault's handler: the step then ends at once,
+ * whatever the CPU does. If the plan changed, it is made and carried out
+ * anew in *o. false: the VM is stopping.
+ */
+static bool hold_others(struct vcpu *v, enum splitlock_outcome *o)
+{
+	struct vm *vm = v->vm;
+
+	if (vm->ncpus < 2 || !vm->step_hwbp || v->step.holds_pause)
+		return true;
+	if (!vm_pause_others(vm, v))
+		return false;
+	if (splitlock_still_left_to_cpu(v)) {
+		v->step.holds_pause = true;
+		return true;
+	}
+	vm_resume_others(vm);
+	*o = splitlock_check(v);
+	return true;
+}
+
 /* The memory operand of the locked instruction at RIP, if it is one. */
 static bool locked_operand(struct vcpu *v, struct emulate_access *acc)
 {
@@ -970,6 +1004,8 @@ static bool check_split_locks(struct vcpu *v)
 		}
 		data = v->vm->guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
 		o = splitlock_check(v);
+		if (o == SPLITLOCK_LEFT_TO_CPU && !hold_others(v, &o))
+			return false;
 		if (o == SPLITLOCK_STOPPED || vm_stopping(v->vm))
 			return false;
 		s->left_split = o == SPLITLOCK_LEFT_TO_CPU;
@@ -996,7 +1032,7 @@ static bool check_split_locks(struct vcpu *v)
  * on, and the next is checked before anything runs); pauses and stops are
  * honoured in between, so the VM stays responsive.
  */
-void stepping_before_run(struct vcpu *v)
+static void before_run(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
 	struct step_state *s = &v->step;
@@ -1143,6 +1179,14 @@ again:
 	s->checked = true;
 }
 
+void stepping_before_run(struct vcpu *v)
+{
+	before_run(v);
+	/* Held only for a step that ends at the watched handler or right behind. */
+	if (v->step.holds_pause && (v->step.hw.mode != STEP_DEBUG_PREDICT || !v->step.checked))
+		release_others(v);
+}
+
 /*
  * The run that completes this exit (one KVM completes) returns at once:
  * stepping resumes behind the instruction (resynced()).
@@ -1160,6 +1204,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 {
 	struct step_state *s = &v->step;
 
+	release_others(v);
 	/*
 	 * Back at CPL0 from code outside it that ran unstepped (an event took
 	 * it there; counted when stepping went off): the run that completes
@@ -1208,6 +1253,7 @@ static bool resynced(struct vcpu *v)
 
 void stepping_interrupted(struct vcpu *v)
 {
+	release_others(v);
 	if (v->completion == VCPU_COMPLETION_MSR_FAULT)
 		v->completion = took_back_gp(v) ? VCPU_COMPLETION_NONE : VCPU_COMPLETION_KVM;
 	else if (v->completion == VCPU_COMPLETION_RESYNC)

@@ -37,17 +37,17 @@ static struct fake_vm fv;
 static uint8_t *ram;
 
 /*
- * One vCPU at CODE (nops), CPL0 in long mode, an IDT of interrupt gates to
+ * ncpus vCPUs, the first at CODE (nops), CPL0 in long mode, an IDT of interrupt gates to
  * HANDLER(vector) (nops), a 64-bit code descriptor at BOOT_SEL_CODE64, and
  * the engine set up as vcpu_create() does under emulate.
  */
-static int setup_vm(bool hwbp)
+static int setup_vm(bool hwbp, unsigned ncpus)
 {
 	struct fake_vcpu *fc;
 	struct vcpu *v;
 	uint64_t code64 = 0x00af9b000000ffffull;
 
-	if (fake_vm_init(&fv, 1, RAM))
+	if (fake_vm_init(&fv, ncpus, RAM))
 		return -1;
 	ram = fv.vm.mem;
 	fv.vm.split_lock_emulate = true;
@@ -81,13 +81,25 @@ static int setup_vm(bool hwbp)
 static int setup_hwbp(void **state)
 {
 	(void)state;
-	return setup_vm(true);
+	return setup_vm(true, 1);
+}
+
+static int setup_hwbp_2cpus(void **state)
+{
+	(void)state;
+	return setup_vm(true, 2);
+}
+
+static int setup_no_hwbp_2cpus(void **state)
+{
+	(void)state;
+	return setup_vm(false, 2);
 }
 
 static int setup_no_hwbp(void **state)
 {
 	(void)state;
-	return setup_vm(false);
+	return setup_vm(false, 1);
 }
 
 static int teardown(void **state)
@@ -918,6 +930,44 @@ static void left_split_completes_unchecked(void **state)
 	assert_int_equal(v->stats.unchecked_runs, 1);
 }
 
+/*
+ * The same split lock on a VM of two vCPUs: decided again with the other
+ * paused, which stays paused until the step's exit where a breakpoint
+ * watches the #PF handler (the step ends there or right behind), and is
+ * not paused at all where none can (the handler would run unwatched for
+ * as long as it likes). One vCPU: nothing to pause.
+ */
+static void left_split_holds_others(void **state)
+{
+	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	bool watched = fv.vm.step_hwbp && fv.vm.ncpus > 1;
+	uint64_t pde;
+
+	(void)state;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
+	pde &= ~1ull;	/* 0x200000: not present */
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
+	regs(v)->rdi = 0x1ffffe;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_true(v->step.left_split);
+	assert_int_equal(v->step.hw.mode, fv.vm.step_hwbp ? STEP_DEBUG_PREDICT : STEP_DEBUG_STEP);
+	assert_ptr_equal(fv.vm.pauser, watched ? v : NULL);
+	assert_int_equal(atomic_load(&fv.vm.pausing), watched);
+	if (fv.vm.step_hwbp) {
+		regs(v)->rsp = STACK - 48;
+		v->run->debug.arch.pc = HANDLER(X86_VEC_PF);
+		step_to(v, HANDLER(X86_VEC_PF), X86_DR6_ACTIVE_LOW | 1);
+	} else {
+		step_to(v, CODE + sizeof(lock_xadd), DR6_STEP);
+	}
+	assert_null(fv.vm.pauser);
+	assert_false(atomic_load(&fv.vm.pausing));
+	assert_false(v->step.holds_pause);
+}
+
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
 {
 	fc->msrs[0].valid = fc->msrs[1].valid = fc->msrs[2].valid = true;
@@ -1134,6 +1184,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(left_split_holds_others, setup_hwbp_2cpus, teardown),
+		cmocka_unit_test_setup_teardown(left_split_holds_others, setup_no_hwbp_2cpus, teardown),
+		cmocka_unit_test_setup_teardown(left_split_holds_others, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
