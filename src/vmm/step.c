@@ -664,6 +664,27 @@ uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigne
 	return hits;
 }
 
+int step_merge_breakpoint(const uint64_t db[4], uint64_t dr7, uint64_t addr, uint64_t out[8])
+{
+	int slot = -1;
+
+	for (unsigned i = 0; i < 4 && slot < 0; i++)
+		if (!bp_enabled(dr7, i))
+			slot = (int)i;
+	if (slot < 0)
+		return -1;
+	memset(out, 0, 8 * sizeof(*out));
+	for (unsigned i = 0; i < 4; i++) {
+		if (!bp_enabled(dr7, i))
+			continue;
+		out[i] = db[i];
+		out[7] |= dr7 & ((3ull << (2 * i)) | (15ull << (16 + 4 * i)));
+	}
+	out[slot] = addr;
+	out[7] |= 1ull << (2 * slot);	/* L: execute, one byte (RW and LEN 0) */
+	return slot;
+}
+
 bool step_has_data_bp(uint64_t dr7)
 {
 	for (unsigned i = 0; i < 4; i++)

@@ -90,6 +90,8 @@ enum step_debug {
 struct step_debug_state {
 	enum step_debug mode;
 	uint64_t addr;           /* WATCH and PREDICT */
+	uint64_t mine;           /* WATCH and PREDICT: the DR6 B bit of addr's slot */
+	uint64_t guests;         /* WATCH and PREDICT: B bits of the guest's breakpoints armed beside */
 };
 
 /* Per vCPU, written by its thread only. */
@@ -355,6 +357,14 @@ uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64
 uint64_t step_exec_matches_disabled(const uint64_t db[4], uint64_t dr7, uint64_t la);
 uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
 bool step_has_data_bp(uint64_t dr7);
+/*
+ * KVM_SET_GUEST_DEBUG's DR0-3 and DR7 (out[0-3], out[7]) for the VMM's
+ * execute breakpoint at addr, beside the guest's own: its enabled
+ * breakpoints keep their slots, address, type and length (not GD), and the
+ * VMM's takes the lowest slot DR7 leaves disabled, which is returned; -1,
+ * out untouched, where the guest enables all four.
+ */
+int step_merge_breakpoint(const uint64_t db[4], uint64_t dr7, uint64_t addr, uint64_t out[8]);
 
 /*
  * R11 once SYSCALL completed under single-step: the RFLAGS SYSCALL saved

@@ -80,6 +80,8 @@ static bool hw_steps(enum step_debug mode)
  * change costs a call, unless `again` (re-issued here, the step survives
  * a #GP KVM queues: docs/design.md, "A failed MSR access").
  */
+static bool refresh_dr(struct vcpu *v);
+
 static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool again)
 {
 	struct step_debug_state *hw = &v->step.hw;
@@ -87,16 +89,30 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 	bool was = hw_steps(hw->mode);
 	int r;
 
-	if (!again && mode == hw->mode && addr == hw->addr && mode != STEP_DEBUG_WATCH)
+	if (!again && mode == hw->mode && addr == hw->addr && mode == STEP_DEBUG_STEP)
 		return true;
 	if (mode != STEP_DEBUG_OFF)
 		dbg.control = KVM_GUESTDBG_ENABLE;
 	if (hw_steps(mode))
 		dbg.control |= KVM_GUESTDBG_SINGLESTEP;
+	hw->mine = hw->guests = 0;
 	if (mode == STEP_DEBUG_WATCH || mode == STEP_DEBUG_PREDICT) {
+		uint64_t dr[8] = { [0] = addr, [7] = X86_DR7_L0 };
+		int slot = -1;
+
 		dbg.control |= KVM_GUESTDBG_USE_HW_BP;
-		dbg.arch.debugreg[0] = addr;
-		dbg.arch.debugreg[7] = X86_DR7_L0;
+		/* The guest's own breakpoints stay armed beside the VMM's (docs/design.md, item 6). */
+		if (v->step.dr_valid || refresh_dr(v))
+			slot = step_merge_breakpoint(v->step.db, v->step.dr7, addr, dr);
+		if (slot < 0)		/* the guest enables all four: they are off meanwhile */
+			slot = 0;
+		for (unsigned i = 0; i < 8; i++)
+			dbg.arch.debugreg[i] = dr[i];
+		hw->mine = 1ull << slot;
+		for (unsigned i = 0; i < 4; i++)
+			if ((dbg.arch.debugreg[7] >> (2 * i)) & 3)
+				hw->guests |= 1ull << i;
+		hw->guests &= ~hw->mine;
 	}
 	if (!was && mode == STEP_DEBUG_STEP)	/* unstepped, the registers showed the real TF */
 		v->step.guest_tf = (v->run->s.regs.regs.rflags & X86_RFLAGS_TF) != 0;
@@ -773,28 +789,36 @@ bool stepping_debug_exit(struct vcpu *v)
 		 * next instruction is checked before it runs. set_hw() reads
 		 * the guest's TF back from the unstepped registers.
 		 */
-		bool ours = (hit & 1) && v->run->debug.arch.pc == s->hw.addr;
+		bool ours = (hit & s->hw.mine) && v->run->debug.arch.pc == s->hw.addr;
+		uint64_t guests = s->hw.guests;
 
-		if (!set_hw(v, STEP_DEBUG_STEP, 0, false) || ours)
+		if (!set_hw(v, STEP_DEBUG_STEP, 0, false))
 			return true;
+		/* The guest's own breakpoints that fired too (a data breakpoint on the frame). */
+		if (ours) {
+			if (hit & guests)
+				reinject_db(v, hit & guests);
+			return true;
+		}
 		/*
 		 * Something else: the guest's own #DB (its TF is the hardware's
-		 * while watching; DR0 is ours, its own breakpoints are off), or
-		 * the event went elsewhere (a fault in its delivery).
+		 * while watching, its breakpoints are armed beside ours), or the
+		 * event went elsewhere (a fault in its delivery).
 		 */
 		v->stats.unchecked_runs++;
-		if (hit & (X86_DR6_BS | X86_DR6_BD | X86_DR6_BT))
-			reinject_db(v, hit & ~X86_DR6_B0_3);
+		if (hit & (X86_DR6_BS | X86_DR6_BD | X86_DR6_BT | guests))
+			reinject_db(v, hit & ~(X86_DR6_B0_3 & ~guests));
 		return true;
 	}
 	if (!hw_steps(s->hw.mode))
 		return false;
 	v->stats.single_steps++;
 	/* The forecast fault's handler, reached: the VMM's breakpoint, not the guest's. */
-	if (s->hw.mode == STEP_DEBUG_PREDICT && (hit & 1) && v->run->debug.arch.pc == s->hw.addr) {
+	if (s->hw.mode == STEP_DEBUG_PREDICT && (hit & s->hw.mine) &&
+	    v->run->debug.arch.pc == s->hw.addr) {
 		at_handler = true;
-		hit &= ~1ull;
-		dr6 &= ~1ull;
+		hit &= ~s->hw.mine;
+		dr6 &= ~s->hw.mine;
 	}
 	/* The guest's DR0-3 and DR7: read again only where the step may have changed them. */
 	if (s->dr_valid && s->insn.kind != STEP_MOV_DR && !(hit & X86_DR6_B0_3)) {

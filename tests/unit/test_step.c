@@ -772,6 +772,33 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), -1);
 }
 
+/* The VMM's execute breakpoint beside the guest's own: the lowest free slot. */
+static void test_merge_breakpoint(void **state)
+{
+	const uint64_t db[4] = { 0x1000, 0x2000, 0x3000, 0x4000 };
+	/* DR0: write, 4 bytes (RW 01, LEN 11); DR2 global, execute; GD; DR1, DR3 off. */
+	const uint64_t dr7 = 0x400 | X86_DR7_GD | (1ull << 0) | (0xdull << 16) | (2ull << 4);
+	uint64_t out[8];
+
+	(void)state;
+	assert_int_equal(step_merge_breakpoint(db, 0x400, 0xabc, out), 0);
+	assert_int_equal(out[0], 0xabc);
+	assert_int_equal(out[7], X86_DR7_L0);
+	assert_int_equal(out[1] | out[2] | out[3], 0);
+
+	assert_int_equal(step_merge_breakpoint(db, dr7, 0xabc, out), 1);
+	assert_int_equal(out[0], 0x1000);
+	assert_int_equal(out[1], 0xabc);
+	assert_int_equal(out[2], 0x3000);
+	assert_int_equal(out[3], 0);	/* off: not armed */
+	assert_int_equal(out[7], (1ull << 0) | (0xdull << 16) | (1ull << 2) | (2ull << 4));
+
+	/* All four the guest's: no slot, out untouched. */
+	out[0] = 7;
+	assert_int_equal(step_merge_breakpoint(db, 0x400 | 0x55, 0xabc, out), -1);
+	assert_int_equal(out[0], 7);
+}
+
 static void test_breakpoints(void **state)
 {
 	const uint64_t db[4] = { 0x1000, 0x2003, 0x3000, 0x4000 };
@@ -837,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_certain_fault),
 		cmocka_unit_test(test_iret_selector_fault),
 		cmocka_unit_test(test_task_switch_bits),
+		cmocka_unit_test(test_merge_breakpoint),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 	};

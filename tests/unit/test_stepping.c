@@ -35,6 +35,8 @@
 
 static struct fake_vm fv;
 static uint8_t *ram;
+/* lock xadd [rdi], eax */
+static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
 
 /*
  * ncpus vCPUs, the first at CODE (nops), CPL0 in long mode, an IDT of interrupt gates to
@@ -78,29 +80,17 @@ static int setup_vm(bool hwbp, unsigned ncpus)
 	return 0;
 }
 
-static int setup_hwbp(void **state)
-{
-	(void)state;
-	return setup_vm(true, 1);
-}
-
-static int setup_hwbp_2cpus(void **state)
-{
-	(void)state;
-	return setup_vm(true, 2);
-}
-
-static int setup_no_hwbp_2cpus(void **state)
-{
-	(void)state;
-	return setup_vm(false, 2);
-}
-
-static int setup_no_hwbp(void **state)
-{
-	(void)state;
-	return setup_vm(false, 1);
-}
+/* cmocka setups: with or without working breakpoints, one or two vCPUs. */
+#define SETUP(name, hwbp, ncpus) \
+	static int name(void **state) \
+	{ \
+		(void)state; \
+		return setup_vm(hwbp, ncpus); \
+	}
+SETUP(setup_hwbp, true, 1)
+SETUP(setup_no_hwbp, false, 1)
+SETUP(setup_hwbp_2cpus, true, 2)
+SETUP(setup_no_hwbp_2cpus, false, 2)
 
 static int teardown(void **state)
 {
@@ -202,7 +192,6 @@ static void plain_step(void **state)
 /* lock xadd [rdi], eax across a line: emulated before entry, then the next one is checked. */
 static void split_lock_emulated(void **state)
 {
-	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct capture c;
 	uint32_t result;
@@ -900,6 +889,18 @@ static void cpl3_unstepped_then_mmio_write(void **state)
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 }
 
+/* lock xadd at CODE on 0x1ffffe, across into 0x200000, which is not present. */
+static void place_left_split(struct vcpu *v)
+{
+	uint64_t pde;
+
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
+	pde &= ~1ull;
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
+	regs(v)->rdi = 0x1ffffe;
+}
+
 /*
  * lock xadd across into a page that is not present: left to the CPU, whose
  * #PF comes first. A step that ends right behind it instead (the CPU's TLB
@@ -908,16 +909,9 @@ static void cpl3_unstepped_then_mmio_write(void **state)
  */
 static void left_split_completes_unchecked(void **state)
 {
-	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
 	struct vcpu *v = &fv.vm.vcpus[0];
-	uint64_t pde;
-
 	(void)state;
-	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
-	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
-	pde &= ~1ull;	/* 0x200000: not present */
-	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
-	regs(v)->rdi = 0x1ffffe;
+	place_left_split(v);
 	stepping_before_run(v);
 	assert_true(v->step.checked);
 	assert_int_equal(v->stats.split_locks_detected, 0);
@@ -939,17 +933,10 @@ static void left_split_completes_unchecked(void **state)
  */
 static void left_split_holds_others(void **state)
 {
-	static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 	bool watched = fv.vm.step_hwbp && fv.vm.ncpus > 1;
-	uint64_t pde;
-
 	(void)state;
-	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
-	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
-	pde &= ~1ull;	/* 0x200000: not present */
-	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
-	regs(v)->rdi = 0x1ffffe;
+	place_left_split(v);
 	stepping_before_run(v);
 	assert_true(v->step.checked);
 	assert_true(v->step.left_split);
@@ -966,6 +953,42 @@ static void left_split_holds_others(void **state)
 	assert_null(fv.vm.pauser);
 	assert_false(atomic_load(&fv.vm.pausing));
 	assert_false(v->step.holds_pause);
+}
+
+/*
+ * A step with the #PF handler watched (the split lock left to the CPU)
+ * while the guest has a write breakpoint in DR0 on the operand: the VMM's
+ * breakpoint goes in DR1, the guest's stays armed, and its hit when the
+ * CPU completes the instruction after all (a stale TLB) is the guest's
+ * #DB. At the handler, DR1's hit is the VMM's and nothing is delivered.
+ */
+static void predict_keeps_guest_breakpoints(void **state)
+{
+	const uint64_t dr7 = 0x400 | (1ull << 0) | (0xdull << 16);	/* L0, write, 4 bytes */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	(void)state;
+	place_left_split(v);
+	fc->debugregs.db[0] = 0x1ffffc;
+	fc->debugregs.dr7 = dr7;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+	assert_int_equal(fc->debug.arch.debugreg[0], 0x1ffffc);
+	assert_int_equal(fc->debug.arch.debugreg[1], HANDLER(X86_VEC_PF));
+	assert_int_equal(fc->debug.arch.debugreg[7], (dr7 & ~0x400ull) | (1ull << 2));
+	/* Completed after all, the guest's breakpoint hit: its #DB, B0. */
+	step_to(v, CODE + sizeof(lock_xadd), DR6_STEP | 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(fc->debugregs.dr6 & X86_DR6_B0_3, 1);
+
+	/* The handler reached: DR1 is the VMM's, nothing for the guest. */
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+	regs(v)->rsp = STACK - 48;
+	step_to(v, HANDLER(X86_VEC_PF), X86_DR6_ACTIVE_LOW | 2);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_PF));
 }
 
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
@@ -1187,6 +1210,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(left_split_holds_others, setup_hwbp_2cpus, teardown),
 		cmocka_unit_test_setup_teardown(left_split_holds_others, setup_no_hwbp_2cpus, teardown),
 		cmocka_unit_test_setup_teardown(left_split_holds_others, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(predict_keeps_guest_breakpoints, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
