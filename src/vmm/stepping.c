@@ -75,13 +75,13 @@ static bool hw_steps(enum step_debug mode)
 	return mode == STEP_DEBUG_STEP || mode == STEP_DEBUG_PREDICT;
 }
 
+static bool refresh_dr(struct vcpu *v);
+
 /*
  * The one place that sets what the debug hardware does for the VMM; only a
  * change costs a call, unless `again` (re-issued here, the step survives
  * a #GP KVM queues: docs/design.md, "A failed MSR access").
  */
-static bool refresh_dr(struct vcpu *v);
-
 static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool again)
 {
 	struct step_debug_state *hw = &v->step.hw;
@@ -89,7 +89,7 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 	bool was = hw_steps(hw->mode);
 	int r;
 
-	if (!again && mode == hw->mode && addr == hw->addr && mode == STEP_DEBUG_STEP)
+	if (!again && mode == hw->mode && addr == hw->addr && mode != STEP_DEBUG_WATCH)
 		return true;
 	if (mode != STEP_DEBUG_OFF)
 		dbg.control = KVM_GUESTDBG_ENABLE;
