@@ -951,10 +951,10 @@ static void release_others(struct vcpu *v)
  * A split lock left to the CPU (its #PF comes first, ...) on a VM of more
  * than one vCPU: decided again with the others out of guest mode, where
  * they stay until this step's exit, so that none maps the page between
- * the decision and the CPU's access (docs/design.md, item 4). Only where a
- * breakpoint watches the fault's handler: the step then ends at once,
- * whatever the CPU does. If the plan changed, it is made and carried out
- * anew in *o. false: the VM is stopping.
+ * the decision and the CPU's access (docs/design.md, "What cannot be
+ * watched"). Only where a breakpoint watches the fault's handler: the step
+ * then ends at once, whatever the CPU does. If the plan changed, it is made
+ * and carried out anew in *o. false: the VM is stopping.
  */
 static bool hold_others(struct vcpu *v, enum splitlock_outcome *o)
 {
