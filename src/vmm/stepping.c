@@ -101,7 +101,10 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 		int slot = -1;
 
 		dbg.control |= KVM_GUESTDBG_USE_HW_BP;
-		/* The guest's own breakpoints stay armed beside the VMM's (docs/design.md, item 6). */
+		/*
+		 * The guest's own breakpoints stay armed beside the VMM's
+		 * (docs/design.md, "Forecast").
+		 */
 		if (v->step.dr_valid || refresh_dr(v))
 			slot = step_merge_breakpoint(v->step.db, v->step.dr7, addr, dr);
 		if (slot < 0)		/* the guest enables all four: they are off meanwhile */
