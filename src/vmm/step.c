@@ -17,6 +17,35 @@ static bool is_legacy_prefix(uint8_t b)
 	}
 }
 
+/*
+ * The two-byte opcodes (b just past 0x0f) KVM intercepts and may answer
+ * with a #GP or #UD it queues itself: RDPMC of a counter that does not
+ * exist, XSETBV of a bad value, MOV to a CR of one, CPUID with CPUID
+ * faulting, MONITOR/MWAIT (and AMD's MONITORX/MWAITX) the guest lacks,
+ * and the VMX and SVM
+ * instructions (VMXON, VMPTRLD ... through their memory forms, INVEPT,
+ * INVVPID, INVPCID, VMRUN ... INVLPGA) without nested virtualization.
+ */
+static bool intercepted_may_fault(const uint8_t *b, size_t len)
+{
+	unsigned reg = len >= 2 ? (b[1] >> 3) & 7 : 0;
+
+	switch (b[0]) {
+	case 0x33: case 0x22: case 0xa2: case 0x78: case 0x79:
+		return true;
+	case 0x01:
+		return len >= 2 && ((b[1] >= 0xc1 && b[1] <= 0xc4) || b[1] == 0xc8 || b[1] == 0xc9 ||
+				    b[1] == 0xd1 || (b[1] >= 0xd8 && b[1] <= 0xdf) ||
+				    b[1] == 0xfa || b[1] == 0xfb);
+	case 0xc7:	/* the register forms are RDRAND, RDSEED, RDPID */
+		return len >= 2 && (reg == 6 || reg == 7) && (b[1] >> 6) != 3;
+	case 0x38:
+		return len >= 2 && b[1] >= 0x80 && b[1] <= 0x82;
+	default:
+		return false;
+	}
+}
+
 void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
 {
 	bool osz = false, rex_w = false;
@@ -106,6 +135,7 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 	case 0x0f:
 		if (i + 1 >= len)
 			return;
+		out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
 		switch (b[i + 1]) {
 		case 0x05:
 			out->kind = STEP_SYSCALL;
@@ -287,7 +317,7 @@ bool step_undecodable(const struct step_insn *insn)
 bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,
 			 uint64_t rflags)
 {
-	return step_undecodable(insn) ||
+	return step_undecodable(insn) || insn->kvm_faults ||
 	       (cpl == 3 && (cr0 & X86_CR0_AM) && (rflags & X86_RFLAGS_AC));
 }
 

@@ -45,6 +45,9 @@ struct step_insn {
 	bool rep;            /* F2/F3 prefix: a string instruction repeats in place */
 	bool falls;          /* set by the caller from a full length decode: len is the
 				whole instruction and what runs next is right behind it */
+	bool kvm_faults;     /* KVM intercepts it and may queue a fault of its own:
+				RDPMC, XSETBV, MOV to CR, CPUID, MONITOR/MWAIT,
+				VMX and SVM instructions */
 };
 
 /* CS state that changes how bytes decode. */
@@ -177,8 +180,9 @@ bool step_undecodable(const struct step_insn *insn);
 /*
  * Whether KVM may inject a fault of this instruction by itself, keeping the
  * step's TF only where single-step was issued at its RIP: the #UD of what
- * the decoder rejects, and the legacy #AC (CPL3 with CR0.AM and RFLAGS.AC),
- * both of which KVM intercepts and queues back.
+ * the decoder rejects and the legacy #AC (CPL3 with CR0.AM and RFLAGS.AC),
+ * both of which KVM intercepts and queues back, and the #GP or #UD of the
+ * instructions KVM runs itself (`kvm_faults`).
  */
 bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,
 			 uint64_t rflags);

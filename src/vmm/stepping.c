@@ -852,10 +852,11 @@ bool stepping_debug_exit(struct vcpu *v)
 		 * A branch may go anywhere, a handler included: only a frame of
 		 * its own RIP there says it faulted (a non-canonical target, a
 		 * #PF on CALL's push, a far branch's bad selector). So may what
-		 * the decoder rejects, its length unknown.
+		 * the decoder rejects, its length unknown, and what KVM runs
+		 * itself (VMRUN ...).
 		 */
-		bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn)) &&
-			      (hit & X86_DR6_BS);
+		bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn) ||
+			       s->insn.kvm_faults) && (hit & X86_DR6_BS);
 
 		/*
 		 * The instruction faulted: no step of its own is owed to the

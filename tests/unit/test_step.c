@@ -642,6 +642,30 @@ static void test_kvm_may_inject(void **state)
 	insn.rep = true;
 	insn.len = 0;
 	assert_false(step_undecodable(&insn));	/* a string instruction: its own rules */
+
+	/* What KVM runs itself and may answer with a fault it queues. */
+	{
+		static const struct { uint8_t b[5]; size_t n; bool faults; } t[] = {
+			{ { 0x0f, 0x33 }, 2, true },			/* RDPMC */
+			{ { 0x0f, 0x01, 0xd1 }, 3, true },		/* XSETBV */
+			{ { 0x0f, 0x22, 0xd8 }, 3, true },		/* MOV CR3, RAX */
+			{ { 0x0f, 0xa2 }, 2, true },			/* CPUID */
+			{ { 0x0f, 0x01, 0xd8 }, 3, true },		/* VMRUN */
+			{ { 0xf3, 0x0f, 0xc7, 0x30 }, 4, true },	/* VMXON (%rax) */
+			{ { 0x66, 0x0f, 0x38, 0x82, 0x08 }, 5, true },	/* INVPCID */
+			{ { 0x0f, 0x01, 0xf9 }, 3, false },		/* RDTSCP */
+			{ { 0x0f, 0xc7, 0xf0 }, 3, false },		/* RDRAND EAX */
+			{ { 0x0f, 0x01, 0xe0 }, 3, false },		/* SMSW EAX */
+			{ { 0x90 }, 1, false },
+		};
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			step_classify(t[i].b, t[i].n, (struct step_mode){ .cs_l = true }, &insn);
+			insn.len = (unsigned)t[i].n;
+			assert_int_equal(insn.kvm_faults, t[i].faults);
+			assert_int_equal(step_kvm_may_inject(&insn, 0, 0, X86_RFLAGS_FIXED), t[i].faults);
+		}
+	}
 }
 
 static void test_certain_fault(void **state)

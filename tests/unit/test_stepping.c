@@ -529,6 +529,29 @@ static void faulted_to_ud_handler(struct vcpu *v, uint64_t frame)
 }
 
 /*
+ * bytes at CODE with the guest's TF: the step ends at the #UD handler with
+ * a frame of CODE (faulted_to_ud_handler), and back at CODE single-step is
+ * issued again for it, even in the same mode.
+ */
+static void ud_at_handler_then_again(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	struct fake_vcpu *fc = fake_vcpu(v);
+	unsigned issued;
+
+	memcpy(ram + CODE, bytes, n);
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	issued = FAKE_CALLS(fc, set_guest_debug);
+	assert_true(fc->debug.control & KVM_GUESTDBG_SINGLESTEP);
+	faulted_to_ud_handler(v, STACK - 40);
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;	/* the guest's own, from the frame's IRET */
+	stepping_before_run(v);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued + 1);
+}
+
+/*
  * LOCK CMP (the decoder rejects it: the CPU's #UD, which KVM intercepts and
  * injects): single-step is issued again at its RIP, so that KVM's delivery
  * keeps the step's TF; a step that ends at the #UD handler with a frame of
@@ -541,24 +564,11 @@ static void undecodable_fault_at_handler(void **state)
 	static const uint8_t lock_cmp[] = { 0xf0, 0x66, 0x41, 0x81, 0x3c, 0x33, 0x9e, 0xe4 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct fake_vcpu *fc = fake_vcpu(v);
-	uint64_t ud = STACK - 40;
 	unsigned issued;
 
 	(void)state;
-	memcpy(ram + CODE, lock_cmp, sizeof(lock_cmp));
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
-	stepping_before_run(v);
-	issued = FAKE_CALLS(fc, set_guest_debug);
+	ud_at_handler_then_again(v, lock_cmp, sizeof(lock_cmp));
 	assert_true(step_undecodable(&v->step.insn));
-	assert_true(fc->debug.control & KVM_GUESTDBG_SINGLESTEP);
-	faulted_to_ud_handler(v, ud);
-
-	/* Issued again at the next undecodable instruction, even in the same mode. */
-	regs(v)->rip = CODE;
-	regs(v)->rsp = STACK;
-	v->step.guest_tf = true;	/* the guest's own, from the frame's IRET */
-	stepping_before_run(v);
-	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued + 1);
 	/* A CPU that runs it: the step ends behind it, the guest's trap is owed. */
 	step_to(v, CODE + sizeof(lock_cmp), DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 0);
@@ -569,6 +579,17 @@ static void undecodable_fault_at_handler(void **state)
 	stepping_before_run(v);
 	assert_false(step_undecodable(&v->step.insn));
 	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued);
+}
+
+/* The same for VMRUN, which KVM runs itself and answers with #UD without nested SVM. */
+static void kvm_fault_at_handler(void **state)
+{
+	static const uint8_t vmrun[] = { 0x0f, 0x01, 0xd8 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	ud_at_handler_then_again(v, vmrun, sizeof(vmrun));
+	assert_true(v->step.insn.kvm_faults);
 }
 
 /*
@@ -1224,6 +1245,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(branch_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(branch_to_handler_completes, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(undecodable_fault_at_handler, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 	};
 

@@ -158,6 +158,22 @@ SEQ seq_iret_fault
 	.popsection
 
 /*
+ * Ends a TF sequence whose faulting instructions at 1: and 3: resume at
+ * 2: and at this macro (their exception-table fixups).
+ */
+.macro TF_TWO_FAULTS_END
+4:	nop
+	nop
+	TF_OFF
+	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 2b
+	.quad 3b, 4b
+	.popsection
+.endm
+
+/*
  * With the guest's TF: instructions the decoder rejects, whose #UD KVM
  * intercepts and injects back (LOCK CMP, the undefined 0F 04). The frame
  * holds TF, so single-stepping goes on after the fixup's IRETQ. A CPU that
@@ -171,15 +187,27 @@ SEQ seq_ud_tf
 2:	nop
 	movl $-1, %gs:CPU_EXC_VECTOR
 3:	.byte 0x0f, 0x04
-4:	nop
+	TF_TWO_FAULTS_END
+
+/*
+ * With the guest's TF: instructions KVM runs itself and answers with a
+ * fault it queues (RDPMC of a counter that does not exist: #GP; XSETBV:
+ * #GP for clearing XCR0.x87, #UD where CR4.OSXSAVE is clear, as here). The
+ * frame holds TF, so single-stepping goes on after the fixup's IRETQ.
+ */
+SEQ seq_gp_tf
+	TF_ON
 	nop
-	TF_OFF
-	ret
-	.pushsection .ex_table, "a"
-	.balign 8
-	.quad 1b, 2b
-	.quad 3b, 4b
-	.popsection
+	movl $-1, %gs:CPU_EXC_VECTOR
+	movl $0x12345, %ecx
+1:	rdpmc
+2:	nop
+	movl $-1, %gs:CPU_EXC_VECTOR
+	xorl %ecx, %ecx
+	xorl %eax, %eax
+	xorl %edx, %edx
+3:	xsetbv
+	TF_TWO_FAULTS_END
 
 /* DR7.GD: MOV DR faults with #DB (BD), and the CPU clears GD for the handler. */
 SEQ seq_dr7_gd
