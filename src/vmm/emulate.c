@@ -163,6 +163,13 @@ static const struct kvm_segment *segment(const struct kvm_sregs *s, enum decode_
 bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint64_t rflags,
 		    uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault)
 {
+	return emulate_linear_access(i, s, rflags, ea, size, true, la, fault);
+}
+
+bool emulate_linear_access(const struct decode_insn *i, const struct kvm_sregs *s,
+			   uint64_t rflags, uint64_t ea, unsigned size, bool write, uint64_t *la,
+			   struct emulate_exception *fault)
+{
 	const struct kvm_segment *sg = segment(s, i->seg);
 	bool real = !(s->cr0 & X86_CR0_PE), ok = true;
 	uint64_t last = ea + size - 1;
@@ -180,10 +187,15 @@ bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint
 	if (!real && !(rflags & X86_RFLAGS_VM)) {
 		bool code = sg->type & 8;
 
-		/* A null selector, or a write to code or to a read-only segment. */
-		if (sg->unusable || code || !(sg->type & 2))
+		/*
+		 * A null selector, a write to code or to a read-only segment,
+		 * a read of execute-only code. Bit 2 of a code segment is
+		 * conforming, not expand-down.
+		 */
+		if (sg->unusable || (write && (code || !(sg->type & 2))) ||
+		    (!write && code && !(sg->type & 2)))
 			ok = false;
-		else if (sg->type & 4)		/* expand-down: above the limit */
+		else if (!code && (sg->type & 4))	/* expand-down: above the limit */
 			ok = ea > sg->limit && last <= (sg->db ? 0xffffffffull : 0xffffull);
 		else
 			ok = last <= sg->limit;
@@ -642,8 +654,8 @@ static int predict(const struct emulate_snapshot *s, const uint8_t *bytes, size_
 		*out = f;
 	if (decode_access(mode, bytes, n, &insn, &write, &plain))
 		return -1;
-	if (!emulate_linear(&insn, &s->sregs, s->regs.rflags, emulate_effective(&insn, &s->regs), insn.size,
-		       &la, &f.ex)) {
+	if (!emulate_linear_access(&insn, &s->sregs, s->regs.rflags, emulate_effective(&insn, &s->regs),
+				   insn.size, write, &la, &f.ex)) {
 		f.certain = plain;
 		if (out)
 			*out = f;

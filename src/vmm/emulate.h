@@ -68,6 +68,13 @@ uint64_t emulate_effective(const struct decode_insn *i, const struct kvm_regs *r
  */
 bool emulate_linear(const struct decode_insn *i, const struct kvm_sregs *s, uint64_t rflags,
 		    uint64_t ea, unsigned size, uint64_t *la, struct emulate_exception *fault);
+/*
+ * The same for an access that may only read (write false): a readable code
+ * segment and a read-only data segment let it through (SDM vol. 3 5.5).
+ */
+bool emulate_linear_access(const struct decode_insn *i, const struct kvm_sregs *s,
+			   uint64_t rflags, uint64_t ea, unsigned size, bool write, uint64_t *la,
+			   struct emulate_exception *fault);
 /* The split-lock rule: the access spans two cache lines. */
 bool emulate_crosses_line(uint64_t la, unsigned size);
 

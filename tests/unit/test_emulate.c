@@ -709,6 +709,25 @@ static void predicts_faults(void **state)
 	assert_int_equal(emulate_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), 13);
 	snap.regs.rbx = 0xffc;
 	assert_int_equal(emulate_predict_fault(&snap, ds_load, sizeof(ds_load), NULL), -1);
+	/*
+	 * Through CS (seed 18 record 165): a readable code segment lets CMP
+	 * read, a write is #GP, and so is a read of execute-only code.
+	 */
+	{
+		static const uint8_t cs_cmp[] = { 0x2e, 0x39, 0x03 };		/* cmp cs:[ebx], eax */
+		static const uint8_t cs_store[] = { 0x2e, 0x89, 0x03 };	/* mov cs:[ebx], eax */
+
+		snap.regs.rbx = 0x1000;
+		snap.sregs.cs.type = 0xb;	/* execute/read, accessed */
+		snap.sregs.cs.limit = 0xffffffff;
+		assert_int_equal(emulate_predict_segment_fault(&snap, cs_cmp, sizeof(cs_cmp), NULL), -1);
+		assert_int_equal(emulate_predict_segment_fault(&snap, cs_store, sizeof(cs_store), &f), 13);
+		assert_true(f.certain);
+		snap.sregs.cs.type = 0xd;	/* execute-only, conforming: bit 2 is no expand-down */
+		assert_int_equal(emulate_predict_segment_fault(&snap, cs_cmp, sizeof(cs_cmp), NULL), 13);
+		snap.sregs.cs.type = 0xf;	/* conforming and readable */
+		assert_int_equal(emulate_predict_segment_fault(&snap, cs_cmp, sizeof(cs_cmp), NULL), -1);
+	}
 }
 
 int main(void)
