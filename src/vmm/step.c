@@ -22,9 +22,9 @@ static bool is_legacy_prefix(uint8_t b)
  * with a #GP or #UD it queues itself: RDPMC of a counter that does not
  * exist, XSETBV of a bad value, MOV to a CR of one, CPUID with CPUID
  * faulting, MONITOR/MWAIT (and AMD's MONITORX/MWAITX) the guest lacks,
- * and the VMX and SVM
- * instructions (VMXON, VMPTRLD ... through their memory forms, INVEPT,
- * INVVPID, INVPCID, VMRUN ... INVLPGA) without nested virtualization.
+ * and the VMX and SVM instructions (VMXON, VMPTRLD ... in their memory
+ * forms, INVEPT, INVVPID, INVPCID, VMRUN ... INVLPGA) without nested
+ * virtualization.
  */
 static bool intercepted_may_fault(const uint8_t *b, size_t len)
 {
