@@ -249,19 +249,17 @@ struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t gue
 {
 	uint64_t hit = (exit_dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct step_db d = { .completed = (hit & X86_DR6_BS) != 0 };
-	uint64_t enabled = 0;
+	uint64_t enabled = step_enabled_bps(guest_dr7);
 
-	for (unsigned i = 0; i < 4; i++)
-		if (guest_dr7 & (3ull << (2 * i)))
-			enabled |= 1ull << i;
 	/*
 	 * KVM's own TF makes BS on every step; it is the guest's only when the
 	 * guest's TF was set as the instruction began. B0-3 come from the
-	 * guest's enabled breakpoints (the VMM sets none). The CPU also reports
-	 * matches of disabled ones, but while KVM steps the guest its DR0-3
-	 * are in the hardware only where its DR7 enables them: a disabled one
-	 * was compared with someone else's address. The caller's matches of
-	 * the guest's own go there instead; they ride along, never cause a #DB.
+	 * guest's enabled breakpoints (the caller takes the VMM's out). The CPU
+	 * also reports matches of disabled ones, but while KVM steps the guest
+	 * its DR0-3 are in the hardware only where its DR7 enables them: a
+	 * disabled one was compared with someone else's address. The caller's
+	 * matches of the guest's own go there instead; they ride along, never
+	 * cause a #DB.
 	 */
 	hit &= ~(X86_DR6_B0_3 & ~enabled);
 	d.inject = (d.completed && tf_at_start) || (hit & X86_DR6_B0_3) ||
@@ -643,6 +641,16 @@ uint64_t step_gate_offset(const uint8_t gate[16])
 static bool bp_enabled(uint64_t dr7, unsigned i)
 {
 	return (dr7 >> (2 * i)) & 3;
+}
+
+uint64_t step_enabled_bps(uint64_t dr7)
+{
+	uint64_t enabled = 0;
+
+	for (unsigned i = 0; i < 4; i++)
+		if (bp_enabled(dr7, i))
+			enabled |= 1ull << i;
+	return enabled;
 }
 
 static unsigned bp_rw(uint64_t dr7, unsigned i)

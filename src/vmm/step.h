@@ -361,6 +361,8 @@ uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64
 uint64_t step_exec_matches_disabled(const uint64_t db[4], uint64_t dr7, uint64_t la);
 uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
 bool step_has_data_bp(uint64_t dr7);
+/* The DR6 B0-3 bits of the breakpoints DR7 enables (L or G). */
+uint64_t step_enabled_bps(uint64_t dr7);
 /*
  * KVM_SET_GUEST_DEBUG's DR0-3 and DR7 (out[0-3], out[7]) for the VMM's
  * execute breakpoint at addr, beside the guest's own: its enabled

@@ -112,10 +112,7 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 		for (unsigned i = 0; i < 8; i++)
 			dbg.arch.debugreg[i] = dr[i];
 		hw->mine = 1ull << slot;
-		for (unsigned i = 0; i < 4; i++)
-			if ((dbg.arch.debugreg[7] >> (2 * i)) & 3)
-				hw->guests |= 1ull << i;
-		hw->guests &= ~hw->mine;
+		hw->guests = step_enabled_bps(dr[7]) & ~hw->mine;
 	}
 	if (!was && mode == STEP_DEBUG_STEP)	/* unstepped, the registers showed the real TF */
 		v->step.guest_tf = (v->run->s.regs.regs.rflags & X86_RFLAGS_TF) != 0;
