@@ -23,6 +23,7 @@ SEQ(seq_intn_tf);
 SEQ(seq_iret_fault);
 SEQ(seq_ud_tf);
 SEQ(seq_gp_tf);
+SEQ(seq_iret_rf_tf);
 SEQ(seq_dr7_gd);
 void sc_entry0(void);
 void sc_entry3(void);
@@ -182,6 +183,21 @@ static int ud_tf_cpl0(const struct boot_info *bi)
 static int ud_tf_cpl3(const struct boot_info *bi)
 {
 	return ud_tf(bi, 3);
+}
+
+/* ------------------------------------------- IRET loading RF and TF */
+static int iret_rf_tf(const struct boot_info *bi)
+{
+	uint32_t before, after;
+
+	(void)bi;
+	memcpy(&before, gp_area + 62, 4);
+	logged_seq("iretq with rf and tf, split locks at its target", seq_iret_rf_tf, NULL,
+		   seq_iret_rf_tf_start, 0, true);
+	memcpy(&after, gp_area + 62, 4);
+	printf("split-lock counter %u -> %u\n", before, after);
+	printf("# split locks at CPL0: 2\n");
+	return 0;
 }
 
 /* --------------------------------------------------------------- INT n */
@@ -404,6 +420,7 @@ static const struct diff_case cases[] = {
 	{ "event-kvm-injected-ud-guest-tf-cpl0", ud_tf_cpl0 },
 	{ "event-kvm-injected-ud-guest-tf-cpl3", ud_tf_cpl3 },
 	{ "event-kvm-injected-gp-guest-tf-cpl0", gp_tf_cpl0 },
+	{ "event-iret-rf-tf-split-lock-at-target", iret_rf_tf },
 	{ "event-faulting-insns-handlers-counted", faults_in_handlers },
 	{ "event-dr7-gd-cleared-for-handler", dr7_gd },
 	{ "event-gate-noncanonical-double-fault", gate_noncanonical },

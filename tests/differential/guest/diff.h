@@ -19,6 +19,15 @@ struct diff_case {
 	int (*run)(const struct boot_info *bi);
 };
 
+/* What vCPU 1 does in a case of two vCPUs (difftest.py --cpus 2). */
+struct diff_ap_part {
+	const char *name;
+	void (*run)(const struct boot_info *bi);
+};
+
+extern const struct diff_ap_part diff_ap_parts[];
+extern const size_t diff_ap_part_count;
+
 struct case_table {
 	const struct diff_case *cases;
 	size_t count;

@@ -209,6 +209,27 @@ SEQ seq_gp_tf
 3:	xsetbv
 	TF_TWO_FAULTS_END
 
+/*
+ * With the guest's TF: UD2's fixup returns by IRETQ with RF and TF set in
+ * its frame (a fault pushes RF), to a split lock. RF would suppress an
+ * instruction breakpoint there, so that IRETQ must be stepped for the split
+ * lock to be seen (issue 18 item 6).
+ */
+SEQ seq_iret_rf_tf
+	TF_ON
+	nop
+	movl $-1, %gs:CPU_EXC_VECTOR
+1:	ud2
+2:	lock addl $1, gp_area + 62(%rip)
+	nop
+	lock addl $1, gp_area + 62(%rip)
+	TF_OFF
+	ret
+	.pushsection .ex_table, "a"
+	.balign 8
+	.quad 1b, 2b
+	.popsection
+
 /* DR7.GD: MOV DR faults with #DB (BD), and the CPU clears GD for the handler. */
 SEQ seq_dr7_gd
 	nop

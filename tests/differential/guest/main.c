@@ -50,14 +50,14 @@ int guest_main(const struct boot_info *bi)
 	return status;
 }
 
-void step_ap_main(const struct boot_info *bi);
-
-/* Only step-hlt-ap-stays-halted gives vCPU 1 work; others halt at once. */
+/* vCPU 1 runs the case's part for it, if it has one; others halt at once. */
 void guest_ap_main(const struct boot_info *bi)
 {
 	char name[64];
 
-	if (bi->cpu_index == 1 && cmdline_value("case", name, sizeof(name)) &&
-	    !strcmp(name, "step-hlt-ap-stays-halted"))
-		step_ap_main(bi);
+	if (bi->cpu_index != 1 || !cmdline_value("case", name, sizeof(name)))
+		return;
+	for (size_t i = 0; i < diff_ap_part_count; i++)
+		if (!strcmp(diff_ap_parts[i].name, name))
+			diff_ap_parts[i].run(bi);
 }
