@@ -4,13 +4,14 @@
  * and a split lock in each is detected: 32-bit protected mode without
  * paging, with 32-bit paging and with PAE paging, 16-bit protected mode,
  * real mode (legacy.S), long mode with 5-level paging at linear addresses
- * above 2^48 (code, stack and operand there), and compatibility mode with
- * a CS base (PUSHF there must push the guest's TF).
+ * above 2^48 (code, stack and operand there), a task switch, CPL3 with PAE
+ * paging entered by SYSEXIT and left by SYSENTER, and compatibility mode
+ * with a CS base (PUSHF there must push the guest's TF).
  */
 #include "diff.h"
 
 void legacy_run(uint32_t kind);
-extern uint32_t lg_split, lg_flags[8];
+extern uint32_t lg_split, lg_flags[8], lg_se_flags;
 extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
 extern uint32_t lg_pd32[1024];
@@ -39,7 +40,12 @@ static const char *const kinds[] = {
 	"32-bit protected mode, PAE paging", "16-bit protected mode, no paging", "real mode",
 	"long mode, 5-level paging, above 2^48",
 	"32-bit protected mode, another task",
+	"32-bit protected mode, PAE paging, CPL3 by SYSEXIT, back by SYSENTER",
 };
+
+#define MSR_SYSENTER_CS  0x174
+#define MSR_SYSENTER_ESP 0x175
+#define MSR_SYSENTER_EIP 0x176
 
 static void put32(uint8_t *tss, unsigned off, uint32_t v)
 {
@@ -79,7 +85,10 @@ static int legacy(uint32_t kind)
 	volatile uint32_t *real_split = (volatile uint32_t *)(uint64_t)(LEGACY_REAL_BASE + 0x13e);
 	volatile uint16_t *real_flags = (volatile uint16_t *)(uint64_t)(LEGACY_REAL_BASE + 0x150);
 	uint32_t before, after;
+	uint64_t se[3];
 
+	for (unsigned i = 0; i < 3; i++)
+		se[i] = rdmsr(MSR_SYSENTER_CS + i);
 	tables();
 	memcpy((void *)(uint64_t)LEGACY_REAL_BASE, lg_blob, (size_t)(lg_blob_end - lg_blob));
 	*real_split = 0;
@@ -89,7 +98,10 @@ static int legacy(uint32_t kind)
 	before = lg_split;
 	if (kind == 6)
 		task_b_image();
+	lg_se_flags = 0;
 	legacy_run(kind);
+	for (unsigned i = 0; i < 3; i++)
+		wrmsr(MSR_SYSENTER_CS + i, se[i]);
 	if (kind == 6) {
 		gdt_tss_reset();
 		/* What each task switch saved: IF, TF, DF and bit 1 of EFLAGS; B's EIP. */
@@ -103,8 +115,14 @@ static int legacy(uint32_t kind)
 	/* IF, TF, DF and bit 1 of what PUSHF pushed there. */
 	printf("%s: pushf %x\n", kinds[kind],
 	       (kind == 4 ? *real_flags : lg_flags[kind]) & 0x702u);
-	/* Real mode is reached through 16-bit protected mode, which makes its two too. */
-	printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : 2);
+	if (kind == 7) {
+		printf("%s: pushf at cpl0 after sysenter %x\n", kinds[kind], lg_se_flags & 0x702u);
+		printf("# split locks at CPL0: 1\n");
+		printf("# split locks at CPL1-3: 2\n");
+	} else {
+		/* Real mode is reached through 16-bit protected mode, which makes its two too. */
+		printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : 2);
+	}
 	/* Every mode is stepped, every switch between them too. */
 	printf("# unchecked runs: 0\n");
 	return 0;
@@ -200,6 +218,12 @@ static int pm32_task(const struct boot_info *bi)
 	return legacy(6);
 }
 
+static int pm32_sysexit_sysenter(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(7);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
@@ -208,6 +232,7 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-real", real },
 	{ "mode-la57-split-lock-pushf-above-2-48", la57 },
 	{ "mode-legacy-pm32-task-switch", pm32_task },
+	{ "mode-legacy-pm32-pae-cpl3-sysexit-sysenter", pm32_sysexit_sysenter },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

@@ -15,6 +15,11 @@
  *   6  32-bit protected mode, paging off, the payload in another task:
  *      LTR of TSS A, a far JMP to TSS B (a task switch), whose task runs
  *      the payload and switches back by a far JMP to TSS A
+ *   7  32-bit protected mode, PAE paging, the payload at CPL3: SYSEXIT
+ *      there, SYSENTER back to CPL0, where one more split lock and a
+ *      PUSHF follow (lg_se_flags). Outside IA-32e mode both load fixed
+ *      flat segments from IA32_SYSENTER_CS (SEL_SE_K_CODE and the three
+ *      after it) without reading the GDT: AMD runs them there too
  *
  * Nothing in between may fault: the IDT is the 64-bit one. cases_legacy.c
  * builds the page tables (lg_pd32, lg_pdpt, lg_pdpae) and copies the 16-bit
@@ -33,18 +38,23 @@
 #define CR4_PAE       0x20
 #define CR4_LA57      0x1000
 #define CR4_PCIDE     0x20000
+#define SEL_SE_K_CODE 0xc8
+#define MSR_SYSENTER_CS  0x174
+#define MSR_SYSENTER_ESP 0x175
+#define MSR_SYSENTER_EIP 0x176
 #define MSR_EFER      0xc0000080
 #define MSR_GS_BASE   0xc0000101
 #define EFER_LME      0x100
 
 	.data
 	.p2align 6
-	.globl lg_split, lg_flags, lg_kind, lg_tss_a, lg_tss_b, lg_task_b, lg_task_stack
+	.globl lg_split, lg_flags, lg_kind, lg_tss_a, lg_tss_b, lg_task_b, lg_task_stack, lg_se_flags
 	.skip 62
 lg_split:	.long 0			/* across a cache line: 62 bytes into one */
 	.p2align 3
 lg_flags:	.skip 4 * 8		/* what PUSHF pushed, per kind */
 lg_kind:	.long 0
+lg_se_flags:	.long 0		/* kind 7: PUSHF at CPL0 after SYSENTER */
 lg_rsp:		.quad 0
 lg_cr0:		.quad 0
 lg_cr3:		.quad 0
@@ -110,6 +120,8 @@ legacy_run:
 	movl lg_kind, %eax
 	cmpl $6, %eax
 	je k_task
+	cmpl $7, %eax
+	je k_sysexit
 	cmpl $1, %eax
 	je k_paging32
 	cmpl $2, %eax
@@ -155,6 +167,40 @@ k_task:
 lg_task_b:
 	call payload32
 	ljmp $SEL_TSS_A, $0
+
+k_sysexit:
+	movl %cr4, %eax
+	orl $CR4_PAE, %eax
+	movl %eax, %cr4
+	movl $lg_pdpt, %eax
+	movl %eax, %cr3
+	movl %cr0, %eax
+	orl $CR0_PG, %eax
+	movl %eax, %cr0
+	xorl %edx, %edx
+	movl $MSR_SYSENTER_CS, %ecx
+	movl $SEL_SE_K_CODE, %eax
+	wrmsr
+	movl $MSR_SYSENTER_ESP, %ecx
+	movl %esp, %eax
+	wrmsr
+	movl $MSR_SYSENTER_EIP, %ecx
+	movl $lg_se_entry, %eax
+	wrmsr
+	movl $lg_task_stack, %ecx
+	movl $lg_se_user, %edx
+	sysexit
+lg_se_user:				/* CPL3 */
+	call payload32
+	sysenter
+lg_se_entry:				/* CPL0, ESP = IA32_SYSENTER_ESP */
+	lock addl $1, lg_split
+	pushfl
+	popl lg_se_flags
+	movl %cr0, %eax
+	andl $~CR0_PG, %eax
+	movl %eax, %cr0
+	jmp lg_up
 
 /* The way back: long mode as it was, then 64-bit code. */
 	.globl lg_up
