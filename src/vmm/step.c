@@ -638,6 +638,40 @@ uint64_t step_gate_offset(const uint8_t gate[16])
 	       (uint64_t)gate[10] << 48 | (uint64_t)gate[11] << 56;
 }
 
+unsigned step_idt_entry_size(enum step_idt f)
+{
+	return f == STEP_IDT_LONG ? 16 : f == STEP_IDT_PROT ? 8 : 4;
+}
+
+bool step_idt_handler(enum step_idt f, const uint8_t *e, uint64_t *offset, unsigned *slot)
+{
+	uint64_t low = (uint64_t)e[0] | (uint64_t)e[1] << 8;
+
+	if (f == STEP_IDT_REAL) {	/* IP, then CS: no gate, nothing absent */
+		*offset = low;
+		*slot = 2;
+		return true;
+	}
+	if (!(e[X86_GATE_TYPE_BYTE] & X86_GATE_P))
+		return false;
+	if (f == STEP_IDT_LONG) {
+		*offset = step_gate_offset(e);
+		*slot = 8;
+		return true;
+	}
+	switch (e[X86_GATE_TYPE_BYTE] & 0x1f) {	/* S (bit 4) clear, then the type */
+	case 0x6: case 0x7:			/* 16-bit interrupt and trap gates */
+		*offset = low;
+		*slot = 2;
+		return true;
+	case 0xe: case 0xf:			/* 32-bit interrupt and trap gates */
+		*offset = low | (uint64_t)e[6] << 16 | (uint64_t)e[7] << 24;
+		*slot = 4;
+		return true;
+	}
+	return false;
+}
+
 static bool bp_enabled(uint64_t dr7, unsigned i)
 {
 	return (dr7 >> (2 * i)) & 3;

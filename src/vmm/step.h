@@ -116,6 +116,8 @@ struct step_state {
 	int inject_vector;      /* an event was injected for the next entry, or -1 */
 	int frame_vector;       /* delivered with the VMM's TF: its frame to fix, or -1 */
 	uint64_t frame_handler;
+	unsigned frame_slot;    /* bytes per slot of that frame: 8, 4 or 2 */
+	bool frame_err;         /* it starts with an error code */
 	bool frame_tf;          /* the guest's TF, for that frame */
 	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
 	uint64_t to;            /* IRET, SYSENTER, SYSEXIT: where a completed one goes */
@@ -387,5 +389,20 @@ int step_tss_flags_offset(unsigned type);
 
 /* Linear address of vector's handler from a 16-byte long-mode IDT gate. */
 uint64_t step_gate_offset(const uint8_t gate[16]);
+
+/* How the CPU reads the IDT: IA-32e mode, protected mode, real mode. */
+enum step_idt { STEP_IDT_LONG, STEP_IDT_PROT, STEP_IDT_REAL };
+
+/* Bytes per IDT entry in that format: 16, 8, 4. */
+unsigned step_idt_entry_size(enum step_idt f);
+
+/*
+ * The handler an IDT entry names (its offset in the gate's code segment)
+ * and the width of the slots of the frame delivery pushes: 8 in IA-32e
+ * mode, 4 through a 32-bit gate, 2 through a 16-bit one and in real mode
+ * (SDM vol. 3 6.11, 6.14.1, 20.1.4). false: nothing to watch (not
+ * present; a task gate, whose handler is the new task's).
+ */
+bool step_idt_handler(enum step_idt f, const uint8_t *entry, uint64_t *offset, unsigned *slot);
 
 #endif

@@ -127,23 +127,30 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 }
 
 /* The handler of `vector` from the long-mode IDT; false where it cannot be read. */
-static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler)
+static enum step_idt idt_format(const struct kvm_sregs *sregs)
+{
+	if (sregs->efer & X86_EFER_LMA)
+		return STEP_IDT_LONG;
+	return sregs->cr0 & X86_CR0_PE ? STEP_IDT_PROT : STEP_IDT_REAL;
+}
+
+/* Where vector's handler starts, and the width of its frame's slots (step_idt_handler()). */
+static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, unsigned *slot)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	enum step_idt f = idt_format(sregs);
+	unsigned size = step_idt_entry_size(f);
 	struct paging p;
-	uint8_t gate[16];
+	uint8_t entry[16];
 
 	/* The CPU reads the IDT as a supervisor, whatever the CPL. */
 	guest_paging(v, &p);
 	p.cpl = 0;
-	if (!(sregs->efer & X86_EFER_LMA) || vector * 16 + 15 > sregs->idt.limit ||
-	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * 16, 0, gate, sizeof(gate)) !=
-	    sizeof(gate) ||
-	    !(gate[X86_GATE_TYPE_BYTE] & X86_GATE_P))
+	if (vector * size + size - 1 > sregs->idt.limit ||
+	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) != size)
 		return false;
-	*handler = step_gate_offset(gate);
-	return true;
+	return step_idt_handler(f, entry, handler, slot);
 }
 
 /*
@@ -159,9 +166,12 @@ static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 		.mem = { v->vm->mem, v->vm->ram_size },
 	};
 	uint64_t handler;
+	unsigned slot;
 	int vector = emulate_predict_fault(&snap, bytes, n, NULL);
 
-	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler))
+	/* A breakpoint takes a linear address: the offset is one in IA-32e mode only. */
+	if (vector < 0 || idt_format(&snap.sregs) != STEP_IDT_LONG ||
+	    !gate_handler(v, (unsigned)vector, &handler, &slot))
 		return false;
 	return set_hw(v, STEP_DEBUG_PREDICT, handler, false);
 }
@@ -326,20 +336,27 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 {
 	struct step_state *s = &v->step;
 	uint64_t handler;
+	unsigned slot;
 
 	s->inject_vector = -1;
-	if (!gate_handler(v, vector, &handler)) {
+	if (!gate_handler(v, vector, &handler, &slot)) {
 		v->stats.unchecked_runs++;
+		s->guest_tf = false;	/* delivery clears it (a task gate: the task's, unknown) */
 		set_hw(v, STEP_DEBUG_STEP, 0, false);
 		return;
 	}
-	if (v->vm->step_hwbp) {
+	/* A breakpoint takes a linear address: the offset is one in IA-32e mode only. */
+	if (v->vm->step_hwbp && idt_format(&v->run->s.regs.sregs) == STEP_IDT_LONG) {
 		set_hw(v, STEP_DEBUG_WATCH, handler, false);
 		return;
 	}
 	/* No breakpoint: where the CPU steps into the handler, frame_fix() puts the guest's TF in. */
 	s->frame_vector = (int)vector;
 	s->frame_handler = handler;
+	s->frame_slot = slot;
+	/* An exception (not INT n: its vectors come here with breakpoints only). */
+	s->frame_err = idt_format(&v->run->s.regs.sregs) != STEP_IDT_REAL &&
+		       step_vector_error_code(vector);
 	s->frame_tf = s->guest_tf;
 	s->guest_tf = false;
 	set_hw(v, STEP_DEBUG_STEP, 0, false);
@@ -401,9 +418,10 @@ static bool took_back_gp(struct vcpu *v)
 static void frame_fix(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
-	unsigned vector = (unsigned)s->frame_vector;
-	/* RIP, CS, RFLAGS; an error code comes first for some vectors. */
-	uint64_t la = v->run->s.regs.regs.rsp + (step_vector_error_code(vector) ? 24 : 16) + 1;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	/* RIP, CS, RFLAGS at SS:RSP, in slots of the gate's width; an error code may come first. */
+	uint64_t la = emulate_stack_la(&v->run->s.regs.sregs, regs->rflags,
+				       regs->rsp + s->frame_slot * (s->frame_err ? 3u : 2u)) + 1;
 	uint8_t *b;
 
 	s->frame_vector = -1;
@@ -910,7 +928,8 @@ bool stepping_debug_exit(struct vcpu *v)
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		if (step_delivers(&s->insn, v->run->s.regs.regs.rflags) &&
-		    gate_handler(v, s->insn.vector, &s->frame_handler)) {
+		    gate_handler(v, s->insn.vector, &s->frame_handler, &s->frame_slot)) {
+			s->frame_err = false;	/* INT n, INT3, INTO push none */
 			s->frame_vector = s->insn.vector;
 			s->frame_tf = s->tf_at_start;
 			frame_fix(v);
@@ -1170,14 +1189,17 @@ again:
 	 * An IRET that gives the guest TF: a breakpoint at the return address
 	 * (docs/design.md), unless it loads RF too, which would suppress that
 	 * breakpoint: stepped then, as stock KVM traps after such an IRET.
+	 * Only an IRETQ from 64-bit code back to the same code segment: the
+	 * breakpoint takes a linear address, and the popped RIP is one there.
 	 */
 	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp &&
-	    !(s->popped & X86_RFLAGS_RF)) {
-		uint8_t ret[8] = { 0 };
+	    !(s->popped & X86_RFLAGS_RF) && sregs->cs.l && s->insn.opsize == 8) {
+		uint8_t ret[16] = { 0 };
 		uint64_t to = 0;
 
-		if (read_linear(v, regs->rsp, 0, ret, s->insn.opsize) == s->insn.opsize) {
-			for (unsigned i = 0; i < s->insn.opsize; i++)
+		if (read_linear(v, regs->rsp, 0, ret, sizeof(ret)) == sizeof(ret) &&
+		    (ret[8] | ret[9] << 8) == sregs->cs.selector) {
+			for (unsigned i = 0; i < 8; i++)
 				to |= (uint64_t)ret[i] << (8 * i);
 			set_hw(v, STEP_DEBUG_WATCH, to, false);
 			return;

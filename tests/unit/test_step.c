@@ -862,6 +862,43 @@ static void test_gate_offset(void **state)
 	assert_int_equal(step_gate_offset(gate), 0xdef09abc56781234ull);
 }
 
+/* Each IDT format: 64-bit gates, 32- and 16-bit gates, task gates, the real-mode IVT. */
+static void test_idt_handler(void **state)
+{
+	uint8_t e[16] = { 0x34, 0x12, 0x08, 0x00, 0x00, 0x8e, 0x78, 0x56,
+			  0xbc, 0x9a, 0xf0, 0xde, 0, 0, 0, 0 };
+	uint64_t off = 0;
+	unsigned slot = 0;
+
+	(void)state;
+	assert_int_equal(step_idt_entry_size(STEP_IDT_LONG), 16);
+	assert_int_equal(step_idt_entry_size(STEP_IDT_PROT), 8);
+	assert_int_equal(step_idt_entry_size(STEP_IDT_REAL), 4);
+	assert_true(step_idt_handler(STEP_IDT_LONG, e, &off, &slot));
+	assert_int_equal(off, 0xdef09abc56781234ull);
+	assert_int_equal(slot, 8);
+	assert_true(step_idt_handler(STEP_IDT_PROT, e, &off, &slot));	/* 32-bit interrupt gate */
+	assert_int_equal(off, 0x56781234);
+	assert_int_equal(slot, 4);
+	e[5] = 0xef;							/* 32-bit trap gate, DPL3 */
+	assert_true(step_idt_handler(STEP_IDT_PROT, e, &off, &slot));
+	assert_int_equal(off, 0x56781234);
+	e[5] = 0x86;							/* 16-bit interrupt gate */
+	assert_true(step_idt_handler(STEP_IDT_PROT, e, &off, &slot));
+	assert_int_equal(off, 0x1234);
+	assert_int_equal(slot, 2);
+	e[5] = 0x85;							/* task gate */
+	assert_false(step_idt_handler(STEP_IDT_PROT, e, &off, &slot));
+	e[5] = 0x9e;							/* S set: no gate */
+	assert_false(step_idt_handler(STEP_IDT_PROT, e, &off, &slot));
+	e[5] = 0x0e;							/* not present */
+	assert_false(step_idt_handler(STEP_IDT_PROT, e, &off, &slot));
+	assert_false(step_idt_handler(STEP_IDT_LONG, e, &off, &slot));
+	assert_true(step_idt_handler(STEP_IDT_REAL, e, &off, &slot));	/* IP 0x1234, CS 0x0008 */
+	assert_int_equal(off, 0x1234);
+	assert_int_equal(slot, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -891,6 +928,7 @@ int main(void)
 		cmocka_unit_test(test_merge_breakpoint),
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
+		cmocka_unit_test(test_idt_handler),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

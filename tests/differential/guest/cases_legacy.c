@@ -11,7 +11,9 @@
 #include "diff.h"
 
 void legacy_run(uint32_t kind);
-extern uint32_t lg_split, lg_flags[8], lg_se_flags;
+extern uint32_t lg_split, lg_flags[16], lg_se_flags, lg_idt32[4], lg_dblog[16 * 4], lg_ndb;
+void lg_payload_tf(void);
+void lg_db32(void);
 extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
 extern uint32_t lg_pd32[1024];
@@ -41,6 +43,7 @@ static const char *const kinds[] = {
 	"long mode, 5-level paging, above 2^48",
 	"32-bit protected mode, another task",
 	"32-bit protected mode, PAE paging, CPL3 by SYSEXIT, back by SYSENTER",
+	"32-bit protected mode, the guest's TF",
 };
 
 #define MSR_SYSENTER_CS  0x174
@@ -99,6 +102,11 @@ static int legacy(uint32_t kind)
 	if (kind == 6)
 		task_b_image();
 	lg_se_flags = 0;
+	lg_ndb = 0;
+	/* A 32-bit interrupt gate at vector 1 (SDM vol. 3 6.11), through SEL_K_CODE32. */
+	lg_idt32[2] = (uint32_t)(uint64_t)lg_db32 & 0xffff;
+	lg_idt32[2] |= (uint32_t)SEL_K_CODE32 << 16;
+	lg_idt32[3] = ((uint32_t)(uint64_t)lg_db32 & 0xffff0000u) | 0x8e00;
 	legacy_run(kind);
 	for (unsigned i = 0; i < 3; i++)
 		wrmsr(MSR_SYSENTER_CS + i, se[i]);
@@ -115,6 +123,17 @@ static int legacy(uint32_t kind)
 	/* IF, TF, DF and bit 1 of what PUSHF pushed there. */
 	printf("%s: pushf %x\n", kinds[kind],
 	       (kind == 4 ? *real_flags : lg_flags[kind]) & 0x702u);
+	if (kind == 8) {
+		printf("%s: %u #DB\n", kinds[kind], lg_ndb);
+		for (uint32_t i = 0; i < lg_ndb && i < 16; i++) {
+			const uint32_t *e = &lg_dblog[i * 4];
+
+			/* EIP from the payload; RF, TF, IF, DF, bit 1; BS, BD, B0-3 */
+			printf("  #DB at +%u eflags %x dr6 %x cs %x\n",
+			       e[0] - (uint32_t)(uint64_t)lg_payload_tf, e[1] & 0x10702u,
+			       e[2] & 0x600fu, e[3] & 0xffffu);
+		}
+	}
 	if (kind == 7) {
 		printf("%s: pushf at cpl0 after sysenter %x\n", kinds[kind], lg_se_flags & 0x702u);
 		printf("# split locks at CPL0: 1\n");
@@ -123,8 +142,13 @@ static int legacy(uint32_t kind)
 		/* Real mode is reached through 16-bit protected mode, which makes its two too. */
 		printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : 2);
 	}
-	/* Every mode is stepped, every switch between them too. */
-	printf("# unchecked runs: 0\n");
+	/*
+	 * Every mode is stepped, every switch between them too. Not the #DB
+	 * handlers of kind 8: outside IA-32e mode the #DBs emulate owes are
+	 * injected through KVM, whose handler is watched nowhere (counted).
+	 */
+	if (kind != 8)
+		printf("# unchecked runs: 0\n");
 	return 0;
 }
 
@@ -224,6 +248,12 @@ static int pm32_sysexit_sysenter(const struct boot_info *bi)
 	return legacy(7);
 }
 
+static int pm32_guest_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(8);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
@@ -233,6 +263,7 @@ static const struct diff_case cases[] = {
 	{ "mode-la57-split-lock-pushf-above-2-48", la57 },
 	{ "mode-legacy-pm32-task-switch", pm32_task },
 	{ "mode-legacy-pm32-pae-cpl3-sysexit-sysenter", pm32_sysexit_sysenter },
+	{ "mode-legacy-pm32-guest-tf", pm32_guest_tf },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

@@ -20,8 +20,12 @@
  *      PUSHF follow (lg_se_flags). Outside IA-32e mode both load fixed
  *      flat segments from IA32_SYSENTER_CS (SEL_SE_K_CODE and the three
  *      after it) without reading the GDT: AMD runs them there too
+ *   8  32-bit protected mode, paging off, the guest's own TF over two
+ *      split locks and a PUSHF, its #DB traps logged through a 32-bit
+ *      IDT (lg_idt32, gate 1: lg_db32) in lg_dblog
  *
- * Nothing in between may fault: the IDT is the 64-bit one. cases_legacy.c
+ * Nothing in between may fault: the IDT is the 64-bit one (kind 8 loads
+ * a 32-bit one that has only the #DB gate). cases_legacy.c
  * builds the page tables (lg_pd32, lg_pdpt, lg_pdpae) and copies the 16-bit
  * part (lg_blob .. lg_blob_end) to LEGACY_REAL_BASE.
  */
@@ -45,14 +49,16 @@
 #define MSR_EFER      0xc0000080
 #define MSR_GS_BASE   0xc0000101
 #define EFER_LME      0x100
+#define TF            0x100
 
 	.data
 	.p2align 6
 	.globl lg_split, lg_flags, lg_kind, lg_tss_a, lg_tss_b, lg_task_b, lg_task_stack, lg_se_flags
+	.globl lg_idt32, lg_dblog, lg_ndb, lg_payload_tf, lg_db32
 	.skip 62
 lg_split:	.long 0			/* across a cache line: 62 bytes into one */
 	.p2align 3
-lg_flags:	.skip 4 * 8		/* what PUSHF pushed, per kind */
+lg_flags:	.skip 4 * 16		/* what PUSHF pushed, per kind */
 lg_kind:	.long 0
 lg_se_flags:	.long 0		/* kind 7: PUSHF at CPL0 after SYSENTER */
 lg_rsp:		.quad 0
@@ -61,6 +67,14 @@ lg_cr3:		.quad 0
 lg_cr4:		.quad 0
 lg_efer:	.quad 0
 lg_gsbase:	.quad 0
+lg_idtr64:	.skip 10
+	.p2align 3
+lg_idt32:	.skip 8 * 2		/* kind 8: gates 0 and 1 (cases_legacy.c) */
+lg_idtr32:	.word 8 * 2 - 1
+		.long lg_idt32
+	.p2align 3
+lg_ndb:		.long 0
+lg_dblog:	.skip 16 * 16		/* per #DB: EIP, EFLAGS, DR6, CS */
 	.p2align 7
 lg_tss_a:	.skip 104		/* 32-bit TSSes: cases_legacy.c fills B's image */
 	.p2align 7
@@ -97,6 +111,7 @@ legacy_run:
 	movl %eax, lg_gsbase(%rip)
 	movl %edx, lg_gsbase + 4(%rip)
 	movl %edi, lg_kind(%rip)
+	sidt lg_idtr64(%rip)
 	pushq $SEL_K_CODE32
 	leaq 1f(%rip), %rax
 	pushq %rax
@@ -122,6 +137,8 @@ legacy_run:
 	je k_task
 	cmpl $7, %eax
 	je k_sysexit
+	cmpl $8, %eax
+	je k_tf
 	cmpl $1, %eax
 	je k_paging32
 	cmpl $2, %eax
@@ -201,6 +218,51 @@ lg_se_entry:				/* CPL0, ESP = IA32_SYSENTER_ESP */
 	andl $~CR0_PG, %eax
 	movl %eax, %cr0
 	jmp lg_up
+
+k_tf:
+	lidt lg_idtr32
+	call lg_payload_tf
+	jmp lg_up
+
+/* The guest's TF from the instruction after POPF to the POPF that clears it. */
+lg_payload_tf:
+	pushfl
+	orl $TF, (%esp)
+	popfl
+	nop
+	lock addl $1, lg_split
+	pushfl
+	popl lg_flags + 8 * 4
+	movl $1, %eax
+	xchgl %eax, lg_split		/* implicitly locked: lg_split = 1 */
+	addl %eax, lg_split
+	pushfl
+	andl $~TF, (%esp)
+	popfl
+	ret
+
+/* 32-bit interrupt gate, CPL0: frame EIP, CS, EFLAGS. */
+lg_db32:
+	pushl %eax
+	pushl %ebx
+	movl lg_ndb, %ebx
+	cmpl $16, %ebx
+	jae 1f
+	shll $4, %ebx
+	movl 8(%esp), %eax
+	movl %eax, lg_dblog(%ebx)
+	movl 16(%esp), %eax
+	movl %eax, lg_dblog + 4(%ebx)
+	movl %dr6, %eax
+	movl %eax, lg_dblog + 8(%ebx)
+	movl 12(%esp), %eax
+	movl %eax, lg_dblog + 12(%ebx)
+1:	incl lg_ndb
+	movl $0xffff0ff0, %eax
+	movl %eax, %dr6
+	popl %ebx
+	popl %eax
+	iretl
 
 /* The way back: long mode as it was, then 64-bit code. */
 	.globl lg_up
@@ -282,6 +344,7 @@ la57_64:
 
 	.code64
 lg_back64:
+	lidt lg_idtr64(%rip)
 	movl $SEL_K_DATA, %eax
 	movl %eax, %ss
 	xorl %eax, %eax
