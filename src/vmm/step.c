@@ -417,6 +417,55 @@ bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery 
 	return true;
 }
 
+bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
+{
+	const uint8_t *e = in->entry;
+	uint32_t sp = in->sp & (in->ss_big ? 0xffffffffu : 0xffffu), bytes;
+	unsigned n = 0;
+
+	if (in->real) {
+		out->ip = (uint32_t)(e[0] | e[1] << 8);
+		out->cs = (uint16_t)(e[2] | e[3] << 8);
+		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF |
+						     X86_RFLAGS_AC);
+		out->slot = 2;
+	} else {
+		unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
+		uint32_t limit = (uint32_t)(in->desc & 0xffff) | (uint32_t)((in->desc >> 48) & 0xf) << 16;
+
+		if (in->cpl || !(e[5] & X86_GATE_P) || (type != 0x0e && type != 0x0f) ||
+		    (in->soft && ((e[5] >> 5) & 3) < in->cpl))
+			return false;
+		/* A present 32-bit code segment of the GDT at DPL0: no stack switch. */
+		if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
+		    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB |
+				 (3ull << X86_DESC_DPL_SHIFT))) !=
+		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_DB))
+			return false;
+		if (in->desc & X86_DESC_G)
+			limit = limit << 12 | 0xfff;
+		out->ip = (uint32_t)(e[0] | e[1] << 8 | e[6] << 16 | (uint32_t)e[7] << 24);
+		if (out->ip > limit)
+			return false;	/* #GP(0) */
+		out->cs = (uint16_t)(sel & ~(unsigned)X86_SEL_RPL);
+		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
+						     X86_RFLAGS_VM | (type == 0x0e ? X86_RFLAGS_IF : 0));
+		out->slot = 4;
+		if (in->error_code)
+			out->frame[n++] = in->err;
+	}
+	out->frame[n++] = in->real ? in->ip & 0xffff : in->ip;
+	out->frame[n++] = in->cs;
+	out->frame[n++] = in->real ? in->flags & 0xffff : in->flags;
+	out->words = n;
+	bytes = n * out->slot;
+	/* Every byte inside SS: no wrap below 0, none beyond (or, expand-down, at or below) its limit. */
+	if (sp < bytes || (in->ss_down ? sp - bytes <= in->ss_limit : sp - 1 > in->ss_limit))
+		return false;
+	out->sp = sp - bytes;
+	return true;
+}
+
 void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out)
 {
 	uint32_t limit = (uint32_t)(desc & 0xffff) | (uint32_t)((desc >> 48) & 0xf) << 16;
@@ -527,6 +576,9 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	if (len >= 2 && b[0] == 0x0f &&
 	    (b[1] == 0x0b || (len >= DECODE_INSN_MAX && (b[1] == 0xb9 || b[1] == 0xff))))
 		return X86_VEC_UD;
+	/* No selectors, privilege or IOPL checks as below (MOV SS never faults there). */
+	if (c->real)
+		return -1;
 	/* APM vol. 3 SYSENTER: #UD in long mode. */
 	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)
 		return X86_VEC_UD;

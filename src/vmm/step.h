@@ -267,6 +267,45 @@ struct step_delivery {
  */
 bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery *out);
 
+/*
+ * Outside IA-32e mode (SDM vol. 3 6.12.1; real mode: 20.1.4): an event
+ * delivered at CPL0 without a stack switch through a 32-bit interrupt or
+ * trap gate into a 32-bit code segment, or in real mode through the IVT.
+ */
+struct step_legacy_in {
+	bool real;
+	uint8_t entry[8];       /* the IDT entry (its first 4 bytes in real mode) */
+	uint64_t desc;          /* protected mode: the descriptor the gate's selector names */
+	unsigned cpl;
+	uint16_t cs;            /* pushed */
+	uint32_t ip;            /* pushed: the faulting instruction, or the next */
+	uint32_t sp;            /* ESP (SP where the stack is 16-bit) */
+	bool ss_big;            /* SS.B: the stack pointer is ESP */
+	bool ss_down;           /* SS is expand-down */
+	uint32_t ss_limit;
+	uint32_t flags;         /* the image pushed: the guest's own TF, RF as owed */
+	bool error_code;
+	uint32_t err;
+	bool soft;              /* INT n, INT3, INTO: the gate's DPL must allow the CPL */
+};
+
+struct step_legacy {
+	uint32_t sp;            /* the new stack pointer, where frame[0] goes */
+	uint32_t frame[4];      /* from there up: [error code,] EIP, CS, EFLAGS */
+	unsigned words, slot;   /* slots of 4 bytes, 2 in real mode */
+	uint32_t ip;            /* the handler */
+	uint16_t cs;            /* its selector, RPL 0 (real mode: the segment) */
+	uint32_t flags;         /* the handler's */
+};
+
+/*
+ * false where the VMM leaves it to the CPU or KVM: not CPL0, a gate that is
+ * no present 32-bit interrupt or trap gate or is beyond INT n's reach, a
+ * descriptor that is no present 32-bit code segment of the GDT at DPL0, a
+ * handler beyond its limit, a frame that would wrap or leave SS's limit.
+ */
+bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out);
+
 /* The code segment cache the CPU loads from a 64-bit code descriptor, RPL = cpl. */
 void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
 
@@ -322,6 +361,7 @@ struct step_cpu {
 	uint64_t dr7, rflags, cr4;
 	bool long64;            /* 64-bit code (EFER.LMA and CS.L) */
 	bool lma;               /* long mode (EFER.LMA), compatibility mode included */
+	bool real;              /* real-address or virtual-8086 mode: UD0-2 only are certain */
 	bool amd;               /* the guest's CPUID vendor is AMD's (or Hygon's) */
 	bool la57;
 	const uint64_t *gpr;    /* RAX..R15 in encoding order, or NULL */

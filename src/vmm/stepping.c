@@ -204,30 +204,163 @@ static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *
 	return true;
 }
 
+/* After a delivery by the VMM: the handler runs with TF clear, no interrupt shadow. */
+static bool delivered(struct vcpu *v)
+{
+	struct kvm_vcpu_events ev;
+
+	v->step.guest_tf = false;
+	v->step.iret_rf = false;
+	/* Delivery ends an interrupt shadow (STI, MOV SS) the instruction sat in. */
+	if (!v->kvm->get_events(v, &ev) && ev.interrupt.shadow) {
+		int r;
+
+		ev.interrupt.shadow = 0;
+		ev.flags = (ev.flags & KVM_VCPUEVENT_VALID_NMI_PENDING) | KVM_VCPUEVENT_VALID_SHADOW;
+		r = v->kvm->set_events(v, &ev);
+		if (r)
+			return stepping_fail(v, "KVM_SET_VCPU_EVENTS (interrupt shadow)", -r);
+	}
+	return true;
+}
+
 /*
- * Delivers an event through the long-mode IDT as the CPU would, the frame
- * holding the guest's TF, the handler's first instruction next and the
- * VMM's TF kept, so that it is checked (docs/design.md, "Events the VMM
- * delivers"). false, nothing written: the CPU or KVM delivers it.
+ * The GDT descriptor a gate's selector names, and the walk to the byte of
+ * its accessed bit, which the CPU sets (a supervisor write the GDT must
+ * take). false: not readable, or that write would fault.
+ */
+static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel, uint64_t *desc,
+			    struct walk *desc_w)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint64_t desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
+	uint8_t raw[8];
+
+	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, p, desc_la, 0, desc_w) != WALK_OK ||
+	    pagewalk_read_as(&m, p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
+		return false;
+	*desc = 0;
+	for (unsigned i = 0; i < 8; i++)
+		*desc |= (uint64_t)raw[i] << (8 * i);
+	return (*desc & X86_DESC_A) ||
+	       (pagewalk(&m, p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, desc_w) == WALK_OK &&
+		desc_w->gpa < m.size);
+}
+
+/* What the CPU's accesses set: accessed bits on the IDT and GDT, dirty too where written. */
+static void delivery_ad(struct vcpu *v, struct walk *gate_w, struct walk *desc_w, bool desc_read,
+			uint64_t desc)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+
+	pagewalk_set_ad(&m, gate_w, false);
+	if (!desc_read)
+		return;
+	if (!(desc & X86_DESC_A)) {
+		m.base[desc_w->gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
+		pagewalk_set_ad(&m, desc_w, true);
+	} else {
+		pagewalk_set_ad(&m, desc_w, false);
+	}
+}
+
+/*
+ * deliver_event() outside IA-32e mode: at CPL0 through a 32-bit gate, or in
+ * real mode (step_legacy_delivery_plan()). false, nothing written: the
+ * CPU or KVM delivers it.
+ */
+static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	bool real = !(sregs->cr0 & X86_CR0_PE);
+	unsigned size = real ? 4 : 8;
+	uint64_t gate_la = sregs->idt.base + e->vector * size, rf;
+	struct step_legacy_in in = {
+		.real = real, .cpl = real ? 0 : sregs->cs.dpl, .cs = sregs->cs.selector,
+		.ip = (uint32_t)e->rip, .sp = (uint32_t)regs->rsp, .ss_big = !real && sregs->ss.db,
+		.ss_down = (sregs->ss.type & 0xc) == 0x4, .ss_limit = sregs->ss.limit,
+		.error_code = e->error_code, .err = e->err, .soft = e->soft,
+	};
+	struct step_legacy d;
+	struct walk gate_w, desc_w, w;
+	struct paging p;
+	uint8_t *at[16];
+	uint64_t width;
+
+	if ((regs->rflags & X86_RFLAGS_VM) || (sregs->cr4 & X86_CR4_CET))
+		return false;
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the IDT, the GDT and the frame (at CPL0) are supervisor accesses */
+	p.ac = false;
+	if (e->vector * size + size - 1 > sregs->idt.limit ||
+	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
+	    pagewalk_read_as(&m, &p, gate_la, 0, in.entry, size) != size)
+		return false;
+	if (!real && !gate_descriptor(v, &p, (unsigned)(in.entry[2] | in.entry[3] << 8), &in.desc,
+				      &desc_w))
+		return false;
+	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
+	in.flags = (uint32_t)((regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
+			      (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf);
+	if (!step_legacy_delivery_plan(&in, &d))
+		return false;
+	/* Every byte of the frame, at SS:SP as the stack's width has it, must take the write. */
+	for (unsigned i = 0; i < d.words * d.slot; i++) {
+		at[i] = stack_byte(v, emulate_stack_la(sregs, regs->rflags, d.sp + i));
+		if (!at[i])
+			return false;
+	}
+	for (unsigned i = 0; i < d.words * d.slot; i++)
+		*at[i] = (uint8_t)(d.frame[i / d.slot] >> (8 * (i % d.slot)));
+	delivery_ad(v, &gate_w, &desc_w, !real, in.desc);
+	for (unsigned end = 0; end < 2; end++)
+		if (pagewalk(&m, &p, emulate_stack_la(sregs, regs->rflags,
+						      d.sp + (end ? d.words * d.slot - 1 : 0)),
+			     WALK_WRITE, &w) == WALK_OK)
+			pagewalk_set_ad(&m, &w, true);
+	if (real) {
+		sregs->cs.selector = d.cs;
+		sregs->cs.base = (uint64_t)d.cs << 4;
+	} else {
+		step_code_segment(in.desc, d.cs, &sregs->cs);
+		sregs->cs.l = 0;
+		sregs->cs.db = 1;
+	}
+	v->ops->set_sregs(v, sregs);
+	width = in.ss_big ? 0xffffffffull : 0xffffull;
+	regs->rsp = (regs->rsp & ~width) | d.sp;
+	regs->rip = d.ip;
+	regs->rflags = (regs->rflags & ~0xffffffffull) | d.flags;
+	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
+	return delivered(v);
+}
+
+/*
+ * Delivers an event through the IDT as the CPU would (outside IA-32e mode:
+ * deliver_legacy()), the frame holding the guest's TF, the handler's first
+ * instruction next and the VMM's TF kept, so that it is checked
+ * (docs/design.md, "Events the VMM delivers"). false, nothing written:
+ * the CPU or KVM delivers it.
  */
 static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 {
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint64_t gate_la = sregs->idt.base + e->vector * 16, desc_la, rf;
+	uint64_t gate_la = sregs->idt.base + e->vector * 16, rf;
 	struct step_delivery_in in = {
 		.cpl = sregs->cs.dpl, .cs = sregs->cs.selector, .ss = sregs->ss.selector,
 		.rip = e->rip, .rsp = regs->rsp, .error_code = e->error_code, .err = e->err,
 		.soft = e->soft, .la57 = (sregs->cr4 & X86_CR4_LA57) != 0,
 	};
-	struct kvm_vcpu_events ev;
 	struct kvm_segment cs;
 	struct step_delivery d;
 	struct walk w, gate_w, desc_w;
 	struct paging p;
-	unsigned sel;
-	uint8_t raw[8], frame[48];
+	uint8_t frame[48];
 	bool in_limit = e->vector * 16 + 15 <= sregs->idt.limit;
 	uint32_t err;
 	int fault;
@@ -235,7 +368,9 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 	guest_paging(v, &p);
 	p.cpl = 0;	/* the IDT, the GDT, the TSS and the frame are supervisor accesses */
 	p.ac = false;	/* implicit ones: SMAP applies whatever RFLAGS.AC says */
-	if (!(sregs->efer & X86_EFER_LMA) || (sregs->cr4 & X86_CR4_CET) ||
+	if (!(sregs->efer & X86_EFER_LMA))
+		return deliver_legacy(v, e);
+	if ((sregs->cr4 & X86_CR4_CET) ||
 	    (in_limit && (pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
 			  pagewalk_read_as(&m, &p, gate_la, 0, in.gate, sizeof(in.gate)) !=
 			  sizeof(in.gate))))
@@ -245,17 +380,7 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		return deliver_fault(v, (unsigned)fault, err);
 	if (!in_limit)
 		return false;
-	sel = (unsigned)(in.gate[2] | in.gate[3] << 8);
-	desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
-	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, &p, desc_la, 0, &desc_w) != WALK_OK ||
-	    pagewalk_read_as(&m, &p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
-		return false;
-	for (unsigned i = 0; i < 8; i++)
-		in.desc |= (uint64_t)raw[i] << (8 * i);
-	/* The CPU sets the descriptor's accessed bit, a supervisor write the GDT must take. */
-	if (!(in.desc & X86_DESC_A) &&
-	    (pagewalk(&m, &p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, &desc_w) != WALK_OK ||
-	     desc_w.gpa >= m.size))
+	if (!gate_descriptor(v, &p, (unsigned)(in.gate[2] | in.gate[3] << 8), &in.desc, &desc_w))
 		return false;
 	in.tss_valid = read_tss(v, &p, &in);
 	/* The image: the guest's TF; RF set by a fault but a #DB, clear after a trap. */
@@ -282,13 +407,7 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		*at = frame[i];
 	}
 	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
-	pagewalk_set_ad(&m, &gate_w, false);
-	if (!(in.desc & X86_DESC_A)) {
-		m.base[desc_w.gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
-		pagewalk_set_ad(&m, &desc_w, true);
-	} else {
-		pagewalk_set_ad(&m, &desc_w, false);
-	}
+	delivery_ad(v, &gate_w, &desc_w, true, in.desc);
 	for (unsigned end = 0; end < 2; end++)
 		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
@@ -303,19 +422,7 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 	regs->rip = d.rip;
 	regs->rflags = d.rflags;
 	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
-	v->step.guest_tf = false;
-	v->step.iret_rf = false;
-	/* Delivery ends an interrupt shadow (STI, MOV SS) the instruction sat in. */
-	if (!v->kvm->get_events(v, &ev) && ev.interrupt.shadow) {
-		int r;
-
-		ev.interrupt.shadow = 0;
-		ev.flags = (ev.flags & KVM_VCPUEVENT_VALID_NMI_PENDING) | KVM_VCPUEVENT_VALID_SHADOW;
-		r = v->kvm->set_events(v, &ev);
-		if (r)
-			return stepping_fail(v, "KVM_SET_VCPU_EVENTS (interrupt shadow)", -r);
-	}
-	return true;
+	return delivered(v);
 }
 
 /* A fault of the instruction at RIP, delivered by the VMM (deliver_event). */
@@ -751,6 +858,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			.cpl = sr->cs.dpl, .dr7 = s->dr7, .rflags = regs->rflags, .cr4 = sr->cr4,
 			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l,
 			.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
+			.real = !(sr->cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM),
 			.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
 		};
 		uint8_t ret[8];

@@ -794,6 +794,22 @@ static void test_certain_fault(void **state)
 	assert_int_equal(err, 0x10);
 	gpr[0] = 0x10;
 	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), -1);
+	/* Real mode: MOV SS takes any value, HLT and MOV DR at CPL0 run; UD2 is #UD. */
+	{
+		struct step_cpu real = c0;
+
+		real.long64 = false;
+		real.real = true;
+		real.dr7 = X86_DR7_GD;
+		gpr[0] = 0;
+		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &real, &err), -1);
+		gpr[0] = 0x13;
+		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &real, &err), -1);
+		assert_int_equal(step_certain_fault(mov_dr, 3, &real, &err), -1);
+		real.cpl = 3;				/* virtual-8086 mode */
+		assert_int_equal(step_certain_fault(cli, 1, &real, &err), -1);
+		assert_int_equal(step_certain_fault(ud2, 2, &real, &err), X86_VEC_UD);
+	}
 }
 
 /* The VMM's execute breakpoint beside the guest's own: the lowest free slot. */
@@ -860,6 +876,90 @@ static void test_gate_offset(void **state)
 
 	(void)state;
 	assert_int_equal(step_gate_offset(gate), 0xdef09abc56781234ull);
+}
+
+/* Delivery outside IA-32e mode: a 32-bit gate at CPL0, the real-mode IVT. */
+static void test_legacy_delivery(void **state)
+{
+	/* 32-bit interrupt gate to 0x38:0x00123456; a flat 32-bit DPL0 code segment. */
+	struct step_legacy_in in = {
+		.entry = { 0x56, 0x34, 0x38, 0x00, 0x00, 0x8e, 0x12, 0x00 },
+		.desc = 0x00cf9b000000ffffull, .cs = 0x38, .ip = 0x1000, .sp = 0x8000,
+		.ss_big = true, .ss_limit = 0xffffffff, .flags = 0x10302,
+		.error_code = true, .err = 0x1234,
+	};
+	struct step_legacy d;
+	struct step_legacy_in t;
+
+	(void)state;
+	assert_true(step_legacy_delivery_plan(&in, &d));
+	assert_int_equal(d.ip, 0x123456);
+	assert_int_equal(d.cs, 0x38);
+	assert_int_equal(d.slot, 4);
+	assert_int_equal(d.words, 4);
+	assert_int_equal(d.sp, 0x8000 - 16);
+	assert_int_equal(d.frame[0], 0x1234);
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x38);
+	assert_int_equal(d.frame[3], 0x10302);		/* the image as given: TF, RF kept */
+	assert_int_equal(d.flags, 0x2);			/* TF, RF, IF cleared */
+	t = in;
+	t.entry[5] = 0x8f;				/* a trap gate keeps IF */
+	t.error_code = false;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.flags, 0x202);
+	assert_int_equal(d.words, 3);
+	/* Left to the CPU: CPL3, a 16-bit or task gate, DPL3 or 16-bit code, past the limit. */
+	t = in;
+	t.cpl = 3;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t = in;
+	t.entry[5] = 0x86;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.entry[5] = 0x85;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t = in;
+	t.desc = 0x00cffb000000ffffull;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.desc = 0x008f9b000000ffffull;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t = in;
+	t.desc = 0x00409b000000ffffull;			/* byte-granular limit 0xffff */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	/* A stack that would wrap, or leave SS's limit; 16-bit SP. */
+	t = in;
+	t.sp = 8;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t = in;
+	t.ss_limit = 0x7000;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t = in;
+	t.ss_big = false;
+	t.sp = 0x12340100;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.sp, 0x100 - 16);
+	t.ss_down = true;				/* expand-down: above the limit only */
+	t.ss_limit = 0x100;
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.ss_limit = 0xef;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	/* Real mode: IP, CS, FLAGS in 2-byte slots, no error code; IF, TF, RF, AC cleared. */
+	t = (struct step_legacy_in){
+		.real = true, .entry = { 0x34, 0x12, 0x00, 0xf0 }, .cs = 0x7000, .ip = 0x1234abcd,
+		.sp = 0xf00, .ss_limit = 0xffff, .flags = 0x50302, .error_code = true, .err = 5,
+	};
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.ip, 0x1234);
+	assert_int_equal(d.cs, 0xf000);
+	assert_int_equal(d.slot, 2);
+	assert_int_equal(d.words, 3);
+	assert_int_equal(d.sp, 0xf00 - 6);
+	assert_int_equal(d.frame[0], 0xabcd);
+	assert_int_equal(d.frame[1], 0x7000);
+	assert_int_equal(d.frame[2], 0x0302);
+	assert_int_equal(d.flags, 0x2);
+	t.sp = 0;					/* SP wraps: the CPU's */
+	assert_false(step_legacy_delivery_plan(&t, &d));
 }
 
 /* Each IDT format: 64-bit gates, 32- and 16-bit gates, task gates, the real-mode IVT. */
@@ -929,6 +1029,7 @@ int main(void)
 		cmocka_unit_test(test_breakpoints),
 		cmocka_unit_test(test_gate_offset),
 		cmocka_unit_test(test_idt_handler),
+		cmocka_unit_test(test_legacy_delivery),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1187,6 +1187,85 @@ static void task_switch_saved_tf(void **state)
 	assert_false(v->step.guest_tf);
 }
 
+/*
+ * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
+ * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
+ * slots, CS reloaded as 32-bit code), in real mode through the IVT (2-byte
+ * slots, CS the segment). Both frames hold the guest's TF; its handler is
+ * stepped, and no #DB is owed for INT3 or after the handler's first
+ * instruction.
+ */
+static void legacy_int3_delivered(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t code32 = 0x00cf9b000000ffffull, frame = STACK - 12;
+	uint8_t gate[8] = { 0x00, 0x00, 0x38, 0x00, 0x00, 0x8e, 0x13, 0x00 };	/* 0x38:0x130000 */
+	uint32_t w[3];
+	uint16_t h[3];
+
+	(void)state;
+	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
+	memcpy(ram + IDT + 8 * X86_VEC_BP, gate, sizeof(gate));
+	memset(ram + 0x130000, 0x90, 16);
+	sr->efer = 0;
+	sr->cr0 &= ~(uint64_t)X86_CR0_PG;
+	sr->cs.l = 0;
+	sr->cs.db = 1;
+	sr->cs.selector = 0x08;
+	sr->ss.db = 1;
+	sr->ss.limit = 0xffffffff;
+	sr->idt.limit = 8 * NGATES - 1;
+	sr->gdt.limit = 0x3f;
+	ram[CODE] = 0xcc;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, frame);
+	memcpy(w, ram + frame, sizeof(w));
+	assert_int_equal(w[0], CODE + 1);
+	assert_int_equal(w[1], 0x08);
+	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+	assert_int_equal(sr->cs.selector, 0x38);
+	assert_true(sr->cs.db);
+	assert_false(sr->cs.l);
+	assert_false(v->step.guest_tf);
+	assert_false(regs(v)->rflags & (X86_RFLAGS_TF | X86_RFLAGS_IF));
+	step_to(v, 0x130001, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+
+	/* Real mode: CS 0x1000, IP 0x100; IVT entry 3 is 0x1000:0x0200; SS 0x2000, SP 0x1000. */
+	sr->cr0 &= ~(uint64_t)X86_CR0_PE;
+	sr->cs = (struct kvm_segment){ .base = 0x10000, .limit = 0xffff, .selector = 0x1000,
+				       .type = 11, .present = 1, .s = 1 };
+	sr->ss = (struct kvm_segment){ .base = 0x20000, .limit = 0xffff, .selector = 0x2000,
+				       .type = 3, .present = 1, .s = 1 };
+	sr->idt = (struct kvm_dtable){ .base = IDT, .limit = 0x3ff };
+	memcpy(ram + IDT + 4 * X86_VEC_BP, (const uint8_t[]){ 0x00, 0x02, 0x00, 0x10 }, 4);
+	memset(ram + 0x10200, 0x90, 16);
+	ram[0x10100] = 0xcc;
+	regs(v)->rip = 0x100;
+	regs(v)->rsp = 0x1000;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF | X86_RFLAGS_AC;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x200);
+	assert_int_equal(regs(v)->rsp, 0x1000 - 6);
+	memcpy(h, ram + 0x20000 + 0x1000 - 6, sizeof(h));
+	assert_int_equal(h[0], 0x101);
+	assert_int_equal(h[1], 0x1000);
+	assert_int_equal(h[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+	assert_int_equal(sr->cs.selector, 0x1000);
+	assert_int_equal(sr->cs.base, 0x10000);
+	assert_false(regs(v)->rflags & (X86_RFLAGS_IF | X86_RFLAGS_AC));	/* TF: the VMM's */
+	assert_false(v->step.guest_tf);
+	step_to(v, 0x201, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+}
+
 /* SYSRETQ at CPL3 is #GP(0), delivered by the VMM: R11's TF is never loaded. */
 static void sysret_cpl3_faults(void **state)
 {
@@ -1247,6 +1326,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(undecodable_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,9 +11,11 @@
 #include "diff.h"
 
 void legacy_run(uint32_t kind);
-extern uint32_t lg_split, lg_flags[16], lg_se_flags, lg_idt32[4], lg_dblog[16 * 4], lg_ndb;
+extern uint32_t lg_split, lg_flags[16], lg_se_flags, lg_idt32[8], lg_dblog[16 * 4], lg_ndb;
 void lg_payload_tf(void);
 void lg_db32(void);
+void lg_bp32(void);
+extern char lg_real_db[], lg_real_tf[];
 extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
 extern uint32_t lg_pd32[1024];
@@ -44,6 +46,7 @@ static const char *const kinds[] = {
 	"32-bit protected mode, another task",
 	"32-bit protected mode, PAE paging, CPL3 by SYSEXIT, back by SYSENTER",
 	"32-bit protected mode, the guest's TF",
+	"real mode, the guest's TF",
 };
 
 #define MSR_SYSENTER_CS  0x174
@@ -83,6 +86,12 @@ static void task_b_image(void)
 	put32(lg_tss_b, 0x64, 104u << 16);
 }
 
+static void gate32(uint32_t *g, uint32_t handler)
+{
+	g[0] = (handler & 0xffff) | (uint32_t)SEL_K_CODE32 << 16;
+	g[1] = (handler & 0xffff0000u) | 0x8e00;	/* present, DPL0, 32-bit interrupt gate */
+}
+
 static int legacy(uint32_t kind)
 {
 	volatile uint32_t *real_split = (volatile uint32_t *)(uint64_t)(LEGACY_REAL_BASE + 0x13e);
@@ -96,6 +105,22 @@ static int legacy(uint32_t kind)
 	memcpy((void *)(uint64_t)LEGACY_REAL_BASE, lg_blob, (size_t)(lg_blob_end - lg_blob));
 	*real_split = 0;
 	*real_flags = 0;
+	/* Kind 9's data in the real-mode part: its flag, IDTR image, IVT, #DB log. */
+	{
+		uint8_t *rb = (uint8_t *)(uint64_t)LEGACY_REAL_BASE;
+		uint16_t on = kind == 9, limit = 7, ip = (uint16_t)(lg_real_db - lg_blob),
+			 seg = LEGACY_REAL_BASE >> 4;
+		uint32_t base = LEGACY_REAL_BASE + 0x178;
+
+		memcpy(rb + 0x16e, &on, 2);
+		memcpy(rb + 0x170, &limit, 2);
+		memcpy(rb + 0x172, &base, 4);
+		memset(rb + 0x178, 0, 4);
+		memcpy(rb + 0x17c, &ip, 2);
+		memcpy(rb + 0x17e, &seg, 2);
+		memset(rb + 0x180, 0, 0x42);
+		memset(rb + 0x1d0, 0, 2);
+	}
 	lg_split = 40;
 	memset(lg_flags, 0, sizeof(lg_flags));
 	before = lg_split;
@@ -103,10 +128,10 @@ static int legacy(uint32_t kind)
 		task_b_image();
 	lg_se_flags = 0;
 	lg_ndb = 0;
-	/* A 32-bit interrupt gate at vector 1 (SDM vol. 3 6.11), through SEL_K_CODE32. */
-	lg_idt32[2] = (uint32_t)(uint64_t)lg_db32 & 0xffff;
-	lg_idt32[2] |= (uint32_t)SEL_K_CODE32 << 16;
-	lg_idt32[3] = ((uint32_t)(uint64_t)lg_db32 & 0xffff0000u) | 0x8e00;
+	/* 32-bit interrupt gates at vectors 1 and 3 (SDM vol. 3 6.11), through SEL_K_CODE32. */
+	memset(lg_idt32, 0, sizeof(lg_idt32));
+	gate32(&lg_idt32[2], (uint32_t)(uint64_t)lg_db32);
+	gate32(&lg_idt32[6], (uint32_t)(uint64_t)lg_bp32);
 	legacy_run(kind);
 	for (unsigned i = 0; i < 3; i++)
 		wrmsr(MSR_SYSENTER_CS + i, se[i]);
@@ -117,12 +142,26 @@ static int legacy(uint32_t kind)
 		       get32(lg_tss_a, 0x24) & 0x702u, get32(lg_tss_b, 0x24) & 0x702u,
 		       get32(lg_tss_b, 0x20) - (uint32_t)(uint64_t)lg_task_b);
 	}
-	after = kind == 4 ? *real_split : lg_split;
+	after = kind == 4 || kind == 9 ? *real_split : lg_split;
 	printf("%s: back in long mode; split dword %u -> %u\n", kinds[kind],
-	       kind == 4 ? 0 : before, after);
+	       kind == 4 || kind == 9 ? 0 : before, after);
 	/* IF, TF, DF and bit 1 of what PUSHF pushed there. */
 	printf("%s: pushf %x\n", kinds[kind],
-	       (kind == 4 ? *real_flags : lg_flags[kind]) & 0x702u);
+	       (kind == 4 || kind == 9 ? *real_flags : lg_flags[kind]) & 0x702u);
+	if (kind == 9) {
+		const uint8_t *rb = (const uint8_t *)(uint64_t)LEGACY_REAL_BASE;
+		uint16_t n, e[2], tf_flags;
+
+		memcpy(&tf_flags, rb + 0x1d0, 2);
+		memcpy(&n, rb + 0x180, 2);
+		printf("%s: pushf with tf %x, %u #DB\n", kinds[kind], tf_flags & 0x702u, n);
+		for (uint16_t i = 0; i < n && i < 16; i++) {
+			memcpy(e, rb + 0x182 + 4 * i, 4);
+			/* IP from the TF part; IF, TF, DF and bit 1 */
+			printf("  #DB at +%d flags %x\n", (int)e[0] - (int)(lg_real_tf - lg_blob),
+			       e[1] & 0x702u);
+		}
+	}
 	if (kind == 8) {
 		printf("%s: %u #DB\n", kinds[kind], lg_ndb);
 		for (uint32_t i = 0; i < lg_ndb && i < 16; i++) {
@@ -140,15 +179,10 @@ static int legacy(uint32_t kind)
 		printf("# split locks at CPL1-3: 2\n");
 	} else {
 		/* Real mode is reached through 16-bit protected mode, which makes its two too. */
-		printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : 2);
+		printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : kind == 9 ? 5 : 2);
 	}
-	/*
-	 * Every mode is stepped, every switch between them too. Not the #DB
-	 * handlers of kind 8: outside IA-32e mode the #DBs emulate owes are
-	 * injected through KVM, whose handler is watched nowhere (counted).
-	 */
-	if (kind != 8)
-		printf("# unchecked runs: 0\n");
+	/* Every mode is stepped, every switch between them too, every #DB handler. */
+	printf("# unchecked runs: 0\n");
 	return 0;
 }
 
@@ -254,6 +288,12 @@ static int pm32_guest_tf(const struct boot_info *bi)
 	return legacy(8);
 }
 
+static int real_guest_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(9);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
@@ -264,6 +304,7 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-task-switch", pm32_task },
 	{ "mode-legacy-pm32-pae-cpl3-sysexit-sysenter", pm32_sysexit_sysenter },
 	{ "mode-legacy-pm32-guest-tf", pm32_guest_tf },
+	{ "mode-legacy-real-guest-tf", real_guest_tf },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

@@ -21,8 +21,10 @@
  *      flat segments from IA32_SYSENTER_CS (SEL_SE_K_CODE and the three
  *      after it) without reading the GDT: AMD runs them there too
  *   8  32-bit protected mode, paging off, the guest's own TF over two
- *      split locks and a PUSHF, its #DB traps logged through a 32-bit
- *      IDT (lg_idt32, gate 1: lg_db32) in lg_dblog
+ *      split locks, a PUSHF and an INT3, its #DB traps and the #BP logged
+ *      through a 32-bit IDT (lg_idt32, gates 1 and 3) in lg_dblog
+ *   9  real mode as kind 4, then the guest's own TF over a split lock and
+ *      a PUSHF, its #DB traps logged through an IVT (lg_real_db)
  *
  * Nothing in between may fault: the IDT is the 64-bit one (kind 8 loads
  * a 32-bit one that has only the #DB gate). cases_legacy.c
@@ -54,7 +56,7 @@
 	.data
 	.p2align 6
 	.globl lg_split, lg_flags, lg_kind, lg_tss_a, lg_tss_b, lg_task_b, lg_task_stack, lg_se_flags
-	.globl lg_idt32, lg_dblog, lg_ndb, lg_payload_tf, lg_db32
+	.globl lg_idt32, lg_dblog, lg_ndb, lg_payload_tf, lg_db32, lg_bp32, lg_real_db, lg_real_tf
 	.skip 62
 lg_split:	.long 0			/* across a cache line: 62 bytes into one */
 	.p2align 3
@@ -69,8 +71,8 @@ lg_efer:	.quad 0
 lg_gsbase:	.quad 0
 lg_idtr64:	.skip 10
 	.p2align 3
-lg_idt32:	.skip 8 * 2		/* kind 8: gates 0 and 1 (cases_legacy.c) */
-lg_idtr32:	.word 8 * 2 - 1
+lg_idt32:	.skip 8 * 4		/* kind 8: gates 1 and 3 (cases_legacy.c) */
+lg_idtr32:	.word 8 * 4 - 1
 		.long lg_idt32
 	.p2align 3
 lg_ndb:		.long 0
@@ -236,10 +238,32 @@ lg_payload_tf:
 	movl $1, %eax
 	xchgl %eax, lg_split		/* implicitly locked: lg_split = 1 */
 	addl %eax, lg_split
+	int3				/* its frame holds TF; no trap after it */
+	nop
 	pushfl
 	andl $~TF, (%esp)
 	popfl
 	ret
+
+/* INT3's gate (32-bit interrupt gate): logged as a #DB is, DR6 as 0xbbbb. */
+lg_bp32:
+	pushl %eax
+	pushl %ebx
+	movl lg_ndb, %ebx
+	cmpl $16, %ebx
+	jae 1f
+	shll $4, %ebx
+	movl 8(%esp), %eax
+	movl %eax, lg_dblog(%ebx)
+	movl 16(%esp), %eax
+	movl %eax, lg_dblog + 4(%ebx)
+	movl $0xbbbb, lg_dblog + 8(%ebx)
+	movl 12(%esp), %eax
+	movl %eax, lg_dblog + 12(%ebx)
+1:	incl lg_ndb
+	popl %ebx
+	popl %eax
+	iretl
 
 /* 32-bit interrupt gate, CPL0: frame EIP, CS, EFLAGS. */
 lg_db32:
@@ -386,6 +410,8 @@ lg_pm16:
 	movl $lg_kind, %esi
 	cmpl $4, (%esi)
 	je 1f
+	cmpl $9, (%esi)
+	je 1f
 	ljmpl $SEL_K_CODE32, $lg_up
 1:	movw $SEL_K_DATA16, %ax		/* real-mode limits before PE goes */
 	movw %ax, %ds
@@ -407,10 +433,54 @@ lg_real:
 	pushfw
 	popw %ax
 	movw %ax, 0x150
-	movl %cr0, %eax
+	cmpw $0, 0x16e			/* kind 9 (cases_legacy.c sets it) */
+	je 1f
+	call lg_real_tf			/* relative: the blob moves as one */
+1:	movl %cr0, %eax
 	orl $1, %eax
 	movl %eax, %cr0
 	ljmp $SEL_K_CODE16R, $(lg_pm16_back - lg_blob)
+
+/*
+ * Kind 9: the IVT at 0x178 (cases_legacy.c writes entry 1), the guest's TF
+ * from the instruction after POPF to the POPF that clears it; PUSHF's word
+ * at 0x1d0. Data: #DB count at 0x180, then per #DB its IP and FLAGS.
+ */
+lg_real_tf:
+	lidt 0x170
+	pushfw
+	movw %sp, %bp
+	orw $0x100, (%bp)
+	popfw
+	nop
+	lock addl $1, 0x13e
+	pushfw
+	popw %ax
+	movw %ax, 0x1d0
+	pushfw
+	movw %sp, %bp
+	andw $~0x100, (%bp)
+	popfw
+	ret
+
+lg_real_db:
+	pushw %bx
+	pushw %bp
+	pushw %ax
+	movw %sp, %bp
+	movw 0x180, %bx
+	cmpw $16, %bx
+	jae 1f
+	shlw $2, %bx
+	movw 6(%bp), %ax
+	movw %ax, 0x182(%bx)
+	movw 10(%bp), %ax
+	movw %ax, 0x184(%bx)
+1:	incw 0x180
+	popw %ax
+	popw %bp
+	popw %bx
+	iret
 lg_pm16_back:
 	movw $SEL_K_DATA, %ax
 	movw %ax, %ds
