@@ -110,7 +110,9 @@
 
 /* Segment descriptors, as one 64-bit word. */
 #define X86_DESC_A         X86_BIT(40)     /* accessed */
+#define X86_DESC_W         X86_BIT(41)     /* data type: writable */
 #define X86_DESC_CONFORMING X86_BIT(42)    /* code type: runs at the caller's CPL */
+#define X86_DESC_E         X86_BIT(42)     /* data type: expand-down */
 #define X86_DESC_CODE      X86_BIT(43)     /* type: executable */
 #define X86_DESC_S         X86_BIT(44)     /* code or data, not system */
 #define X86_DESC_DPL_SHIFT 45

@@ -417,12 +417,27 @@ bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery 
 	return true;
 }
 
+static uint32_t desc_limit(uint64_t desc)
+{
+	uint32_t limit = (uint32_t)(desc & 0xffff) | (uint32_t)((desc >> 48) & 0xf) << 16;
+
+	return desc & X86_DESC_G ? limit << 12 | 0xfff : limit;
+}
+
+static uint32_t desc_base(uint64_t desc)
+{
+	return (uint32_t)(((desc >> 16) & 0xffffff) | ((desc >> 56) & 0xff) << 24);
+}
+
 bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
 {
 	const uint8_t *e = in->entry;
-	uint32_t sp = in->sp & (in->ss_big ? 0xffffffffu : 0xffffu), bytes;
+	bool big = in->ss_big, down = in->ss_down;
+	uint32_t sp = in->sp, limit = in->ss_limit, bytes;
 	unsigned n = 0;
 
+	out->stack_switch = false;
+	out->ss_base = 0;
 	if (in->real) {
 		out->ip = (uint32_t)(e[0] | e[1] << 8);
 		out->cs = (uint16_t)(e[2] | e[3] << 8);
@@ -431,36 +446,56 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 		out->slot = 2;
 	} else {
 		unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
-		uint32_t limit = (uint32_t)(in->desc & 0xffff) | (uint32_t)((in->desc >> 48) & 0xf) << 16;
 
-		if (in->cpl || !(e[5] & X86_GATE_P) || (type != 0x0e && type != 0x0f) ||
+		if (!(e[5] & X86_GATE_P) || (type != 0x0e && type != 0x0f) ||
 		    (in->soft && ((e[5] >> 5) & 3) < in->cpl))
 			return false;
-		/* A present 32-bit code segment of the GDT at DPL0: no stack switch. */
+		/* A present 32-bit code segment of the GDT at DPL0 (conforming: at CPL0 only). */
 		if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
 		    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB |
 				 (3ull << X86_DESC_DPL_SHIFT))) !=
-		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_DB))
+		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_DB) ||
+		    (in->cpl && (in->desc & X86_DESC_CONFORMING)))
 			return false;
-		if (in->desc & X86_DESC_G)
-			limit = limit << 12 | 0xfff;
 		out->ip = (uint32_t)(e[0] | e[1] << 8 | e[6] << 16 | (uint32_t)e[7] << 24);
-		if (out->ip > limit)
+		if (out->ip > desc_limit(in->desc))
 			return false;	/* #GP(0) */
 		out->cs = (uint16_t)(sel & ~(unsigned)X86_SEL_RPL);
 		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
 						     X86_RFLAGS_VM | (type == 0x0e ? X86_RFLAGS_IF : 0));
 		out->slot = 4;
+		if (in->cpl) {
+			/* SS0: RPL0, a present writable data segment at DPL0 (else #TS). */
+			uint64_t d = in->ss0_desc;
+
+			if (!in->tss_valid || !(in->ss0 & ~(unsigned)X86_SEL_RPL) ||
+			    (in->ss0 & (X86_SEL_TI | X86_SEL_RPL)) ||
+			    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
+				  X86_DESC_W)) != (X86_DESC_S | X86_DESC_P | X86_DESC_W))
+				return false;
+			out->stack_switch = true;
+			out->ss_base = desc_base(d);
+			big = (d & X86_DESC_DB) != 0;
+			down = (d & X86_DESC_E) != 0;
+			limit = desc_limit(d);
+			sp = in->esp0;
+		}
 		if (in->error_code)
 			out->frame[n++] = in->err;
 	}
 	out->frame[n++] = in->real ? in->ip & 0xffff : in->ip;
 	out->frame[n++] = in->cs;
 	out->frame[n++] = in->real ? in->flags & 0xffff : in->flags;
+	if (out->stack_switch) {
+		out->frame[n++] = in->sp;
+		out->frame[n++] = in->ss;
+	}
 	out->words = n;
+	out->ss_big = big && !in->real;
+	sp &= out->ss_big ? 0xffffffffu : 0xffffu;
 	bytes = n * out->slot;
 	/* Every byte inside SS: no wrap below 0, none beyond (or, expand-down, at or below) its limit. */
-	if (sp < bytes || (in->ss_down ? sp - bytes <= in->ss_limit : sp - 1 > in->ss_limit))
+	if (sp < bytes || (down ? sp - bytes <= limit : sp - 1 > limit))
 		return false;
 	out->sp = sp - bytes;
 	return true;
@@ -480,6 +515,22 @@ void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out)
 		.db = 0,
 		.s = 1,
 		.l = 1,
+		.g = (desc & X86_DESC_G) != 0,
+		.avl = (desc >> 52) & 1,
+	};
+}
+
+void step_data_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out)
+{
+	*out = (struct kvm_segment){
+		.base = desc_base(desc),
+		.limit = desc_limit(desc),
+		.selector = sel,
+		.type = (uint8_t)(((desc >> 40) & 0xf) | 1),
+		.present = 1,
+		.dpl = (uint8_t)((desc >> X86_DESC_DPL_SHIFT) & 3),
+		.db = (desc & X86_DESC_DB) != 0,
+		.s = 1,
 		.g = (desc & X86_DESC_G) != 0,
 		.avl = (desc >> 52) & 1,
 	};

@@ -269,8 +269,9 @@ bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery 
 
 /*
  * Outside IA-32e mode (SDM vol. 3 6.12.1; real mode: 20.1.4): an event
- * delivered at CPL0 without a stack switch through a 32-bit interrupt or
- * trap gate into a 32-bit code segment, or in real mode through the IVT.
+ * delivered through a 32-bit interrupt or trap gate into a 32-bit code
+ * segment at DPL0 (from CPL1-3 on SS0:ESP0 of the 32-bit TSS), or in real
+ * mode through the IVT.
  */
 struct step_legacy_in {
 	bool real;
@@ -287,27 +288,40 @@ struct step_legacy_in {
 	bool error_code;
 	uint32_t err;
 	bool soft;              /* INT n, INT3, INTO: the gate's DPL must allow the CPL */
+	uint16_t ss;            /* pushed on a stack switch, with sp */
+	bool tss_valid;         /* esp0, ss0 and ss0_desc were read (from CPL1-3) */
+	uint32_t esp0;
+	uint16_t ss0;
+	uint64_t ss0_desc;
 };
 
 struct step_legacy {
 	uint32_t sp;            /* the new stack pointer, where frame[0] goes */
-	uint32_t frame[4];      /* from there up: [error code,] EIP, CS, EFLAGS */
+	uint32_t frame[6];      /* from there up: [error code,] EIP, CS, EFLAGS[, ESP, SS] */
 	unsigned words, slot;   /* slots of 4 bytes, 2 in real mode */
 	uint32_t ip;            /* the handler */
 	uint16_t cs;            /* its selector, RPL 0 (real mode: the segment) */
 	uint32_t flags;         /* the handler's */
+	bool stack_switch;      /* SS becomes ss0 (its cache from ss0_desc), SP sp */
+	uint32_t ss_base;       /* the stack's base, for the frame's linear addresses */
+	bool ss_big;            /* and its width */
 };
 
 /*
- * false where the VMM leaves it to the CPU or KVM: not CPL0, a gate that is
- * no present 32-bit interrupt or trap gate or is beyond INT n's reach, a
- * descriptor that is no present 32-bit code segment of the GDT at DPL0, a
- * handler beyond its limit, a frame that would wrap or leave SS's limit.
+ * false where the VMM leaves it to the CPU or KVM: a gate that is no
+ * present 32-bit interrupt or trap gate or is beyond INT n's reach, a
+ * descriptor that is no present 32-bit code segment of the GDT at DPL0
+ * (or conforming, above CPL0), a handler beyond its limit; from CPL1-3 no
+ * 32-bit TSS or an SS0 that is no present writable DPL0 data segment of
+ * RPL0; a frame that would wrap or leave the stack's limit.
  */
 bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out);
 
 /* The code segment cache the CPU loads from a 64-bit code descriptor, RPL = cpl. */
 void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
+
+/* The segment cache the CPU loads from a data descriptor into SS (accessed set). */
+void step_data_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
 
 /*
  * INT n, INT3 or INTO through a long-mode IDT entry it cannot use (SDM vol. 2

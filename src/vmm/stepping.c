@@ -265,8 +265,34 @@ static void delivery_ad(struct vcpu *v, struct walk *gate_w, struct walk *desc_w
 	}
 }
 
+/* A frame byte, written as the handler's CPL0 writes it (p: supervisor). */
+static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct walk w;
+
+	if (pagewalk(&m, p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= v->vm->ram_size)
+		return NULL;
+	return v->vm->mem + w.gpa;
+}
+
+/* SS0 and ESP0 of the current 32-bit TSS (SDM vol. 3 7.2.1). false: none readable. */
+static bool tss32_stack0(struct vcpu *v, const struct paging *p, uint32_t *esp0, uint16_t *ss0)
+{
+	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint8_t b[6];
+
+	if (tr->unusable || !tr->present || (tr->type != 9 && tr->type != 11) || tr->limit < 0x67 ||
+	    pagewalk_read_as(&m, p, tr->base + 4, 0, b, sizeof(b)) != sizeof(b))
+		return false;
+	memcpy(esp0, b, 4);
+	memcpy(ss0, b + 4, 2);
+	return true;
+}
+
 /*
- * deliver_event() outside IA-32e mode: at CPL0 through a 32-bit gate, or in
+ * deliver_event() outside IA-32e mode: through a 32-bit gate to CPL0, or in
  * real mode (step_legacy_delivery_plan()). false, nothing written: the
  * CPU or KVM delivers it.
  */
@@ -283,9 +309,11 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 		.ip = (uint32_t)e->rip, .sp = (uint32_t)regs->rsp, .ss_big = !real && sregs->ss.db,
 		.ss_down = (sregs->ss.type & 0xc) == 0x4, .ss_limit = sregs->ss.limit,
 		.error_code = e->error_code, .err = e->err, .soft = e->soft,
+		.ss = sregs->ss.selector,
 	};
 	struct step_legacy d;
-	struct walk gate_w, desc_w, w;
+	struct walk gate_w, desc_w, ss0_w, w;
+	uint64_t la[2];
 	struct paging p;
 	uint8_t *at[16];
 	uint64_t width;
@@ -302,24 +330,33 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	if (!real && !gate_descriptor(v, &p, (unsigned)(in.entry[2] | in.entry[3] << 8), &in.desc,
 				      &desc_w))
 		return false;
+	/* From CPL1-3: SS0:ESP0 of the 32-bit TSS, and SS0's descriptor. */
+	if (!real && in.cpl && tss32_stack0(v, &p, &in.esp0, &in.ss0))
+		in.tss_valid = gate_descriptor(v, &p, in.ss0, &in.ss0_desc, &ss0_w);
 	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
 	in.flags = (uint32_t)((regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
 			      (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf);
 	if (!step_legacy_delivery_plan(&in, &d))
 		return false;
 	/* Every byte of the frame, at SS:SP as the stack's width has it, must take the write. */
+	width = d.ss_big ? 0xffffffffull : 0xffffull;
 	for (unsigned i = 0; i < d.words * d.slot; i++) {
-		at[i] = stack_byte(v, emulate_stack_la(sregs, regs->rflags, d.sp + i));
+		uint64_t byte = d.stack_switch ? (d.ss_base + ((d.sp + i) & width)) & 0xffffffffull
+					       : emulate_stack_la(sregs, regs->rflags, d.sp + i);
+
+		if (!i || i == d.words * d.slot - 1)
+			la[i ? 1 : 0] = byte;
+		at[i] = stack_byte_as(v, &p, byte);
 		if (!at[i])
 			return false;
 	}
 	for (unsigned i = 0; i < d.words * d.slot; i++)
 		*at[i] = (uint8_t)(d.frame[i / d.slot] >> (8 * (i % d.slot)));
 	delivery_ad(v, &gate_w, &desc_w, !real, in.desc);
+	if (d.stack_switch)
+		delivery_ad(v, &gate_w, &ss0_w, true, in.ss0_desc);
 	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, &p, emulate_stack_la(sregs, regs->rflags,
-						      d.sp + (end ? d.words * d.slot - 1 : 0)),
-			     WALK_WRITE, &w) == WALK_OK)
+		if (pagewalk(&m, &p, la[end], WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
 	if (real) {
 		sregs->cs.selector = d.cs;
@@ -329,8 +366,11 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 		sregs->cs.l = 0;
 		sregs->cs.db = 1;
 	}
+	if (d.stack_switch) {
+		step_data_segment(in.ss0_desc, in.ss0, &sregs->ss);
+		regs->rsp = 0;		/* ESP from ESP0, whatever the old upper half */
+	}
 	v->ops->set_sregs(v, sregs);
-	width = in.ss_big ? 0xffffffffull : 0xffffull;
 	regs->rsp = (regs->rsp & ~width) | d.sp;
 	regs->rip = d.ip;
 	regs->rflags = (regs->rflags & ~0xffffffffull) | d.flags;

@@ -909,10 +909,43 @@ static void test_legacy_delivery(void **state)
 	assert_true(step_legacy_delivery_plan(&t, &d));
 	assert_int_equal(d.flags, 0x202);
 	assert_int_equal(d.words, 3);
-	/* Left to the CPU: CPL3, a 16-bit or task gate, DPL3 or 16-bit code, past the limit. */
+	/* From CPL3: SS0:ESP0 of the TSS, the old SS:ESP pushed too. */
 	t = in;
 	t.cpl = 3;
+	t.cs = 0x1b;
+	t.ss = 0x23;
+	assert_false(step_legacy_delivery_plan(&t, &d));	/* no TSS */
+	t.tss_valid = true;
+	t.esp0 = 0x9000;
+	t.ss0 = 0x10;
+	t.ss0_desc = 0x00cf93000000ffffull;		/* flat writable data, DPL0 */
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_true(d.stack_switch);
+	assert_true(d.ss_big);
+	assert_int_equal(d.ss_base, 0);
+	assert_int_equal(d.words, 6);
+	assert_int_equal(d.sp, 0x9000 - 24);
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x1b);
+	assert_int_equal(d.frame[4], 0x8000);
+	assert_int_equal(d.frame[5], 0x23);
+	t.ss0_desc = 0x00cff3000000ffffull;		/* DPL3: #TS, the CPU's */
 	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.ss0_desc = 0x00cf91000000ffffull;		/* read-only */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.ss0_desc = 0x00cf93000000ffffull;
+	t.ss0 = 0x13;					/* RPL 3 */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.ss0 = 0x10;
+	t.ss0_desc = 0x0040930100000fffull;		/* base 0x10000, limit 0xfff, byte-granular */
+	assert_false(step_legacy_delivery_plan(&t, &d));	/* ESP0 beyond the limit */
+	t.esp0 = 0x1000;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.ss_base, 0x10000);
+	assert_int_equal(d.sp, 0x1000 - 24);
+	t.desc |= X86_DESC_CONFORMING;			/* stays at CPL3: the CPU's */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	/* Left to the CPU: a 16-bit or task gate, DPL3 or 16-bit code, past the limit. */
 	t = in;
 	t.entry[5] = 0x86;
 	assert_false(step_legacy_delivery_plan(&t, &d));

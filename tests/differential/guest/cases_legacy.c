@@ -47,6 +47,7 @@ static const char *const kinds[] = {
 	"32-bit protected mode, PAE paging, CPL3 by SYSEXIT, back by SYSENTER",
 	"32-bit protected mode, the guest's TF",
 	"real mode, the guest's TF",
+	"32-bit protected mode, PAE paging, CPL3, the guest's TF",
 };
 
 #define MSR_SYSENTER_CS  0x174
@@ -124,7 +125,7 @@ static int legacy(uint32_t kind)
 	lg_split = 40;
 	memset(lg_flags, 0, sizeof(lg_flags));
 	before = lg_split;
-	if (kind == 6)
+	if (kind == 6 || kind == 10)
 		task_b_image();
 	lg_se_flags = 0;
 	lg_ndb = 0;
@@ -132,9 +133,12 @@ static int legacy(uint32_t kind)
 	memset(lg_idt32, 0, sizeof(lg_idt32));
 	gate32(&lg_idt32[2], (uint32_t)(uint64_t)lg_db32);
 	gate32(&lg_idt32[6], (uint32_t)(uint64_t)lg_bp32);
+	lg_idt32[7] |= 3u << 13;	/* INT3's gate at DPL3: INT3 from CPL3 reaches it */
 	legacy_run(kind);
 	for (unsigned i = 0; i < 3; i++)
 		wrmsr(MSR_SYSENTER_CS + i, se[i]);
+	if (kind == 10)
+		gdt_tss_reset();
 	if (kind == 6) {
 		gdt_tss_reset();
 		/* What each task switch saved: IF, TF, DF and bit 1 of EFLAGS; B's EIP. */
@@ -162,7 +166,7 @@ static int legacy(uint32_t kind)
 			       e[1] & 0x702u);
 		}
 	}
-	if (kind == 8) {
+	if (kind == 8 || kind == 10) {
 		printf("%s: %u #DB\n", kinds[kind], lg_ndb);
 		for (uint32_t i = 0; i < lg_ndb && i < 16; i++) {
 			const uint32_t *e = &lg_dblog[i * 4];
@@ -173,7 +177,7 @@ static int legacy(uint32_t kind)
 			       e[2] & 0x600fu, e[3] & 0xffffu);
 		}
 	}
-	if (kind == 7) {
+	if (kind == 7 || kind == 10) {
 		printf("%s: pushf at cpl0 after sysenter %x\n", kinds[kind], lg_se_flags & 0x702u);
 		printf("# split locks at CPL0: 1\n");
 		printf("# split locks at CPL1-3: 2\n");
@@ -294,6 +298,12 @@ static int real_guest_tf(const struct boot_info *bi)
 	return legacy(9);
 }
 
+static int pm32_cpl3_guest_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(10);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
@@ -305,6 +315,7 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-pae-cpl3-sysexit-sysenter", pm32_sysexit_sysenter },
 	{ "mode-legacy-pm32-guest-tf", pm32_guest_tf },
 	{ "mode-legacy-real-guest-tf", real_guest_tf },
+	{ "mode-legacy-pm32-pae-cpl3-guest-tf", pm32_cpl3_guest_tf },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

@@ -25,6 +25,9 @@
  *      through a 32-bit IDT (lg_idt32, gates 1 and 3) in lg_dblog
  *   9  real mode as kind 4, then the guest's own TF over a split lock and
  *      a PUSHF, its #DB traps logged through an IVT (lg_real_db)
+ *  10  kind 8's payload at CPL3 as kind 7 enters it: its #DB and #BP
+ *      handlers (32-bit gates, INT3's DPL3) run at CPL0 on SS0:ESP0 of
+ *      TSS A (LTR), their frames holding the CPL3 SS:ESP too
  *
  * Nothing in between may fault: the IDT is the 64-bit one (kind 8 loads
  * a 32-bit one that has only the #DB gate). cases_legacy.c
@@ -45,6 +48,7 @@
 #define CR4_LA57      0x1000
 #define CR4_PCIDE     0x20000
 #define SEL_SE_K_CODE 0xc8
+#define SEL_SE_U_DATA32 0xe3
 #define MSR_SYSENTER_CS  0x174
 #define MSR_SYSENTER_ESP 0x175
 #define MSR_SYSENTER_EIP 0x176
@@ -141,6 +145,8 @@ legacy_run:
 	je k_sysexit
 	cmpl $8, %eax
 	je k_tf
+	cmpl $10, %eax
+	je k_sysexit
 	cmpl $1, %eax
 	je k_paging32
 	cmpl $2, %eax
@@ -206,11 +212,29 @@ k_sysexit:
 	movl $MSR_SYSENTER_EIP, %ecx
 	movl $lg_se_entry, %eax
 	wrmsr
-	movl $lg_task_stack, %ecx
+	cmpl $10, lg_kind
+	jne 1f
+	lidt lg_idtr32
+	movl %esp, lg_tss_a + 4		/* ESP0, SS0: the stack of a #DB from CPL3 */
+	movl $SEL_K_DATA, lg_tss_a + 8
+	movw $SEL_TSS_A, %ax
+	ltr %ax
+1:	movl $lg_task_stack, %ecx
 	movl $lg_se_user, %edx
 	sysexit
 lg_se_user:				/* CPL3 */
+	cmpl $10, lg_kind
+	je 1f
 	call payload32
+	sysenter
+	/*
+	 * DS and ES at DPL3: an IRET back to CPL3 (the #DB handler's) nulls
+	 * those of a lower DPL (SDM vol. 2 IRET), and a real CPU faults on them.
+	 */
+1:	movl $SEL_SE_U_DATA32, %eax
+	movl %eax, %ds
+	movl %eax, %es
+	call lg_payload_tf
 	sysenter
 lg_se_entry:				/* CPL0, ESP = IA32_SYSENTER_ESP */
 	lock addl $1, lg_split
@@ -234,7 +258,8 @@ lg_payload_tf:
 	nop
 	lock addl $1, lg_split
 	pushfl
-	popl lg_flags + 8 * 4
+	movl lg_kind, %ecx
+	popl lg_flags(, %ecx, 4)
 	movl $1, %eax
 	xchgl %eax, lg_split		/* implicitly locked: lg_split = 1 */
 	addl %eax, lg_split
