@@ -315,7 +315,7 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	struct walk gate_w, desc_w, ss0_w, w;
 	uint64_t la[2];
 	struct paging p;
-	uint8_t *at[16];
+	uint8_t *at[sizeof(((struct step_legacy *)0)->frame)];	/* 4-byte slots at most */
 	uint64_t width;
 
 	if ((regs->rflags & X86_RFLAGS_VM) || (sregs->cr4 & X86_CR4_CET))

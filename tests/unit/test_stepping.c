@@ -1190,7 +1190,8 @@ static void task_switch_saved_tf(void **state)
 /*
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
- * slots, CS reloaded as 32-bit code), in real mode through the IVT (2-byte
+ * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
+ * the 32-bit TSS), in real mode through the IVT (2-byte
  * slots, CS the segment). Both frames hold the guest's TF; its handler is
  * stepped, and no #DB is owed for INT3 or after the handler's first
  * instruction.
@@ -1235,6 +1236,49 @@ static void legacy_int3_delivered(void **state)
 	step_to(v, 0x130001, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+
+	/*
+	 * From CPL3 through a DPL3 gate: to CPL0 on SS0:ESP0 of the 32-bit TSS
+	 * (0x10:0x170000), the CPL3 SS:ESP pushed first.
+	 */
+	{
+		uint64_t data0 = 0x00cf93000000ffffull;
+		uint32_t esp0 = 0x170000, f[5];
+		uint16_t ss0 = 0x10;
+
+		memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
+		memcpy(ram + 0x3004, &esp0, 4);
+		memcpy(ram + 0x3008, &ss0, 2);
+		ram[IDT + 8 * X86_VEC_BP + 5] = 0xee;
+		sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
+					       .type = 11, .present = 1 };
+		sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
+					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+		sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
+					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+		regs(v)->rip = CODE;
+		regs(v)->rsp = STACK;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+		v->step.guest_tf = true;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, 0x130000);
+		assert_int_equal(regs(v)->rsp, esp0 - 20);
+		memcpy(f, ram + esp0 - 20, sizeof(f));
+		assert_int_equal(f[0], CODE + 1);
+		assert_int_equal(f[1], 0x1b);
+		assert_int_equal(f[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+		assert_int_equal(f[3], STACK);
+		assert_int_equal(f[4], 0x23);
+		assert_int_equal(sr->ss.selector, 0x10);
+		assert_int_equal(sr->ss.dpl, 0);
+		assert_true(sr->ss.db);
+		assert_int_equal(sr->cs.selector, 0x38);
+		assert_int_equal(sr->cs.dpl, 0);
+		assert_false(v->step.guest_tf);
+		step_to(v, 0x130001, DR6_STEP);
+		assert_int_equal(v->stats.unchecked_runs, 0);
+		assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	}
 
 	/* Real mode: CS 0x1000, IP 0x100; IVT entry 3 is 0x1000:0x0200; SS 0x2000, SP 0x1000. */
 	sr->cr0 &= ~(uint64_t)X86_CR0_PE;

@@ -80,6 +80,7 @@ lg_idtr32:	.word 8 * 4 - 1
 		.long lg_idt32
 	.p2align 3
 lg_ndb:		.long 0
+lg_db6:		.long 0
 lg_dblog:	.skip 16 * 16		/* per #DB: EIP, EFLAGS, DR6, CS */
 	.p2align 7
 lg_tss_a:	.skip 104		/* 32-bit TSSes: cases_legacy.c fills B's image */
@@ -270,45 +271,35 @@ lg_payload_tf:
 	popfl
 	ret
 
-/* INT3's gate (32-bit interrupt gate): logged as a #DB is, DR6 as 0xbbbb. */
+/*
+ * 32-bit interrupt gates, entered at CPL0: log EIP, EFLAGS, DR6 (0xbbbb
+ * for INT3's) and CS of the frame; a #DB also resets DR6.
+ */
 lg_bp32:
 	pushl %eax
-	pushl %ebx
-	movl lg_ndb, %ebx
-	cmpl $16, %ebx
-	jae 1f
-	shll $4, %ebx
-	movl 8(%esp), %eax
-	movl %eax, lg_dblog(%ebx)
-	movl 16(%esp), %eax
-	movl %eax, lg_dblog + 4(%ebx)
-	movl $0xbbbb, lg_dblog + 8(%ebx)
-	movl 12(%esp), %eax
-	movl %eax, lg_dblog + 12(%ebx)
-1:	incl lg_ndb
-	popl %ebx
-	popl %eax
-	iretl
-
-/* 32-bit interrupt gate, CPL0: frame EIP, CS, EFLAGS. */
+	movl $0xbbbb, %eax
+	jmp lg_log32
 lg_db32:
 	pushl %eax
+	movl %dr6, %eax
+	movl %eax, lg_db6
+	movl $0xffff0ff0, %eax
+	movl %eax, %dr6
+	movl lg_db6, %eax
+lg_log32:				/* EAX: the DR6 word; frame at 4(%esp) */
 	pushl %ebx
 	movl lg_ndb, %ebx
 	cmpl $16, %ebx
 	jae 1f
 	shll $4, %ebx
+	movl %eax, lg_dblog + 8(%ebx)
 	movl 8(%esp), %eax
 	movl %eax, lg_dblog(%ebx)
 	movl 16(%esp), %eax
 	movl %eax, lg_dblog + 4(%ebx)
-	movl %dr6, %eax
-	movl %eax, lg_dblog + 8(%ebx)
 	movl 12(%esp), %eax
 	movl %eax, lg_dblog + 12(%ebx)
 1:	incl lg_ndb
-	movl $0xffff0ff0, %eax
-	movl %eax, %dr6
 	popl %ebx
 	popl %eax
 	iretl
