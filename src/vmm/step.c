@@ -501,36 +501,18 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 	return true;
 }
 
-void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out)
-{
-	uint32_t limit = (uint32_t)(desc & 0xffff) | (uint32_t)((desc >> 48) & 0xf) << 16;
-
-	*out = (struct kvm_segment){
-		.base = ((desc >> 16) & 0xffffff) | ((desc >> 56) & 0xff) << 24,
-		.limit = (desc & X86_DESC_G) ? limit << 12 | 0xfff : limit,
-		.selector = sel,
-		.type = (uint8_t)(((desc >> 40) & 0xf) | 1),	/* accessed, as the CPU sets it */
-		.present = 1,
-		.dpl = (uint8_t)((desc >> X86_DESC_DPL_SHIFT) & 3),
-		.db = 0,
-		.s = 1,
-		.l = 1,
-		.g = (desc & X86_DESC_G) != 0,
-		.avl = (desc >> 52) & 1,
-	};
-}
-
-void step_data_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out)
+void step_segment_cache(uint64_t desc, uint16_t sel, struct kvm_segment *out)
 {
 	*out = (struct kvm_segment){
 		.base = desc_base(desc),
 		.limit = desc_limit(desc),
 		.selector = sel,
-		.type = (uint8_t)(((desc >> 40) & 0xf) | 1),
+		.type = (uint8_t)(((desc >> 40) & 0xf) | 1),	/* accessed, as the CPU sets it */
 		.present = 1,
 		.dpl = (uint8_t)((desc >> X86_DESC_DPL_SHIFT) & 3),
 		.db = (desc & X86_DESC_DB) != 0,
 		.s = 1,
+		.l = (desc & X86_DESC_L) != 0,
 		.g = (desc & X86_DESC_G) != 0,
 		.avl = (desc >> 52) & 1,
 	};

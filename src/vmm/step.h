@@ -317,11 +317,11 @@ struct step_legacy {
  */
 bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out);
 
-/* The code segment cache the CPU loads from a 64-bit code descriptor, RPL = cpl. */
-void step_code_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
-
-/* The segment cache the CPU loads from a data descriptor into SS (accessed set). */
-void step_data_segment(uint64_t desc, uint16_t sel, struct kvm_segment *out);
+/*
+ * The segment cache the CPU loads from a code or data descriptor (base,
+ * limit, D/B and L as it says; accessed set), for the selector sel.
+ */
+void step_segment_cache(uint64_t desc, uint16_t sel, struct kvm_segment *out);
 
 /*
  * INT n, INT3 or INTO through a long-mode IDT entry it cannot use (SDM vol. 2

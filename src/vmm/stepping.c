@@ -49,16 +49,22 @@ static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *bu
 }
 
 /* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
-static uint8_t *stack_byte(struct vcpu *v, uint64_t la)
+static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
 {
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct paging p;
 	struct walk w;
 
-	guest_paging(v, &p);
-	if (pagewalk(&m, &p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= v->vm->ram_size)
+	if (pagewalk(&m, p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= v->vm->ram_size)
 		return NULL;
 	return v->vm->mem + w.gpa;
+}
+
+static uint8_t *stack_byte(struct vcpu *v, uint64_t la)
+{
+	struct paging p;
+
+	guest_paging(v, &p);
+	return stack_byte_as(v, &p, la);
 }
 
 /* Hardware TF = the guest's own, from the next entry on. */
@@ -265,17 +271,6 @@ static void delivery_ad(struct vcpu *v, struct walk *gate_w, struct walk *desc_w
 	}
 }
 
-/* A frame byte, written as the handler's CPL0 writes it (p: supervisor). */
-static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
-{
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct walk w;
-
-	if (pagewalk(&m, p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= v->vm->ram_size)
-		return NULL;
-	return v->vm->mem + w.gpa;
-}
-
 /* SS0 and ESP0 of the current 32-bit TSS (SDM vol. 3 7.2.1). false: none readable. */
 static bool tss32_stack0(struct vcpu *v, const struct paging *p, uint32_t *esp0, uint16_t *ss0)
 {
@@ -362,12 +357,10 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 		sregs->cs.selector = d.cs;
 		sregs->cs.base = (uint64_t)d.cs << 4;
 	} else {
-		step_code_segment(in.desc, d.cs, &sregs->cs);
-		sregs->cs.l = 0;
-		sregs->cs.db = 1;
+		step_segment_cache(in.desc, d.cs, &sregs->cs);
 	}
 	if (d.stack_switch) {
-		step_data_segment(in.ss0_desc, in.ss0, &sregs->ss);
+		step_segment_cache(in.ss0_desc, in.ss0, &sregs->ss);
 		regs->rsp = 0;		/* ESP from ESP0, whatever the old upper half */
 	}
 	v->ops->set_sregs(v, sregs);
@@ -452,7 +445,7 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
 	/* CS (and SS on a privilege change: null, RPL the new CPL) as the CPU loads them. */
-	step_code_segment(in.desc, d.cs, &cs);
+	step_segment_cache(in.desc, d.cs, &cs);
 	sregs->cs = cs;
 	if (d.stack_switch)
 		sregs->ss = (struct kvm_segment){ .selector = (uint16_t)d.cpl, .dpl = (uint8_t)d.cpl,

@@ -512,7 +512,7 @@ static void test_code_segment(void **state)
 	struct kvm_segment cs;
 
 	(void)state;
-	step_code_segment(code64(0) & ~X86_DESC_A, 0x08, &cs);
+	step_segment_cache(code64(0) & ~X86_DESC_A, 0x08, &cs);
 	assert_int_equal(cs.selector, 0x08);
 	assert_int_equal(cs.base, 0);
 	assert_int_equal(cs.limit, 0xffffffff);
@@ -520,6 +520,15 @@ static void test_code_segment(void **state)
 	assert_int_equal(cs.dpl, 0);
 	assert_true(cs.present && cs.s && cs.l && cs.g);
 	assert_false(cs.db);
+	/* 32-bit code; a byte-granular data segment at 0x10000 for SS. */
+	step_segment_cache(0x00cf9b000000ffffull, 0x38, &cs);
+	assert_false(cs.l);
+	assert_true(cs.db);
+	step_segment_cache(0x0040930100000fffull, 0x10, &cs);
+	assert_int_equal(cs.base, 0x10000);
+	assert_int_equal(cs.limit, 0xfff);
+	assert_int_equal(cs.type, 3);
+	assert_true(cs.db && !cs.g && !cs.l);
 }
 
 static void test_syscall_sysret(void **state)
