@@ -94,6 +94,7 @@ class LabTarget:
     # L1's CPU is emulated (TCG): a guest runs several times slower there,
     # a single-step about 0.5 ms (docs/lab.md).
     time_scale = float(os.environ.get("VMM_TEST_LAB_TIME_SCALE", "4"))
+    COMING_BACK = ("crashed", "frozen", "booting", "agent")
 
     def __init__(self, state_path):
         self.state_path = state_path
@@ -101,8 +102,15 @@ class LabTarget:
         if st is None:
             raise Failure(f"VMM_TEST_LAB={state_path}: no lab state there "
                           "(start one with tests/lab/server.py start)")
-        ready = [b for b in st["boots"] if b["state"] == "ready"]
         pin = os.environ.get("VMM_TEST_LAB_BOOT")  # tests/lab/shards.py gives each meson its boot
+        # A pinned boot on its way back up after a freeze or a QEMU crash
+        # (tests/lab/server.py) is waited for, a few minutes at most.
+        deadline = time.monotonic() + 300
+        while pin is not None and time.monotonic() < deadline and any(
+                str(b["id"]) == pin and b["state"] in self.COMING_BACK for b in st["boots"]):
+            time.sleep(1)
+            st = self.state() or st
+        ready = [b for b in st["boots"] if b["state"] == "ready"]
         if pin is not None:
             ready = [b for b in ready if str(b["id"]) == pin]
         self.boot = None

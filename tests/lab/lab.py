@@ -307,6 +307,7 @@ class Result:
         self.wall = 0.0
         self.kernel = None         # L1's uname -r
         self.panic = False         # L1's kernel panicked (QEMU exits: -no-reboot)
+        self.crash = None          # the signal QEMU itself died of (a fault of the emulator's)
 
     def last_step(self):
         return self.steps[-1][0] if self.steps else "(none: " + (
@@ -543,6 +544,10 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
             errf.seek(0)
             qerr = errf.read().strip()
             errf.close()
+            # Signals the lab never sends: QEMU crashed on its own.
+            if qemu.returncode in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS,
+                                   -signal.SIGILL, -signal.SIGFPE):
+                res.crash = signal.Signals(-qemu.returncode).name
             if res.hang is None and res.status is None and res.error is None:
                 panic = [ln for ln in res.console if "Kernel panic" in ln]
                 res.panic = bool(panic)

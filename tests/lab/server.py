@@ -8,8 +8,8 @@ for tests/e2e/vmmlib.py's launcher. docs/lab.md has the design.
       in each, keeps FILE up to date, and serves until stopped or until S
       seconds have passed (default 3600). Exits 0 when every boot served
       and stopped cleanly; 1 after an oops, panic or BUG in L1, a boot that
-      failed or a second freeze (the console is printed); 77 when the lab
-      cannot be had here.
+      failed or a second freeze or QEMU crash (the console is printed); 77
+      when the lab cannot be had here.
   server.py wait --state FILE [--timeout S]
       waits until every boot is ready (exit 0) or the server failed (1)
   server.py stop --state FILE
@@ -111,7 +111,8 @@ class Boot:
                 f"{self.info['port']}")
 
     def run(self):
-        # A second boot only after the known QEMU freeze (docs/lab.md).
+        # A second boot only after the known QEMU freeze or a crash of QEMU
+        # itself (docs/lab.md); shards.py reruns the tests it broke off.
         for generation in (0, 1):
             self.out = b""
             self.t0 = time.monotonic()
@@ -147,6 +148,12 @@ class Boot:
             if res.hang == "freeze" and generation == 0:
                 lab.log(f"boot {self.idx} froze: {lab.describe_hang(res)}\nbooting again")
                 self.set(state="frozen", evidence=lab.describe_hang(res))
+                continue
+            if res.crash and generation == 0:
+                evidence = (f"QEMU died of {res.crash}: {res.error}\n" + res.evidence
+                            + "\nconsole tail:\n" + "\n".join(res.console[-30:]))
+                lab.log(f"boot {self.idx}: {evidence}\nbooting again")
+                self.set(state="crashed", evidence=evidence)
                 continue
             if res.hang:
                 self.set(state="failed", error=f"L1 {res.hang}", evidence=lab.describe_hang(res))
@@ -275,7 +282,8 @@ class Server:
                 lab.log("L1's console:\n" + "\n".join(b.info["console"]))
         for b in self.boots:
             if b.info.get("generation"):
-                lab.log(f"boot {b.idx} froze once and was booted again: {b.info.get('evidence', '')}")
+                lab.log(f"boot {b.idx} froze or crashed once and was booted again: "
+                        f"{b.info.get('evidence', '')}")
         return 1 if bad else 0
 
 

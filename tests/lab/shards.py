@@ -12,6 +12,11 @@ The shares are balanced by each test's duration in DIR's last log of the
 same NAME where there is one, else by a rough cost (emulate and matrix
 cases are the slow ones). Writes DIR/meson-logs/NAME.json (all shares'
 results together) and exits 1 if any share failed.
+
+A boot whose QEMU froze or crashed is booted once more by server.py; the
+tests of its share that failed are then run again there, once, and their
+second results stand (the first are in NAME-bootN.json). Only a freeze or
+crash lets a test run twice.
 """
 import argparse
 import json
@@ -19,9 +24,35 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 SLOW = ("emulate", "matrix", "concurrent", "ratelimit", "flood", "gen-seed", "many-vms",
         "64-vcpus", "split-lock-progress", "msr-storm", "first-in-handler")
+
+
+# meson's results that fail a run
+BAD = ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS")
+
+
+def boot_info(state, b):
+    try:
+        with open(state) as f:
+            return next((x for x in json.load(f)["boots"] if x["id"] == b), {})
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def settled(state, b, timeout=600):
+    """The boot's state once it is no longer on its way back up (bounded:
+    the server boots a crashed or frozen boot again within minutes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = boot_info(state, b)
+        # the states of a boot on its way back up (as vmmlib.LabTarget has them)
+        if info.get("state") not in ("crashed", "frozen", "booting", "agent") \
+                or time.monotonic() > deadline:
+            return info
+        time.sleep(2)
 
 
 def cost(name, last):
@@ -64,14 +95,44 @@ def main():
         b = min(boots, key=lambda x: load[x])
         shares[b].append(t)
         load[b] += cost(t, last)
-    results = {}
+    results, logs = {}, {}
+
+    def meson(b, names, log):
+        env = dict(os.environ, VMM_TEST_LAB=a.state, VMM_TEST_LAB_BOOT=str(b))
+        cmd = (["meson", "test", "-C", a.build, "--no-rebuild", "--print-errorlogs", "--num-processes", "1",
+                "--logbase", log] + setup + names)
+        rc = subprocess.run(cmd, env=env).returncode
+        # meson names a setup's log LOGBASE-SETUP.json
+        path = os.path.join(logdir, log + (f"-{a.setup}" if a.setup else "") + ".json")
+        try:
+            with open(path) as f:
+                return rc, [json.loads(ln) for ln in f if ln.strip()]
+        except (OSError, ValueError):
+            print(f"shards: boot {b}: no log at {path}", file=sys.stderr)
+            return 1, []
 
     def run(b):
-        env = dict(os.environ, VMM_TEST_LAB=a.state, VMM_TEST_LAB_BOOT=str(b))
-        log = f"{a.logbase}-boot{b}"
-        cmd = (["meson", "test", "-C", a.build, "--no-rebuild", "--print-errorlogs", "--num-processes", "1",
-                "--logbase", log] + setup + shares[b])
-        results[b] = subprocess.run(cmd, env=env).returncode
+        gen0 = boot_info(a.state, b).get("generation", 0)
+        rc, recs = meson(b, shares[b], f"{a.logbase}-boot{b}")
+        failed = [r["name"].split(" / ", 1)[1] for r in recs if r["result"] in BAD]
+        if failed:
+            time.sleep(5)   # the server notices a dead QEMU within a second or two
+        info = settled(a.state, b) if failed else {}
+        if failed and info.get("generation", 0) != gen0:
+            # The boot's QEMU froze or crashed and the server booted it again:
+            # the tests it broke off run once more there. A crash the guest
+            # causes comes back and fails them again.
+            print(f"shards: boot {b} was booted again during its share "
+                  f"({info.get('evidence', '').splitlines()[0] if info.get('evidence') else '?'}); "
+                  f"now {info.get('state')}; rerunning {len(failed)} failed tests: {' '.join(failed)}",
+                  flush=True)
+            if info.get("state") == "ready":
+                rc, again = meson(b, failed, f"{a.logbase}-boot{b}-rerun")
+                redone = {r["name"]: r for r in again}
+                rc = 1 if any(r["result"] in BAD for r in recs if r["name"] not in redone) else rc
+                recs = [redone.get(r["name"], r) for r in recs]
+        results[b], logs[b] = rc, recs
+
     print(f"shards: {len(tests)} tests on boots {boots}: "
           + ", ".join(f"boot {b} {len(shares[b])} tests (~{load[b]:.0f} s)" for b in boots),
           flush=True)
@@ -82,13 +143,9 @@ def main():
         t.join()
     with open(os.path.join(logdir, a.logbase + ".json"), "w") as out:
         for b in boots:
-            try:
-                # meson names a setup's log LOGBASE-SETUP.json
-                name = f"{a.logbase}-boot{b}" + (f"-{a.setup}" if a.setup else "")
-                with open(os.path.join(logdir, name + ".json")) as f:
-                    out.write(f.read())
-            except OSError:
-                print(f"shards: boot {b}: no log", file=sys.stderr)
+            for r in logs.get(b, []):
+                out.write(json.dumps(r) + "\n")
+            if not logs.get(b):
                 results[b] = 1
     return 1 if any(results.values()) else 0
 
