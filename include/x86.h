@@ -54,6 +54,7 @@
 #define X86_CR0_PG   X86_BIT(31)
 
 /* CR4. */
+#define X86_CR4_VME        X86_BIT(0)
 #define X86_CR4_PVI        X86_BIT(1)
 #define X86_CR4_DE         X86_BIT(3)
 #define X86_CR4_PSE        X86_BIT(4)
@@ -83,6 +84,7 @@
 #define X86_RFLAGS_IF    X86_BIT(9)
 #define X86_RFLAGS_DF    X86_BIT(10)
 #define X86_RFLAGS_OF    X86_BIT(11)
+#define X86_RFLAGS_IOPL(f) ((unsigned)((f) >> 12) & 3)
 #define X86_RFLAGS_NT    X86_BIT(14)
 #define X86_RFLAGS_RF    X86_BIT(16)
 #define X86_RFLAGS_VM    X86_BIT(17)

@@ -99,8 +99,7 @@ uint64_t emulate_stack_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t r
 	       0xffffffffull;
 }
 
-/* SS.DPL is the CPL on VMX, and what KVM reports as it on SVM. */
-static unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
+unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags)
 {
 	if (!(s->cr0 & X86_CR0_PE))
 		return 0;

@@ -47,6 +47,12 @@ enum decode_mode emulate_cpu_mode(const struct kvm_sregs *s, uint64_t rflags);
  */
 uint64_t emulate_code_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t rip);
 uint64_t emulate_stack_la(const struct kvm_sregs *s, uint64_t rflags, uint64_t rsp);
+/*
+ * The CPL: 0 in real mode, 3 in virtual-8086 mode, else SS.DPL (the CPL on
+ * VMX, and what KVM reports as it on SVM; CS.DPL is not, in a conforming
+ * segment).
+ */
+unsigned emulate_cpl(const struct kvm_sregs *s, uint64_t rflags);
 /* The guest's paging state for an access it makes at its current CPL. */
 void emulate_paging(struct paging *p, const struct kvm_sregs *s, const struct kvm_regs *r,
 		    uint32_t pkru, unsigned maxphyaddr);

@@ -264,7 +264,7 @@ void pagewalk_from_sregs(struct paging *p, const struct kvm_sregs *s)
 		.smap = s->cr4 & X86_CR4_SMAP,
 		.pke = s->cr4 & X86_CR4_PKE,
 		.cr3 = s->cr3,
-		.cpl = s->cs.dpl,
+		.cpl = s->ss.dpl,
 	};
 }
 

@@ -387,8 +387,7 @@ bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery 
 	    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB)) !=
 	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L) || dpl > in->cpl)
 		return false;
-	if (!(in->desc & X86_DESC_CONFORMING))
-		cpl = dpl;
+	cpl = step_handler_cpl(in->desc, cpl);
 	out->rip = step_gate_offset(gate);
 	if (!canonical(out->rip, in->la57))
 		return false;
@@ -429,6 +428,11 @@ static uint32_t desc_base(uint64_t desc)
 	return (uint32_t)(((desc >> 16) & 0xffffff) | ((desc >> 56) & 0xff) << 24);
 }
 
+unsigned step_handler_cpl(uint64_t desc, unsigned cpl)
+{
+	return desc & X86_DESC_CONFORMING ? cpl : (unsigned)(desc >> X86_DESC_DPL_SHIFT) & 3;
+}
+
 bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
 {
 	const uint8_t *e = in->entry;
@@ -438,6 +442,7 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 
 	out->stack_switch = false;
 	out->ss_base = 0;
+	out->cpl = in->cpl;
 	if (in->real) {
 		out->ip = (uint32_t)(e[0] | e[1] << 8);
 		out->cs = (uint16_t)(e[2] | e[3] << 8);
@@ -446,39 +451,46 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 		out->slot = 2;
 	} else {
 		unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
+		unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3;
+		bool gate16 = type == 0x06 || type == 0x07;
 
-		if (!(e[5] & X86_GATE_P) || (type != 0x0e && type != 0x0f) ||
-		    (in->soft && ((e[5] >> 5) & 3) < in->cpl))
+		if (!(e[5] & X86_GATE_P) || (!gate16 && type != 0x0e && type != 0x0f) ||
+		    (in->soft && ((e[5] >> 5) & 3) < in->cpl) || (in->vm86 && gate16))
 			return false;
-		/* A present 32-bit code segment of the GDT at DPL0 (conforming: at CPL0 only). */
+		/* A present code segment of the GDT, L clear (reserved here), DPL <= CPL (else #GP). */
 		if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
-		    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB |
-				 (3ull << X86_DESC_DPL_SHIFT))) !=
-		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_DB) ||
-		    (in->cpl && (in->desc & X86_DESC_CONFORMING)))
+		    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L)) !=
+		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P) || dpl > in->cpl)
 			return false;
-		out->ip = (uint32_t)(e[0] | e[1] << 8 | e[6] << 16 | (uint32_t)e[7] << 24);
+		out->cpl = step_handler_cpl(in->desc, in->cpl);
+		if (in->vm86 && out->cpl)
+			return false;	/* #GP(selector) */
+		out->ip = (uint32_t)(e[0] | e[1] << 8);
+		if (!gate16)
+			out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
 		if (out->ip > desc_limit(in->desc))
 			return false;	/* #GP(0) */
-		out->cs = (uint16_t)(sel & ~(unsigned)X86_SEL_RPL);
+		out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
+		/* Interrupt gates (type bit 0 clear) clear IF too. */
 		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
-						     X86_RFLAGS_VM | (type == 0x0e ? X86_RFLAGS_IF : 0));
-		out->slot = 4;
-		if (in->cpl) {
-			/* SS0: RPL0, a present writable data segment at DPL0 (else #TS). */
-			uint64_t d = in->ss0_desc;
+						     X86_RFLAGS_VM | (type & 1 ? 0 : X86_RFLAGS_IF));
+		out->slot = gate16 ? 2 : 4;
+		if (out->cpl < in->cpl) {
+			/* The new SS: RPL and DPL the new CPL, present, writable data (else #TS). */
+			uint64_t d = in->stack_ss_desc;
 
-			if (!in->tss_valid || !(in->ss0 & ~(unsigned)X86_SEL_RPL) ||
-			    (in->ss0 & (X86_SEL_TI | X86_SEL_RPL)) ||
+			if (!in->tss_valid || !(in->stack_ss & ~(unsigned)X86_SEL_RPL) ||
+			    (in->stack_ss & X86_SEL_TI) || (in->stack_ss & X86_SEL_RPL) != out->cpl ||
 			    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
-				  X86_DESC_W)) != (X86_DESC_S | X86_DESC_P | X86_DESC_W))
+				  X86_DESC_W)) !=
+			    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
 				return false;
 			out->stack_switch = true;
 			out->ss_base = desc_base(d);
 			big = (d & X86_DESC_DB) != 0;
 			down = (d & X86_DESC_E) != 0;
 			limit = desc_limit(d);
-			sp = in->esp0;
+			sp = in->stack_esp;
 		}
 		if (in->error_code)
 			out->frame[n++] = in->err;
@@ -489,6 +501,12 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 	if (out->stack_switch) {
 		out->frame[n++] = in->sp;
 		out->frame[n++] = in->ss;
+	}
+	if (in->vm86) {
+		out->frame[n++] = in->es;
+		out->frame[n++] = in->ds;
+		out->frame[n++] = in->fs;
+		out->frame[n++] = in->gs;
 	}
 	out->words = n;
 	out->ss_big = big && !in->real;
@@ -599,7 +617,7 @@ bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 
 int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
 {
-	unsigned iopl = (unsigned)(c->rflags >> 12) & 3;
+	unsigned iopl = X86_RFLAGS_IOPL(c->rflags);
 
 	*err = 0;
 	/*

@@ -268,13 +268,24 @@ struct step_delivery {
 bool step_delivery_plan(const struct step_delivery_in *in, struct step_delivery *out);
 
 /*
+ * The CPL a handler in the code segment desc runs at, entered from cpl
+ * through an interrupt or trap gate: a conforming segment keeps the CPL,
+ * any other runs at its DPL (SDM vol. 3 6.12.1.1).
+ */
+unsigned step_handler_cpl(uint64_t desc, unsigned cpl);
+
+/*
  * Outside IA-32e mode (SDM vol. 3 6.12.1; real mode: 20.1.4): an event
- * delivered through a 32-bit interrupt or trap gate into a 32-bit code
- * segment at DPL0 (from CPL1-3 on SS0:ESP0 of the 32-bit TSS), or in real
- * mode through the IVT.
+ * delivered through a 16- or 32-bit interrupt or trap gate into a code
+ * segment of a DPL not above the CPL (on the 32-bit TSS's stack for the
+ * handler's CPL where that is lower), or in real mode through the IVT.
+ * From virtual-8086 mode (20.3.1.3) only a 32-bit gate into a
+ * non-conforming DPL0 segment, on SS0:ESP0, GS, FS, DS and ES pushed too.
  */
 struct step_legacy_in {
 	bool real;
+	bool vm86;              /* cpl is 3; es, ds, fs and gs are pushed */
+	uint16_t es, ds, fs, gs;
 	uint8_t entry[8];       /* the IDT entry (its first 4 bytes in real mode) */
 	uint64_t desc;          /* protected mode: the descriptor the gate's selector names */
 	unsigned cpl;
@@ -289,31 +300,39 @@ struct step_legacy_in {
 	uint32_t err;
 	bool soft;              /* INT n, INT3, INTO: the gate's DPL must allow the CPL */
 	uint16_t ss;            /* pushed on a stack switch, with sp */
-	bool tss_valid;         /* esp0, ss0 and ss0_desc were read (from CPL1-3) */
-	uint32_t esp0;
-	uint16_t ss0;
-	uint64_t ss0_desc;
+	/*
+	 * Where the handler's CPL (step_handler_cpl()) is below cpl: the TSS's
+	 * SSn:ESPn for it and SSn's descriptor, when tss_valid says they were read.
+	 */
+	bool tss_valid;
+	uint32_t stack_esp;
+	uint16_t stack_ss;
+	uint64_t stack_ss_desc;
 };
 
 struct step_legacy {
 	uint32_t sp;            /* the new stack pointer, where frame[0] goes */
-	uint32_t frame[6];      /* from there up: [error code,] EIP, CS, EFLAGS[, ESP, SS] */
-	unsigned words, slot;   /* slots of 4 bytes, 2 in real mode */
+	/* from there up: [error code,] EIP, CS, EFLAGS[, ESP, SS[, ES, DS, FS, GS]] */
+	uint32_t frame[10];
+	unsigned words, slot;   /* slots of 4 bytes, 2 through a 16-bit gate and in real mode */
 	uint32_t ip;            /* the handler */
-	uint16_t cs;            /* its selector, RPL 0 (real mode: the segment) */
+	uint16_t cs;            /* its selector, RPL its CPL (real mode: the segment) */
+	unsigned cpl;           /* the handler's */
 	uint32_t flags;         /* the handler's */
-	bool stack_switch;      /* SS becomes ss0 (its cache from ss0_desc), SP sp */
+	bool stack_switch;      /* SS becomes stack_ss (its cache from stack_ss_desc), SP sp */
 	uint32_t ss_base;       /* the stack's base, for the frame's linear addresses */
 	bool ss_big;            /* and its width */
 };
 
 /*
  * false where the VMM leaves it to the CPU or KVM: a gate that is no
- * present 32-bit interrupt or trap gate or is beyond INT n's reach, a
- * descriptor that is no present 32-bit code segment of the GDT at DPL0
- * (or conforming, above CPL0), a handler beyond its limit; from CPL1-3 no
- * 32-bit TSS or an SS0 that is no present writable DPL0 data segment of
- * RPL0; a frame that would wrap or leave the stack's limit.
+ * present 16- or 32-bit interrupt or trap gate or is beyond INT n's reach
+ * (task gates among them), a descriptor that is no present code segment of
+ * the GDT (L clear) at a DPL not above the CPL, a handler beyond its limit;
+ * on a privilege change no 32-bit TSS or a stack segment that is no present
+ * writable data segment whose RPL and DPL are the new CPL; from
+ * virtual-8086 mode a 16-bit gate or a handler above CPL0 (#GP); a frame
+ * that would wrap or leave the stack's limit.
  */
 bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out);
 

@@ -271,23 +271,24 @@ static void delivery_ad(struct vcpu *v, struct walk *gate_w, struct walk *desc_w
 	}
 }
 
-/* SS0 and ESP0 of the current 32-bit TSS (SDM vol. 3 7.2.1). false: none readable. */
-static bool tss32_stack0(struct vcpu *v, const struct paging *p, uint32_t *esp0, uint16_t *ss0)
+/* SSn and ESPn of the current 32-bit TSS (SDM vol. 3 7.2.1). false: none readable. */
+static bool tss32_stack(struct vcpu *v, const struct paging *p, unsigned level, uint32_t *esp,
+			uint16_t *ss)
 {
 	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	uint8_t b[6];
 
 	if (tr->unusable || !tr->present || (tr->type != 9 && tr->type != 11) || tr->limit < 0x67 ||
-	    pagewalk_read_as(&m, p, tr->base + 4, 0, b, sizeof(b)) != sizeof(b))
+	    pagewalk_read_as(&m, p, tr->base + 4 + 8 * level, 0, b, sizeof(b)) != sizeof(b))
 		return false;
-	memcpy(esp0, b, 4);
-	memcpy(ss0, b + 4, 2);
+	memcpy(esp, b, 4);
+	memcpy(ss, b + 4, 2);
 	return true;
 }
 
 /*
- * deliver_event() outside IA-32e mode: through a 32-bit gate to CPL0, or in
+ * deliver_event() outside IA-32e mode: through a 16- or 32-bit gate, or in
  * real mode (step_legacy_delivery_plan()). false, nothing written: the
  * CPU or KVM delivers it.
  */
@@ -300,23 +301,26 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	unsigned size = real ? 4 : 8;
 	uint64_t gate_la = sregs->idt.base + e->vector * size, rf;
 	struct step_legacy_in in = {
-		.real = real, .cpl = real ? 0 : sregs->cs.dpl, .cs = sregs->cs.selector,
+		.real = real, .cpl = emulate_cpl(sregs, regs->rflags), .cs = sregs->cs.selector,
 		.ip = (uint32_t)e->rip, .sp = (uint32_t)regs->rsp, .ss_big = !real && sregs->ss.db,
 		.ss_down = (sregs->ss.type & 0xc) == 0x4, .ss_limit = sregs->ss.limit,
 		.error_code = e->error_code, .err = e->err, .soft = e->soft,
-		.ss = sregs->ss.selector,
+		.ss = sregs->ss.selector, .vm86 = (regs->rflags & X86_RFLAGS_VM) != 0,
+		.es = sregs->es.selector, .ds = sregs->ds.selector, .fs = sregs->fs.selector,
+		.gs = sregs->gs.selector,
 	};
 	struct step_legacy d;
-	struct walk gate_w, desc_w, ss0_w, w;
+	struct walk gate_w, desc_w, ss_w, w;
 	uint64_t la[2];
-	struct paging p;
+	struct paging p, fp;
 	uint8_t *at[sizeof(((struct step_legacy *)0)->frame)];	/* 4-byte slots at most */
 	uint64_t width;
+	unsigned hcpl;
 
-	if ((regs->rflags & X86_RFLAGS_VM) || (sregs->cr4 & X86_CR4_CET))
+	if (sregs->cr4 & X86_CR4_CET)
 		return false;
 	guest_paging(v, &p);
-	p.cpl = 0;	/* the IDT, the GDT and the frame (at CPL0) are supervisor accesses */
+	p.cpl = 0;	/* the IDT, the GDT and the TSS are supervisor accesses */
 	p.ac = false;
 	if (e->vector * size + size - 1 > sregs->idt.limit ||
 	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
@@ -325,15 +329,18 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	if (!real && !gate_descriptor(v, &p, (unsigned)(in.entry[2] | in.entry[3] << 8), &in.desc,
 				      &desc_w))
 		return false;
-	/* From CPL1-3: SS0:ESP0 of the 32-bit TSS, and SS0's descriptor. */
-	if (!real && in.cpl && tss32_stack0(v, &p, &in.esp0, &in.ss0))
-		in.tss_valid = gate_descriptor(v, &p, in.ss0, &in.ss0_desc, &ss0_w);
+	/* To a lower CPL: SSn:ESPn of the 32-bit TSS for it, and SSn's descriptor. */
+	hcpl = real ? 0 : step_handler_cpl(in.desc, in.cpl);
+	if (!real && hcpl < in.cpl && tss32_stack(v, &p, hcpl, &in.stack_esp, &in.stack_ss))
+		in.tss_valid = gate_descriptor(v, &p, in.stack_ss, &in.stack_ss_desc, &ss_w);
 	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
 	in.flags = (uint32_t)((regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
 			      (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf);
 	if (!step_legacy_delivery_plan(&in, &d))
 		return false;
 	/* Every byte of the frame, at SS:SP as the stack's width has it, must take the write. */
+	fp = p;
+	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
 	width = d.ss_big ? 0xffffffffull : 0xffffull;
 	for (unsigned i = 0; i < d.words * d.slot; i++) {
 		uint64_t byte = d.stack_switch ? (d.ss_base + ((d.sp + i) & width)) & 0xffffffffull
@@ -341,7 +348,7 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 
 		if (!i || i == d.words * d.slot - 1)
 			la[i ? 1 : 0] = byte;
-		at[i] = stack_byte_as(v, &p, byte);
+		at[i] = stack_byte_as(v, &fp, byte);
 		if (!at[i])
 			return false;
 	}
@@ -349,9 +356,9 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 		*at[i] = (uint8_t)(d.frame[i / d.slot] >> (8 * (i % d.slot)));
 	delivery_ad(v, &gate_w, &desc_w, !real, in.desc);
 	if (d.stack_switch)
-		delivery_ad(v, &gate_w, &ss0_w, true, in.ss0_desc);
+		delivery_ad(v, &gate_w, &ss_w, true, in.stack_ss_desc);
 	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, &p, la[end], WALK_WRITE, &w) == WALK_OK)
+		if (pagewalk(&m, &fp, la[end], WALK_WRITE, &w) == WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
 	if (real) {
 		sregs->cs.selector = d.cs;
@@ -359,9 +366,14 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	} else {
 		step_segment_cache(in.desc, d.cs, &sregs->cs);
 	}
+	if (in.vm86) {
+		/* Out of virtual-8086 mode, DS, ES, FS and GS hold null selectors. */
+		sregs->ds = sregs->es = sregs->fs = sregs->gs = (struct kvm_segment){ .unusable = 1 };
+	}
 	if (d.stack_switch) {
-		step_segment_cache(in.ss0_desc, in.ss0, &sregs->ss);
-		regs->rsp = 0;		/* ESP from ESP0, whatever the old upper half */
+		/* SS.DPL is the CPL KVM keeps (VMX and SVM alike). */
+		step_segment_cache(in.stack_ss_desc, in.stack_ss, &sregs->ss);
+		regs->rsp = in.stack_esp;	/* ESPn, the upper half too under a 16-bit SS */
 	}
 	v->ops->set_sregs(v, sregs);
 	regs->rsp = (regs->rsp & ~width) | d.sp;
@@ -385,7 +397,8 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	uint64_t gate_la = sregs->idt.base + e->vector * 16, rf;
 	struct step_delivery_in in = {
-		.cpl = sregs->cs.dpl, .cs = sregs->cs.selector, .ss = sregs->ss.selector,
+		.cpl = emulate_cpl(sregs, regs->rflags), .cs = sregs->cs.selector,
+		.ss = sregs->ss.selector,
 		.rip = e->rip, .rsp = regs->rsp, .error_code = e->error_code, .err = e->err,
 		.soft = e->soft, .la57 = (sregs->cr4 & X86_CR4_LA57) != 0,
 	};
@@ -817,10 +830,10 @@ static int perform_sysret(struct vcpu *v)
 	uint64_t star;
 
 	/* Certain to fault, loading nothing (R11's TF included): #GP(0) above CPL0. */
-	if ((sregs->efer & X86_EFER_LMA) && sregs->cs.l && sregs->cs.dpl != 0)
+	if ((sregs->efer & X86_EFER_LMA) && sregs->cs.l && emulate_cpl(sregs, regs->rflags) != 0)
 		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
 	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
-	    sregs->cs.dpl != 0 || v->kvm->get_msr(v, MSR_STAR, &star) ||
+	    emulate_cpl(sregs, regs->rflags) != 0 || v->kvm->get_msr(v, MSR_STAR, &star) ||
 	    !step_sysret_plan(regs->rcx, regs->r11, star, v->step.insn.opsize == 8,
 			      (sregs->cr4 & X86_CR4_LA57) != 0, &sc))
 		return 0;
@@ -870,8 +883,16 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		if (!(regs->rflags & X86_RFLAGS_OF))
 			return 0;
 		/* fallthrough */
-	case STEP_INT3:
 	case STEP_INTN:
+		/*
+		 * In virtual-8086 mode INT n is IOPL-sensitive (#GP(0) below 3), and
+		 * CR4.VME may redirect it (SDM vol. 3 20.3.3): KVM's, then.
+		 */
+		if ((regs->rflags & X86_RFLAGS_VM) &&
+		    (X86_RFLAGS_IOPL(regs->rflags) < 3 || (sr->cr4 & X86_CR4_VME)))
+			return 0;
+		/* fallthrough */
+	case STEP_INT3:
 		e.soft = true;
 		/* fallthrough */
 	case STEP_INT1:
@@ -888,7 +909,8 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			regs->r14, regs->r15,
 		};
 		struct step_cpu c = {
-			.cpl = sr->cs.dpl, .dr7 = s->dr7, .rflags = regs->rflags, .cr4 = sr->cr4,
+			.cpl = emulate_cpl(sr, regs->rflags), .dr7 = s->dr7, .rflags = regs->rflags,
+			.cr4 = sr->cr4,
 			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l,
 			.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
 			.real = !(sr->cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM),
@@ -1242,7 +1264,7 @@ again:
 			watch_handler(v, (unsigned)s->inject_vector);
 		return;
 	}
-	cpl = sregs->cs.dpl;
+	cpl = emulate_cpl(sregs, v->run->s.regs.regs.rflags);
 	/* Where this KVM cannot step CPL3 code (probed), it runs unchecked. */
 	if (!vm->step_cpl3 && cpl != 0) {
 		v->stats.unchecked_runs++;
@@ -1398,7 +1420,8 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * it there; counted when stepping went off): the run that completes
 	 * this exit would go on unstepped.
 	 */
-	if (s->outer_off && step_completes_in_kvm(reason) && v->run->s.regs.sregs.cs.dpl == 0) {
+	if (s->outer_off && step_completes_in_kvm(reason) &&
+	    emulate_cpl(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags) == 0) {
 		resync_after(v, reason);
 		return;
 	}

@@ -887,7 +887,7 @@ static void test_gate_offset(void **state)
 	assert_int_equal(step_gate_offset(gate), 0xdef09abc56781234ull);
 }
 
-/* Delivery outside IA-32e mode: a 32-bit gate at CPL0, the real-mode IVT. */
+/* Delivery outside IA-32e mode: 32- and 16-bit gates, each CPL, the real-mode IVT. */
 static void test_legacy_delivery(void **state)
 {
 	/* 32-bit interrupt gate to 0x38:0x00123456; a flat 32-bit DPL0 code segment. */
@@ -925,11 +925,13 @@ static void test_legacy_delivery(void **state)
 	t.ss = 0x23;
 	assert_false(step_legacy_delivery_plan(&t, &d));	/* no TSS */
 	t.tss_valid = true;
-	t.esp0 = 0x9000;
-	t.ss0 = 0x10;
-	t.ss0_desc = 0x00cf93000000ffffull;		/* flat writable data, DPL0 */
+	t.stack_esp = 0x9000;
+	t.stack_ss = 0x10;
+	t.stack_ss_desc = 0x00cf93000000ffffull;	/* flat writable data, DPL0 */
 	assert_true(step_legacy_delivery_plan(&t, &d));
 	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 0);
+	assert_int_equal(d.cs, 0x38);
 	assert_true(d.ss_big);
 	assert_int_equal(d.ss_base, 0);
 	assert_int_equal(d.words, 6);
@@ -938,32 +940,126 @@ static void test_legacy_delivery(void **state)
 	assert_int_equal(d.frame[2], 0x1b);
 	assert_int_equal(d.frame[4], 0x8000);
 	assert_int_equal(d.frame[5], 0x23);
-	t.ss0_desc = 0x00cff3000000ffffull;		/* DPL3: #TS, the CPU's */
+	t.stack_ss_desc = 0x00cff3000000ffffull;	/* DPL3: #TS, the CPU's */
 	assert_false(step_legacy_delivery_plan(&t, &d));
-	t.ss0_desc = 0x00cf91000000ffffull;		/* read-only */
+	t.stack_ss_desc = 0x00cf91000000ffffull;	/* read-only */
 	assert_false(step_legacy_delivery_plan(&t, &d));
-	t.ss0_desc = 0x00cf93000000ffffull;
-	t.ss0 = 0x13;					/* RPL 3 */
+	t.stack_ss_desc = 0x00cf93000000ffffull;
+	t.stack_ss = 0x13;				/* RPL 3 */
 	assert_false(step_legacy_delivery_plan(&t, &d));
-	t.ss0 = 0x10;
-	t.ss0_desc = 0x0040930100000fffull;		/* base 0x10000, limit 0xfff, byte-granular */
-	assert_false(step_legacy_delivery_plan(&t, &d));	/* ESP0 beyond the limit */
-	t.esp0 = 0x1000;
+	t.stack_ss = 0x10;
+	t.stack_ss_desc = 0x0040930100000fffull;	/* base 0x10000, limit 0xfff, byte-granular */
+	assert_false(step_legacy_delivery_plan(&t, &d));	/* ESP beyond the limit */
+	t.stack_esp = 0x1000;
 	assert_true(step_legacy_delivery_plan(&t, &d));
 	assert_int_equal(d.ss_base, 0x10000);
 	assert_int_equal(d.sp, 0x1000 - 24);
-	t.desc |= X86_DESC_CONFORMING;			/* stays at CPL3: the CPU's */
+	/* A conforming handler stays at CPL3: no stack switch, the TSS unread. */
+	t = in;
+	t.cpl = 3;
+	t.cs = 0x1b;
+	t.desc |= X86_DESC_CONFORMING;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_false(d.stack_switch);
+	assert_int_equal(d.cpl, 3);
+	assert_int_equal(d.cs, 0x3b);			/* RPL the CPL */
+	assert_int_equal(d.words, 4);
+	assert_int_equal(d.sp, 0x8000 - 16);
+	/* A DPL3 handler from CPL3: the same stack too; from CPL2 it is out of reach (#GP). */
+	t = in;
+	t.cpl = 3;
+	t.desc = 0x00cffb000000ffffull;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_false(d.stack_switch);
+	assert_int_equal(d.cs, 0x3b);
+	t.cpl = 2;
 	assert_false(step_legacy_delivery_plan(&t, &d));
-	/* Left to the CPU: a 16-bit or task gate, DPL3 or 16-bit code, past the limit. */
+	/* A DPL1 handler from CPL3: SS1:ESP1, whose RPL and DPL must be 1. */
+	t = in;
+	t.cpl = 3;
+	t.desc = 0x00cfbb000000ffffull;
+	t.tss_valid = true;
+	t.stack_esp = 0x7000;
+	t.stack_ss = 0x49;
+	t.stack_ss_desc = 0x00cfb3000000ffffull;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 1);
+	assert_int_equal(d.cs, 0x39);
+	assert_int_equal(d.sp, 0x7000 - 24);
+	t.stack_ss = 0x48;				/* RPL 0 */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.stack_ss = 0x49;
+	t.stack_ss_desc = 0x00cf93000000ffffull;	/* DPL 0 */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	/* A 16-bit interrupt gate: IP from the low word, 2-byte pushes; 16-bit code is fine. */
 	t = in;
 	t.entry[5] = 0x86;
+	t.desc = 0x00009b000000ffffull;			/* 16-bit code, limit 0xffff */
+	t.entry[0] = 0x00;
+	t.entry[1] = 0x80;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.ip, 0x8000);			/* offset bits 16-31 ignored */
+	assert_int_equal(d.slot, 2);
+	assert_int_equal(d.words, 4);
+	assert_int_equal(d.sp, 0x8000 - 8);
+	assert_int_equal(d.flags, 0x2);
+	t.entry[5] = 0x87;				/* a 16-bit trap gate keeps IF */
+	t.flags = 0x302;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.flags, 0x202);
+	t.desc = 0x000093000000ffffull;			/* a data segment: the CPU's #GP */
 	assert_false(step_legacy_delivery_plan(&t, &d));
+	/* From virtual-8086 mode: to CPL0 on SS0:ESP0, GS, FS, DS and ES pushed after SS. */
+	t = in;
+	t.vm86 = true;
+	t.cpl = 3;
+	t.cs = 0x7000;
+	t.ss = 0x7100;
+	t.es = 0x7200;
+	t.ds = 0x7300;
+	t.fs = 0x7400;
+	t.gs = 0x7500;
+	t.flags = 0x20302;
+	t.error_code = false;
+	t.tss_valid = true;
+	t.stack_esp = 0x9000;
+	t.stack_ss = 0x10;
+	t.stack_ss_desc = 0x00cf93000000ffffull;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 0);
+	assert_int_equal(d.words, 9);
+	assert_int_equal(d.sp, 0x9000 - 36);
+	assert_int_equal(d.frame[0], 0x1000);
+	assert_int_equal(d.frame[1], 0x7000);
+	assert_int_equal(d.frame[2], 0x20302);		/* VM set in the image ... */
+	assert_int_equal(d.frame[3], 0x8000);
+	assert_int_equal(d.frame[4], 0x7100);
+	assert_int_equal(d.frame[5], 0x7200);
+	assert_int_equal(d.frame[6], 0x7300);
+	assert_int_equal(d.frame[7], 0x7400);
+	assert_int_equal(d.frame[8], 0x7500);
+	assert_int_equal(d.flags, 0x2);			/* ... clear for the handler */
+	t.error_code = true;
+	assert_true(step_legacy_delivery_plan(&t, &d));
+	assert_int_equal(d.words, 10);
+	assert_int_equal(d.frame[0], 0x1234);
+	t.desc |= X86_DESC_CONFORMING;			/* would stay at CPL3: #GP */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.desc = 0x00cffb000000ffffull;			/* DPL3: #GP */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.desc = in.desc;
+	t.entry[5] = 0x86;				/* a 16-bit gate */
+	assert_false(step_legacy_delivery_plan(&t, &d));
+	/* Left to the CPU: a task gate, a DPL above the CPL, L set, past the limit. */
+	t = in;
 	t.entry[5] = 0x85;
 	assert_false(step_legacy_delivery_plan(&t, &d));
 	t = in;
 	t.desc = 0x00cffb000000ffffull;
 	assert_false(step_legacy_delivery_plan(&t, &d));
-	t.desc = 0x008f9b000000ffffull;
+	t.desc = 0x00af9b000000ffffull;
 	assert_false(step_legacy_delivery_plan(&t, &d));
 	t = in;
 	t.desc = 0x00409b000000ffffull;			/* byte-granular limit 0xffff */

@@ -1191,10 +1191,10 @@ static void task_switch_saved_tf(void **state)
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
  * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
- * the 32-bit TSS), in real mode through the IVT (2-byte
- * slots, CS the segment). Both frames hold the guest's TF; its handler is
- * stepped, and no #DB is owed for INT3 or after the handler's first
- * instruction.
+ * the 32-bit TSS) or into a conforming segment (staying at CPL3); in real
+ * mode through the IVT (2-byte slots, CS the segment). Every frame holds
+ * the guest's TF; its handler is stepped, and no #DB is owed for INT3 or
+ * after the handler's first instruction.
  */
 static void legacy_int3_delivered(void **state)
 {
@@ -1274,6 +1274,42 @@ static void legacy_int3_delivered(void **state)
 		assert_true(sr->ss.db);
 		assert_int_equal(sr->cs.selector, 0x38);
 		assert_int_equal(sr->cs.dpl, 0);
+		assert_false(v->step.guest_tf);
+		step_to(v, 0x130001, DR6_STEP);
+		assert_int_equal(v->stats.unchecked_runs, 0);
+		assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	}
+
+	/*
+	 * From CPL3 into a conforming DPL0 segment (0x40): the handler stays at
+	 * CPL3, on the CPL3 stack, CS's RPL 3; SS (KVM's CPL) untouched.
+	 */
+	{
+		uint64_t conforming = 0x00cf9f000000ffffull;
+		uint32_t f[3];
+
+		memcpy(ram + BOOT_GDT_ADDR + 0x40, &conforming, sizeof(conforming));
+		sr->gdt.limit = 0x47;
+		ram[IDT + 8 * X86_VEC_BP + 2] = 0x40;
+		sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
+					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+		sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
+					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+		regs(v)->rip = CODE;
+		regs(v)->rsp = STACK;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+		v->step.guest_tf = true;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, 0x130000);
+		assert_int_equal(regs(v)->rsp, STACK - 12);
+		memcpy(f, ram + STACK - 12, sizeof(f));
+		assert_int_equal(f[0], CODE + 1);
+		assert_int_equal(f[1], 0x1b);
+		assert_int_equal(f[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+		assert_int_equal(sr->cs.selector, 0x43);
+		assert_int_equal(sr->cs.dpl, 0);
+		assert_int_equal(sr->ss.selector, 0x23);
+		assert_int_equal(sr->ss.dpl, 3);
 		assert_false(v->step.guest_tf);
 		step_to(v, 0x130001, DR6_STEP);
 		assert_int_equal(v->stats.unchecked_runs, 0);

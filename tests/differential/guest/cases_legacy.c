@@ -3,7 +3,9 @@
  * Issue 18: every mode the CPU runs is run under emulate, never stopped,
  * and a split lock in each is detected: 32-bit protected mode without
  * paging, with 32-bit paging and with PAE paging, 16-bit protected mode,
- * real mode (legacy.S), long mode with 5-level paging at linear addresses
+ * real mode (legacy.S), the guest's TF in each with its #DB handlers
+ * reached through 32-bit gates, 16-bit gates, the IVT, from CPL3 to CPL0
+ * and at CPL3 itself, virtual-8086 mode, long mode with 5-level paging at linear addresses
  * above 2^48 (code, stack and operand there), a task switch, CPL3 with PAE
  * paging entered by SYSEXIT and left by SYSENTER, and compatibility mode
  * with a CS base (PUSHF there must push the guest's TF).
@@ -14,7 +16,10 @@ void legacy_run(uint32_t kind);
 extern uint32_t lg_split, lg_flags[16], lg_se_flags, lg_idt32[8], lg_dblog[16 * 4], lg_ndb;
 void lg_payload_tf(void);
 void lg_db32(void);
+void lg_db32u(void);
 void lg_bp32(void);
+extern char lg_db16[], lg_bp16[], lg_pm16_tf[], lg_vm86[];
+void lg_vm86_out(void);
 extern char lg_real_db[], lg_real_tf[];
 extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
@@ -48,6 +53,9 @@ static const char *const kinds[] = {
 	"32-bit protected mode, the guest's TF",
 	"real mode, the guest's TF",
 	"32-bit protected mode, PAE paging, CPL3, the guest's TF",
+	"16-bit protected mode, the guest's TF, 16-bit gates",
+	"32-bit protected mode, PAE paging, CPL3, the guest's TF, handlers at CPL3",
+	"virtual-8086 mode, the guest's TF",
 };
 
 #define MSR_SYSENTER_CS  0x174
@@ -87,18 +95,20 @@ static void task_b_image(void)
 	put32(lg_tss_b, 0x64, 104u << 16);
 }
 
-static void gate32(uint32_t *g, uint32_t handler)
+/* type: 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
+static void gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type)
 {
-	g[0] = (handler & 0xffff) | (uint32_t)SEL_K_CODE32 << 16;
-	g[1] = (handler & 0xffff0000u) | 0x8e00;	/* present, DPL0, 32-bit interrupt gate */
+	g[0] = (handler & 0xffff) | (uint32_t)sel << 16;
+	g[1] = (handler & 0xffff0000u) | (uint32_t)type << 8;
 }
 
 static int legacy(uint32_t kind)
 {
-	volatile uint32_t *real_split = (volatile uint32_t *)(uint64_t)(LEGACY_REAL_BASE + 0x13e);
-	volatile uint16_t *real_flags = (volatile uint16_t *)(uint64_t)(LEGACY_REAL_BASE + 0x150);
+	volatile uint32_t *real_split = (volatile uint32_t *)(uint64_t)(LEGACY_REAL_BASE + 0x23e);
+	volatile uint16_t *real_flags = (volatile uint16_t *)(uint64_t)(LEGACY_REAL_BASE + 0x250);
 	uint32_t before, after;
 	uint64_t se[3];
+	bool seg16;
 
 	for (unsigned i = 0; i < 3; i++)
 		se[i] = rdmsr(MSR_SYSENTER_CS + i);
@@ -111,33 +121,47 @@ static int legacy(uint32_t kind)
 		uint8_t *rb = (uint8_t *)(uint64_t)LEGACY_REAL_BASE;
 		uint16_t on = kind == 9, limit = 7, ip = (uint16_t)(lg_real_db - lg_blob),
 			 seg = LEGACY_REAL_BASE >> 4;
-		uint32_t base = LEGACY_REAL_BASE + 0x178;
+		uint32_t base = LEGACY_REAL_BASE + 0x278;
 
-		memcpy(rb + 0x16e, &on, 2);
-		memcpy(rb + 0x170, &limit, 2);
-		memcpy(rb + 0x172, &base, 4);
-		memset(rb + 0x178, 0, 4);
-		memcpy(rb + 0x17c, &ip, 2);
-		memcpy(rb + 0x17e, &seg, 2);
-		memset(rb + 0x180, 0, 0x42);
-		memset(rb + 0x1d0, 0, 2);
+		memcpy(rb + 0x26e, &on, 2);
+		memcpy(rb + 0x270, &limit, 2);
+		memcpy(rb + 0x272, &base, 4);
+		memset(rb + 0x278, 0, 4);
+		memcpy(rb + 0x27c, &ip, 2);
+		memcpy(rb + 0x27e, &seg, 2);
+		memset(rb + 0x280, 0, 0x42);
+		memset(rb + 0x2d0, 0, 2);
 	}
 	lg_split = 40;
 	memset(lg_flags, 0, sizeof(lg_flags));
 	before = lg_split;
-	if (kind == 6 || kind == 10)
+	if (kind == 6 || kind == 10 || kind == 12 || kind == 13)
 		task_b_image();
 	lg_se_flags = 0;
 	lg_ndb = 0;
-	/* 32-bit interrupt gates at vectors 1 and 3 (SDM vol. 3 6.11), through SEL_K_CODE32. */
+	/*
+	 * Interrupt gates at vectors 1 and 3 (SDM vol. 3 6.11), INT3's at DPL3
+	 * so that INT3 from CPL3 reaches it: 32-bit ones into SEL_K_CODE32;
+	 * kind 11's 16-bit ones into the 16-bit part; kind 12's into a
+	 * conforming segment and a DPL3 one, where the handlers stay at CPL3.
+	 */
 	memset(lg_idt32, 0, sizeof(lg_idt32));
-	gate32(&lg_idt32[2], (uint32_t)(uint64_t)lg_db32);
-	gate32(&lg_idt32[6], (uint32_t)(uint64_t)lg_bp32);
-	lg_idt32[7] |= 3u << 13;	/* INT3's gate at DPL3: INT3 from CPL3 reaches it */
+	if (kind == 11) {
+		gate(&lg_idt32[2], SEL_K_CODE16R, (uint32_t)(lg_db16 - lg_blob), 0x86);
+		gate(&lg_idt32[6], SEL_K_CODE16R, (uint32_t)(lg_bp16 - lg_blob), 0xe6);
+	} else if (kind == 12) {
+		gate(&lg_idt32[2], SEL_K_CODE32C, (uint32_t)(uint64_t)lg_db32u, 0x8e);
+		gate(&lg_idt32[6], SEL_U_CODE32, (uint32_t)(uint64_t)lg_bp32, 0xee);
+	} else {
+		gate(&lg_idt32[2], SEL_K_CODE32, (uint32_t)(uint64_t)lg_db32, 0x8e);
+		gate(&lg_idt32[6], SEL_K_CODE32, (uint32_t)(uint64_t)lg_bp32, 0xee);
+	}
+	/* Kind 13's way out of virtual-8086 mode: INT $2, a DPL3 gate. */
+	gate(&lg_idt32[4], SEL_K_CODE32, (uint32_t)(uint64_t)lg_vm86_out, 0xee);
 	legacy_run(kind);
 	for (unsigned i = 0; i < 3; i++)
 		wrmsr(MSR_SYSENTER_CS + i, se[i]);
-	if (kind == 10)
+	if (kind == 10 || kind == 12 || kind == 13)
 		gdt_tss_reset();
 	if (kind == 6) {
 		gdt_tss_reset();
@@ -146,44 +170,59 @@ static int legacy(uint32_t kind)
 		       get32(lg_tss_a, 0x24) & 0x702u, get32(lg_tss_b, 0x24) & 0x702u,
 		       get32(lg_tss_b, 0x20) - (uint32_t)(uint64_t)lg_task_b);
 	}
-	after = kind == 4 || kind == 9 ? *real_split : lg_split;
-	printf("%s: back in long mode; split dword %u -> %u\n", kinds[kind],
-	       kind == 4 || kind == 9 ? 0 : before, after);
+	/* Real and virtual-8086 mode keep their data in the 16-bit part. */
+	seg16 = kind == 4 || kind == 9 || kind == 13;
+	after = seg16 ? *real_split : lg_split;
+	printf("%s: back in long mode; split dword %u -> %u\n", kinds[kind], seg16 ? 0 : before,
+	       after);
 	/* IF, TF, DF and bit 1 of what PUSHF pushed there. */
-	printf("%s: pushf %x\n", kinds[kind],
-	       (kind == 4 || kind == 9 ? *real_flags : lg_flags[kind]) & 0x702u);
+	printf("%s: pushf %x\n", kinds[kind], (seg16 ? *real_flags : lg_flags[kind]) & 0x702u);
+	if (kind == 9 || kind == 13) {
+		const uint8_t *rb = (const uint8_t *)(uint64_t)LEGACY_REAL_BASE;
+		uint16_t tf_flags;
+
+		memcpy(&tf_flags, rb + 0x2d0, 2);
+		printf("%s: pushf with tf %x\n", kinds[kind], tf_flags & 0x702u);
+	}
 	if (kind == 9) {
 		const uint8_t *rb = (const uint8_t *)(uint64_t)LEGACY_REAL_BASE;
-		uint16_t n, e[2], tf_flags;
+		uint16_t n, e[2];
 
-		memcpy(&tf_flags, rb + 0x1d0, 2);
-		memcpy(&n, rb + 0x180, 2);
-		printf("%s: pushf with tf %x, %u #DB\n", kinds[kind], tf_flags & 0x702u, n);
+		memcpy(&n, rb + 0x280, 2);
+		printf("%s: %u #DB\n", kinds[kind], n);
 		for (uint16_t i = 0; i < n && i < 16; i++) {
-			memcpy(e, rb + 0x182 + 4 * i, 4);
+			memcpy(e, rb + 0x282 + 4 * i, 4);
 			/* IP from the TF part; IF, TF, DF and bit 1 */
 			printf("  #DB at +%d flags %x\n", (int)e[0] - (int)(lg_real_tf - lg_blob),
 			       e[1] & 0x702u);
 		}
 	}
-	if (kind == 8 || kind == 10) {
+	if (kind == 8 || kind == 10 || kind == 11 || kind == 12 || kind == 13) {
+		/* Kind 11's and 13's IPs are offsets in the 16-bit part. */
+		uint32_t from = kind == 11 ? (uint32_t)(lg_pm16_tf - lg_blob)
+			      : kind == 13 ? (uint32_t)(lg_vm86 - lg_blob)
+					   : (uint32_t)(uint64_t)lg_payload_tf;
+
 		printf("%s: %u #DB\n", kinds[kind], lg_ndb);
 		for (uint32_t i = 0; i < lg_ndb && i < 16; i++) {
 			const uint32_t *e = &lg_dblog[i * 4];
 
-			/* EIP from the payload; RF, TF, IF, DF, bit 1; BS, BD, B0-3 */
-			printf("  #DB at +%u eflags %x dr6 %x cs %x\n",
-			       e[0] - (uint32_t)(uint64_t)lg_payload_tf, e[1] & 0x10702u,
-			       e[2] & 0x600fu, e[3] & 0xffffu);
+			/* EIP from the payload; VM, RF, TF, IF, DF, bit 1; BS, BD, B0-3 */
+			printf("  #DB at +%d eflags %x dr6 %x cs %x\n", (int)(e[0] - from),
+			       e[1] & 0x30702u, e[2] & 0x600fu, e[3] & 0xffffu);
 		}
 	}
-	if (kind == 7 || kind == 10) {
+	if (kind == 7 || kind == 10 || kind == 12) {
 		printf("%s: pushf at cpl0 after sysenter %x\n", kinds[kind], lg_se_flags & 0x702u);
 		printf("# split locks at CPL0: 1\n");
 		printf("# split locks at CPL1-3: 2\n");
+	} else if (kind == 13) {
+		printf("# split locks at CPL0: 0\n");	/* virtual-8086 mode is CPL3 */
+		printf("# split locks at CPL1-3: 2\n");
 	} else {
 		/* Real mode is reached through 16-bit protected mode, which makes its two too. */
-		printf("# split locks at CPL0: %u\n", kind == 4 ? 4 : kind == 9 ? 5 : 2);
+		printf("# split locks at CPL0: %u\n",
+		       kind == 4 ? 4 : kind == 9 ? 5 : kind == 11 ? 3 : 2);
 	}
 	/* Every mode is stepped, every switch between them too, every #DB handler. */
 	printf("# unchecked runs: 0\n");
@@ -304,6 +343,24 @@ static int pm32_cpl3_guest_tf(const struct boot_info *bi)
 	return legacy(10);
 }
 
+static int pm16_guest_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(11);
+}
+
+static int pm32_cpl3_guest_tf_cpl3_handlers(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(12);
+}
+
+static int vm86_guest_tf(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(13);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
@@ -316,6 +373,9 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-guest-tf", pm32_guest_tf },
 	{ "mode-legacy-real-guest-tf", real_guest_tf },
 	{ "mode-legacy-pm32-pae-cpl3-guest-tf", pm32_cpl3_guest_tf },
+	{ "mode-legacy-pm16-guest-tf-16-bit-gates", pm16_guest_tf },
+	{ "mode-legacy-pm32-pae-cpl3-guest-tf-handlers-at-cpl3", pm32_cpl3_guest_tf_cpl3_handlers },
+	{ "mode-legacy-vm86-guest-tf", vm86_guest_tf },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

@@ -150,6 +150,7 @@ static inline struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
 #define SEL_SE_U_DATA32 0xe3 /* flat data, DPL3 */
 #define SEL_SE_U_CODE 0xeb  /* 64-bit code, DPL3 */
 #define SEL_SE_U_DATA 0xf3  /* flat data, DPL3 */
+#define SEL_K_CODE32C 0xf8  /* CS.D=1, DPL0, conforming: runs at the caller's CPL */
 void gdt_init(void);
 /* TSS A and B available again, and the runtime's 64-bit TSS back in TR. */
 void gdt_tss_reset(void);

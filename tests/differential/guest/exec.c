@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 31  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's */
+#define GDT_N 32  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's */
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -330,6 +330,7 @@ void gdt_init(void)
 	gdt[SEL_SE_U_DATA32 >> 3] = 0x00cff2000000ffffull;
 	gdt[SEL_SE_U_CODE >> 3] = 0x00affa000000ffffull;
 	gdt[SEL_SE_U_DATA >> 3] = 0x00cff2000000ffffull;
+	gdt[SEL_K_CODE32C >> 3] = 0x00cf9e000000ffffull;
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }

@@ -28,6 +28,18 @@
  *  10  kind 8's payload at CPL3 as kind 7 enters it: its #DB and #BP
  *      handlers (32-bit gates, INT3's DPL3) run at CPL0 on SS0:ESP0 of
  *      TSS A (LTR), their frames holding the CPL3 SS:ESP too
+ *  11  16-bit protected mode as kind 3, then the guest's own TF over a
+ *      split lock, a PUSHF and an INT3, through 16-bit interrupt gates
+ *      into 16-bit handlers (lg_db16, lg_bp16) that log as kind 8's do
+ *  12  kind 10, but the handlers stay at CPL3: #DB's gate names a
+ *      conforming DPL0 segment (SEL_K_CODE32C), #BP's a DPL3 one; no
+ *      stack switch, and DR6 is out of their reach
+ *  13  virtual-8086 mode (IOPL 3, segment REAL_SEG), entered by IRET from
+ *      CPL0 with TSS A's SS0:ESP0 for its events: a split lock and a
+ *      PUSHF, then the guest's own TF over another, a PUSHF and an INT3,
+ *      its #DB traps and the #BP logged at CPL0 through 32-bit gates
+ *      (frames with GS, FS, DS, ES; DS null in the handler); INT $2 (a DPL3
+ *      gate, lg_vm86_out) leaves it
  *
  * Nothing in between may fault: the IDT is the 64-bit one (kind 8 loads
  * a 32-bit one that has only the #DB gate). cases_legacy.c
@@ -49,6 +61,7 @@
 #define CR4_PCIDE     0x20000
 #define SEL_SE_K_CODE 0xc8
 #define SEL_SE_U_DATA32 0xe3
+#define SEL_K_CODE32C 0xf8
 #define MSR_SYSENTER_CS  0x174
 #define MSR_SYSENTER_ESP 0x175
 #define MSR_SYSENTER_EIP 0x176
@@ -56,11 +69,14 @@
 #define MSR_GS_BASE   0xc0000101
 #define EFER_LME      0x100
 #define TF            0x100
+#define EFLAGS_IOPL3  0x3000
+#define EFLAGS_VM     0x20000
 
 	.data
 	.p2align 6
 	.globl lg_split, lg_flags, lg_kind, lg_tss_a, lg_tss_b, lg_task_b, lg_task_stack, lg_se_flags
 	.globl lg_idt32, lg_dblog, lg_ndb, lg_payload_tf, lg_db32, lg_bp32, lg_real_db, lg_real_tf
+	.globl lg_db32u, lg_db16, lg_bp16, lg_pm16_tf, lg_vm86, lg_vm86_out
 	.skip 62
 lg_split:	.long 0			/* across a cache line: 62 bytes into one */
 	.p2align 3
@@ -148,6 +164,10 @@ legacy_run:
 	je k_tf
 	cmpl $10, %eax
 	je k_sysexit
+	cmpl $12, %eax
+	je k_sysexit
+	cmpl $13, %eax
+	je k_vm86
 	cmpl $1, %eax
 	je k_paging32
 	cmpl $2, %eax
@@ -214,8 +234,10 @@ k_sysexit:
 	movl $lg_se_entry, %eax
 	wrmsr
 	cmpl $10, lg_kind
+	je 2f
+	cmpl $12, lg_kind
 	jne 1f
-	lidt lg_idtr32
+2:	lidt lg_idtr32
 	movl %esp, lg_tss_a + 4		/* ESP0, SS0: the stack of a #DB from CPL3 */
 	movl $SEL_K_DATA, lg_tss_a + 8
 	movw $SEL_TSS_A, %ax
@@ -225,6 +247,8 @@ k_sysexit:
 	sysexit
 lg_se_user:				/* CPL3 */
 	cmpl $10, lg_kind
+	je 1f
+	cmpl $12, lg_kind
 	je 1f
 	call payload32
 	sysenter
@@ -244,6 +268,29 @@ lg_se_entry:				/* CPL0, ESP = IA32_SYSENTER_ESP */
 	movl %cr0, %eax
 	andl $~CR0_PG, %eax
 	movl %eax, %cr0
+	jmp lg_up
+
+k_vm86:
+	lidt lg_idtr32
+	movl %esp, lg_tss_a + 4		/* ESP0, SS0: every event from virtual-8086 mode */
+	movl $SEL_K_DATA, lg_tss_a + 8
+	movw $SEL_TSS_A, %ax
+	ltr %ax
+	pushl $0			/* GS */
+	pushl $0			/* FS */
+	pushl $REAL_SEG			/* DS */
+	pushl $REAL_SEG			/* ES */
+	pushl $REAL_SEG			/* SS */
+	pushl $0xf00			/* ESP */
+	pushl $(EFLAGS_VM | EFLAGS_IOPL3 | 2)
+	pushl $REAL_SEG			/* CS */
+	pushl $(lg_vm86 - lg_blob)	/* EIP */
+	iretl
+lg_vm86_out:				/* INT $2 from virtual-8086 mode: CPL0, DS null */
+	movl $SEL_K_DATA, %eax
+	movl %eax, %ds
+	movl %eax, %es
+	movl lg_tss_a + 4, %esp
 	jmp lg_up
 
 k_tf:
@@ -273,8 +320,13 @@ lg_payload_tf:
 
 /*
  * 32-bit interrupt gates, entered at CPL0: log EIP, EFLAGS, DR6 (0xbbbb
- * for INT3's) and CS of the frame; a #DB also resets DR6.
+ * for INT3's) and CS of the frame; a #DB also resets DR6. At CPL3 (kind
+ * 12's lg_db32u) DR6 cannot be read: its word is 0.
  */
+lg_db32u:
+	pushl %eax
+	movl $0, %eax
+	jmp lg_log32
 lg_bp32:
 	pushl %eax
 	movl $0xbbbb, %eax
@@ -282,24 +334,25 @@ lg_bp32:
 lg_db32:
 	pushl %eax
 	movl %dr6, %eax
-	movl %eax, lg_db6
+	movl %eax, %ss:lg_db6
 	movl $0xffff0ff0, %eax
 	movl %eax, %dr6
-	movl lg_db6, %eax
+	movl %ss:lg_db6, %eax
+	/* Through SS, flat in every kind: DS is null after virtual-8086 mode. */
 lg_log32:				/* EAX: the DR6 word; frame at 4(%esp) */
 	pushl %ebx
-	movl lg_ndb, %ebx
+	movl %ss:lg_ndb, %ebx
 	cmpl $16, %ebx
 	jae 1f
 	shll $4, %ebx
-	movl %eax, lg_dblog + 8(%ebx)
+	movl %eax, %ss:lg_dblog + 8(%ebx)
 	movl 8(%esp), %eax
-	movl %eax, lg_dblog(%ebx)
+	movl %eax, %ss:lg_dblog(%ebx)
 	movl 16(%esp), %eax
-	movl %eax, lg_dblog + 4(%ebx)
+	movl %eax, %ss:lg_dblog + 4(%ebx)
 	movl 12(%esp), %eax
-	movl %eax, lg_dblog + 12(%ebx)
-1:	incl lg_ndb
+	movl %eax, %ss:lg_dblog + 12(%ebx)
+1:	incl %ss:lg_ndb
 	popl %ebx
 	popl %eax
 	iretl
@@ -407,8 +460,8 @@ lg_back64:
 /*
  * The 16-bit part, run at LEGACY_REAL_BASE (CS base there): 16-bit
  * protected mode, and real mode (segment REAL_SEG) for kind 4. Its data:
- * the split dword at offset 0x13e (across the line at 0x140), PUSHF's
- * word at 0x150.
+ * the split dword at offset 0x23e (across the line at 0x240), PUSHF's
+ * word at 0x250.
  */
 	.globl lg_blob, lg_blob_end
 	.code16
@@ -428,6 +481,8 @@ lg_pm16:
 	je 1f
 	cmpl $9, (%esi)
 	je 1f
+	cmpl $11, (%esi)
+	je lg_pm16_tf
 	ljmpl $SEL_K_CODE32, $lg_up
 1:	movw $SEL_K_DATA16, %ax		/* real-mode limits before PE goes */
 	movw %ax, %ds
@@ -442,14 +497,14 @@ lg_real:
 	movw %ax, %ds
 	movw %ax, %ss
 	movw $0xf00, %sp
-	lock addl $1, 0x13e		/* linear 0x7013e: across the line at 0x70140 */
+	lock addl $1, 0x23e		/* linear 0x7023e: across the line at 0x70240 */
 	movl $1, %eax
-	xchgl %eax, 0x13e
-	addl %eax, 0x13e
+	xchgl %eax, 0x23e
+	addl %eax, 0x23e
 	pushfw
 	popw %ax
-	movw %ax, 0x150
-	cmpw $0, 0x16e			/* kind 9 (cases_legacy.c sets it) */
+	movw %ax, 0x250
+	cmpw $0, 0x26e			/* kind 9 (cases_legacy.c sets it) */
 	je 1f
 	call lg_real_tf			/* relative: the blob moves as one */
 1:	movl %cr0, %eax
@@ -458,21 +513,21 @@ lg_real:
 	ljmp $SEL_K_CODE16R, $(lg_pm16_back - lg_blob)
 
 /*
- * Kind 9: the IVT at 0x178 (cases_legacy.c writes entry 1), the guest's TF
+ * Kind 9: the IVT at 0x278 (cases_legacy.c writes entry 1), the guest's TF
  * from the instruction after POPF to the POPF that clears it; PUSHF's word
- * at 0x1d0. Data: #DB count at 0x180, then per #DB its IP and FLAGS.
+ * at 0x2d0. Data: #DB count at 0x280, then per #DB its IP and FLAGS.
  */
 lg_real_tf:
-	lidt 0x170
+	lidt 0x270
 	pushfw
 	movw %sp, %bp
 	orw $0x100, (%bp)
 	popfw
 	nop
-	lock addl $1, 0x13e
+	lock addl $1, 0x23e
 	pushfw
 	popw %ax
-	movw %ax, 0x1d0
+	movw %ax, 0x2d0
 	pushfw
 	movw %sp, %bp
 	andw $~0x100, (%bp)
@@ -484,25 +539,109 @@ lg_real_db:
 	pushw %bp
 	pushw %ax
 	movw %sp, %bp
-	movw 0x180, %bx
+	movw 0x280, %bx
 	cmpw $16, %bx
 	jae 1f
 	shlw $2, %bx
 	movw 6(%bp), %ax
-	movw %ax, 0x182(%bx)
+	movw %ax, 0x282(%bx)
 	movw 10(%bp), %ax
-	movw %ax, 0x184(%bx)
-1:	incw 0x180
+	movw %ax, 0x284(%bx)
+1:	incw 0x280
 	popw %ax
 	popw %bp
 	popw %bx
 	iret
+
+/* Kind 13, in virtual-8086 mode: data as real mode's, PUSHF's word with TF at 0x2d0. */
+lg_vm86:
+	lock addl $1, 0x23e		/* linear 0x7023e: across the line at 0x70240 */
+	pushfw
+	popw %ax
+	movw %ax, 0x250
+	pushfw
+	movw %sp, %bp
+	orw $TF, (%bp)
+	popfw
+	nop
+	lock addl $1, 0x23e
+	pushfw
+	popw %ax
+	movw %ax, 0x2d0
+	int3				/* to CPL0; its frame holds TF and VM */
+	nop
+	pushfw
+	movw %sp, %bp
+	andw $~TF, (%bp)
+	popfw
+	int $2				/* out: lg_vm86_out */
+
+/* Kind 11: the guest's TF in 16-bit protected mode, over 16-bit gates. */
+lg_pm16_tf:
+	movl $lg_idtr32, %esi
+	lidtl (%esi)
+	movl $lg_split, %ebx
+	pushfl
+	orl $TF, (%esp)
+	popfl
+	nop
+	lock addl $1, (%ebx)
+	pushfw
+	popw %ax
+	movl $lg_flags, %esi
+	movw %ax, 11 * 4(%esi)
+	int3				/* its 16-bit frame holds TF */
+	nop
+	pushfl
+	andl $~TF, (%esp)
+	popfl
+	ljmpl $SEL_K_CODE32, $lg_up
+
+/*
+ * 16-bit interrupt gates into this segment: log IP, FLAGS, DR6 (0xbbbb
+ * for INT3's) and CS of the 16-bit frame as lg_log32 does.
+ */
+lg_bp16:
+	pushl %eax
+	movl $0xbbbb, %eax
+	jmp lg_log16
+lg_db16:
+	pushl %eax
+	movl %dr6, %eax
+	pushl %eax
+	movl $0xffff0ff0, %eax
+	movl %eax, %dr6
+	popl %eax
+lg_log16:				/* EAX: the DR6 word; the frame at 4(%esp) */
+	pushl %ebx
+	pushl %esi
+	movl $lg_ndb, %esi
+	movl (%esi), %ebx
+	cmpl $16, %ebx
+	jae 1f
+	shll $4, %ebx
+	addl $lg_dblog, %ebx
+	movl %eax, 8(%ebx)
+	movzwl 12(%esp), %eax
+	movl %eax, (%ebx)
+	movzwl 16(%esp), %eax
+	movl %eax, 4(%ebx)
+	movzwl 14(%esp), %eax
+	movl %eax, 12(%ebx)
+1:	incl (%esi)
+	popl %esi
+	popl %ebx
+	popl %eax
+	iret
+
 lg_pm16_back:
 	movw $SEL_K_DATA, %ax
 	movw %ax, %ds
 	movw %ax, %es
 	movw %ax, %ss
 	ljmpl $SEL_K_CODE32, $lg_up
+	/* The code ends below its data, or this fails to assemble. */
+	.org lg_blob + 0x23e
 lg_blob_end:
 	.code64
 
