@@ -1191,10 +1191,10 @@ static void task_switch_saved_tf(void **state)
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
  * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
- * the 32-bit TSS) or into a conforming segment (staying at CPL3); in real
- * mode through the IVT (2-byte slots, CS the segment). Every frame holds
- * the guest's TF; its handler is stepped, and no #DB is owed for INT3 or
- * after the handler's first instruction.
+ * the 32-bit TSS), into a conforming segment (staying at CPL3) or a DPL1
+ * one (SS1:ESP1); in real mode through the IVT (2-byte slots, CS the
+ * segment). Every frame holds the guest's TF; its handler is stepped, and
+ * no #DB is owed for INT3 or after the handler's first instruction.
  */
 static void legacy_int3_delivered(void **state)
 {
@@ -1314,6 +1314,44 @@ static void legacy_int3_delivered(void **state)
 		step_to(v, 0x130001, DR6_STEP);
 		assert_int_equal(v->stats.unchecked_runs, 0);
 		assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	}
+
+	/*
+	 * From CPL3 into a DPL1 segment (0x48): to CPL1 on SS1:ESP1 of the TSS
+	 * (offsets 12 and 16: 0x51:0x160000), SS.DPL (KVM's CPL) 1.
+	 */
+	{
+		uint64_t code1 = 0x00cfbb000000ffffull, data1 = 0x00cfb3000000ffffull;
+		uint32_t esp1 = 0x160000, f[5];
+		uint16_t ss1 = 0x51;
+
+		memcpy(ram + BOOT_GDT_ADDR + 0x48, &code1, sizeof(code1));
+		memcpy(ram + BOOT_GDT_ADDR + 0x50, &data1, sizeof(data1));
+		memcpy(ram + 0x300c, &esp1, 4);
+		memcpy(ram + 0x3010, &ss1, 2);
+		sr->gdt.limit = 0x57;
+		ram[IDT + 8 * X86_VEC_BP + 2] = 0x48;
+		sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
+					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+		sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
+					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+		regs(v)->rip = CODE;
+		regs(v)->rsp = STACK;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+		v->step.guest_tf = true;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, 0x130000);
+		assert_int_equal(regs(v)->rsp, esp1 - 20);
+		memcpy(f, ram + esp1 - 20, sizeof(f));
+		assert_int_equal(f[0], CODE + 1);
+		assert_int_equal(f[1], 0x1b);
+		assert_int_equal(f[3], STACK);
+		assert_int_equal(f[4], 0x23);
+		assert_int_equal(sr->cs.selector, 0x49);
+		assert_int_equal(sr->ss.selector, 0x51);
+		assert_int_equal(sr->ss.dpl, 1);
+		step_to(v, 0x130001, DR6_STEP);
+		assert_int_equal(v->stats.unchecked_runs, 0);
 	}
 
 	/* Real mode: CS 0x1000, IP 0x100; IVT entry 3 is 0x1000:0x0200; SS 0x2000, SP 0x1000. */
