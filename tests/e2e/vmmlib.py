@@ -85,6 +85,31 @@ class LocalTarget:
             return None
 
 
+def lab_state(path):
+    """The lab's state file (tests/lab/server.py), or None."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# The states of a lab boot on its way back up after a freeze or a QEMU crash.
+LAB_COMING_BACK = ("crashed", "frozen", "booting", "agent")
+
+
+def settled_lab_boot(path, boot_id, timeout):
+    """Lab boot boot_id's entry in the state file ({} if none) once it is
+    no longer on its way back up, or when timeout seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = lab_state(path) or {"boots": []}
+        b = next((x for x in st["boots"] if str(x["id"]) == str(boot_id)), {})
+        if b.get("state") not in LAB_COMING_BACK or time.monotonic() >= deadline:
+            return b
+        time.sleep(1)
+
+
 class LabTarget:
     """A boot of tests/lab/server.py: programs run there through its agent,
     chrooted in the host's / (the same paths), on the lab's stock KVM.
@@ -94,7 +119,6 @@ class LabTarget:
     # L1's CPU is emulated (TCG): a guest runs several times slower there,
     # a single-step about 0.5 ms (docs/lab.md).
     time_scale = float(os.environ.get("VMM_TEST_LAB_TIME_SCALE", "4"))
-    COMING_BACK = ("crashed", "frozen", "booting", "agent")
 
     def __init__(self, state_path):
         self.state_path = state_path
@@ -105,10 +129,8 @@ class LabTarget:
         pin = os.environ.get("VMM_TEST_LAB_BOOT")  # tests/lab/shards.py gives each meson its boot
         # A pinned boot on its way back up after a freeze or a QEMU crash
         # (tests/lab/server.py) is waited for, a few minutes at most.
-        deadline = time.monotonic() + 300
-        while pin is not None and time.monotonic() < deadline and any(
-                str(b["id"]) == pin and b["state"] in self.COMING_BACK for b in st["boots"]):
-            time.sleep(1)
+        if pin is not None:
+            settled_lab_boot(state_path, pin, 300)
             st = self.state() or st
         ready = [b for b in st["boots"] if b["state"] == "ready"]
         if pin is not None:
@@ -131,11 +153,7 @@ class LabTarget:
         self.status = st["status"]
 
     def state(self):
-        try:
-            with open(self.state_path) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return None
+        return lab_state(self.state_path)
 
     @property
     def addr(self):

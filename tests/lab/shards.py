@@ -26,33 +26,15 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from vmmlib import settled_lab_boot  # noqa: E402
+
 SLOW = ("emulate", "matrix", "concurrent", "ratelimit", "flood", "gen-seed", "many-vms",
         "64-vcpus", "split-lock-progress", "msr-storm", "first-in-handler")
 
 
 # meson's results that fail a run
 BAD = ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS")
-
-
-def boot_info(state, b):
-    try:
-        with open(state) as f:
-            return next((x for x in json.load(f)["boots"] if x["id"] == b), {})
-    except (OSError, ValueError, KeyError):
-        return {}
-
-
-def settled(state, b, timeout=600):
-    """The boot's state once it is no longer on its way back up (bounded:
-    the server boots a crashed or frozen boot again within minutes)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        info = boot_info(state, b)
-        # the states of a boot on its way back up (as vmmlib.LabTarget has them)
-        if info.get("state") not in ("crashed", "frozen", "booting", "agent") \
-                or time.monotonic() > deadline:
-            return info
-        time.sleep(2)
 
 
 def cost(name, last):
@@ -112,12 +94,13 @@ def main():
             return 1, []
 
     def run(b):
-        gen0 = boot_info(a.state, b).get("generation", 0)
+        gen0 = settled_lab_boot(a.state, b, 0).get("generation", 0)
         rc, recs = meson(b, shares[b], f"{a.logbase}-boot{b}")
         failed = [r["name"].split(" / ", 1)[1] for r in recs if r["result"] in BAD]
         if failed:
             time.sleep(5)   # the server notices a dead QEMU within a second or two
-        info = settled(a.state, b) if failed else {}
+        # The server boots a crashed or frozen boot again within minutes.
+        info = settled_lab_boot(a.state, b, 600) if failed else {}
         if failed and info.get("generation", 0) != gen0:
             # The boot's QEMU froze or crashed and the server booted it again:
             # the tests it broke off run once more there. A crash the guest
@@ -127,10 +110,10 @@ def main():
                   f"now {info.get('state')}; rerunning {len(failed)} failed tests: {' '.join(failed)}",
                   flush=True)
             if info.get("state") == "ready":
-                rc, again = meson(b, failed, f"{a.logbase}-boot{b}-rerun")
+                _, again = meson(b, failed, f"{a.logbase}-boot{b}-rerun")
                 redone = {r["name"]: r for r in again}
-                rc = 1 if any(r["result"] in BAD for r in recs if r["name"] not in redone) else rc
                 recs = [redone.get(r["name"], r) for r in recs]
+                rc = int(any(r["result"] in BAD for r in recs))
         results[b], logs[b] = rc, recs
 
     print(f"shards: {len(tests)} tests on boots {boots}: "
