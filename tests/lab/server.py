@@ -93,22 +93,30 @@ class Boot:
     def probe(self):
         """The probes of this boot, through the agent, before any test."""
         addr = ("127.0.0.1", self.info["port"])
+        generation = self.info["generation"]
         deadline = time.monotonic() + 60
         while not remote.ping(addr):
             if time.monotonic() > deadline or self.stop.is_set():
-                self.set(state="failed", error="the agent in L1 does not answer on "
-                         f"127.0.0.1:{self.info['port']}")
+                self.probe_failed(generation, "the agent in L1 does not answer on "
+                                  f"127.0.0.1:{self.info['port']}")
                 return
             time.sleep(0.5)
         try:
             probes = run_probes(addr, self.server.build)
         except OSError as e:
-            self.set(state="failed", error=f"the probes failed: {e}")
+            self.probe_failed(generation, f"the probes failed: {e}")
             return
         self.set(state="ready", probes=probes, addr=list(addr), root=ROOT,
                  ready_after=round(time.monotonic() - self.t0, 1))
         lab.log(f"boot {self.idx} ready after {self.info['ready_after']} s on port "
                 f"{self.info['port']}")
+
+    def probe_failed(self, generation, error):
+        # A QEMU that died under the probes is the boot thread's to judge
+        # (it may boot again): it notices within a second or two.
+        time.sleep(3)
+        if self.info["state"] == "agent" and self.info["generation"] == generation:
+            self.set(state="failed", error=error)
 
     def run(self):
         # A second boot only after the known QEMU freeze or a crash of QEMU
