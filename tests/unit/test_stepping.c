@@ -1187,6 +1187,22 @@ static void task_switch_saved_tf(void **state)
 	assert_false(v->step.guest_tf);
 }
 
+/* INT3 at CODE from flat 32-bit CPL3 code (CS 0x1b, SS 0x23), the guest's TF set. */
+static void int3_cpl3_flat32(struct vcpu *v)
+{
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
+				       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+	sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
+				       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+}
+
 /*
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
@@ -1252,15 +1268,7 @@ static void legacy_int3_delivered(void **state)
 		ram[IDT + 8 * X86_VEC_BP + 5] = 0xee;
 		sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
 					       .type = 11, .present = 1 };
-		sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
-					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
-		sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
-					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
-		regs(v)->rip = CODE;
-		regs(v)->rsp = STACK;
-		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
-		v->step.guest_tf = true;
-		stepping_before_run(v);
+		int3_cpl3_flat32(v);
 		assert_int_equal(regs(v)->rip, 0x130000);
 		assert_int_equal(regs(v)->rsp, esp0 - 20);
 		memcpy(f, ram + esp0 - 20, sizeof(f));
@@ -1291,15 +1299,7 @@ static void legacy_int3_delivered(void **state)
 		memcpy(ram + BOOT_GDT_ADDR + 0x40, &conforming, sizeof(conforming));
 		sr->gdt.limit = 0x47;
 		ram[IDT + 8 * X86_VEC_BP + 2] = 0x40;
-		sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
-					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
-		sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
-					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
-		regs(v)->rip = CODE;
-		regs(v)->rsp = STACK;
-		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
-		v->step.guest_tf = true;
-		stepping_before_run(v);
+		int3_cpl3_flat32(v);
 		assert_int_equal(regs(v)->rip, 0x130000);
 		assert_int_equal(regs(v)->rsp, STACK - 12);
 		memcpy(f, ram + STACK - 12, sizeof(f));
@@ -1331,15 +1331,7 @@ static void legacy_int3_delivered(void **state)
 		memcpy(ram + 0x3010, &ss1, 2);
 		sr->gdt.limit = 0x57;
 		ram[IDT + 8 * X86_VEC_BP + 2] = 0x48;
-		sr->cs = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x1b, .type = 11,
-					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
-		sr->ss = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x23, .type = 3,
-					       .present = 1, .dpl = 3, .db = 1, .s = 1, .g = 1 };
-		regs(v)->rip = CODE;
-		regs(v)->rsp = STACK;
-		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
-		v->step.guest_tf = true;
-		stepping_before_run(v);
+		int3_cpl3_flat32(v);
 		assert_int_equal(regs(v)->rip, 0x130000);
 		assert_int_equal(regs(v)->rsp, esp1 - 20);
 		memcpy(f, ram + esp1 - 20, sizeof(f));
