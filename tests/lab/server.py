@@ -36,6 +36,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import lab  # noqa: E402
 import remote  # noqa: E402
+from vmmlib import lab_state  # noqa: E402
 
 AGENT_PORT = 7000
 ROOT = "/host"
@@ -295,14 +296,6 @@ class Server:
         return 1 if bad else 0
 
 
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 def alive(pid):
     try:
         os.kill(pid, 0)
@@ -314,7 +307,7 @@ def alive(pid):
 def cmd_wait(a):
     end = time.monotonic() + a.timeout
     while time.monotonic() < end:
-        st = load(a.state)
+        st = lab_state(a.state)
         if st and st["status"] == "unavailable":
             print("lab: cannot be had here (see the server's log)", file=sys.stderr)
             return lab.UNAVAILABLE
@@ -335,7 +328,7 @@ def cmd_wait(a):
 
 
 def cmd_stop(a):
-    st = load(a.state)
+    st = lab_state(a.state)
     if not st:
         return 0
     try:
@@ -344,7 +337,7 @@ def cmd_stop(a):
         return 0
     while alive(st["pid"]):
         time.sleep(0.5)
-    st = load(a.state)
+    st = lab_state(a.state)
     return 0 if st and st["status"] == "stopped" else 1
 
 
