@@ -2,6 +2,7 @@
 #include "stepping.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "decode.h"
@@ -49,6 +50,22 @@ static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *bu
 }
 
 /* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
+/*
+ * KVM's emulator ends each instruction it emulates with a step exit that
+ * writes no DR7 (kvm_vcpu_do_singlestep()); a trap of the CPU's writes the
+ * guest's. A value no DR7 can hold (bits 63:32 are reserved) tells them
+ * apart. The offset is past what an I/O, MMIO or MSR exit leaves for KVM
+ * to complete on the next run.
+ */
+#define DR7_UNWRITTEN (~0ull)
+_Static_assert(offsetof(struct kvm_run, debug.arch.dr7) >=
+		       offsetof(struct kvm_run, mmio) + sizeof(((struct kvm_run *)0)->mmio) &&
+	       offsetof(struct kvm_run, debug.arch.dr7) >=
+		       offsetof(struct kvm_run, io) + sizeof(((struct kvm_run *)0)->io) &&
+	       offsetof(struct kvm_run, debug.arch.dr7) >=
+		       offsetof(struct kvm_run, msr) + sizeof(((struct kvm_run *)0)->msr),
+	       "the DR7 marker would overwrite an exit KVM completes");
+
 static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
 {
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
@@ -589,7 +606,7 @@ static void frame_fix(struct vcpu *v)
 
 /*
  * A diverted step that stopped at a handler's first instruction with its
- * frame at RSP: the frame gets the guest's TF, and true. false: the
+ * frame at SS:RSP (through any IDT format): the frame gets the guest's TF, and true. false: the
  * handler ran unchecked, which the caller counts (docs/design.md, "Afterwards").
  * fault_only: the frame must hold the instruction's own RIP (a branch may
  * go anywhere, a handler included; only a fault's frame tells it failed).
@@ -600,30 +617,38 @@ static bool diverted_at_handler(struct vcpu *v, bool fault_only)
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct step_state *s = &v->step;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	enum step_idt f = idt_format(sregs);
+	unsigned size = step_idt_entry_size(f), gates = (sregs->idt.limit + 1u) / size;
+	unsigned vector, slot = 8;
 	uint8_t idt[256 * 16], raw[32];
-	unsigned gates = (sregs->idt.limit + 1u) / 16, vector;
-	uint64_t w[4];
+	uint64_t w[4] = { 0 }, handler = 0, mask, next;
 	struct paging p;
 	uint8_t *b;
-	int slot;
+	int at;
 
 	if (gates > 256)
 		gates = 256;
 	guest_paging(v, &p);
 	p.cpl = 0;	/* the CPU reads the IDT as a supervisor */
-	if (!(sregs->efer & X86_EFER_LMA) || !gates)
-		return false;
-	gates = (unsigned)(pagewalk_read_as(&m, &p, sregs->idt.base, 0, idt, gates * 16) / 16);
+	gates = (unsigned)(pagewalk_read_as(&m, &p, sregs->idt.base, 0, idt, gates * size) / size);
 	for (vector = 0; vector < gates; vector++)
-		if ((idt[vector * 16 + X86_GATE_TYPE_BYTE] & X86_GATE_P) &&
-		    step_gate_offset(idt + vector * 16) == regs->rip)
+		if (step_idt_handler(f, idt + vector * size, &handler, &slot) && handler == regs->rip)
 			break;
-	if (vector == gates || read_linear(v, regs->rsp, 0, raw, sizeof(raw)) != sizeof(raw))
+	/* The frame at SS:RSP, in slots of the gate's width (8, 4 or 2 bytes). */
+	if (vector == gates ||
+	    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), 0, raw, 4 * slot) !=
+		    4 * slot)
 		return false;
-	memcpy(w, raw, sizeof(w));
-	slot = step_frame_rflags(w, step_vector_error_code(vector), s->rip,
-				 fault_only ? s->rip : step_advance(s->rip, s->insn.len, s->mode));
-	b = slot < 0 ? NULL : stack_byte(v, regs->rsp + 8u * (unsigned)slot + 1);
+	for (unsigned i = 0; i < 4; i++)
+		memcpy(&w[i], raw + i * slot, slot);
+	mask = slot == 8 ? ~0ull : (1ull << (8 * slot)) - 1;
+	next = fault_only ? s->rip : step_advance(s->rip, s->insn.len, s->mode);
+	/* Real mode pushes no error code. */
+	at = step_frame_rflags(w, f != STEP_IDT_REAL && step_vector_error_code(vector),
+			       s->rip & mask, next & mask);
+	b = at < 0 ? NULL
+		   : stack_byte(v, emulate_stack_la(sregs, regs->rflags,
+						    regs->rsp + slot * (unsigned)at) + 1);
 	if (!b)
 		return false;
 	/* A fault pushes RFLAGS as the instruction began. */
@@ -958,6 +983,9 @@ bool stepping_debug_exit(struct vcpu *v)
 	struct step_state *s = &v->step;
 	uint64_t dr6 = v->run->debug.arch.dr6;
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
+	/* Read first: this exit came from KVM's emulator, not the CPU (DR7_UNWRITTEN). */
+	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN;
+	bool in_handler = false;
 	struct kvm_debugregs dr = { 0 };
 	uint64_t db[4];
 	struct step_db d;
@@ -1046,6 +1074,12 @@ bool stepping_debug_exit(struct vcpu *v)
 			s->guest_tf = false;	/* delivery clears it */
 		} else if (missed) {
 			escaped = true;
+			/*
+			 * An event was delivered (clearing TF) and its handler
+			 * ran unwatched up to an instruction KVM emulated: no
+			 * trap of the CPU's, and the handler's TF is clear.
+			 */
+			in_handler = emulated;
 		}
 	}
 	/*
@@ -1054,13 +1088,15 @@ bool stepping_debug_exit(struct vcpu *v)
 	 * CPU raises too (the first after a fault handler's IRET): the guest's.
 	 */
 	d = step_debug_exit(dr6, s->checked &&
-			    (escaped ? s->tf_at_start
+			    (escaped ? s->tf_at_start && !in_handler
 				     : step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after)),
 			    dr.dr7,
 			    step_exec_matches_disabled(db, dr.dr7,
 						       emulate_code_la(&v->run->s.regs.sregs,
 								       v->run->s.regs.regs.rflags,
 								       v->run->s.regs.regs.rip)));
+	if (in_handler)
+		s->guest_tf = false;
 	if (escaped || !s->checked)
 		v->stats.unchecked_runs += escaped;
 	else if (d.completed) {
@@ -1392,6 +1428,7 @@ again:
 void stepping_before_run(struct vcpu *v)
 {
 	before_run(v);
+	v->run->debug.arch.dr7 = DR7_UNWRITTEN;
 	/* Held only for a step that ends at the watched handler or right behind. */
 	if (v->step.holds_pause && (v->step.hw.mode != STEP_DEBUG_PREDICT || !v->step.checked))
 		release_others(v);

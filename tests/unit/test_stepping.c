@@ -123,11 +123,21 @@ static void exit_with(struct vcpu *v, uint32_t reason)
 	}
 }
 
-/* A step exit: the instruction ran and the vCPU is now at rip. */
+/* A step exit: the instruction ran and the vCPU is now at rip (a #DB of the CPU's: DR7 written). */
 static void step_to(struct vcpu *v, uint64_t rip, uint64_t dr6)
 {
 	regs(v)->rip = rip;
 	v->run->debug.arch.dr6 = dr6;
+	v->run->debug.arch.dr7 = 0x400;
+	v->run->debug.arch.pc = rip;
+	exit_with(v, KVM_EXIT_DEBUG);
+}
+
+/* The step exit KVM's emulator makes after an instruction it emulated: DR7 left as it was. */
+static void step_to_emulated(struct vcpu *v, uint64_t rip)
+{
+	regs(v)->rip = rip;
+	v->run->debug.arch.dr6 = DR6_STEP;
 	v->run->debug.arch.pc = rip;
 	exit_with(v, KVM_EXIT_DEBUG);
 }
@@ -798,6 +808,23 @@ static void escaped_with_guest_tf(void **state)
 	step_to(v, CODE + 0x80, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 2);
 	assert_int_equal(regs(v)->rip, CODE + 0x80);
+
+	/*
+	 * With it, but the exit is KVM's emulator's, inside the handler
+	 * (delivery cleared TF): no trap of the CPU's, so no #DB; the
+	 * guest's TF is clear from there on.
+	 */
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;	/* stepping already: its TF is the VMM's record */
+	stepping_before_run(v);
+	assert_true(v->step.tf_at_start);
+	step_to_emulated(v, CODE + 0x80);
+	assert_int_equal(v->stats.unchecked_runs, 3);
+	assert_int_equal(regs(v)->rip, CODE + 0x80);
+	assert_false(v->step.guest_tf);
+	stepping_before_run(v);
+	assert_int_equal(v->run->debug.arch.dr7, ~0ull);
 }
 
 /*
@@ -1204,6 +1231,49 @@ static void int3_cpl3_flat32(struct vcpu *v)
 }
 
 /*
+ * Outside IA-32e mode, a step that stops at the first instruction of a
+ * fault's handler (a #PF through a 32-bit gate, its frame of 4-byte slots
+ * behind an error code at SS:ESP): the frame's EFLAGS get the guest's TF
+ * in place of the VMM's, and nothing is counted or delivered.
+ */
+static void legacy_fault_frame_at_handler(void **state)
+{
+	static const uint8_t mov[] = { 0x8b, 0x03 };	/* mov (%ebx), %eax */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t code32 = 0x00cf9b000000ffffull, frame = STACK - 16;
+	uint8_t gate[8] = { 0x00, 0x00, 0x38, 0x00, 0x00, 0x8e, 0x13, 0x00 };	/* 0x38:0x130000 */
+	uint32_t f[4] = { 2, CODE, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF };
+
+	(void)state;
+	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
+	memcpy(ram + IDT + 8 * X86_VEC_PF, gate, sizeof(gate));
+	sr->efer = 0;
+	sr->cr0 &= ~(uint64_t)X86_CR0_PG;
+	sr->cs.l = 0;
+	sr->cs.db = 1;
+	sr->ss.db = 1;
+	sr->ss.limit = 0xffffffff;
+	sr->idt.limit = 8 * NGATES - 1;
+	memcpy(ram + CODE, mov, sizeof(mov));
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	/* The CPU delivered #PF(2) with the VMM's TF and stopped at the handler. */
+	memcpy(ram + frame, f, sizeof(f));
+	regs(v)->rsp = frame;
+	sr->cs.selector = 0x38;
+	step_to(v, 0x130000, DR6_STEP);
+	memcpy(f, ram + frame, sizeof(f));
+	assert_int_equal(f[1], CODE);
+	assert_int_equal(f[3], X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	assert_false(v->step.guest_tf);
+}
+
+/*
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
  * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
@@ -1413,6 +1483,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(escaped_with_guest_tf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_fault_frame_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp, teardown),
