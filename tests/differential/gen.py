@@ -5,7 +5,8 @@ anywhere among them, REX bits, ModRM/SIB addressing, random registers),
 random operand placements (inside a line, across a line, across a page) and
 page-table states (not present, read-only with and without CR0.WP,
 supervisor at CPL3, XD with and without EFER.NXE, a reserved bit, no RAM
-behind), in 64-bit and compatibility mode at CPL0 and CPL3. Records are
+behind), in 64-bit and compatibility mode at CPL0 and CPL3 (--explore: also
+16-bit code, and 32-bit protected mode with each paging at CPL0). Records are
 appended to a copy of the differential guest ("case=gen", guest/cases_gen.c
 has the layout), a batch per VM, run under --split-lock=inherit and
 --split-lock=emulate, and compared line by line.
@@ -38,7 +39,9 @@ R_FLAGS, R_COUNT = 16, 17
 PG_P, PG_W, PG_U, PG_XD, PG_RSVD, PG_NORAM = 1, 2, 4, 8, 0x10, 0x20
 PG_NORMAL = PG_P | PG_W | PG_U
 GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG = 1, 2, 4, 8, 0x10, 0x20
-MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base"]
+MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-paging32", "pm32-pae"]
+# The CPLs each mode runs at: outside IA-32e mode (4-6, guest/exec_legacy.c) CPL0 only.
+MODE_CPLS = [(0, 3)] * 4 + [(0,)] * 3
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
 ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER = range(6)
@@ -484,6 +487,26 @@ DECK = ([(lambda rng, idx, n=n: probe_case(rng, idx, n)) for n in dict.fromkeys(
         + [None] * 9)
 
 
+def legacyize(c):
+    """Moves some of the records that can run outside IA-32e mode there:
+    32-bit encodings (compatibility mode's) at CPL0, flat data segments,
+    no environment but debug registers. The choice comes from the record's
+    own seed, so that the other records of a seed stay what they were.
+    Without paging the operand is at the window's RAM and every page is
+    normal; 32-bit paging has no XD and no bit 51 to set."""
+    r = random.Random(c.seed ^ 0x1e6ac7)
+    movable = c.mode in (1, 3) or c.form == "fault-syscall-sce0"
+    if not movable or c.cpl or c.env not in (ENV_NONE, ENV_DR) or c.ds_base or r.random() >= 0.5:
+        return c
+    c.mode = 4 + c.idx % 3
+    if c.mode == 4:
+        c.page0 = c.page1 = PG_NORMAL
+    elif c.mode == 5:
+        c.page0, c.page1 = c.page0 & ~(PG_XD | PG_RSVD), c.page1 & ~(PG_XD | PG_RSVD)
+    c.events = list(c.events) + ["outside-ia32e"]
+    return c
+
+
 def gen_explore(rng, idx):
     deck = getattr(rng, "deck", None)
     if not deck:
@@ -491,7 +514,7 @@ def gen_explore(rng, idx):
         rng.shuffle(deck)
     make = deck.pop()
     if make is not None:
-        return make(rng, idx)
+        return legacyize(make(rng, idx))
     c = gen_case(rng, idx)
     # Compatibility mode with a CS base: the same encodings; a CS override
     # would then address through that base, so not with one.
@@ -499,7 +522,7 @@ def gen_explore(rng, idx):
         c.mode = 3
     if rng.random() < 0.2:
         c.flags |= GEN_TF
-    return c
+    return legacyize(c)
 
 
 def klass(c):
@@ -555,7 +578,8 @@ def show_coverage(cov):
     for k in ("class", "mode", "switch", "outcome", "event"):
         print(f"coverage {k}: " + ", ".join(f"{n} {v}" for n, v in sorted(cov[k].items())))
     t = cov.get("transitions", set())
-    print(f"coverage transitions: {len(t)} of {len(MODE_NAMES) * 2 * (len(MODE_NAMES) * 2 - 1)} "
+    n = sum(len(cpls) for cpls in MODE_CPLS)
+    print(f"coverage transitions: {len(t)} of {n * (n - 1)} "
           "ordered mode/CPL pairs seen between consecutive records")
 
 
@@ -564,7 +588,7 @@ def missing_coverage(cov):
     other_vendor = SYSENTER_CLASSES[not AMD_LIKE]
     miss = [f"class {k}" for k in EXPLORE_CLASSES
             if k not in cov["class"] and k not in other_vendor]
-    miss += [f"mode {m}/cpl{p}" for m in MODE_NAMES for p in (0, 3)
+    miss += [f"mode {m}/cpl{p}" for m, cpls in zip(MODE_NAMES, MODE_CPLS) for p in cpls
              if f"{m}/cpl{p}" not in cov["mode"]]
     if not cov["switch"].get("changed"):
         miss.append("a mode/CPL switch between consecutive records")
@@ -819,6 +843,7 @@ def compare_batch(batch, ref, emu, quirks=()):
         if all(b.idx != batch[done].idx for b, _ in broken):
             broken.append((batch[done], ref))
     stop = done
+    ended = False
     for i, c in enumerate(batch[:done]):
         if i not in el:
             # emulate ended here: this record diverged, resume after it.
@@ -826,11 +851,12 @@ def compare_batch(batch, ref, emu, quirks=()):
                               + (emu.err.strip().splitlines() or [""])[-1][:200] + ")"))
             compared += 1
             stop = i + 1
+            ended = True
             break
         compared += 1
         if el[i] != oracle_quirks(rl[i], el[i], quirks):
             divergent.append((c, rl[i], el[i]))
-    if done == len(batch) and stop == len(batch) and emu.status != ref.status:
+    if done == len(batch) and stop == len(batch) and not ended and emu.status != ref.status:
         divergent.append((batch[-1], f"status {ref.status}", f"status {emu.status}"))
     return divergent, compared, broken, stop, done
 
@@ -865,7 +891,8 @@ def main():
     ap.add_argument("--show", type=int, default=20, help="divergences to print in full")
     ap.add_argument("--explore", action="store_true",
                     help="issue 18's wider space: every mode (64-bit, compat, 16-bit code, compat "
-                         "with a CS base) at CPL0 and CPL3 switching between records, the guest's TF, "
+                         "with a CS base) at CPL0 and CPL3 and 32-bit protected mode (no paging, "
+                         "32-bit paging, PAE) at CPL0, switching between records, the guest's TF, "
                          "PUSHF/POPF setting and clearing TF, SYSCALL/SYSRETQ, INT n/INT3/INTO "
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "
                          "execute breakpoints and DR7.GD, far calls through a call gate, SYSENTER/"
@@ -958,7 +985,8 @@ def main():
             print("FAIL: --require-coverage: not covered: " + ", ".join(miss))
             status = 1
         else:
-            print(f"every one of the {len(EXPLORE_CLASSES)} classes and 8 modes/CPLs covered")
+            print(f"every one of the {len(EXPLORE_CLASSES)} classes and "
+                  f"{sum(len(cpls) for cpls in MODE_CPLS)} modes/CPLs covered")
     return status
 
 

@@ -178,4 +178,13 @@ MUTANTS = [
         "unit": ["step"],
         "tests": ["diff-mode-legacy-vm86-guest-tf"],
     },
+    {
+        "name": "emulator-exit-taken-for-trap",
+        "what": "KVM's step exit after an instruction it emulated inside an unwatched handler "
+                "is taken for the guest's trap: a #DB delivered there, its TF kept",
+        "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
+                   "\t\t\tin_handler = false && emulated;")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-explore-seed-2"],
+    },
 ]

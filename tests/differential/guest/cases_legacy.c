@@ -12,7 +12,6 @@
  */
 #include "diff.h"
 
-void legacy_run(uint32_t kind);
 extern uint32_t lg_split, lg_flags[16], lg_se_flags, lg_idt32[8], lg_dblog[16 * 4], lg_ndb;
 void lg_payload_tf(void);
 void lg_db32(void);
@@ -23,26 +22,7 @@ void lg_vm86_out(void);
 extern char lg_real_db[], lg_real_tf[];
 extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
-extern uint32_t lg_pd32[1024];
-extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
 extern char lg_blob[], lg_blob_end[];
-
-uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
-uint64_t lg_pdpt[4] __attribute__((aligned(32)));
-uint64_t lg_pdpae[512] __attribute__((aligned(4096)));
-uint64_t lg_pml5[512] __attribute__((aligned(4096)));
-
-static void tables(void)
-{
-	/* The first GiB, identity: 4 MiB pages (PSE) and 2 MiB pages (PAE). */
-	for (uint32_t i = 0; i < 256; i++)
-		lg_pd32[i] = (i << 22) | 0x87;	/* P, W, U, PS */
-	for (uint64_t i = 0; i < 512; i++)
-		lg_pdpae[i] = (i << 21) | 0x87;
-	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
-	/* 5-level: the PML4 in use at linear 0 and again at 2^48. */
-	lg_pml5[0] = lg_pml5[1] = (read_cr3() & ~0xfffull) | 7;	/* P, W, U */
-}
 
 static const char *const kinds[] = {
 	"32-bit protected mode, no paging", "32-bit protected mode, 32-bit paging",
@@ -95,13 +75,6 @@ static void task_b_image(void)
 	put32(lg_tss_b, 0x64, 104u << 16);
 }
 
-/* type: 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
-static void gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type)
-{
-	g[0] = (handler & 0xffff) | (uint32_t)sel << 16;
-	g[1] = (handler & 0xffff0000u) | (uint32_t)type << 8;
-}
-
 static int legacy(uint32_t kind)
 {
 	volatile uint32_t *real_split = (volatile uint32_t *)(uint64_t)(LEGACY_REAL_BASE + 0x23e);
@@ -112,7 +85,7 @@ static int legacy(uint32_t kind)
 
 	for (unsigned i = 0; i < 3; i++)
 		se[i] = rdmsr(MSR_SYSENTER_CS + i);
-	tables();
+	legacy_tables();
 	memcpy((void *)(uint64_t)LEGACY_REAL_BASE, lg_blob, (size_t)(lg_blob_end - lg_blob));
 	*real_split = 0;
 	*real_flags = 0;
@@ -147,17 +120,17 @@ static int legacy(uint32_t kind)
 	 */
 	memset(lg_idt32, 0, sizeof(lg_idt32));
 	if (kind == 11) {
-		gate(&lg_idt32[2], SEL_K_CODE16R, (uint32_t)(lg_db16 - lg_blob), 0x86);
-		gate(&lg_idt32[6], SEL_K_CODE16R, (uint32_t)(lg_bp16 - lg_blob), 0xe6);
+		legacy_gate(&lg_idt32[2], SEL_K_CODE16R, (uint32_t)(lg_db16 - lg_blob), 0x86);
+		legacy_gate(&lg_idt32[6], SEL_K_CODE16R, (uint32_t)(lg_bp16 - lg_blob), 0xe6);
 	} else if (kind == 12) {
-		gate(&lg_idt32[2], SEL_K_CODE32C, (uint32_t)(uint64_t)lg_db32u, 0x8e);
-		gate(&lg_idt32[6], SEL_U_CODE32, (uint32_t)(uint64_t)lg_bp32, 0xee);
+		legacy_gate(&lg_idt32[2], SEL_K_CODE32C, (uint32_t)(uint64_t)lg_db32u, 0x8e);
+		legacy_gate(&lg_idt32[6], SEL_U_CODE32, (uint32_t)(uint64_t)lg_bp32, 0xee);
 	} else {
-		gate(&lg_idt32[2], SEL_K_CODE32, (uint32_t)(uint64_t)lg_db32, 0x8e);
-		gate(&lg_idt32[6], SEL_K_CODE32, (uint32_t)(uint64_t)lg_bp32, 0xee);
+		legacy_gate(&lg_idt32[2], SEL_K_CODE32, (uint32_t)(uint64_t)lg_db32, 0x8e);
+		legacy_gate(&lg_idt32[6], SEL_K_CODE32, (uint32_t)(uint64_t)lg_bp32, 0xee);
 	}
 	/* Kind 13's way out of virtual-8086 mode: INT $2, a DPL3 gate. */
-	gate(&lg_idt32[4], SEL_K_CODE32, (uint32_t)(uint64_t)lg_vm86_out, 0xee);
+	legacy_gate(&lg_idt32[4], SEL_K_CODE32, (uint32_t)(uint64_t)lg_vm86_out, 0xee);
 	legacy_run(kind);
 	for (unsigned i = 0; i < 3; i++)
 		wrmsr(MSR_SYSENTER_CS + i, se[i]);

@@ -192,10 +192,28 @@ struct exec_result {
 	uint64_t cr2;
 	bool at_insn;            /* the fault's RIP was the instruction */
 	uint64_t at;             /* the fault's RIP - the first instruction's */
+	uint64_t frame_rflags;   /* legacy_exec: the fault frame's (E)FLAGS; else 0 */
 	struct exec_regs out;
 };
 
 void exec_insn(const struct exec_req *req, struct exec_result *res);
+/* The RFLAGS a program starts with: its arithmetic flags, AC and TF as asked. */
+uint64_t exec_entry_flags(const struct exec_req *req);
+
+/*
+ * Outside IA-32e mode (exec_legacy.c, legacy.S): legacy_run(kind) leaves
+ * long mode, runs legacy.S's `kind` and comes back; legacy_exec runs
+ * req's program (MODE_32 encoding, CPL0) in 32-bit protected mode with
+ * no paging (0), 32-bit paging (1) or PAE paging (2), the test window
+ * mapped at WIN_BASE as long mode maps it (paging 1: without XD and
+ * bit 51). #DB and #BP are logged as exec_insn's are; another vector
+ * ends the program, its frame's EFLAGS in res->frame_rflags.
+ */
+void legacy_run(uint32_t kind);
+void legacy_tables(void);
+/* A 32-bit IDT gate: type 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
+void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type);
+void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result *res);
 
 /* Prints the result: vector/error/CR2, every register that changed, flags. */
 void print_result(const char *label, const struct exec_req *req,

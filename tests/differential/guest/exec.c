@@ -355,6 +355,12 @@ static uint64_t run_at_cpl3(uint64_t arg)
 	return 0;
 }
 
+uint64_t exec_entry_flags(const struct exec_req *req)
+{
+	return (req->in.r[R_FLAGS] & X86_RFLAGS_ARITH) | 0x2 | (req->ac ? X86_RFLAGS_AC : 0) |
+	       (req->tf ? X86_RFLAGS_TF : 0);
+}
+
 void exec_insn(const struct exec_req *req, struct exec_result *res)
 {
 	uint64_t code = req->code_va;
@@ -418,8 +424,7 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 run:
 	exec_code = code;
 	exec_in = req->in;
-	exec_in.r[R_FLAGS] = (req->in.r[R_FLAGS] & X86_RFLAGS_ARITH) | 0x2 |
-			     (req->ac ? X86_RFLAGS_AC : 0) | (req->tf ? X86_RFLAGS_TF : 0);
+	exec_in.r[R_FLAGS] = exec_entry_flags(req);
 	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
 	barrier();
@@ -435,6 +440,7 @@ run:
 	res->cr2 = res->vector == X86_VEC_PF ? read_cr2() : 0;
 	res->at_insn = res->vector == EXC_NONE || exception_rip() == code;
 	res->at = res->vector == EXC_NONE ? 0 : exception_rip() - code;
+	res->frame_rflags = 0;
 	res->out = exec_out;
 }
 

@@ -40,6 +40,8 @@
  *      its #DB traps and the #BP logged at CPL0 through 32-bit gates
  *      (frames with GS, FS, DS, ES; DS null in the handler); INT $2 (a DPL3
  *      gate, lg_vm86_out) leaves it
+ *  14  the generator's executor (exec_legacy.S): one program in 32-bit
+ *      protected mode with the paging lg_x_paging names
  *
  * Nothing in between may fault: the IDT is the 64-bit one (kind 8 loads
  * a 32-bit one that has only the #DB gate). cases_legacy.c
@@ -156,6 +158,8 @@ legacy_run:
 	andl $~(CR4_PAE | CR4_LA57 | CR4_PCIDE), %eax
 	movl %eax, %cr4
 	movl lg_kind, %eax
+	cmpl $14, %eax
+	je lg_exec_entry		/* exec_legacy.S */
 	cmpl $6, %eax
 	je k_task
 	cmpl $7, %eax

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Outside IA-32e mode: the page tables legacy.S's modes use, its 32-bit
+ * gates, and the executor that runs one of the generator's programs in
+ * 32-bit protected mode (exec_legacy.S), as exec_insn does in long mode.
+ */
+#include "diff.h"
+
+extern uint32_t lg_pd32[1024];
+extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
+extern uint32_t lg_x_paging, lg_x_error, lg_x_eip, lg_xidt[64], lg_x_stub_addr[32];
+extern int32_t lg_x_vector;
+extern struct exec_regs exec_in, exec_out;
+extern uint64_t exec_code;
+extern uint8_t exec_buf32[64];
+extern char lg_x_back[];
+
+uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
+uint64_t lg_pdpt[4] __attribute__((aligned(32)));
+uint64_t lg_pdpae[512] __attribute__((aligned(4096)));
+uint64_t lg_pml5[512] __attribute__((aligned(4096)));
+/* 32-bit paging's page table for the test window (its first 4 MiB). */
+static uint32_t lg_pt32[1024] __attribute__((aligned(4096)));
+/* PAE: the page directory of the window's GiB, pointing at long mode's own table. */
+static uint64_t lg_pdwin[512] __attribute__((aligned(4096)));
+
+void legacy_tables(void)
+{
+	/* The first GiB, identity: 4 MiB pages (PSE) and 2 MiB pages (PAE). */
+	for (uint32_t i = 0; i < 256; i++)
+		lg_pd32[i] = (i << 22) | 0x87;	/* P, W, U, PS */
+	for (uint64_t i = 0; i < 512; i++)
+		lg_pdpae[i] = (i << 21) | 0x87;
+	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
+	/*
+	 * The window at WIN_BASE (3 GiB) as long mode maps it: PAE's entries
+	 * are long mode's own (one format); 32-bit paging's hold their low
+	 * halves (no XD, no bit 51), copied per program by legacy_exec().
+	 */
+	lg_pd32[WIN_BASE >> 22] = (uint32_t)(uint64_t)lg_pt32 | 7;
+	lg_pdwin[0] = ((uint64_t)win_pte(0) & ~0xfffull) | 7;
+	lg_pdpt[WIN_BASE >> 30] = (uint64_t)lg_pdwin | 1;
+	/* 5-level: the PML4 in use at linear 0 and again at 2^48. */
+	lg_pml5[0] = lg_pml5[1] = (read_cr3() & ~0xfffull) | 7;	/* P, W, U */
+}
+
+void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type)
+{
+	g[0] = (handler & 0xffff) | (uint32_t)sel << 16;
+	g[1] = (handler & 0xffff0000u) | (uint32_t)type << 8;
+}
+
+void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result *res)
+{
+	static bool ready;
+	uint8_t *buf = exec_buf32;
+	unsigned n = req->len;
+	int32_t rel;
+
+	if (!ready) {
+		legacy_tables();
+		for (unsigned v = 0; v < 32; v++)
+			legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, lg_x_stub_addr[v], 0x8e);
+		ready = true;
+	}
+	for (unsigned i = 0; i < WIN_PAGES; i++)
+		lg_pt32[i] = (uint32_t)*win_pte(i);
+	/*
+	 * PAE's PDPTEs again: the lab's CPU (QEMU's TCG walking for a nested
+	 * guest, with --split-lock=inherit too) sets bit 5 in those it used, a
+	 * reserved bit there, and the next MOV to CR0 that loads them raises
+	 * #GP (with the IDT of long mode loaded: a triple fault).
+	 */
+	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;
+	lg_pdpt[WIN_BASE >> 30] = (uint64_t)lg_pdwin | 1;
+	/* The program, then jmp lg_x_back (rel32). */
+	memcpy(buf, req->insn, n);
+	rel = (int32_t)((uint64_t)lg_x_back - ((uint64_t)buf + n + 5));
+	buf[n] = 0xe9;
+	memcpy(buf + n + 1, &rel, 4);
+	lg_x_paging = paging;
+	lg_x_vector = -1;
+	exec_code = (uint64_t)buf;
+	exec_in = req->in;
+	exec_in.r[R_FLAGS] = exec_entry_flags(req);
+	memset(&exec_out, 0, sizeof(exec_out));
+	barrier();
+	legacy_run(14);
+	barrier();
+
+	res->vector = lg_x_vector < 0 ? EXC_NONE : lg_x_vector;
+	res->error_code = res->vector == EXC_NONE ? 0 : lg_x_error;
+	res->cr2 = res->vector == X86_VEC_PF ? read_cr2() : 0;
+	res->at_insn = res->vector == EXC_NONE || lg_x_eip == (uint32_t)exec_code;
+	res->at = res->vector == EXC_NONE ? 0 : lg_x_eip - (uint32_t)exec_code;
+	res->frame_rflags = res->vector == EXC_NONE ? 0 : exec_out.r[R_FLAGS];
+	res->out = exec_out;
+}
