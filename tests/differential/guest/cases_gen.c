@@ -13,7 +13,7 @@
 struct gen_record {
 	uint8_t mode;        /* 0: 64-bit, 1: compatibility, 2: 16-bit code (CS base),
 				3: compatibility with a CS base; outside IA-32e mode
-				(legacy_exec, CPL0, ENV_NONE or ENV_DR), 32-bit
+				(legacy_exec; ENV_NONE, or ENV_DR at CPL0), 32-bit
 				protected mode with 4: no paging, 5: 32-bit paging,
 				6: PAE paging */
 	uint8_t cpl;         /* 0 or 3 */
@@ -158,7 +158,7 @@ static int gen(const struct boot_info *bi)
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
 		legacy = r.mode >= 4;
-		if (r.mode > 6 || (legacy && (r.cpl || (r.env && r.env != ENV_DR)))) {
+		if (r.mode > 6 || (legacy && r.env && (r.env != ENV_DR || r.cpl))) {
 			printf("Bail out! record %u: mode %u at CPL%u with environment %u is none the executor runs\n",
 			       i, r.mode, r.cpl, r.env);
 			return GUEST_STATUS_FAIL;

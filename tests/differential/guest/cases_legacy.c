@@ -20,7 +20,7 @@ void lg_bp32(void);
 extern char lg_db16[], lg_bp16[], lg_pm16_tf[], lg_vm86[];
 void lg_vm86_out(void);
 extern char lg_real_db[], lg_real_tf[];
-extern uint8_t lg_tss_a[104], lg_tss_b[104], lg_task_stack[];
+extern uint8_t lg_tss_b[104], lg_task_stack[];
 void lg_task_b(void);
 extern char lg_blob[], lg_blob_end[];
 

@@ -203,13 +203,15 @@ uint64_t exec_entry_flags(const struct exec_req *req);
 /*
  * Outside IA-32e mode (exec_legacy.c, legacy.S): legacy_run(kind) leaves
  * long mode, runs legacy.S's `kind` and comes back; legacy_exec runs
- * req's program (MODE_32 encoding, CPL0) in 32-bit protected mode with
+ * req's program (MODE_32 encoding, at req->cpl) in 32-bit protected mode with
  * no paging (0), 32-bit paging (1) or PAE paging (2), the test window
  * mapped at WIN_BASE as long mode maps it (paging 1: without XD and
  * bit 51). #DB and #BP are logged as exec_insn's are; another vector
  * ends the program, its frame's EFLAGS in res->frame_rflags.
  */
 void legacy_run(uint32_t kind);
+/* legacy.S's 32-bit TSS A (SEL_TSS_A): SS0:ESP0 for events from CPL3. */
+extern uint8_t lg_tss_a[104];
 void legacy_tables(void);
 /* A 32-bit IDT gate: type 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
 void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type);

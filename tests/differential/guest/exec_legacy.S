@@ -4,8 +4,12 @@
  * leaves long mode and comes here, in 32-bit protected mode at CPL0 with
  * paging off. lg_x_paging picks the paging (0 none, 1 32-bit with the
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
- * vectors 0-31. Every register is loaded from exec_in (low halves), the
- * program at exec_code runs and jumps to lg_x_back, or faults:
+ * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL3. With
+ * lg_x_cpl3 set the program runs at CPL3 (CS SEL_U_CODE32, flat DPL3 data,
+ * the stack lg_task_stack), entered by IRET, its events taken to CPL0 on
+ * SS0:ESP0 of TSS A (LTR; exec_legacy.c loads long mode's TR again).
+ * Every register is loaded from exec_in (low halves), the program at
+ * exec_code runs and jumps to lg_x_back, or faults:
  *
  *   #DB, #BP   logged in dbg_log as exec.S's recorders do, then IRET
  *   the rest   the program ends; its registers as the handler found them,
@@ -15,6 +19,9 @@
  * then back to long mode through legacy.S's lg_up.
  */
 #define SEL_K_DATA  0x10
+#define SEL_U_CODE32 0x43
+#define SEL_TSS_A   0xa8
+#define SEL_U_DATA32 0xe3
 #define CR0_PG      0x80000000
 #define CR4_PSE     0x10
 #define CR4_PAE     0x20
@@ -25,21 +32,23 @@
 
 	.data
 	.p2align 3
-	.globl lg_x_paging, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt, lg_x_stub_addr
+	.globl lg_x_paging, lg_x_cpl3, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt, lg_x_stub_addr
 lg_x_paging:	.long 0
+lg_x_cpl3:	.long 0
 lg_x_vector:	.long -1
 lg_x_error:	.long 0
 lg_x_eip:	.long 0
 lg_x_esp:	.long 0
 	.p2align 3
-lg_xidt:	.skip 8 * 32		/* 32-bit interrupt gates (exec_legacy.c) */
-lg_xidtr:	.word 8 * 32 - 1
+lg_xidt:	.skip 8 * 33		/* 32-bit interrupt gates (exec_legacy.c) */
+lg_xidtr:	.word 8 * 33 - 1
 		.long lg_xidt
 	.p2align 2
 lg_x_stub_addr:
 	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	.long lg_x_stub_\v
 	.endr
+	.long lg_x_ret			/* 32: INT $32 from CPL3, the program done */
 
 	.text
 	.code32
@@ -68,7 +77,31 @@ lg_exec_entry:
 	movl %eax, %fs
 	movl %eax, %gs
 	movl %esp, lg_x_esp
+	cmpl $0, lg_x_cpl3
+	je 4f
+	movl %esp, lg_tss_a + 4		/* ESP0, SS0: CPL3's events */
+	movl $SEL_K_DATA, lg_tss_a + 8
+	movw $SEL_TSS_A, %ax
+	ltr %ax
+	movl $SEL_U_DATA32, %eax
+	movl %eax, %ds
+	movl %eax, %es
+	movl %eax, %fs
+	movl %eax, %gs
+	pushl $SEL_U_DATA32		/* SS */
+	pushl $lg_task_stack		/* ESP */
+	pushl exec_in + 128		/* EFLAGS */
+	pushl $SEL_U_CODE32		/* CS */
+	pushl exec_code			/* EIP */
 	movl exec_in + 0, %eax
+	movl exec_in + 8, %ecx
+	movl exec_in + 16, %edx
+	movl exec_in + 24, %ebx
+	movl exec_in + 40, %ebp
+	movl exec_in + 48, %esi
+	movl exec_in + 56, %edi
+	iretl
+4:	movl exec_in + 0, %eax
 	movl exec_in + 8, %ecx
 	movl exec_in + 16, %edx
 	movl exec_in + 24, %ebx
@@ -92,8 +125,14 @@ lg_x_back:
 	pushfl
 	andl $~(TF | AC | DF), (%esp)
 	popfl
-	movl lg_x_esp, %esp
+	cmpl $0, lg_x_cpl3
+	je 1f
+	int $32				/* to lg_x_ret at CPL0 */
+1:	movl lg_x_esp, %esp
 lg_x_done:
+	movl $SEL_K_DATA, %eax
+	movl %eax, %ds
+	movl %eax, %es
 	xorl %eax, %eax
 	movl %eax, %fs
 	movl %eax, %gs
@@ -113,6 +152,11 @@ lg_x_stub_\v:
 	.endif
 	jmp lg_x_common
 	.endr
+
+lg_x_ret:
+	cld
+	movl lg_x_esp, %esp
+	jmp lg_x_done
 
 lg_x_common:
 	pushl %eax

@@ -2,13 +2,14 @@
 /*
  * Outside IA-32e mode: the page tables legacy.S's modes use, its 32-bit
  * gates, and the executor that runs one of the generator's programs in
- * 32-bit protected mode (exec_legacy.S), as exec_insn does in long mode.
+ * 32-bit protected mode at CPL0 or CPL3 (exec_legacy.S), as exec_insn
+ * does in long mode.
  */
 #include "diff.h"
 
 extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
-extern uint32_t lg_x_paging, lg_x_error, lg_x_eip, lg_xidt[64], lg_x_stub_addr[32];
+extern uint32_t lg_x_paging, lg_x_cpl3, lg_x_error, lg_x_eip, lg_xidt[66], lg_x_stub_addr[33];
 extern int32_t lg_x_vector;
 extern struct exec_regs exec_in, exec_out;
 extern uint64_t exec_code;
@@ -59,9 +60,17 @@ void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result
 
 	if (!ready) {
 		legacy_tables();
-		for (unsigned v = 0; v < 32; v++)
-			legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, lg_x_stub_addr[v], 0x8e);
+		/* DPL3 where CPL3 code may enter: INT3, INT 1, INT $32 (the way back). */
+		for (unsigned v = 0; v < 33; v++)
+			legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, lg_x_stub_addr[v],
+				    v == 1 || v == 3 || v == 32 ? 0xee : 0x8e);
 		ready = true;
+	}
+	if (req->cpl) {
+		uint32_t iomap = 104u << 16;	/* no I/O bitmap: IN at CPL3 faults */
+
+		memset(lg_tss_a, 0, 104);
+		memcpy(lg_tss_a + 0x64, &iomap, 4);
 	}
 	for (unsigned i = 0; i < WIN_PAGES; i++)
 		lg_pt32[i] = (uint32_t)*win_pte(i);
@@ -79,6 +88,7 @@ void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result
 	buf[n] = 0xe9;
 	memcpy(buf + n + 1, &rel, 4);
 	lg_x_paging = paging;
+	lg_x_cpl3 = req->cpl != 0;
 	lg_x_vector = -1;
 	exec_code = (uint64_t)buf;
 	exec_in = req->in;
@@ -87,6 +97,8 @@ void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result
 	barrier();
 	legacy_run(14);
 	barrier();
+	if (req->cpl)
+		gdt_tss_reset();	/* TR back to long mode's TSS */
 
 	res->vector = lg_x_vector < 0 ? EXC_NONE : lg_x_vector;
 	res->error_code = res->vector == EXC_NONE ? 0 : lg_x_error;
