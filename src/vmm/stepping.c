@@ -288,19 +288,35 @@ static void delivery_ad(struct vcpu *v, struct walk *gate_w, struct walk *desc_w
 	}
 }
 
-/* SSn and ESPn of the current 32-bit TSS (SDM vol. 3 7.2.1). false: none readable. */
-static bool tss32_stack(struct vcpu *v, const struct paging *p, unsigned level, uint32_t *esp,
-			uint16_t *ss)
+/*
+ * SSn:ESPn for a handler at CPL `level`, from the current TSS: a 32-bit
+ * TSS's ESPn and SSn at 4 + 8n, a 16-bit TSS's SPn and SSn at 2 + 4n (SP
+ * zero-extended). SDM vol. 3 7.2.1, 7.6; vol. 2 INT n's operation, whose
+ * limit check covers the entry alone. false: no such TSS, or the entry
+ * past its limit (#TS, left to the CPU).
+ */
+static bool tss_stack(struct vcpu *v, const struct paging *p, unsigned level, uint32_t *esp,
+		      uint16_t *ss)
 {
 	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	bool t16 = tr->type == 1 || tr->type == 3;	/* available, busy */
+	unsigned off = t16 ? 2 + 4 * level : 4 + 8 * level, len = t16 ? 4 : 6;
 	uint8_t b[6];
+	uint16_t sp;
 
-	if (tr->unusable || !tr->present || (tr->type != 9 && tr->type != 11) || tr->limit < 0x67 ||
-	    pagewalk_read_as(&m, p, tr->base + 4 + 8 * level, 0, b, sizeof(b)) != sizeof(b))
+	if (tr->unusable || !tr->present || (!t16 && tr->type != 9 && tr->type != 11) ||
+	    off + len - 1 > tr->limit ||
+	    pagewalk_read_as(&m, p, tr->base + off, 0, b, len) != len)
 		return false;
-	memcpy(esp, b, 4);
-	memcpy(ss, b + 4, 2);
+	if (t16) {
+		memcpy(&sp, b, 2);
+		*esp = sp;
+		memcpy(ss, b + 2, 2);
+	} else {
+		memcpy(esp, b, 4);
+		memcpy(ss, b + 4, 2);
+	}
 	return true;
 }
 
@@ -346,9 +362,9 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	if (!real && !gate_descriptor(v, &p, (unsigned)(in.entry[2] | in.entry[3] << 8), &in.desc,
 				      &desc_w))
 		return false;
-	/* To a lower CPL: SSn:ESPn of the 32-bit TSS for it, and SSn's descriptor. */
+	/* To a lower CPL: SSn:ESPn of the TSS for it, and SSn's descriptor. */
 	hcpl = real ? 0 : step_handler_cpl(in.desc, in.cpl);
-	if (!real && hcpl < in.cpl && tss32_stack(v, &p, hcpl, &in.stack_esp, &in.stack_ss))
+	if (!real && hcpl < in.cpl && tss_stack(v, &p, hcpl, &in.stack_esp, &in.stack_ss))
 		in.tss_valid = gate_descriptor(v, &p, in.stack_ss, &in.stack_ss_desc, &ss_w);
 	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
 	in.flags = (uint32_t)((regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
@@ -883,10 +899,12 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 
 	/*
 	 * SYSCALL and SYSRET with EFER.SCE clear: #UD in every mode, certain
-	 * (SDM vol. 2), delivered so that its handler is checked.
+	 * (SDM vol. 2; APM vol. 3), delivered so that its handler is checked.
+	 * Outside IA-32e mode too: stepped, the #UD KVM injects there ran its
+	 * handler unwatched and the SYSCALL was taken for completed.
 	 */
 	if ((s->insn.kind == STEP_SYSCALL || s->insn.kind == STEP_SYSRET) &&
-	    (sr->efer & X86_EFER_LMA) && !(sr->efer & X86_EFER_SCE))
+	    !(sr->efer & X86_EFER_SCE))
 		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
 	switch (s->insn.kind) {
 	case STEP_SYSCALL:
@@ -984,8 +1002,7 @@ bool stepping_debug_exit(struct vcpu *v)
 	uint64_t dr6 = v->run->debug.arch.dr6;
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	/* Read first: this exit came from KVM's emulator, not the CPU (DR7_UNWRITTEN). */
-	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN;
-	bool in_handler = false;
+	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, in_handler;
 	struct kvm_debugregs dr = { 0 };
 	uint64_t db[4];
 	struct step_db d;
@@ -1074,14 +1091,15 @@ bool stepping_debug_exit(struct vcpu *v)
 			s->guest_tf = false;	/* delivery clears it */
 		} else if (missed) {
 			escaped = true;
-			/*
-			 * An event was delivered (clearing TF) and its handler
-			 * ran unwatched up to an instruction KVM emulated: no
-			 * trap of the CPU's, and the handler's TF is clear.
-			 */
-			in_handler = emulated;
 		}
 	}
+	/*
+	 * An escaped step whose exit is KVM's emulator's: an event was
+	 * delivered (clearing TF) and its handler ran unwatched up to an
+	 * instruction KVM emulated. No trap of the CPU's, and the handler's
+	 * TF is clear.
+	 */
+	in_handler = s->checked && escaped && emulated;
 	/*
 	 * A stretch that escaped from a guest whose own TF was set: every frame
 	 * in it held the TF the CPU's would, so the trap that ends it is one the

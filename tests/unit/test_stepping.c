@@ -1231,6 +1231,90 @@ static void int3_cpl3_flat32(struct vcpu *v)
 }
 
 /*
+ * 32-bit protected mode without paging at CPL0, flat: a 32-bit code
+ * segment at GDT 0x38 and vector's 8-byte interrupt gate to 0x38:0x130000.
+ */
+static void flat32_gate(struct vcpu *v, unsigned vector)
+{
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t code32 = 0x00cf9b000000ffffull;
+	uint8_t gate[8] = { 0x00, 0x00, 0x38, 0x00, 0x00, 0x8e, 0x13, 0x00 };	/* 0x38:0x130000 */
+
+	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
+	memcpy(ram + IDT + 8 * vector, gate, sizeof(gate));
+	sr->efer = 0;
+	sr->cr0 &= ~(uint64_t)X86_CR0_PG;
+	sr->cs.l = 0;
+	sr->cs.db = 1;
+	sr->cs.selector = 0x08;
+	sr->ss.db = 1;
+	sr->ss.limit = 0xffffffff;
+	sr->idt.limit = 8 * NGATES - 1;
+	sr->gdt.limit = 0x3f;
+}
+
+/*
+ * SYSCALL with EFER.SCE clear outside IA-32e mode: #UD, certain, delivered
+ * by the VMM through the 32-bit gate (the frame holds SYSCALL's own EIP).
+ * Stepped, KVM's injected #UD ran its handler unwatched.
+ */
+static void syscall_sce0_legacy_ud(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint32_t f[3];
+
+	(void)state;
+	flat32_gate(v, X86_VEC_UD);
+	memcpy(ram + CODE, syscall, sizeof(syscall));
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, STACK - 12);
+	memcpy(f, ram + STACK - 12, sizeof(f));
+	assert_int_equal(f[0], CODE);
+	assert_int_equal(f[1], 0x08);
+	assert_int_equal(f[2], X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	assert_int_equal(v->stats.faults_delivered, 1);
+}
+
+/*
+ * INT3 from CPL3 to a DPL0 handler whose stack entry lies past the TSS's
+ * limit (a 16-bit TSS of limit 8, SS0:SP0 at 2-5; a 32-bit one of limit
+ * 8, at 4-9): #TS on the CPU, which the VMM leaves to it.
+ */
+static void legacy_int3_tss_limit(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	flat32_gate(v, X86_VEC_BP);
+	ram[IDT + 8 * X86_VEC_BP + 5] = 0xee;
+	ram[CODE] = 0xcc;
+	sr->tr = (struct kvm_segment){ .base = 0x4000, .limit = 8, .selector = 0xa8,
+				       .type = 3, .present = 1 };
+	int3_cpl3_flat32(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	sr->tr.type = 11;
+	int3_cpl3_flat32(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	/* A limit that holds the entry: delivered, on 0x10:0x170000. */
+	{
+		uint64_t data0 = 0x00cf93000000ffffull;
+		uint32_t esp0 = 0x170000;
+		uint16_t ss0 = 0x10;
+
+		memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
+		memcpy(ram + 0x4004, &esp0, 4);
+		memcpy(ram + 0x4008, &ss0, 2);
+	}
+	sr->tr.limit = 9;
+	int3_cpl3_flat32(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+}
+
+/*
  * Outside IA-32e mode, a step that stops at the first instruction of a
  * fault's handler (a #PF through a 32-bit gate, its frame of 4-byte slots
  * behind an error code at SS:ESP): the frame's EFLAGS get the guest's TF
@@ -1242,20 +1326,11 @@ static void legacy_fault_frame_at_handler(void **state)
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct fake_vcpu *fc = fake_vcpu(v);
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
-	uint64_t code32 = 0x00cf9b000000ffffull, frame = STACK - 16;
-	uint8_t gate[8] = { 0x00, 0x00, 0x38, 0x00, 0x00, 0x8e, 0x13, 0x00 };	/* 0x38:0x130000 */
+	uint64_t frame = STACK - 16;
 	uint32_t f[4] = { 2, CODE, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF };
 
 	(void)state;
-	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
-	memcpy(ram + IDT + 8 * X86_VEC_PF, gate, sizeof(gate));
-	sr->efer = 0;
-	sr->cr0 &= ~(uint64_t)X86_CR0_PG;
-	sr->cs.l = 0;
-	sr->cs.db = 1;
-	sr->ss.db = 1;
-	sr->ss.limit = 0xffffffff;
-	sr->idt.limit = 8 * NGATES - 1;
+	flat32_gate(v, X86_VEC_PF);
 	memcpy(ram + CODE, mov, sizeof(mov));
 	regs(v)->rflags = X86_RFLAGS_FIXED;
 	stepping_before_run(v);
@@ -1287,24 +1362,13 @@ static void legacy_int3_delivered(void **state)
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct fake_vcpu *fc = fake_vcpu(v);
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
-	uint64_t code32 = 0x00cf9b000000ffffull, frame = STACK - 12;
-	uint8_t gate[8] = { 0x00, 0x00, 0x38, 0x00, 0x00, 0x8e, 0x13, 0x00 };	/* 0x38:0x130000 */
+	uint64_t frame = STACK - 12;
 	uint32_t w[3];
 	uint16_t h[3];
 
 	(void)state;
-	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
-	memcpy(ram + IDT + 8 * X86_VEC_BP, gate, sizeof(gate));
+	flat32_gate(v, X86_VEC_BP);
 	memset(ram + 0x130000, 0x90, 16);
-	sr->efer = 0;
-	sr->cr0 &= ~(uint64_t)X86_CR0_PG;
-	sr->cs.l = 0;
-	sr->cs.db = 1;
-	sr->cs.selector = 0x08;
-	sr->ss.db = 1;
-	sr->ss.limit = 0xffffffff;
-	sr->idt.limit = 8 * NGATES - 1;
-	sr->gdt.limit = 0x3f;
 	ram[CODE] = 0xcc;
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
 	stepping_before_run(v);
@@ -1416,6 +1480,25 @@ static void legacy_int3_delivered(void **state)
 		assert_int_equal(v->stats.unchecked_runs, 0);
 	}
 
+	/*
+	 * The same through a busy 16-bit TSS (0x4000, limit 0x2b): SP1 and SS1
+	 * at offsets 6 and 8 (0x51:0xf000, SP zero-extended).
+	 */
+	{
+		uint16_t sp_ss[2] = { 0xf000, 0x51 };
+
+		memcpy(ram + 0x4006, sp_ss, sizeof(sp_ss));
+		sr->tr = (struct kvm_segment){ .base = 0x4000, .limit = 0x2b, .selector = 0xa8,
+					       .type = 3, .present = 1 };
+		int3_cpl3_flat32(v);
+		assert_int_equal(regs(v)->rip, 0x130000);
+		assert_int_equal(regs(v)->rsp, 0xf000 - 20);
+		assert_int_equal(sr->ss.selector, 0x51);
+		assert_int_equal(word_at(0xf000 - 20) & 0xffffffff, CODE + 1);
+		step_to(v, 0x130001, DR6_STEP);
+		assert_int_equal(v->stats.unchecked_runs, 0);
+	}
+
 	/* Real mode: CS 0x1000, IP 0x100; IVT entry 3 is 0x1000:0x0200; SS 0x2000, SP 0x1000. */
 	sr->cr0 &= ~(uint64_t)X86_CR0_PE;
 	sr->cs = (struct kvm_segment){ .base = 0x10000, .limit = 0xffff, .selector = 0x1000,
@@ -1509,6 +1592,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_int3_tss_limit, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(syscall_sce0_legacy_ud, setup_no_hwbp, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
