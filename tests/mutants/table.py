@@ -179,11 +179,21 @@ MUTANTS = [
         "tests": ["diff-mode-legacy-vm86-guest-tf"],
     },
     {
+        "name": "tss16-stack-refused",
+        "what": "a 16-bit TSS's SS0:SP0 is not read: events from CPL3 there are left to KVM, "
+                "their handlers unchecked",
+        "edits": [("src/vmm/stepping.c",
+                   "\tbool t16 = tr->type == 1 || tr->type == 3;\t/* available, busy */",
+                   "\tbool t16 = false;")],
+        "unit": ["stepping"],
+        "tests": ["diff-mode-legacy-pm32-pae-cpl3-guest-tf-16-bit-tss"],
+    },
+    {
         "name": "emulator-exit-taken-for-trap",
         "what": "KVM's step exit after an instruction it emulated inside an unwatched handler "
                 "is taken for the guest's trap: a #DB delivered there, its TF kept",
-        "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
-                   "\t\t\tin_handler = false && emulated;")],
+        "edits": [("src/vmm/stepping.c", "\tin_handler = s->checked && escaped && emulated;",
+                   "\tin_handler = false && emulated;")],
         "unit": ["stepping"],
         "tests": ["diff-gen-explore-seed-2"],
     },

@@ -298,14 +298,18 @@ static int gen(const struct boot_info *bi)
 			}
 			if (legacy && res.vector != EXC_NONE) {
 				/*
-				 * The fault frame's EFLAGS as the CPU pushes them (RF, AC,
-				 * IF...), but TF: where the VMM cannot watch the handler
-				 * (no hardware breakpoints; outside IA-32e mode) the frame
-				 * holds the VMM's TF, a limitation counted as an
-				 * unchecked run (docs/design.md, "Afterwards").
+				 * The fault frame's EFLAGS as the CPU pushes them (AC, IF,
+				 * IOPL...), but TF and RF. TF: where the VMM cannot watch
+				 * the handler (no hardware breakpoints; outside IA-32e
+				 * mode) the frame holds the VMM's TF, a limitation counted
+				 * as an unchecked run (docs/design.md, "Afterwards"). RF:
+				 * the lab's CPU (QEMU's TCG) pushes it clear for the
+				 * faults it delivers itself, where the SDM, KVM and the
+				 * VMM set it (docs/reliability.md).
 				 */
 				m = put_str(t, m, " ef=");
-				m = put_hex(t, m, res.frame_rflags & ~(uint64_t)X86_RFLAGS_TF);
+				m = put_hex(t, m, res.frame_rflags &
+						  ~(uint64_t)(X86_RFLAGS_TF | X86_RFLAGS_RF));
 			}
 			if (r.env) {
 				m = put_str(t, m, " f=");

@@ -5,7 +5,7 @@
  * paging, with 32-bit paging and with PAE paging, 16-bit protected mode,
  * real mode (legacy.S), the guest's TF in each with its #DB handlers
  * reached through 32-bit gates, 16-bit gates, the IVT, from CPL3 to CPL0
- * and at CPL3 itself, virtual-8086 mode, long mode with 5-level paging at linear addresses
+ * and at CPL3 itself (on a 32-bit TSS's stack and a 16-bit one's), virtual-8086 mode, long mode with 5-level paging at linear addresses
  * above 2^48 (code, stack and operand there), a task switch, CPL3 with PAE
  * paging entered by SYSEXIT and left by SYSENTER, and compatibility mode
  * with a CS base (PUSHF there must push the guest's TF).
@@ -36,6 +36,8 @@ static const char *const kinds[] = {
 	"16-bit protected mode, the guest's TF, 16-bit gates",
 	"32-bit protected mode, PAE paging, CPL3, the guest's TF, handlers at CPL3",
 	"virtual-8086 mode, the guest's TF",
+	"",	/* 14: the generator's executor (exec_legacy.c) */
+	"32-bit protected mode, PAE paging, CPL3, the guest's TF, a 16-bit TSS",
 };
 
 #define MSR_SYSENTER_CS  0x174
@@ -110,6 +112,20 @@ static int legacy(uint32_t kind)
 	before = lg_split;
 	if (kind == 6 || kind == 10 || kind == 12 || kind == 13)
 		task_b_image();
+	if (kind == 15) {
+		/*
+		 * A 16-bit TSS: SP0 at 2, SS0 at 4. SP0 is 16 bits, so the
+		 * handlers' stack is below 64 KiB: 0xf00-0xff0, under the boot
+		 * GDT, unused (docs/boot-protocol.md); SS0 flat, as lg_log32
+		 * needs.
+		 */
+		uint16_t sp0 = 0xff0, ss0 = SEL_KERNEL_DS;
+
+		memset(lg_tss_b, 0, 104);
+		memcpy(lg_tss_b + 2, &sp0, 2);
+		memcpy(lg_tss_b + 4, &ss0, 2);
+		seg_set_tss16_b();
+	}
 	lg_se_flags = 0;
 	lg_ndb = 0;
 	/*
@@ -134,7 +150,7 @@ static int legacy(uint32_t kind)
 	legacy_run(kind);
 	for (unsigned i = 0; i < 3; i++)
 		wrmsr(MSR_SYSENTER_CS + i, se[i]);
-	if (kind == 10 || kind == 12 || kind == 13)
+	if (kind == 10 || kind == 12 || kind == 13 || kind == 15)
 		gdt_tss_reset();
 	if (kind == 6) {
 		gdt_tss_reset();
@@ -170,7 +186,7 @@ static int legacy(uint32_t kind)
 			       e[1] & 0x702u);
 		}
 	}
-	if (kind == 8 || kind == 10 || kind == 11 || kind == 12 || kind == 13) {
+	if (kind == 8 || kind == 10 || kind == 11 || kind == 12 || kind == 13 || kind == 15) {
 		/* Kind 11's and 13's IPs are offsets in the 16-bit part. */
 		uint32_t from = kind == 11 ? (uint32_t)(lg_pm16_tf - lg_blob)
 			      : kind == 13 ? (uint32_t)(lg_vm86 - lg_blob)
@@ -185,7 +201,7 @@ static int legacy(uint32_t kind)
 			       e[1] & 0x30702u, e[2] & 0x600fu, e[3] & 0xffffu);
 		}
 	}
-	if (kind == 7 || kind == 10 || kind == 12) {
+	if (kind == 7 || kind == 10 || kind == 12 || kind == 15) {
 		printf("%s: pushf at cpl0 after sysenter %x\n", kinds[kind], lg_se_flags & 0x702u);
 		printf("# split locks at CPL0: 1\n");
 		printf("# split locks at CPL1-3: 2\n");
@@ -334,6 +350,12 @@ static int vm86_guest_tf(const struct boot_info *bi)
 	return legacy(13);
 }
 
+static int pm32_cpl3_guest_tf_tss16(const struct boot_info *bi)
+{
+	(void)bi;
+	return legacy(15);
+}
+
 static const struct diff_case cases[] = {
 	{ "mode-legacy-pm32-nopaging", pm32 },
 	{ "mode-legacy-pm32-paging32", pm32_paging32 },
@@ -349,6 +371,7 @@ static const struct diff_case cases[] = {
 	{ "mode-legacy-pm16-guest-tf-16-bit-gates", pm16_guest_tf },
 	{ "mode-legacy-pm32-pae-cpl3-guest-tf-handlers-at-cpl3", pm32_cpl3_guest_tf_cpl3_handlers },
 	{ "mode-legacy-vm86-guest-tf", vm86_guest_tf },
+	{ "mode-legacy-pm32-pae-cpl3-guest-tf-16-bit-tss", pm32_cpl3_guest_tf_tss16 },
 	{ "mode-compat-cs-base-pushf", cs_base_pushf },
 };
 CASE_TABLE(legacy_cases, cases);

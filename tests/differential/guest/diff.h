@@ -155,6 +155,8 @@ void gdt_init(void);
 /* TSS A and B available again, and the runtime's 64-bit TSS back in TR. */
 void gdt_tss_reset(void);
 void seg_set_callgate(uint64_t target, unsigned dpl);
+/* SEL_TSS_B as a 16-bit TSS at lg_tss_b (gdt_tss_reset() makes it 32-bit again). */
+void seg_set_tss16_b(void);
 /* Base and limit (bytes-1, page granular if > 1 MiB) of the two DATA_B selectors. */
 void seg_set_data(uint32_t base, uint32_t limit);
 

@@ -10,6 +10,7 @@
  * loaded there is no free one to point at anything.
  */
 #include "percpu.h"
+#include "dr7.h"
 
 #define RF_TF 0x100
 #define RF_RF 0x10000
@@ -223,23 +224,10 @@ dbg_common:
 	movq %rdx, 8(%rbx)
 	movq %dr6, %rdx
 	movq %rdx, 16(%rbx)
-	/* As the SDM tells a handler (17.2.3), keep B0-B3 of the breakpoints
-	 * DR7 enables only: the others "may or may not" be set, and on KVM
-	 * they depend on whether the guest's DR0-3 were loaded. */
+	/* B0-B3 of the enabled breakpoints only (dr7.h) */
 	pushq %rsi
 	movq %dr7, %rdx
-	movl %edx, %esi
-	shrl $1, %esi
-	orl %esi, %edx
-	andl $0x55, %edx	/* bit 2n: L or G of breakpoint n */
-	movl %edx, %esi
-	shrl $1, %esi
-	orl %esi, %edx
-	andl $0x33, %edx
-	movl %edx, %esi
-	shrl $2, %esi
-	orl %esi, %edx
-	andl $0x0f, %edx	/* bit n: breakpoint n enabled */
+	DR7_ENABLED %edx, %esi
 	orq $~0xf, %rdx
 	andq %rdx, 16(%rbx)
 	popq %rsi

@@ -282,6 +282,15 @@ static uint64_t tss32_desc(uint32_t base)
 	       ((uint64_t)(base >> 24) << 56);
 }
 
+void seg_set_tss16_b(void)
+{
+	uint32_t base = (uint32_t)(uint64_t)lg_tss_b;
+
+	/* Limit 0x2b (a 16-bit TSS's 44 bytes), type 1: available 16-bit TSS. */
+	gdt[SEL_TSS_B >> 3] = 0x2b | ((uint64_t)(base & 0xffffff) << 16) | (0x81ull << 40) |
+			      ((uint64_t)(base >> 24) << 56);
+}
+
 void gdt_tss_reset(void)
 {
 	gdt[SEL_TSS_A >> 3] = tss32_desc((uint32_t)(uint64_t)lg_tss_a);

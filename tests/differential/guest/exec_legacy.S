@@ -18,7 +18,10 @@
  *
  * then back to long mode through legacy.S's lg_up.
  */
+#include "dr7.h"
+
 #define SEL_K_DATA  0x10
+#define SEL_K_CODE32 0x38
 #define SEL_U_CODE32 0x43
 #define SEL_TSS_A   0xa8
 #define SEL_U_DATA32 0xe3
@@ -92,7 +95,10 @@ lg_exec_entry:
 	pushl $lg_task_stack		/* ESP */
 	pushl exec_in + 128		/* EFLAGS */
 	pushl $SEL_U_CODE32		/* CS */
-	pushl exec_code			/* EIP */
+	jmp 5f
+4:	pushl exec_in + 128
+	pushl $SEL_K_CODE32
+5:	pushl exec_code			/* EIP */
 	movl exec_in + 0, %eax
 	movl exec_in + 8, %ecx
 	movl exec_in + 16, %edx
@@ -100,17 +106,7 @@ lg_exec_entry:
 	movl exec_in + 40, %ebp
 	movl exec_in + 48, %esi
 	movl exec_in + 56, %edi
-	iretl
-4:	movl exec_in + 0, %eax
-	movl exec_in + 8, %ecx
-	movl exec_in + 16, %edx
-	movl exec_in + 24, %ebx
-	movl exec_in + 40, %ebp
-	movl exec_in + 48, %esi
-	movl exec_in + 56, %edi
-	pushl exec_in + 128
-	popfl
-	jmp *exec_code
+	iretl				/* EFLAGS with the program's TF: a trap after its first instruction */
 
 lg_x_back:
 	pushfl
@@ -204,18 +200,7 @@ lg_x_db:
 	pushl %esi
 	pushl %edi
 	movl %dr7, %esi
-	movl %esi, %edi
-	shrl $1, %edi
-	orl %edi, %esi
-	andl $0x55, %esi		/* bit 2n: L or G of breakpoint n */
-	movl %esi, %edi
-	shrl $1, %edi
-	orl %edi, %esi
-	andl $0x33, %esi
-	movl %esi, %edi
-	shrl $2, %edi
-	orl %edi, %esi
-	andl $0x0f, %esi		/* bit n: breakpoint n enabled */
+	DR7_ENABLED %esi, %edi
 	orl $~0xf, %esi
 	movl %dr6, %edx
 	andl %esi, %edx

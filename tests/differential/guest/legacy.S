@@ -42,6 +42,8 @@
  *      gate, lg_vm86_out) leaves it
  *  14  the generator's executor (exec_legacy.S): one program in 32-bit
  *      protected mode with the paging lg_x_paging names
+ *  15  kind 10 with a 16-bit TSS in TR (lg_tss_b through SEL_TSS_B, made
+ *      16-bit by cases_legacy.c): the handlers' stack is its SS0:SP0
  *
  * Nothing in between may fault: the IDT is the 64-bit one (kind 8 loads
  * a 32-bit one that has only the #DB gate). cases_legacy.c
@@ -170,6 +172,8 @@ legacy_run:
 	je k_sysexit
 	cmpl $12, %eax
 	je k_sysexit
+	cmpl $15, %eax
+	je k_sysexit
 	cmpl $13, %eax
 	je k_vm86
 	cmpl $1, %eax
@@ -240,7 +244,13 @@ k_sysexit:
 	cmpl $10, lg_kind
 	je 2f
 	cmpl $12, lg_kind
+	je 2f
+	cmpl $15, lg_kind
 	jne 1f
+	lidt lg_idtr32
+	movw $SEL_TSS_B, %ax		/* 16-bit: SS0:SP0 as cases_legacy.c wrote them */
+	ltr %ax
+	jmp 1f
 2:	lidt lg_idtr32
 	movl %esp, lg_tss_a + 4		/* ESP0, SS0: the stack of a #DB from CPL3 */
 	movl $SEL_K_DATA, lg_tss_a + 8
@@ -253,6 +263,8 @@ lg_se_user:				/* CPL3 */
 	cmpl $10, lg_kind
 	je 1f
 	cmpl $12, lg_kind
+	je 1f
+	cmpl $15, lg_kind
 	je 1f
 	call payload32
 	sysenter
