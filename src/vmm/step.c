@@ -48,7 +48,7 @@ static bool intercepted_may_fault(const uint8_t *b, size_t len)
 
 void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
 {
-	bool osz = false, rex_w = false;
+	bool osz = false, rex_w = false, f2f3 = false;
 	unsigned def;
 	size_t i = 0;
 	uint8_t op;
@@ -66,11 +66,18 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		if (b[i] == 0x66)
 			osz = true;
 		if (b[i] == 0xf2 || b[i] == 0xf3)
-			out->rep = true;
+			f2f3 = true;
 	}
 	if (i >= len)
 		return;
 	op = b[i];
+	/*
+	 * Only a string instruction repeats: INS, OUTS, MOVS, CMPS, STOS, LODS,
+	 * SCAS. Elsewhere F2/F3 select an opcode or are ignored (XACQUIRE with
+	 * LOCK, REP RET), and the instruction is judged, decoded, as any other.
+	 */
+	out->rep = f2f3 && ((op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) ||
+			    (op >= 0xaa && op <= 0xaf));
 	def = mode.cs_l || mode.cs_d ? 4 : 2;
 	switch (op) {
 	case 0xf4:

@@ -49,7 +49,6 @@ static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *bu
 	return pagewalk_read_as(&m, &p, la, access, buf, len);
 }
 
-/* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
 /*
  * KVM's emulator ends each instruction it emulates with a step exit that
  * writes no DR7 (kvm_vcpu_do_singlestep()); a trap of the CPU's writes the
@@ -66,6 +65,7 @@ _Static_assert(offsetof(struct kvm_run, debug.arch.dr7) >=
 		       offsetof(struct kvm_run, msr) + sizeof(((struct kvm_run *)0)->msr),
 	       "the DR7 marker would overwrite an exit KVM completes");
 
+/* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
 static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
 {
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
@@ -622,8 +622,9 @@ static void frame_fix(struct vcpu *v)
 
 /*
  * A diverted step that stopped at a handler's first instruction with its
- * frame at SS:RSP (through any IDT format): the frame gets the guest's TF, and true. false: the
- * handler ran unchecked, which the caller counts (docs/design.md, "Afterwards").
+ * frame at SS:RSP (through any IDT format): the frame gets the guest's
+ * TF, and true. false: the handler ran unchecked, which the caller counts
+ * (docs/design.md, "Afterwards").
  * fault_only: the frame must hold the instruction's own RIP (a branch may
  * go anywhere, a handler included; only a fault's frame tells it failed).
  */

@@ -36,6 +36,14 @@ def main():
            False)
     expect("#DB count differs", same("g0 db22: #GP 32" + TAIL, "g0 db2: #GP 1a" + TAIL), False)
     expect("not a gate fault", same("g0: #PF 32" + TAIL, "g0: #PF 1a" + TAIL), False)
+    # TCG's frame RIP past INT n (CD ib, 2 bytes), with or without its error code.
+    past = TAIL.replace("at=+0", "at=+2")
+    expect("TCG's RIP past INT 1", same("g1 db22: #GP 12" + past, "g1 db22: #GP a" + TAIL), True)
+    expect("TCG's RIP past INT 0", same("g0: #GP 2" + past, "g0: #GP 2" + TAIL), True)
+    expect("RIP 1 past", same("g0: #GP 2" + TAIL.replace("at=+0", "at=+1"), "g0: #GP 2" + TAIL),
+           False)
+    expect("RIP past, no IDT error code", same("g0: #GP 0" + past, "g0: #GP 0" + TAIL), False)
+    expect("RIP past, no probe", same("g0: #GP 2" + past, "g0: #GP 2" + TAIL, set()), False)
     return report(bad, "oracle_quirks")
 
 

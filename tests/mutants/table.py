@@ -179,6 +179,17 @@ MUTANTS = [
         "tests": ["diff-mode-legacy-vm86-guest-tf"],
     },
     {
+        "name": "f2f3-repeat-everything",
+        "what": "any instruction behind F2/F3 counts as a repeating string one: an undefined "
+                "opcode there is stepped as one, and the #UD KVM injects loses the guest's TF",
+        "edits": [("src/vmm/step.c",
+                   "\tout->rep = f2f3 && ((op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) ||\n"
+                   "\t\t\t    (op >= 0xaa && op <= 0xaf));",
+                   "\tout->rep = f2f3;")],
+        "unit": ["step"],
+        "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
+    },
+    {
         "name": "tss16-stack-refused",
         "what": "a 16-bit TSS's SS0:SP0 is not read: events from CPL3 there are left to KVM, "
                 "their handlers unchecked",

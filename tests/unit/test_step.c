@@ -90,6 +90,12 @@ static void test_classify_events(void **state)
 	assert_int_equal(CLASSIFY(m64, 0x8e, 0x10).len, 0);	/* memory form: length unknown */
 	assert_int_equal(CLASSIFY(m64, 0x8e, 0xd8).kind, STEP_OTHER);
 	assert_true(CLASSIFY(m64, 0xf3, 0xa4).rep);
+	assert_true(CLASSIFY(m64, 0xf2, 0x48, 0xaf).rep);	/* repne scasq */
+	assert_true(CLASSIFY(m32, 0xf3, 0x6e).rep);		/* rep outsb */
+	/* F2/F3 before anything else repeat nothing (seed 24 record 173: XACQUIRE LOCK CMP). */
+	assert_false(CLASSIFY(m64, 0xf2, 0xf0, 0x41, 0x83, 0xbf, 0x5a, 0x0e, 0, 0, 0x31).rep);
+	assert_false(CLASSIFY(m64, 0xf3, 0xc3).rep);		/* rep ret */
+	assert_false(CLASSIFY(m64, 0xf3, 0x90).rep);		/* pause */
 	assert_int_equal(CLASSIFY(m64, 0xeb, 0xfe).kind, STEP_BRANCH);
 	assert_int_equal(CLASSIFY(m64, 0xff, 0xe0).kind, STEP_BRANCH);	/* jmp *%rax */
 	assert_int_equal(CLASSIFY(m64, 0xff, 0xc0).kind, STEP_OTHER);	/* inc %eax */

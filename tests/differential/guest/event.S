@@ -175,9 +175,9 @@ SEQ seq_iret_fault
 
 /*
  * With the guest's TF: instructions the decoder rejects, whose #UD KVM
- * intercepts and injects back (LOCK CMP, the undefined 0F 04). The frame
- * holds TF, so single-stepping goes on after the fixup's IRETQ. A CPU that
- * runs LOCK CMP (TCG) just goes on.
+ * intercepts and injects back (LOCK CMP, the undefined 0F 04 behind an F3
+ * that repeats nothing). The frame holds TF, so single-stepping goes on
+ * after the fixup's IRETQ. A CPU that runs LOCK CMP (TCG) just goes on.
  */
 SEQ seq_ud_tf
 	TF_ON
@@ -186,7 +186,7 @@ SEQ seq_ud_tf
 1:	.byte 0xf0, 0x66, 0x81, 0x3c, 0x24, 0x34, 0x12	/* lock cmpw $0x1234, (%rsp) */
 2:	nop
 	movl $-1, %gs:CPU_EXC_VECTOR
-3:	.byte 0x0f, 0x04
+3:	.byte 0xf3, 0x0f, 0x04
 	TF_TWO_FAULTS_END
 
 /*
