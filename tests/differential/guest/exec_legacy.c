@@ -75,10 +75,11 @@ void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result
 	for (unsigned i = 0; i < WIN_PAGES; i++)
 		lg_pt32[i] = (uint32_t)*win_pte(i);
 	/*
-	 * PAE's PDPTEs again: the lab's CPU (QEMU's TCG walking for a nested
-	 * guest, with --split-lock=inherit too) sets bit 5 in those it used, a
-	 * reserved bit there, and the next MOV to CR0 that loads them raises
-	 * #GP (with the IDT of long mode loaded: a triple fault).
+	 * PAE's PDPTEs again: in the lab (--split-lock=inherit too) bit 5 of
+	 * the PDPTEs a walk used comes back set, as if an accessed bit (a
+	 * nested walk of QEMU's TCG, most likely). It is reserved in a PAE
+	 * PDPTE, so the next MOV to CR0 that loads them raises #GP, with long
+	 * mode's IDT still loaded: a triple fault.
 	 */
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;
 	lg_pdpt[WIN_BASE >> 30] = (uint64_t)lg_pdwin | 1;
