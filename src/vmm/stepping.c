@@ -1003,7 +1003,7 @@ bool stepping_debug_exit(struct vcpu *v)
 	uint64_t dr6 = v->run->debug.arch.dr6;
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	/* Read first: this exit came from KVM's emulator, not the CPU (DR7_UNWRITTEN). */
-	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, in_handler;
+	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, in_handler = false;
 	struct kvm_debugregs dr = { 0 };
 	uint64_t db[4];
 	struct step_db d;
@@ -1092,15 +1092,14 @@ bool stepping_debug_exit(struct vcpu *v)
 			s->guest_tf = false;	/* delivery clears it */
 		} else if (missed) {
 			escaped = true;
+			/*
+			 * An event was delivered (clearing TF) and its handler
+			 * ran unwatched up to an instruction KVM emulated: no
+			 * trap of the CPU's, and the handler's TF is clear.
+			 */
+			in_handler = emulated;
 		}
 	}
-	/*
-	 * An escaped step whose exit is KVM's emulator's: an event was
-	 * delivered (clearing TF) and its handler ran unwatched up to an
-	 * instruction KVM emulated. No trap of the CPU's, and the handler's
-	 * TF is clear.
-	 */
-	in_handler = s->checked && escaped && emulated;
 	/*
 	 * A stretch that escaped from a guest whose own TF was set: every frame
 	 * in it held the TF the CPU's would, so the trap that ends it is one the

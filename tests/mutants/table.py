@@ -203,8 +203,8 @@ MUTANTS = [
         "name": "emulator-exit-taken-for-trap",
         "what": "KVM's step exit after an instruction it emulated inside an unwatched handler "
                 "is taken for the guest's trap: a #DB delivered there, its TF kept",
-        "edits": [("src/vmm/stepping.c", "\tin_handler = s->checked && escaped && emulated;",
-                   "\tin_handler = false && emulated;")],
+        "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
+                   "\t\t\tin_handler = false && emulated;")],
         "unit": ["stepping"],
         "tests": ["diff-gen-explore-seed-2"],
     },
