@@ -60,12 +60,9 @@ static uint32_t get32(const uint8_t *tss, unsigned off)
 /* Task B's image: the payload at CPL0, flat segments, its own stack, IF clear. */
 static void task_b_image(void)
 {
-	uint64_t cr3;
-
-	asm volatile("mov %%cr3, %0" : "=r"(cr3));
-	memset(lg_tss_a, 0, 104);
+	legacy_tss_a_clear();
 	memset(lg_tss_b, 0, 104);
-	put32(lg_tss_b, 0x1c, (uint32_t)cr3);
+	put32(lg_tss_b, 0x1c, (uint32_t)read_cr3());
 	put32(lg_tss_b, 0x20, (uint32_t)(uint64_t)lg_task_b);
 	put32(lg_tss_b, 0x24, 0x2);
 	put32(lg_tss_b, 0x38, (uint32_t)(uint64_t)lg_task_stack);
@@ -73,8 +70,7 @@ static void task_b_image(void)
 	put32(lg_tss_b, 0x4c, SEL_K_CODE32);	/* CS */
 	put32(lg_tss_b, 0x50, SEL_KERNEL_DS);	/* SS */
 	put32(lg_tss_b, 0x54, SEL_KERNEL_DS);	/* DS */
-	put32(lg_tss_a, 0x64, 104u << 16);	/* no I/O bitmap */
-	put32(lg_tss_b, 0x64, 104u << 16);
+	put32(lg_tss_b, 0x64, 104u << 16);	/* no I/O bitmap */
 }
 
 static int legacy(uint32_t kind)

@@ -214,6 +214,8 @@ uint64_t exec_entry_flags(const struct exec_req *req);
 void legacy_run(uint32_t kind);
 /* legacy.S's 32-bit TSS A (SEL_TSS_A): SS0:ESP0 for events from CPL3. */
 extern uint8_t lg_tss_a[104];
+/* TSS A zeroed, without an I/O bitmap (I/O above IOPL faults); SS0:ESP0 are legacy.S's to set. */
+void legacy_tss_a_clear(void);
 void legacy_tables(void);
 /* A 32-bit IDT gate: type 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
 void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type);

@@ -51,6 +51,14 @@ void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type)
 	g[1] = (handler & 0xffff0000u) | (uint32_t)type << 8;
 }
 
+void legacy_tss_a_clear(void)
+{
+	uint32_t iomap = 104u << 16;	/* the I/O map base past the limit: no bitmap */
+
+	memset(lg_tss_a, 0, 104);
+	memcpy(lg_tss_a + 0x64, &iomap, 4);
+}
+
 void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result *res)
 {
 	static bool ready;
@@ -66,12 +74,8 @@ void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result
 				    v == 1 || v == 3 || v == 32 ? 0xee : 0x8e);
 		ready = true;
 	}
-	if (req->cpl) {
-		uint32_t iomap = 104u << 16;	/* no I/O bitmap: IN at CPL3 faults */
-
-		memset(lg_tss_a, 0, 104);
-		memcpy(lg_tss_a + 0x64, &iomap, 4);
-	}
+	if (req->cpl)
+		legacy_tss_a_clear();	/* IN at CPL3 faults */
 	for (unsigned i = 0; i < WIN_PAGES; i++)
 		lg_pt32[i] = (uint32_t)*win_pte(i);
 	/*
