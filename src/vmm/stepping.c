@@ -149,7 +149,7 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 	return true;
 }
 
-/* The handler of `vector` from the long-mode IDT; false where it cannot be read. */
+/* The IDT format the CPU reads: 16-byte gates, 8-byte gates or the IVT. */
 static enum step_idt idt_format(const struct kvm_sregs *sregs)
 {
 	if (sregs->efer & X86_EFER_LMA)
@@ -157,8 +157,37 @@ static enum step_idt idt_format(const struct kvm_sregs *sregs)
 	return sregs->cr0 & X86_CR0_PE ? STEP_IDT_PROT : STEP_IDT_REAL;
 }
 
-/* Where vector's handler starts, and the width of its frame's slots (step_idt_handler()). */
-static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, unsigned *slot)
+/*
+ * The GDT descriptor a gate's selector names, and the walk to the byte of
+ * its accessed bit, which the CPU sets (a supervisor write the GDT must
+ * take). false: not readable, or that write would fault.
+ */
+static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel, uint64_t *desc,
+			    struct walk *desc_w)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint64_t desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
+	uint8_t raw[8];
+
+	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, p, desc_la, 0, desc_w) != WALK_OK ||
+	    pagewalk_read_as(&m, p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
+		return false;
+	*desc = 0;
+	for (unsigned i = 0; i < 8; i++)
+		*desc |= (uint64_t)raw[i] << (8 * i);
+	return (*desc & X86_DESC_A) ||
+	       (pagewalk(&m, p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, desc_w) == WALK_OK &&
+		desc_w->gpa < m.size);
+}
+
+/*
+ * Where vector's handler starts: its offset, the width of its frame's
+ * slots (step_idt_handler()) and, where sel is not NULL, the gate's
+ * selector (the segment in real mode).
+ */
+static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, unsigned *slot,
+			 uint16_t *sel)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
@@ -171,9 +200,42 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, uns
 	guest_paging(v, &p);
 	p.cpl = 0;
 	if (vector * size + size - 1 > sregs->idt.limit ||
-	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) != size)
+	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) != size ||
+	    !step_idt_handler(f, entry, handler, slot))
 		return false;
-	return step_idt_handler(f, entry, handler, slot);
+	if (sel)
+		*sel = (uint16_t)(entry[2] | entry[3] << 8);
+	return true;
+}
+
+/*
+ * The linear address of a handler at sel:offset, which a breakpoint takes:
+ * the offset in IA-32e mode, plus the code segment's base outside it.
+ * false: the descriptor cannot be read.
+ */
+static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *la)
+{
+	struct kvm_segment cs;
+	struct paging p;
+	struct walk w;
+	uint64_t desc;
+
+	switch (idt_format(&v->run->s.regs.sregs)) {
+	case STEP_IDT_LONG:
+		*la = offset;
+		return true;
+	case STEP_IDT_REAL:
+		*la = (uint64_t)sel * 16 + offset;
+		return true;
+	default:
+		guest_paging(v, &p);
+		p.cpl = 0;
+		if (!gate_descriptor(v, &p, sel, &desc, &w))
+			return false;
+		step_segment_cache(desc, sel, &cs);
+		*la = (uint32_t)(cs.base + offset);
+		return true;
+	}
 }
 
 /*
@@ -188,15 +250,15 @@ static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 		.maxphyaddr = v->maxphyaddr,
 		.mem = { v->vm->mem, v->vm->ram_size },
 	};
-	uint64_t handler;
+	uint64_t handler, la;
 	unsigned slot;
+	uint16_t sel;
 	int vector = emulate_predict_fault(&snap, bytes, n, NULL);
 
-	/* A breakpoint takes a linear address: the offset is one in IA-32e mode only. */
-	if (vector < 0 || idt_format(&snap.sregs) != STEP_IDT_LONG ||
-	    !gate_handler(v, (unsigned)vector, &handler, &slot))
+	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler, &slot, &sel) ||
+	    !handler_la(v, sel, handler, &la))
 		return false;
-	return set_hw(v, STEP_DEBUG_PREDICT, handler, false);
+	return set_hw(v, STEP_DEBUG_PREDICT, la, false);
 }
 
 /* An event the VMM delivers itself (deliver_event). */
@@ -245,30 +307,6 @@ static bool delivered(struct vcpu *v)
 			return stepping_fail(v, "KVM_SET_VCPU_EVENTS (interrupt shadow)", -r);
 	}
 	return true;
-}
-
-/*
- * The GDT descriptor a gate's selector names, and the walk to the byte of
- * its accessed bit, which the CPU sets (a supervisor write the GDT must
- * take). false: not readable, or that write would fault.
- */
-static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel, uint64_t *desc,
-			    struct walk *desc_w)
-{
-	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint64_t desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
-	uint8_t raw[8];
-
-	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, p, desc_la, 0, desc_w) != WALK_OK ||
-	    pagewalk_read_as(&m, p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
-		return false;
-	*desc = 0;
-	for (unsigned i = 0; i < 8; i++)
-		*desc |= (uint64_t)raw[i] << (8 * i);
-	return (*desc & X86_DESC_A) ||
-	       (pagewalk(&m, p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, desc_w) == WALK_OK &&
-		desc_w->gpa < m.size);
 }
 
 /* What the CPU's accesses set: accessed bits on the IDT and GDT, dirty too where written. */
@@ -521,19 +559,19 @@ static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 static void watch_handler(struct vcpu *v, unsigned vector)
 {
 	struct step_state *s = &v->step;
-	uint64_t handler;
+	uint64_t handler, la;
 	unsigned slot;
+	uint16_t sel;
 
 	s->inject_vector = -1;
-	if (!gate_handler(v, vector, &handler, &slot)) {
+	if (!gate_handler(v, vector, &handler, &slot, &sel)) {
 		v->stats.unchecked_runs++;
 		s->guest_tf = false;	/* delivery clears it (a task gate: the task's, unknown) */
 		set_hw(v, STEP_DEBUG_STEP, 0, false);
 		return;
 	}
-	/* A breakpoint takes a linear address: the offset is one in IA-32e mode only. */
-	if (v->vm->step_hwbp && idt_format(&v->run->s.regs.sregs) == STEP_IDT_LONG) {
-		set_hw(v, STEP_DEBUG_WATCH, handler, false);
+	if (v->vm->step_hwbp && handler_la(v, sel, handler, &la)) {
+		set_hw(v, STEP_DEBUG_WATCH, la, false);
 		return;
 	}
 	/* No breakpoint: where the CPU steps into the handler, frame_fix() puts the guest's TF in. */
@@ -1145,7 +1183,7 @@ bool stepping_debug_exit(struct vcpu *v)
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		if (step_delivers(&s->insn, v->run->s.regs.regs.rflags) &&
-		    gate_handler(v, s->insn.vector, &s->frame_handler, &s->frame_slot)) {
+		    gate_handler(v, s->insn.vector, &s->frame_handler, &s->frame_slot, NULL)) {
 			s->frame_err = false;	/* INT n, INT3, INTO push none */
 			s->frame_vector = s->insn.vector;
 			s->frame_tf = s->tf_at_start;

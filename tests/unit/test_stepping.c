@@ -124,13 +124,18 @@ static void exit_with(struct vcpu *v, uint32_t reason)
 }
 
 /* A step exit: the instruction ran and the vCPU is now at rip (a #DB of the CPU's: DR7 written). */
-static void step_to(struct vcpu *v, uint64_t rip, uint64_t dr6)
+static void step_to_la(struct vcpu *v, uint64_t rip, uint64_t la, uint64_t dr6)
 {
 	regs(v)->rip = rip;
 	v->run->debug.arch.dr6 = dr6;
 	v->run->debug.arch.dr7 = 0x400;
-	v->run->debug.arch.pc = rip;
+	v->run->debug.arch.pc = la;	/* KVM reports the linear address: CS.base + RIP */
 	exit_with(v, KVM_EXIT_DEBUG);
+}
+
+static void step_to(struct vcpu *v, uint64_t rip, uint64_t dr6)
+{
+	step_to_la(v, rip, rip, dr6);
 }
 
 /* The step exit KVM's emulator makes after an instruction it emulated: DR7 left as it was. */
@@ -228,6 +233,15 @@ static void split_lock_emulated(void **state)
 	assert_false(vm_stopping(&fv.vm));
 }
 
+/* WRMSR of a reserved TEST_CTRL bit reaches the VMM: #GP for the guest. */
+static void test_ctrl_reserved_write(struct vcpu *v)
+{
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_FILTER;
+	v->run->msr.index = MSR_TEST_CTRL;
+	v->run->msr.data = 1;
+	exit_with(v, KVM_EXIT_X86_WRMSR);
+}
+
 /*
  * wrmsr of a reserved TEST_CTRL bit, without breakpoints: single-step is
  * issued again at the access, the completing run returns at once, and the
@@ -246,10 +260,7 @@ static void msr_fault_restep(void **state)
 	assert_true(v->step.checked);
 	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
 
-	v->run->msr.reason = KVM_MSR_EXIT_REASON_FILTER;
-	v->run->msr.index = MSR_TEST_CTRL;
-	v->run->msr.data = 1;		/* reserved: #GP */
-	exit_with(v, KVM_EXIT_X86_WRMSR);
+	test_ctrl_reserved_write(v);
 	assert_int_equal(v->run->msr.error, 1);
 	assert_int_equal(v->completion, VCPU_COMPLETION_MSR_FAULT);
 	assert_int_equal(v->run->immediate_exit, 1);
@@ -1349,6 +1360,77 @@ static void legacy_fault_frame_at_handler(void **state)
 }
 
 /*
+ * Breakpoints on handlers outside IA-32e mode take linear addresses: the
+ * gate's offset plus its code segment's base (0x10000 here), the IVT's
+ * segment times 16 in real mode. A forecast #GP (a DS limit) stops at the
+ * handler and its frame gets the guest's TF; the #GP of a WRMSR, left to
+ * KVM, has its handler watched at the same address.
+ */
+static void legacy_handler_breakpoints(void **state)
+{
+	static const uint8_t mov[] = { 0x8b, 0x03 };	/* mov (%ebx), %eax */
+	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
+	const uint64_t code32_at_64k = 0x00cf9b010000ffffull;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t frame = STACK - 16;
+	uint32_t f[4] = { 0, CODE, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF };
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32_at_64k, sizeof(code32_at_64k));
+	memcpy(ram + CODE, mov, sizeof(mov));
+	sr->ds.limit = 0xfff;
+	regs(v)->rbx = 0x2000;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+	assert_int_equal(fc->debug.arch.debugreg[0], 0x140000);
+	/* The CPU delivered #GP(0) with the VMM's TF; the VMM's breakpoint stopped it. */
+	memcpy(ram + frame, f, sizeof(f));
+	regs(v)->rsp = frame;
+	sr->cs.selector = 0x38;
+	sr->cs.base = 0x10000;
+	step_to_la(v, 0x130000, 0x140000, X86_DR6_ACTIVE_LOW | 1);
+	memcpy(f, ram + frame, sizeof(f));
+	assert_int_equal(f[1], CODE);
+	assert_int_equal(f[3], X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+
+	/* WRMSR's #GP, left to KVM: its handler watched at 0x140000. */
+	sr->cs.selector = 0x08;
+	sr->cs.base = 0;
+	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	test_ctrl_reserved_write(v);
+	assert_int_equal(v->run->msr.error, 1);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	assert_int_equal(v->step.hw.addr, 0x140000);
+	assert_int_equal(fc->debug.arch.debugreg[0], 0x140000);
+	step_to_la(v, 0x130000, 0x140000, X86_DR6_ACTIVE_LOW | 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* Real mode: IVT entry 13 is 0x2000:0x0300, linear 0x20300. */
+	sr->cr0 &= ~(uint64_t)X86_CR0_PE;
+	sr->cs = (struct kvm_segment){ .base = 0x10000, .limit = 0xffff, .selector = 0x1000,
+				       .type = 11, .present = 1, .s = 1 };
+	sr->idt = (struct kvm_dtable){ .base = IDT, .limit = 0x3ff };
+	memcpy(ram + IDT + 4 * X86_VEC_GP, (const uint8_t[]){ 0x00, 0x03, 0x00, 0x20 }, 4);
+	memcpy(ram + 0x10100, wrmsr, sizeof(wrmsr));
+	regs(v)->rip = 0x100;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	test_ctrl_reserved_write(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	assert_int_equal(v->step.hw.addr, 0x20300);
+}
+
+/*
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
  * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
@@ -1567,6 +1649,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(escaped_with_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_fault_frame_at_handler, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_handler_breakpoints, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp, teardown),
