@@ -211,6 +211,10 @@ def main():
             "kill mutants boot VMs")
         return SKIP
 
+    unknown = sorted(set(a.only or ()) - {m["name"] for m in MUTANTS})
+    if unknown:
+        log(f"mutants: FAIL: --only names no mutant of tests/mutants/table.py: {', '.join(unknown)}")
+        return 2
     mutants = [m for m in MUTANTS if not a.only or m["name"] in a.only]
     tests = Tests(a.build, lab)
     problems = []

@@ -208,4 +208,14 @@ MUTANTS = [
         "unit": ["stepping"],
         "tests": ["diff-gen-explore-seed-2"],
     },
+    {
+        "name": "legacy-handler-offset-as-linear",
+        "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
+                "linear address: a handler in a segment with a base is never stopped at",
+        "edits": [("src/vmm/stepping.c", "\t\t*la = (uint32_t)(cs.base + offset);",
+                   "\t\t*la = offset;")],
+        "unit": ["stepping"],
+        # Breakpoints only: the lab has none, so no VM run can tell.
+        "tests": [],
+    },
 ]
