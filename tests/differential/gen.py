@@ -44,7 +44,7 @@ MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-pagi
 MODE_CPLS = [(0, 3)] * 7
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
-ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER = range(6)
+ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF = range(7)
 TF, IF, DF, AC = 0x100, 0x200, 0x400, 0x40000
 
 # (name, opcode bytes, 8-bit last opcode byte or None, ModRM.reg digit or None
@@ -394,6 +394,58 @@ def lock_mix_case(rng, idx):
     return c
 
 
+# mode-switch's parts: (name, bytes in either mode). POPF sets or clears TF
+# through bit 0 of the flags' second byte (orb/andb at 1(%esp)).
+SWITCH_PARTS = [("pushf", b"\x9c\x58"), ("tf-on", b"\x9c\x80\x4c\x24\x01\x01\x9d"),
+                ("tf-off", b"\x9c\x80\x64\x24\x01\xfe\x9d"), ("int3", b"\xcc"), ("none", b"")]
+
+
+def mode_switch_case(rng, idx):
+    """Compatibility mode to 64-bit mode and back inside one program: a far
+    return to the 64-bit code segment of the CPL and one back to the
+    32-bit one, the targets computed from RSI (ENV_SELF: the program's own
+    address). Each of the three parts is PUSHF, POPF setting or clearing
+    TF, INT3, a locked operation on the window (split or not), or nothing.
+    The 64-bit part addresses through EBX (0x67): the upper halves of
+    registers are not defined across the switch. Its pages stay present
+    and writable: a fault there would come back through the compatibility
+    mode fixup."""
+    c = base_case(rng, idx, "mode-switch", (1,), (0, 3))
+    c.addr_reg, c.regs[R_BX] = R_BX, 0
+    c.env, c.env_reg, c.aux, c.regs[R_SI] = ENV_SELF, R_SI, 0, 0
+    c.placement = rng.choice(["line", "page"])
+    c.target = 64 * rng.randrange(1, 60) - 8 if c.placement == "line" else -8
+    cs64, cs32 = (0x08, 0x38) if c.cpl == 0 else (0x23, 0x43)
+
+    def part(wide):
+        if rng.random() < 0.4:
+            op, size = rng.choice([o for o in MIX_OPS if o[1] != 8 or wide])
+            d = 8 - rng.randrange(1, size) if rng.random() < 0.5 else rng.randrange(-8, 16)
+            enc = op + struct.pack("<b", d) + (bytes([rng.randrange(256)]) if op.endswith(b"\x6b") else b"")
+            if mix_locked(op):
+                c.lock = True
+                a = (c.target + d) % 64
+                c.events.append("locked-split" if a + size > 64 else "locked-not-split")
+            return (b"\x67" if wide else b"") + enc, "locked"
+        name, enc = rng.choice(SWITCH_PARTS)
+        return enc, name
+
+    while True:
+        c.lock, c.events = False, []
+        (a, na), (b, nb), (z, nz) = part(False), part(True), part(False)
+        k = len(a) + 7                          # lea; push $cs64; push %eax; lret
+        k2 = k + len(b) + 9                     # lea (0x67); push $cs32; push %rax; lretq
+        prog = (a + b"\x8d\x46" + bytes([k]) + b"\x6a" + bytes([cs64]) + b"\x50\xcb" +
+                b + b"\x67\x8d\x46" + bytes([k2]) + b"\x6a" + bytes([cs32]) + b"\x50\x48\xcb" + z)
+        if len(prog) <= 32:
+            break
+    c.insn = prog
+    c.events.append(f"compat-64-compat: {na}/{nb}/{nz}")
+    if "tf-on" in (na, nb) or c.flags & GEN_TF:
+        c.events.append("switch-with-tf")
+    return c
+
+
 # Divergences --explore finds that are not the VMM's but the oracle's (QEMU
 # TCG's; docs/reliability.md has each with its minimal record and both
 # outputs). --avoid-known (the fixed-seed batch) runs each record that
@@ -472,19 +524,63 @@ EXPLORE_CLASSES = ["pushf", "pushf-osz", "popf-tf", "popf-tf-clear", "fault-ud2"
                    "fault-sysret-cpl3", "int3", "lock16", "syscall-sysretq", "syscall-iretq",
                    "int-n", "int3-cd03", "into", "iretq-tf-frame", "movdr-bp", "movdr-gd",
                    "callgate", "lock-mix", "icebp", "fault-sysexit-cpl3", "sysenter-sysexit",
-                   "sysenter-iretq", "sysenter-cs0", "sysenter-ud", "gen"]
+                   "sysenter-iretq", "sysenter-cs0", "sysenter-ud", "mode-switch", "gen"]
 
 
 # --explore deals its records from a shuffled deck of generators (how many
 # cards each has: its weight), so that every class turns up within each
-# deck's worth of records (52) and consecutive records change class, mode
+# deck's worth of records (55) and consecutive records change class, mode
 # and CPL at random.
 DECK = ([(lambda rng, idx, n=n: probe_case(rng, idx, n)) for n in dict.fromkeys(p[0] for p in PROBES)]
         + [lock16_case] * 2 + [syscall_case] * 4 + [gate_case] * 8 + [popf_clear_case]
-        + [movdr_case] * 4 + [callgate_case] * 3 + [lock_mix_case] * 4 + [
+        + [movdr_case] * 4 + [callgate_case] * 3 + [lock_mix_case] * 4 + [mode_switch_case] * 3 + [
             lambda rng, idx, k=k: sysenter_case(rng, idx, k)
             for k in ("sysenter-sysexit", "sysenter-sysexit", "sysenter-iretq", "sysenter-cs0")]
         + [None] * 9)
+
+
+def pinned_pae_pf_handler_tf(idx):
+    """Seed 2 record 35 of 3f3d05e's deck (docs/reliability.md item 16):
+    LOCK XOR across a line of a page that is not present, in PAE paging at
+    CPL0, with the guest's TF. The #PF handler runs unwatched up to the MOV
+    to CR0 that takes the executor back to long mode, which KVM emulates in
+    the lab: its step exit is not the guest's trap."""
+    c = Case()
+    c.idx, c.mode, c.cpl = idx, 6, 0
+    c.form, c.size, c.lock = "xor", 2, True
+    c.insn = bytes.fromhex("3ef0663186fcfdffff")    # lock xor %ax, %ds:-0x204(%esi)
+    c.addr_reg, c.seg, c.placement, c.target = R_SI, 0, "line", 64 * 5 - 1
+    c.page0, c.page1 = PG_NORMAL, PG_W | PG_U
+    c.flags, c.seed, c.ds_base = GEN_TF, 0x5eed0235, 0
+    c.regs = [0] * R_COUNT
+    c.regs[R_SI] = 0x204
+    c.events = ["outside-ia32e", "pinned"]
+    return c
+
+
+def pinned_movdr7_reserved_tf(idx):
+    """MOV to DR7 with a reserved bit (40) in 64-bit code at CPL0 with the
+    guest's TF: #GP(0), a certain fault the VMM delivers (its frame has
+    the guest's TF, no trap owed), and no breakpoint armed."""
+    c = Case()
+    c.idx, c.mode, c.cpl = idx, 0, 0
+    c.form, c.size, c.lock = "movdr-bp", 4, False
+    # mov %rax,%dr0; mov %rbx,%dr7; nop; mov %dr0,%rcx; mov %dr7,%rdx; nop
+    c.insn = bytes.fromhex("0f23c0 0f23fb 90 0f21c1 0f21fa 90")
+    c.addr_reg, c.seg, c.placement, c.target = 0xff, 0, "none", 0
+    c.page0 = c.page1 = PG_NORMAL
+    c.flags, c.seed, c.ds_base = GEN_TF, 0x5eed0d07, 0
+    c.regs = [0] * R_COUNT
+    c.regs[R_BX] = 0x400 | 1 | 1 << 40
+    c.env, c.env_reg, c.aux = ENV_DR, R_AX, 6     # DR0: the NOP behind MOV DR7
+    c.events = ["dr7-reserved-bit", "pinned"]
+    return c
+
+
+# Records built by hand that --pinned runs after the seed's, whatever the
+# deck deals: ones that once showed a divergence of the VMM's, and ones the
+# documentation names as covered by the fixed batch.
+PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf]
 
 
 def legacyize(c):
@@ -495,7 +591,7 @@ def legacyize(c):
     Without paging the operand is at the window's RAM and every page is
     normal; 32-bit paging has no XD and no bit 51 to set."""
     r = random.Random(c.seed ^ 0x1e6ac7)
-    movable = c.mode in (1, 3) or c.form == "fault-syscall-sce0"
+    movable = (c.mode in (1, 3) and c.form != "mode-switch") or c.form == "fault-syscall-sce0"
     env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0)
     if not movable or not env_ok or c.ds_base or r.random() >= 0.7:
         return c
@@ -552,9 +648,11 @@ def coverage(cases, outputs):
         prev = mc
         if c.flags & GEN_TF:
             add("event", "guest-tf")
-        if c.lock and c.placement in ("line", "page") and klass(c) != "lock-mix":
+        # lock-mix and mode-switch name each operation's placement in their events.
+        several = klass(c) in ("lock-mix", "mode-switch")
+        if c.lock and c.placement in ("line", "page") and not several:
             add("event", "split-locked")
-        elif c.lock and klass(c) != "lock-mix":
+        elif c.lock and not several:
             add("event", "locked-not-split")
         for e in c.events:
             add("event", e)
@@ -778,6 +876,8 @@ def describe(c):
                f"; reg {c.env_reg} += gen_farptr (data)")
     elif c.env == ENV_CALLGATE:
         env = f"; call gate DPL {c.aux & 3}, selector RPL {c.aux >> 4 & 3}, reg {c.env_reg} = far pointer"
+    elif c.env == ENV_SELF:
+        env = f"; reg {c.env_reg} += program"
     elif c.env == ENV_SYSENTER:
         env = (f"; SYSENTER_CS {'0' if c.env_arg & 2 else 'set'}, back with "
                f"{'IRETQ' if c.env_arg & 1 else 'SYSEXIT'} to program+{c.aux:#x}")
@@ -869,9 +969,9 @@ def compare_batch(batch, ref, emu, quirks=()):
     return divergent, compared, broken, stop, done
 
 
-def show(seed, count, compared, divergent, broken, launches, limit):
+def show(what, run, compared, divergent, broken, launches, limit):
     """Prints the figures and the divergences; returns the exit status."""
-    print(f"gen.py --seed {seed} --count {count}: {count} cases run, {compared} compared, "
+    print(f"gen.py {what}: {run} cases run, {compared} compared, "
           f"{len(divergent)} divergences, {len(broken)} cases the inherit run could not finish, "
           f"{launches} VM launches")
     for c, r, e in divergent[:limit]:
@@ -905,7 +1005,8 @@ def main():
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "
                          "execute breakpoints and DR7.GD, far calls through a call gate, SYSENTER/"
                          "SYSEXIT (Intel; AMD: their #UD in long mode), ICEBP, split and non-split "
-                         "locks in one program, faulting instructions of several classes")
+                         "locks in one program, far returns from compatibility mode to 64-bit mode and "
+                         "back inside one program, faulting instructions of several classes")
     ap.add_argument("--require-coverage", action="store_true",
                     help="with --explore: fail unless every class and every mode/CPL appeared")
     ap.add_argument("--log", action="store_true",
@@ -915,6 +1016,8 @@ def main():
                     help="run records that could show a known divergence of the oracle's "
                          "(KNOWN_BUGS) without its trigger (FMASK keeping TF, a LOCK CMPXCHG "
                          "before other locked operations)")
+    ap.add_argument("--pinned", action="store_true",
+                    help="after the seed's records, the PINNED ones (once divergent, built by hand)")
     ap.add_argument("--only", help="run only these records of the seed (comma-separated indexes), "
                                    "in this order: to minimise a divergence")
     a = ap.parse_args()
@@ -935,6 +1038,8 @@ def main():
               f"{'AMD' if AMD_LIKE else 'not AMD'}: /proc/cpuinfo)")
     rng = random.Random(a.seed)
     cases = [(gen_explore if a.explore else gen_case)(rng, i) for i in range(a.count)]
+    if a.pinned:
+        cases += [make(a.count + i) for i, make in enumerate(PINNED)]
     # What the host lacks (a probe of the lab's boot measured it): the
     # records that need it run without it, and the coverage says so.
     lacking = {n: lacks(n) for n in ("hw_breakpoint", "dr7_gd", "icebp")}
@@ -986,7 +1091,8 @@ def main():
             pos += stop + (1 if stop == done < len(batch) else 0)
     cov = coverage(cases, outputs)
     show_coverage(cov)
-    status = show(a.seed, a.count, compared, divergent, broken, launches, a.show)
+    what = f"--seed {a.seed} --count {a.count}" + (" --pinned" if a.pinned else "")
+    status = show(what, len(cases), compared, divergent, broken, launches, a.show)
     if a.require_coverage:
         miss = missing_coverage(cov)
         if miss:

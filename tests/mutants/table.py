@@ -206,7 +206,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
                    "\t\t\tin_handler = false && emulated;")],
         "unit": ["stepping"],
-        "tests": ["diff-gen-explore-seed-2"],
+        "tests": ["diff-gen-explore-seed-3"],
     },
     {
         "name": "legacy-handler-offset-as-linear",

@@ -27,7 +27,7 @@ struct gen_record {
 	uint32_t ds_base;    /* compatibility mode: base of DS/ES/FS */
 	uint8_t env;         /* ENV_*: what the program's events reach */
 	uint8_t env_arg;     /* ENV_GATE: the vector */
-	uint8_t env_reg;     /* register that gets an address (ENV_DR, ENV_CALLGATE); 0xff none */
+	uint8_t env_reg;     /* gets an address (ENV_DR, ENV_CALLGATE, ENV_SELF); 0xff none */
 	uint8_t reserved;
 	uint8_t insn[32];    /* the program: one instruction or several */
 	uint64_t aux;        /* ENV_* parameters, below */
@@ -61,6 +61,8 @@ struct gen_record {
  *   gen_se_entry (SYSENTER_CS 0 with env_arg bit 1: #GP); the handler
  *   returns to the program's offset aux, with SYSEXIT (64-bit with REX.W)
  *   to a CPL3 caller or IRETQ to a CPL0 one (env_arg bit 0), RSP = RCX.
+ * ENV_SELF: register env_reg += the program's linear address (a program
+ *   that far-returns into itself in another mode computes its targets).
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
@@ -68,6 +70,7 @@ struct gen_record {
 #define ENV_DR       3
 #define ENV_CALLGATE 4
 #define ENV_SYSENTER 5
+#define ENV_SELF     6
 
 #define MSR_STAR    0xc0000081
 #define MSR_LSTAR   0xc0000082
@@ -238,6 +241,10 @@ static int gen(const struct boot_info *bi)
 				req.in.r[r.env_reg] += (uint64_t)gen_farptr - base;
 			break;
 		}
+		case ENV_SELF:
+			if (r.env_reg < R_COUNT)
+				req.in.r[r.env_reg] += code_linear(req.mode);
+			break;
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, r.env_arg & 2 ? 0 : SEL_SE_K_CODE);
 			wrmsr(MSR_SYSENTER_ESP, (uint64_t)gen_se_stack_top);
