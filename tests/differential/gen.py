@@ -6,7 +6,8 @@ random operand placements (inside a line, across a line, across a page) and
 page-table states (not present, read-only with and without CR0.WP,
 supervisor at CPL3, XD with and without EFER.NXE, a reserved bit, no RAM
 behind), in 64-bit and compatibility mode at CPL0 and CPL3 (--explore: also
-16-bit code, and 32-bit protected mode with each paging). Records are
+16-bit code, and outside IA-32e mode: 32-bit code with each paging, 16-bit
+code with PAE paging, real mode). Records are
 appended to a copy of the differential guest ("case=gen", guest/cases_gen.c
 has the layout), a batch per VM, run under --split-lock=inherit and
 --split-lock=emulate, and compared line by line.
@@ -39,9 +40,10 @@ R_FLAGS, R_COUNT = 16, 17
 PG_P, PG_W, PG_U, PG_XD, PG_RSVD, PG_NORAM = 1, 2, 4, 8, 0x10, 0x20
 PG_NORMAL = PG_P | PG_W | PG_U
 GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG = 1, 2, 4, 8, 0x10, 0x20
-MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-paging32", "pm32-pae"]
-# The CPLs each mode runs at (outside IA-32e mode, 4-6: guest/exec_legacy.c).
-MODE_CPLS = [(0, 3)] * 7
+MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-paging32", "pm32-pae",
+              "pm16-pae", "real"]
+# The CPLs each mode runs at (outside IA-32e mode, 4-8: guest/exec_legacy.c).
+MODE_CPLS = [(0, 3)] * 8 + [(0,)]
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
 ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF = range(7)
@@ -585,18 +587,24 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf]
 
 def legacyize(c):
     """Moves some of the records that can run outside IA-32e mode there:
-    32-bit encodings (compatibility mode's), flat data segments, no
-    environment but debug registers at CPL0. The choice comes from the record's
-    own seed, so that the other records of a seed stay what they were.
-    Without paging the operand is at the window's RAM and every page is
-    normal; 32-bit paging has no XD and no bit 51 to set."""
+    32-bit encodings (compatibility mode's) to 32-bit code, 16-bit code's
+    to 16-bit code with PAE paging or (at CPL0, half of them) to real mode;
+    flat data segments (in real mode their 4 GiB limits kept from
+    protected mode), no environment but debug registers at CPL0. The
+    choice comes from the record's own seed, so that the other records of
+    a seed stay what they were. Without paging the operand is at the
+    window's RAM and every page is normal; 32-bit paging has no XD and no
+    bit 51 to set."""
     r = random.Random(c.seed ^ 0x1e6ac7)
-    movable = (c.mode in (1, 3) and c.form != "mode-switch") or c.form == "fault-syscall-sce0"
+    movable = (c.mode in (1, 2, 3) and c.form != "mode-switch") or c.form == "fault-syscall-sce0"
     env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0)
     if not movable or not env_ok or c.ds_base or r.random() >= 0.7:
         return c
-    c.mode = 4 + c.idx % 3
-    if c.mode == 4:
+    if c.mode == 2:
+        c.mode = 8 if c.cpl == 0 and r.random() < 0.5 else 7
+    else:
+        c.mode = 4 + c.idx % 3
+    if c.mode in (4, 8):
         c.page0 = c.page1 = PG_NORMAL
     elif c.mode == 5:
         c.page0, c.page1 = c.page0 & ~(PG_XD | PG_RSVD), c.page1 & ~(PG_XD | PG_RSVD)
@@ -999,7 +1007,8 @@ def main():
     ap.add_argument("--show", type=int, default=20, help="divergences to print in full")
     ap.add_argument("--explore", action="store_true",
                     help="issue 18's wider space: every mode (64-bit, compat, 16-bit code, compat "
-                         "with a CS base) and 32-bit protected mode (no paging, 32-bit paging, PAE) "
+                         "with a CS base), 32-bit protected mode (no paging, 32-bit paging, PAE) "
+                         "16-bit code in protected mode with PAE paging and real mode "
                          "at CPL0 and CPL3, switching between records, the guest's TF, "
                          "PUSHF/POPF setting and clearing TF, SYSCALL/SYSRETQ, INT n/INT3/INTO "
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "

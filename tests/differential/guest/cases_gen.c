@@ -15,7 +15,8 @@ struct gen_record {
 				3: compatibility with a CS base; outside IA-32e mode
 				(legacy_exec; ENV_NONE, or ENV_DR at CPL0), 32-bit
 				protected mode with 4: no paging, 5: 32-bit paging,
-				6: PAE paging */
+				6: PAE paging, and 7: 16-bit code with PAE paging;
+				8: real mode (CPL0, 4 GiB data segments) */
 	uint8_t cpl;         /* 0 or 3 */
 	uint8_t len;         /* instruction bytes */
 	uint8_t addr_reg;    /* register that gets target - segment base added; 0xff none */
@@ -89,9 +90,11 @@ void gen_gate_stub(void);
 void gen_cg_entry(void);
 void gen_se_entry(void);
 
-/* The program's linear address in its mode (exec_insn puts it there). */
-static uint64_t code_linear(enum exec_mode m)
+/* The program's linear address in its mode (exec_insn and legacy_exec put it there). */
+static uint64_t code_linear(enum exec_mode m, bool real)
 {
+	if (real)
+		return legacy_real_code();
 	return (uint64_t)(m == MODE_64 ? exec_buf64 : m == MODE_32 ? exec_buf32 : exec_page16);
 }
 
@@ -111,7 +114,7 @@ static void dr_park(void)
 		write_dr(d, (uint64_t)gen_farptr);
 }
 
-/* Each #DB/#BP of the record, RIP from the program's start (linear). */
+/* Each #DB/#BP of the record, RIP from the program's start (base: its RIP, EIP or IP). */
 static void print_events(uint64_t base)
 {
 	for (uint32_t e = 0; e < dbg_count && e < DBG_LOG_MAX; e++) {
@@ -161,7 +164,7 @@ static int gen(const struct boot_info *bi)
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
 		legacy = r.mode >= 4;
-		if (r.mode > 6 || (legacy && r.env && (r.env != ENV_DR || r.cpl))) {
+		if (r.mode > 8 || (r.mode == 8 && r.cpl) || (legacy && r.env && (r.env != ENV_DR || r.cpl))) {
 			printf("Bail out! record %u: mode %u at CPL%u with environment %u is none the executor runs\n",
 			       i, r.mode, r.cpl, r.env);
 			return GUEST_STATUS_FAIL;
@@ -172,8 +175,11 @@ static int gen(const struct boot_info *bi)
 		write_cr0(r.flags & GEN_WP ? read_cr0() | X86_CR0_WP : read_cr0() & ~X86_CR0_WP);
 		wrmsr(MSR_EFER, (r.flags & GEN_NXE ? efer | X86_EFER_NXE : efer & ~X86_EFER_NXE) |
 				(r.env == ENV_SYSCALL ? X86_EFER_SCE : 0));
-		static const enum exec_mode modes[7] = { MODE_64, MODE_32, MODE_16, MODE_32B,
-							  MODE_32, MODE_32, MODE_32 };
+		static const enum exec_mode modes[9] = { MODE_64, MODE_32, MODE_16, MODE_32B,
+							  MODE_32, MODE_32, MODE_32, MODE_16,
+							  MODE_16 };
+		/* Outside IA-32e mode: none, 32-bit or PAE paging (legacy_exec). */
+		static const unsigned paging[9] = { [5] = 1, [6] = 2, [7] = 2 };
 
 		req.mode = modes[r.mode];
 		req.tf = r.flags & GEN_TF;
@@ -186,7 +192,7 @@ static int gen(const struct boot_info *bi)
 		memcpy(req.in.r, r.regs, sizeof(req.in.r));
 		if (legacy) {
 			/* Flat segments; without paging the window is where its RAM is. */
-			base = r.mode == 4 ? WIN_BASE - WIN_PHYS : 0;
+			base = r.mode == 4 || r.mode == 8 ? WIN_BASE - WIN_PHYS : 0;
 		} else if (req.mode != MODE_64) {
 			seg_set_data(r.ds_base, 0xffffffff);
 			req.ds = req.es = req.fs = req.cpl ? SEL_U_DATA_B : SEL_K_DATA_B;
@@ -230,7 +236,7 @@ static int gen(const struct boot_info *bi)
 		case ENV_DR:
 			if (r.env_reg < R_COUNT)
 				req.in.r[r.env_reg] += (r.aux & 0xff) == 0xff ? (uint64_t)gen_farptr
-						       : code_linear(req.mode) + (r.aux & 0xff);
+						       : code_linear(req.mode, r.mode == 8) + (r.aux & 0xff);
 			break;
 		case ENV_CALLGATE: {
 			uint16_t sel = SEL_CALLGATE | (r.aux >> 4 & 3);
@@ -243,20 +249,20 @@ static int gen(const struct boot_info *bi)
 		}
 		case ENV_SELF:
 			if (r.env_reg < R_COUNT)
-				req.in.r[r.env_reg] += code_linear(req.mode);
+				req.in.r[r.env_reg] += code_linear(req.mode, false);
 			break;
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, r.env_arg & 2 ? 0 : SEL_SE_K_CODE);
 			wrmsr(MSR_SYSENTER_ESP, (uint64_t)gen_se_stack_top);
 			wrmsr(MSR_SYSENTER_EIP, (uint64_t)gen_se_entry);
-			gen_se_ret = code_linear(req.mode) + (r.aux & 0xff);
+			gen_se_ret = code_linear(req.mode, false) + (r.aux & 0xff);
 			/* 1: IRETQ to CPL0; 2: SYSEXIT with REX.W (to 64-bit code). */
 			gen_se_how = (r.env_arg & 1) | (req.mode == MODE_64 ? 2 : 0);
 			gen_se_cs = req.mode == MODE_64 ? SEL_KERNEL_CS : SEL_K_CODE32;
 			break;
 		}
 		if (legacy)
-			legacy_exec(&req, r.mode - 4u, &res);
+			legacy_exec(&req, paging[r.mode], r.mode == 8, &res);
 		else
 			exec_insn(&req, &res);
 		write_dr(7, 0x400);
@@ -330,7 +336,7 @@ static int gen(const struct boot_info *bi)
 		}
 		print_compact(label, &req, &res, target, 8);
 		if (r.flags & GEN_LOG) {
-			print_events(code_linear(req.mode));
+			print_events(exec_code);
 			if (r.env)
 				printf("  ev frame %lx %lx %lx %lx %lx %lx\n", gen_frame[0], gen_frame[1],
 				       gen_frame[2], gen_frame[3], gen_frame[4], gen_frame[5]);

@@ -199,14 +199,18 @@ struct exec_result {
 };
 
 void exec_insn(const struct exec_req *req, struct exec_result *res);
+/* The last program's first instruction, as its RIP, EIP or IP holds it (exec.S). */
+extern uint64_t exec_code;
 /* The RFLAGS a program starts with: its arithmetic flags, AC and TF as asked. */
 uint64_t exec_entry_flags(const struct exec_req *req);
 
 /*
  * Outside IA-32e mode (exec_legacy.c, legacy.S): legacy_run(kind) leaves
  * long mode, runs legacy.S's `kind` and comes back; legacy_exec runs
- * req's program (MODE_32 encoding, at req->cpl) in 32-bit protected mode with
- * no paging (0), 32-bit paging (1) or PAE paging (2), the test window
+ * req's program at req->cpl in protected mode (MODE_32: 32-bit code;
+ * MODE_16: 16-bit code at offset 0 of exec_page16's segment) with
+ * no paging (0), 32-bit paging (1) or PAE paging (2), or with `real` in
+ * real mode (16-bit code at CPL0, flat 4 GiB data segments), the test window
  * mapped at WIN_BASE as long mode maps it (paging 1: without XD and
  * bit 51). #DB and #BP are logged as exec_insn's are; another vector
  * ends the program, its frame's EFLAGS in res->frame_rflags.
@@ -219,7 +223,9 @@ void legacy_tss_a_clear(void);
 void legacy_tables(void);
 /* A 32-bit IDT gate: type 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
 void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type);
-void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result *res);
+void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct exec_result *res);
+/* Where legacy_exec puts a real-mode program (linear). */
+uint64_t legacy_real_code(void);
 
 /* Prints the result: vector/error/CR2, every register that changed, flags. */
 void print_result(const char *label, const struct exec_req *req,

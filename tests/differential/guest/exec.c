@@ -346,7 +346,7 @@ void gdt_init(void)
 
 /* --------------------------------------------------------------- executor */
 extern struct exec_regs exec_in, exec_out;
-extern uint64_t exec_code, exec_cs;
+extern uint64_t exec_cs;
 extern uint16_t exec_ds, exec_es, exec_fs;
 extern uint8_t exec_farptr[6];
 extern uint8_t exec_buf64[64], exec_buf32[64];

@@ -4,8 +4,9 @@
  * leaves long mode and comes here, in 32-bit protected mode at CPL0 with
  * paging off. lg_x_paging picks the paging (0 none, 1 32-bit with the
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
- * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL3. With
- * lg_x_cpl3 set the program runs at CPL3 (CS SEL_U_CODE32, flat DPL3 data,
+ * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL3. The
+ * program's CS is lg_x_cs (32-bit or 16-bit code). With
+ * lg_x_cpl3 set the program runs at CPL3 (flat DPL3 data,
  * the stack lg_task_stack), entered by IRET, its events taken to CPL0 on
  * SS0:ESP0 of TSS A (LTR; exec_legacy.c loads long mode's TR again).
  * Every register is loaded from exec_in (low halves), the program at
@@ -22,7 +23,15 @@
 
 #define SEL_K_DATA  0x10
 #define SEL_K_CODE32 0x38
-#define SEL_U_CODE32 0x43
+#define SEL_K_CODE16R 0x78
+#define SEL_K_DATA16 0x80
+#define REAL_SEG    0x7000		/* LEGACY_REAL_BASE >> 4 */
+/* Real mode's layout in REAL_SEG (lg_rx_layout tells exec_legacy.c). */
+#define RX_OFF      0x1000		/* the blob lg_rx .. lg_rx_end */
+#define RX_PROG     0x1800		/* the program */
+#define RX_IVT      0x1a00		/* the IVT: vectors 0-31 */
+#define RX_STACK    0x2000
+#define RX(l)       (RX_OFF + (l) - lg_rx)
 #define SEL_TSS_A   0xa8
 #define SEL_U_DATA32 0xe3
 #define CR0_PG      0x80000000
@@ -35,9 +44,12 @@
 
 	.data
 	.p2align 3
-	.globl lg_x_paging, lg_x_cpl3, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt, lg_x_stub_addr
+	.globl lg_x_paging, lg_x_cpl3, lg_x_cs, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt
+	.globl lg_x_stub_addr, lg_x_real, lg_rx_layout, lg_rx_ip
 lg_x_paging:	.long 0
 lg_x_cpl3:	.long 0
+lg_x_real:	.long 0			/* the program runs in real mode (lg_x_to_real) */
+lg_x_cs:	.long 0			/* the program's CS: 32- or 16-bit code, its CPL's */
 lg_x_vector:	.long -1
 lg_x_error:	.long 0
 lg_x_eip:	.long 0
@@ -52,11 +64,20 @@ lg_x_stub_addr:
 	.long lg_x_stub_\v
 	.endr
 	.long lg_x_ret			/* 32: INT $32 from CPL3, the program done */
+lg_x_ivtr:	.word 4 * 32 - 1		/* real mode's IVT: vectors 0-31 */
+		.long REAL_SEG * 16 + RX_IVT
+lg_rx_layout:	.word RX_OFF, RX_PROG, RX_IVT, RX(rx_back)
+lg_rx_ip:					/* IVT entries: IPs in REAL_SEG */
+	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+	.word RX(rx_stub_\v)
+	.endr
 
 	.text
 	.code32
 	.globl lg_exec_entry, lg_x_back
 lg_exec_entry:
+	cmpl $0, lg_x_real
+	jne lg_x_to_real
 	movl lg_x_paging, %eax
 	cmpl $1, %eax
 	je 1f
@@ -94,11 +115,10 @@ lg_exec_entry:
 	pushl $SEL_U_DATA32		/* SS */
 	pushl $lg_task_stack		/* ESP */
 	pushl exec_in + 128		/* EFLAGS */
-	pushl $SEL_U_CODE32		/* CS */
 	jmp 5f
 4:	pushl exec_in + 128
-	pushl $SEL_K_CODE32
-5:	pushl exec_code			/* EIP */
+5:	pushl lg_x_cs			/* CS */
+	pushl exec_code			/* EIP: its offset in CS */
 	movl exec_in + 0, %eax
 	movl exec_in + 8, %ecx
 	movl exec_in + 16, %edx
@@ -136,6 +156,30 @@ lg_x_done:
 	andl $~CR0_PG, %eax
 	movl %eax, %cr0
 	jmp lg_up
+
+/*
+ * Real mode: leave protected mode with DS, ES, FS and GS flat (base 0, a
+ * 4 GiB limit their caches keep: "big real mode", where the window's RAM
+ * at 16 MiB is within reach of 32-bit addresses) and SS with real-mode
+ * limits; IDTR the IVT at REAL_SEG:RX_IVT. Interrupts are off (legacy_run).
+ */
+lg_x_to_real:
+	lidt lg_x_ivtr
+	movl %esp, lg_x_esp
+	movl $SEL_K_DATA, %eax
+	movl %eax, %ds
+	movl %eax, %es
+	movl %eax, %fs
+	movl %eax, %gs
+	movl $SEL_K_DATA16, %eax
+	movl %eax, %ss
+	ljmp $SEL_K_CODE16R, $RX(rx_pm16)
+
+lg_x_from_real:
+	movl $SEL_K_DATA, %eax
+	movl %eax, %ss
+	movl lg_x_esp, %esp
+	jmp lg_x_done
 
 /* Vectors with an error code push theirs; the others a 0 in its place. */
 	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
@@ -230,6 +274,150 @@ lg_x_db:
 	popl %eax
 	addl $8, %esp
 	iretl
+
+/*
+ * The real-mode executor, copied to REAL_SEG:RX_OFF (exec_legacy.c): code
+ * that runs there reaches its data through 32-bit addresses (DS base 0).
+ * The program is entered by IRET (its FLAGS: a trap after its first
+ * instruction), ends with a far jump to rx_back, or faults: IVT entries
+ * 0-31 lead to rx_stub_N, #DB and #BP are logged as lg_x_db does (IP
+ * for EIP; a real-mode frame has no RF), any other vector ends it.
+ */
+	.code16
+	.p2align 4
+	.globl lg_rx, lg_rx_end
+lg_rx:
+rx_pm16:				/* 16-bit protected mode, CS base LEGACY_REAL_BASE */
+	movl %cr0, %eax
+	andl $~1, %eax
+	movl %eax, %cr0
+	ljmp $REAL_SEG, $RX(rx_real)
+rx_real:
+	movw $REAL_SEG, %ax
+	movw %ax, %ss
+	movl $RX_STACK, %esp
+	movl $exec_in, %esi
+	pushw 128(%esi)			/* FLAGS */
+	pushw $REAL_SEG
+	pushw $RX_PROG
+	movl 0(%esi), %eax
+	movl 8(%esi), %ecx
+	movl 16(%esi), %edx
+	movl 24(%esi), %ebx
+	movl 40(%esi), %ebp
+	movl 56(%esi), %edi
+	movl 48(%esi), %esi
+	iret
+
+rx_back:
+	pushfl
+	pushl %esi
+	movl $exec_out, %esi
+	movl %eax, 0(%esi)
+	movl %ecx, 8(%esi)
+	movl %edx, 16(%esi)
+	movl %ebx, 24(%esi)
+	movl %ebp, 40(%esi)
+	movl %edi, 56(%esi)
+	popl 48(%esi)
+	popl 128(%esi)
+	pushfl
+	andl $~(TF | AC | DF), (%esp)
+	popfl
+rx_exit:
+	movl %cr0, %eax
+	orl $1, %eax
+	movl %eax, %cr0
+	ljmpl $SEL_K_CODE32, $lg_x_from_real
+
+	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+rx_stub_\v:
+	pushw $\v
+	jmp rx_common
+	.endr
+
+rx_common:				/* vector, IP, CS, FLAGS at SS:SP */
+	pushl %ebp
+	movw %sp, %bp			/* vector at 4(%bp), IP 6, CS 8, FLAGS 10 */
+	cmpw $1, 4(%bp)
+	je rx_db
+	cmpw $3, 4(%bp)
+	je rx_db
+	pushl %esi
+	movl $exec_out, %esi
+	movl %eax, 0(%esi)
+	movl %ecx, 8(%esi)
+	movl %edx, 16(%esi)
+	movl %ebx, 24(%esi)
+	movl %edi, 56(%esi)
+	popl 48(%esi)
+	popl 40(%esi)
+	movzwl 10(%bp), %eax
+	movl %eax, 128(%esi)
+	movzwl 4(%bp), %eax
+	movl $lg_x_vector, %ebx
+	movl %eax, (%ebx)
+	movzwl 6(%bp), %eax
+	movl $lg_x_eip, %ebx
+	movl %eax, (%ebx)
+	movl $lg_x_error, %ebx
+	movl $0, (%ebx)			/* real mode pushes none */
+	cld
+	jmp rx_exit
+
+rx_db:					/* the program's EBP at 0(%bp) */
+	pushl %eax
+	pushl %ebx
+	pushl %ecx
+	pushl %edx
+	pushl %esi
+	pushl %edi
+	movl $dbg_count, %esi
+	movl (%esi), %ecx
+	cmpl $32, %ecx
+	jae 2f
+	imull $40, %ecx, %ebx
+	addl $dbg_log, %ebx
+	movzwl 4(%bp), %eax
+	movl %eax, 0(%ebx)
+	movl $0, 4(%ebx)
+	movzwl 6(%bp), %eax
+	movl %eax, 8(%ebx)
+	movl $0, 12(%ebx)
+	movl %dr7, %esi
+	DR7_ENABLED %esi, %edi
+	orl $~0xf, %esi
+	movl %dr6, %edx
+	andl %esi, %edx
+	movl %edx, 16(%ebx)
+	movl $0, 20(%ebx)
+	movzwl 10(%bp), %eax
+	movl %eax, 24(%ebx)
+	movl $0, 28(%ebx)
+	movzwl 8(%bp), %eax
+	movl %eax, 32(%ebx)
+	movl $0, 36(%ebx)
+	movl $dbg_count, %esi
+2:	incl %ecx
+	movl %ecx, (%esi)
+	movl $0xffff0ff0, %edx
+	movl %edx, %dr6
+	movl $dbg_tf_limit, %edi
+	cmpl (%edi), %ecx
+	jb 3f
+	andw $~TF, 10(%bp)
+3:	popl %edi
+	popl %esi
+	popl %edx
+	popl %ecx
+	popl %ebx
+	popl %eax
+	popl %ebp
+	addw $2, %sp			/* the vector */
+	iret
+	/* The blob ends below its program, or this fails to assemble. */
+	.org lg_rx + RX_PROG - RX_OFF
+lg_rx_end:
 	.code64
 
 	.section .note.GNU-stack, "", @progbits

@@ -2,18 +2,21 @@
 /*
  * Outside IA-32e mode: the page tables legacy.S's modes use, its 32-bit
  * gates, and the executor that runs one of the generator's programs in
- * 32-bit protected mode at CPL0 or CPL3 (exec_legacy.S), as exec_insn
- * does in long mode.
+ * protected mode, 32-bit or 16-bit code, at CPL0 or CPL3 (exec_legacy.S),
+ * as exec_insn does in long mode.
  */
 #include "diff.h"
 
 extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
-extern uint32_t lg_x_paging, lg_x_cpl3, lg_x_error, lg_x_eip, lg_xidt[66], lg_x_stub_addr[33];
+extern uint32_t lg_x_paging, lg_x_cpl3, lg_x_cs, lg_x_real, lg_x_error, lg_x_eip, lg_xidt[66],
+	lg_x_stub_addr[33];
+/* Real mode (exec_legacy.S): RX_OFF, RX_PROG, RX_IVT, rx_back's IP; the IVT's IPs. */
+extern const uint16_t lg_rx_layout[4], lg_rx_ip[32];
+extern char lg_rx[], lg_rx_end[];
 extern int32_t lg_x_vector;
 extern struct exec_regs exec_in, exec_out;
-extern uint64_t exec_code;
-extern uint8_t exec_buf32[64];
+extern uint8_t exec_buf32[64], exec_page16[64];
 extern char lg_x_back[];
 
 uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
@@ -59,10 +62,34 @@ void legacy_tss_a_clear(void)
 	memcpy(lg_tss_a + 0x64, &iomap, 4);
 }
 
-void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result *res)
+/* Real mode: the executor at LEGACY_REAL_BASE + RX_OFF, its IVT, the program and its way back. */
+static void real_setup(const struct exec_req *req)
+{
+	uint8_t *rb = (uint8_t *)(uint64_t)LEGACY_REAL_BASE;
+	uint8_t *prog = rb + lg_rx_layout[1];
+	uint16_t seg = LEGACY_REAL_BASE >> 4;
+
+	memcpy(rb + lg_rx_layout[0], lg_rx, (size_t)(lg_rx_end - lg_rx));
+	for (unsigned v = 0; v < 32; v++) {
+		memcpy(rb + lg_rx_layout[2] + 4 * v, &lg_rx_ip[v], 2);
+		memcpy(rb + lg_rx_layout[2] + 4 * v + 2, &seg, 2);
+	}
+	memcpy(prog, req->insn, req->len);
+	prog[req->len] = 0xea;			/* ljmp $seg, $rx_back */
+	memcpy(prog + req->len + 1, &lg_rx_layout[3], 2);
+	memcpy(prog + req->len + 3, &seg, 2);
+}
+
+uint64_t legacy_real_code(void)
+{
+	return LEGACY_REAL_BASE + lg_rx_layout[1];
+}
+
+void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct exec_result *res)
 {
 	static bool ready;
-	uint8_t *buf = exec_buf32;
+	bool code16 = req->mode == MODE_16;
+	uint8_t *buf = code16 ? exec_page16 : exec_buf32;
 	unsigned n = req->len;
 	int32_t rel;
 
@@ -87,15 +114,34 @@ void legacy_exec(const struct exec_req *req, unsigned paging, struct exec_result
 	 */
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;
 	lg_pdpt[WIN_BASE >> 30] = (uint64_t)lg_pdwin | 1;
-	/* The program, then jmp lg_x_back (rel32). */
-	memcpy(buf, req->insn, n);
-	rel = (int32_t)((uint64_t)lg_x_back - ((uint64_t)buf + n + 5));
-	buf[n] = 0xe9;
-	memcpy(buf + n + 1, &rel, 4);
-	lg_x_paging = paging;
-	lg_x_cpl3 = req->cpl != 0;
+	if (real) {
+		real_setup(req);
+		exec_code = lg_rx_layout[1];	/* IP: faults' at= against it */
+	} else if (code16) {
+		/* The program at offset 0 of its segment, then ljmpl to lg_x_back (32-bit, same CPL). */
+		uint32_t back = (uint32_t)(uint64_t)lg_x_back;
+		uint16_t cs32 = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
+
+		memcpy(buf, req->insn, n);
+		buf[n] = 0x66;
+		buf[n + 1] = 0xea;
+		memcpy(buf + n + 2, &back, 4);
+		memcpy(buf + n + 6, &cs32, 2);
+		lg_x_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		exec_code = 0;
+	} else {
+		/* The program, then jmp lg_x_back (rel32). */
+		memcpy(buf, req->insn, n);
+		rel = (int32_t)((uint64_t)lg_x_back - ((uint64_t)buf + n + 5));
+		buf[n] = 0xe9;
+		memcpy(buf + n + 1, &rel, 4);
+		lg_x_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
+		exec_code = (uint64_t)buf;
+	}
+	lg_x_paging = real ? 0 : paging;
+	lg_x_real = real;
+	lg_x_cpl3 = req->cpl != 0 && !real;
 	lg_x_vector = -1;
-	exec_code = (uint64_t)buf;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = exec_entry_flags(req);
 	memset(&exec_out, 0, sizeof(exec_out));
