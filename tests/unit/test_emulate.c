@@ -730,6 +730,38 @@ static void predicts_faults(void **state)
 	}
 }
 
+/*
+ * Real mode keeps the limits the segment caches hold: with DS flat from
+ * protected mode ("big real mode", as the generator's real-mode records
+ * run) a 32-bit address reaches 2 MiB; with a real-mode limit it is
+ * #GP, which real mode delivers without an error code.
+ */
+static void real_mode_cached_limits(void **state)
+{
+	static const uint8_t add[] = { 0x67, 0x66, 0xf0, 0x83, 0x03, 0x01 };	/* lock addl $1, (%ebx) */
+	struct emulate_plan sw, hw;
+
+	(void)state;
+	snap.sregs.cr0 &= ~(uint64_t)(X86_CR0_PE | X86_CR0_PG);
+	snap.sregs.efer = 0;
+	snap.sregs.cs = (struct kvm_segment){ .base = 0x10000, .limit = 0xffff, .selector = 0x1000,
+					      .type = 11, .present = 1, .s = 1 };
+	snap.sregs.ds = (struct kvm_segment){ .limit = 0xffffffff, .selector = 0x10, .type = 3,
+					      .present = 1, .s = 1, .db = 1, .g = 1 };
+	code(0x11000, add, sizeof(add));
+	snap.regs.rip = 0x1000;
+	snap.regs.rbx = 0x20003e;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
+	assert_int_equal(sw.access.la, 0x20003e);
+	assert_int_equal(sw.access.size, 4);
+	snap.sregs.ds.limit = 0xffff;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
+	assert_int_equal(hw.ex.vector, 13);
+	assert_false(hw.ex.has_error_code);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -742,6 +774,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(compat_segment_base, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(compat_has_no_rex, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(compat_segment_faults, setup_guest, teardown_guest),
+		cmocka_unit_test_setup_teardown(real_mode_cached_limits, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(long_mode_faults, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(mmio_operand, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(ac_requested, setup_guest, teardown_guest),

@@ -5,10 +5,11 @@
  * paging off. lg_x_paging picks the paging (0 none, 1 32-bit with the
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
  * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL3. The
- * program's CS is lg_x_cs (32-bit or 16-bit code). With
- * lg_x_cpl3 set the program runs at CPL3 (flat DPL3 data,
- * the stack lg_task_stack), entered by IRET, its events taken to CPL0 on
- * SS0:ESP0 of TSS A (LTR; exec_legacy.c loads long mode's TR again).
+ * program's CS is lg_x_cs (32-bit or 16-bit code). With lg_x_cpl3 set
+ * the program runs at CPL3 (flat DPL3 data, the stack lg_task_stack),
+ * entered by IRET, its events taken to CPL0 on SS0:ESP0 of TSS A (LTR;
+ * exec_legacy.c loads long mode's TR again). With lg_x_real set it runs
+ * in real mode instead (lg_x_to_real, the blob lg_rx below).
  * Every register is loaded from exec_in (low halves), the program at
  * exec_code runs and jumps to lg_x_back, or faults:
  *

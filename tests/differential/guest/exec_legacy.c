@@ -2,8 +2,8 @@
 /*
  * Outside IA-32e mode: the page tables legacy.S's modes use, its 32-bit
  * gates, and the executor that runs one of the generator's programs in
- * protected mode, 32-bit or 16-bit code, at CPL0 or CPL3 (exec_legacy.S),
- * as exec_insn does in long mode.
+ * protected mode, 32-bit or 16-bit code, at CPL0 or CPL3, or in real mode
+ * (exec_legacy.S), as exec_insn does in long mode.
  */
 #include "diff.h"
 
