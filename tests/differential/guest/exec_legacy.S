@@ -312,15 +312,7 @@ rx_real:
 
 rx_back:
 	pushfl
-	pushl %esi
-	movl $exec_out, %esi
-	movl %eax, 0(%esi)
-	movl %ecx, 8(%esi)
-	movl %edx, 16(%esi)
-	movl %ebx, 24(%esi)
-	movl %ebp, 40(%esi)
-	movl %edi, 56(%esi)
-	popl 48(%esi)
+	call rx_save
 	popl 128(%esi)
 	pushfl
 	andl $~(TF | AC | DF), (%esp)
@@ -338,27 +330,17 @@ rx_stub_\v:
 	.endr
 
 rx_common:				/* vector, IP, CS, FLAGS at SS:SP */
-	pushl %ebp
-	movw %sp, %bp			/* vector at 4(%bp), IP 6, CS 8, FLAGS 10 */
-	cmpw $1, 4(%bp)
+	cmpw $1, (%esp)
 	je rx_db
-	cmpw $3, 4(%bp)
+	cmpw $3, (%esp)
 	je rx_db
-	pushl %esi
-	movl $exec_out, %esi
-	movl %eax, 0(%esi)
-	movl %ecx, 8(%esi)
-	movl %edx, 16(%esi)
-	movl %ebx, 24(%esi)
-	movl %edi, 56(%esi)
-	popl 48(%esi)
-	popl 40(%esi)
-	movzwl 10(%bp), %eax
+	call rx_save
+	movzwl 6(%esp), %eax		/* FLAGS */
 	movl %eax, 128(%esi)
-	movzwl 4(%bp), %eax
+	movzwl (%esp), %eax		/* the vector */
 	movl $lg_x_vector, %ebx
 	movl %eax, (%ebx)
-	movzwl 6(%bp), %eax
+	movzwl 2(%esp), %eax		/* IP */
 	movl $lg_x_eip, %ebx
 	movl %eax, (%ebx)
 	movl $lg_x_error, %ebx
@@ -366,7 +348,22 @@ rx_common:				/* vector, IP, CS, FLAGS at SS:SP */
 	cld
 	jmp rx_exit
 
-rx_db:					/* the program's EBP at 0(%bp) */
+/* The program's registers into exec_out; ESI is left pointing there. */
+rx_save:
+	pushl %esi
+	movl $exec_out, %esi
+	movl %eax, 0(%esi)
+	movl %ecx, 8(%esi)
+	movl %edx, 16(%esi)
+	movl %ebx, 24(%esi)
+	movl %ebp, 40(%esi)
+	movl %edi, 56(%esi)
+	popl 48(%esi)
+	ret
+
+rx_db:
+	pushl %ebp
+	movw %sp, %bp			/* vector at 4(%bp), IP 6, CS 8, FLAGS 10 */
 	pushl %eax
 	pushl %ebx
 	pushl %ecx
