@@ -1007,9 +1007,9 @@ def main():
     ap.add_argument("--show", type=int, default=20, help="divergences to print in full")
     ap.add_argument("--explore", action="store_true",
                     help="issue 18's wider space: every mode (64-bit, compat, 16-bit code, compat "
-                         "with a CS base), 32-bit protected mode (no paging, 32-bit paging, PAE) "
-                         "16-bit code in protected mode with PAE paging and real mode "
-                         "at CPL0 and CPL3, switching between records, the guest's TF, "
+                         "with a CS base), 32-bit protected mode (no paging, 32-bit paging, PAE), "
+                         "16-bit code in protected mode with PAE paging, at CPL0 and CPL3, and "
+                         "real mode, switching between records, the guest's TF, "
                          "PUSHF/POPF setting and clearing TF, SYSCALL/SYSRETQ, INT n/INT3/INTO "
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "
                          "execute breakpoints and DR7.GD, far calls through a call gate, SYSENTER/"
@@ -1026,7 +1026,8 @@ def main():
                          "(KNOWN_BUGS) without its trigger (FMASK keeping TF, a LOCK CMPXCHG "
                          "before other locked operations)")
     ap.add_argument("--pinned", action="store_true",
-                    help="after the seed's records, the PINNED ones (once divergent, built by hand)")
+                    help="after the seed's records, the PINNED ones (built by hand: a divergence "
+                         "a seed once dealt, records the documentation names)")
     ap.add_argument("--only", help="run only these records of the seed (comma-separated indexes), "
                                    "in this order: to minimise a divergence")
     a = ap.parse_args()
