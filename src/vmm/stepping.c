@@ -211,7 +211,7 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, uns
 /*
  * The linear address of a handler at sel:offset, which a breakpoint takes:
  * the offset in IA-32e mode, plus the code segment's base outside it.
- * false: the descriptor cannot be read.
+ * false: the descriptor cannot be read (the handler is stepped instead).
  */
 static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *la)
 {
@@ -228,6 +228,9 @@ static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *
 		*la = (uint64_t)sel * 16 + offset;
 		return true;
 	default:
+		/* An LDT selector: not looked up here (gate_descriptor() reads the GDT). */
+		if (sel & X86_SEL_TI)
+			return false;
 		guest_paging(v, &p);
 		p.cpl = 0;
 		if (!gate_descriptor(v, &p, sel, &desc, &w))

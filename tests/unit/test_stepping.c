@@ -1364,7 +1364,8 @@ static void legacy_fault_frame_at_handler(void **state)
  * gate's offset plus its code segment's base (0x10000 here), the IVT's
  * segment times 16 in real mode. A forecast #GP (a DS limit) stops at the
  * handler and its frame gets the guest's TF; the #GP of a WRMSR, left to
- * KVM, has its handler watched at the same address.
+ * KVM, has its handler watched at the same address, but stepped through a
+ * gate that names an LDT selector.
  */
 static void legacy_handler_breakpoints(void **state)
 {
@@ -1414,6 +1415,16 @@ static void legacy_handler_breakpoints(void **state)
 	assert_int_equal(fc->debug.arch.debugreg[0], 0x140000);
 	step_to_la(v, 0x130000, 0x140000, X86_DR6_ACTIVE_LOW | 1);
 	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* A gate naming an LDT selector: no base looked up, the handler stepped. */
+	ram[IDT + 8 * X86_VEC_GP + 2] = 0x3c;
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	test_ctrl_reserved_write(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(v->step.frame_vector, X86_VEC_GP);
+	ram[IDT + 8 * X86_VEC_GP + 2] = 0x38;
 
 	/* Real mode: IVT entry 13 is 0x2000:0x0300, linear 0x20300. */
 	sr->cr0 &= ~(uint64_t)X86_CR0_PE;
