@@ -355,6 +355,17 @@ MIX_OPS = [(b"\xf0\x01\x43", 4), (b"\xf0\x0f\xc1\x4b", 4), (b"\xf0\x09\x53", 4),
            (b"\xf0\x0f\xba\x6b", 4), (b"\x89\x43", 4), (b"\xf0\x48\x01\x43", 8)]
 
 
+def mix_op(rng, ops, target):
+    """One of OPS (MIX_OPS entries) at a displacement from the base, half of
+    them across the boundary 8 bytes above it: its encoding, whether it
+    has LOCK, and whether its operand crosses a line (the window is page
+    aligned, TARGET the base's offset from a page)."""
+    op, size = rng.choice(ops)
+    d = 8 - rng.randrange(1, size) if rng.random() < 0.5 else rng.randrange(-8, 16)
+    enc = op + struct.pack("<b", d) + (bytes([rng.randrange(256)]) if op.endswith(b"\x6b") else b"")
+    return enc, mix_locked(op), (target + d) % 64 + size > 64
+
+
 def lock_mix_case(rng, idx):
     """Two to four locked operations at displacements from one base, some
     split across a line or page and some not, in one program."""
@@ -370,12 +381,8 @@ def lock_mix_case(rng, idx):
     prog, split, whole = b"", 0, 0
     c.mix = []                                          # the operations, one by one
     for _ in range(rng.randrange(2, 5)):
-        ops = [o for o in MIX_OPS if c.mode == 0 or o[1] != 8]
-        op, size = rng.choice(ops)
-        locked = mix_locked(op)
-        # Half of them across the boundary 8 bytes above the base.
-        d = 8 - rng.randrange(1, size) if rng.random() < 0.5 else rng.randrange(-8, 16)
-        enc = op + struct.pack("<b", d) + (bytes([rng.randrange(256)]) if op.endswith(b"\x6b") else b"")
+        enc, locked, crosses = mix_op(rng, [o for o in MIX_OPS if c.mode == 0 or o[1] != 8],
+                                      c.target)
         if c.mode == 2:
             # 16-bit code: addr32 for (%ebx); a 32-bit operand needs 0x66 and a 16-bit one none.
             enc = b"\x67" + (enc[1:] if enc[0] == 0x66 else b"\x66" + enc)
@@ -383,9 +390,8 @@ def lock_mix_case(rng, idx):
             break
         prog += enc
         c.mix.append(enc)
-        a = (c.target + d) % 64                         # the window is page aligned
         if locked:
-            if a + size > 64:
+            if crosses:
                 split += 1
             else:
                 whole += 1
@@ -421,13 +427,10 @@ def mode_switch_case(rng, idx):
 
     def part(wide):
         if rng.random() < 0.4:
-            op, size = rng.choice([o for o in MIX_OPS if o[1] != 8 or wide])
-            d = 8 - rng.randrange(1, size) if rng.random() < 0.5 else rng.randrange(-8, 16)
-            enc = op + struct.pack("<b", d) + (bytes([rng.randrange(256)]) if op.endswith(b"\x6b") else b"")
-            if mix_locked(op):
+            enc, locked, crosses = mix_op(rng, [o for o in MIX_OPS if o[1] != 8 or wide], c.target)
+            if locked:
                 c.lock = True
-                a = (c.target + d) % 64
-                c.events.append("locked-split" if a + size > 64 else "locked-not-split")
+                c.events.append("locked-split" if crosses else "locked-not-split")
             return (b"\x67" if wide else b"") + enc, "locked"
         name, enc = rng.choice(SWITCH_PARTS)
         return enc, name
