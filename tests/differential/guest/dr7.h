@@ -23,4 +23,32 @@
 	orl \t, \r
 	andl $0x0f, \r		/* bit n: breakpoint n enabled */
 .endm
+
+/*
+ * exec_legacy.S's recorders (32-bit and real mode): dbg_log's entry at
+ * %ebx, 8 bytes a field: the vector (in %eax), (E)IP, DR6 with only the
+ * enabled breakpoints' B0-B3, (E)FLAGS and CS. \ld loads a field of the
+ * frame into %edx (movl, or movzwl from a 16-bit frame) from the operands
+ * ip, fl and cs name. Clobbers %edx, %esi and %edi.
+ */
+.macro DBG_ENTRY ld, ip, fl, cs
+	movl %eax, 0(%ebx)
+	movl $0, 4(%ebx)
+	\ld \ip, %edx
+	movl %edx, 8(%ebx)
+	movl $0, 12(%ebx)
+	movl %dr7, %esi
+	DR7_ENABLED %esi, %edi
+	orl $~0xf, %esi
+	movl %dr6, %edx
+	andl %esi, %edx
+	movl %edx, 16(%ebx)
+	movl $0, 20(%ebx)
+	\ld \fl, %edx
+	movl %edx, 24(%ebx)
+	movl $0, 28(%ebx)
+	\ld \cs, %edx
+	movl %edx, 32(%ebx)
+	movl $0, 36(%ebx)
+.endm
 #endif

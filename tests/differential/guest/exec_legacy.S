@@ -237,28 +237,11 @@ lg_x_db:
 	jae 2f
 	imull $40, %ecx, %ebx
 	addl $dbg_log, %ebx
-	movl %eax, 0(%ebx)
-	movl $0, 4(%ebx)
-	movl 24(%esp), %edx
-	movl %edx, 8(%ebx)
-	movl $0, 12(%ebx)
 	pushl %esi
 	pushl %edi
-	movl %dr7, %esi
-	DR7_ENABLED %esi, %edi
-	orl $~0xf, %esi
-	movl %dr6, %edx
-	andl %esi, %edx
+	DBG_ENTRY movl, 32(%esp), 40(%esp), 36(%esp)	/* EIP 24, EFLAGS 32, CS 28 before the pushes */
 	popl %edi
 	popl %esi
-	movl %edx, 16(%ebx)
-	movl $0, 20(%ebx)
-	movl 32(%esp), %edx
-	movl %edx, 24(%ebx)
-	movl $0, 28(%ebx)
-	movl 28(%esp), %edx
-	movl %edx, 32(%ebx)
-	movl $0, 36(%ebx)
 2:	incl %ecx
 	movl %ecx, dbg_count
 	movl $0xffff0ff0, %edx
@@ -377,24 +360,7 @@ rx_db:
 	imull $40, %ecx, %ebx
 	addl $dbg_log, %ebx
 	movzwl 4(%bp), %eax
-	movl %eax, 0(%ebx)
-	movl $0, 4(%ebx)
-	movzwl 6(%bp), %eax
-	movl %eax, 8(%ebx)
-	movl $0, 12(%ebx)
-	movl %dr7, %esi
-	DR7_ENABLED %esi, %edi
-	orl $~0xf, %esi
-	movl %dr6, %edx
-	andl %esi, %edx
-	movl %edx, 16(%ebx)
-	movl $0, 20(%ebx)
-	movzwl 10(%bp), %eax
-	movl %eax, 24(%ebx)
-	movl $0, 28(%ebx)
-	movzwl 8(%bp), %eax
-	movl %eax, 32(%ebx)
-	movl $0, 36(%ebx)
+	DBG_ENTRY movzwl, 6(%bp), 10(%bp), 8(%bp)
 	movl $dbg_count, %esi
 2:	incl %ecx
 	movl %ecx, (%esi)
