@@ -713,8 +713,10 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	if (c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 && ((b[1] >> 3) & 7) == 2) {
 		uint16_t sel = (uint16_t)c->gpr[b[1] & 7];
 
+		/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
 		if (!(sel & ~(unsigned)X86_SEL_RPL))
-			return !c->long64 || c->cpl == 3 ? X86_VEC_GP : -1;
+			return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP
+											   : -1;
 		*err = sel & 0xfffc;
 		if ((sel & X86_SEL_RPL) != c->cpl || (!(sel & X86_SEL_TI) && (sel | 7u) > c->gdt_limit))
 			return X86_VEC_GP;

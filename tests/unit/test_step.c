@@ -801,6 +801,17 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), -1);	/* null, 64-bit, CPL0 */
 	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c3, &err), X86_VEC_GP);
 	assert_int_equal(err, 0);
+	{
+		/* Below CPL3 a null selector's RPL must be the CPL. */
+		struct step_cpu c1 = c0;
+
+		c1.cpl = 1;
+		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c1, &err), X86_VEC_GP);
+		gpr[0] = 1;
+		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c1, &err), -1);
+		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), X86_VEC_GP);
+		gpr[0] = 0;
+	}
 	gpr[0] = 0x43;
 	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c3, &err), X86_VEC_GP);
 	assert_int_equal(err, 0x40);
