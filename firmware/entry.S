@@ -90,16 +90,21 @@ exc_common:
 
 /*
  * uint64_t run_user(uint64_t (*fn)(uint64_t), uint64_t arg, unsigned flags)
+ * uint64_t run_ring(fn, arg, flags, uint16_t cs, uint16_t ss)
  * Saves the callee-saved registers and RFLAGS on the kernel stack, remembers
- * that RSP in struct cpu and IRETs to user_trampoline at CPL3. The way back
+ * that RSP in struct cpu and IRETs to user_trampoline at CPL3 (run_ring: at
+ * the CPL of cs) on the user stack. The way back
  * is the ud2 at fw_user_return_insn: fw_exception recognises it and calls
  * fw_user_return, which returns from here with fn's value.
  *
  * Not INT n through a DPL3 gate: on the project's hosts INT n at CPL3
  * raises #UD instead of going through the IDT.
  */
-	.globl run_user
+	.globl run_user, run_ring
 run_user:
+	movl $SEL_USER_CS, %ecx
+	movl $SEL_USER_DS, %r8d
+run_ring:
 	pushq %rbp
 	pushq %rbx
 	pushq %r12
@@ -108,20 +113,20 @@ run_user:
 	pushq %r15
 	pushfq
 	movq %rsp, %gs:CPU_USER_SAVED_RSP
-	pushq $SEL_USER_DS
+	pushq %r8			/* SS */
 	pushq %gs:CPU_USER_STACK
 	movl $X86_RFLAGS_FIXED, %eax
 	testl $RUN_USER_AC, %edx
 	jz 1f
 	orl $X86_RFLAGS_AC, %eax
 1:	pushq %rax
-	pushq $SEL_USER_CS
+	pushq %rcx			/* CS */
 	leaq user_trampoline(%rip), %rax
 	pushq %rax
 	xchgq %rdi, %rsi	/* arg for fn, fn for the trampoline */
 	iretq
 
-/* Runs at CPL3. */
+/* Runs at CPL3 (run_ring: 1-3). */
 user_trampoline:
 	xorl %ebp, %ebp
 	call *%rsi
@@ -139,7 +144,7 @@ fw_user_return:
 	movq %rdi, %rax
 	movq %gs:CPU_USER_SAVED_RSP, %rsp
 	movq $0, %gs:CPU_USER_SAVED_RSP
-	/* Entry from CPL3 loaded a null SS; put back the real one. */
+	/* Entry from CPL1-3 loaded a null SS; put back the real one. */
 	movl $SEL_KERNEL_DS, %ecx
 	movl %ecx, %ss
 	popfq

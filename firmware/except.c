@@ -67,10 +67,10 @@ static __attribute__((noreturn)) void unexpected(const struct ex_regs *r)
 	guest_exit(GUEST_STATUS_FAIL);
 }
 
-/* The ud2s in entry.S through which CPL3 code asks CPL0 for something. */
+/* The ud2s in entry.S through which CPL1-3 code asks CPL0 for something. */
 static bool user_request(struct ex_regs *r)
 {
-	if (r->vector != X86_VEC_UD || (r->cs & 3) != 3)
+	if (r->vector != X86_VEC_UD || !(r->cs & 3))
 		return false;
 	if (r->rip == (uint64_t)fw_user_return_insn && this_cpu()->user_saved_rsp)
 		fw_user_return(r->rax);

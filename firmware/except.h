@@ -3,7 +3,7 @@
  * Exception table: ASM_TRY(fixup) marks the instruction that follows it as
  * allowed to fault. If it does, the exception handler records vector, error
  * code and RIP in this CPU's struct cpu and resumes at the fixup label, at the
- * CPL the fault happened at. Works at CPL0 and inside run_user() at CPL3.
+ * CPL the fault happened at. Works at CPL0 and inside run_user() and run_ring().
  *
  *	asm volatile(ASM_TRY("1f") "ud2\n\t" "1:" ::: "memory");
  *	if (exception_vector() == X86_VEC_UD) ...

@@ -15,6 +15,13 @@
  * printf, but not port I/O. Not reentrant: call it from CPL0 only.
  */
 uint64_t run_user(uint64_t (*fn)(uint64_t), uint64_t arg, unsigned flags);
+/*
+ * run_user at the CPL of the 64-bit code selector cs (1-3; RPL = DPL),
+ * with the stack selector ss of that CPL: for guests that have such
+ * segments in their own GDT (the runtime's has DPL0 and DPL3 only).
+ */
+uint64_t run_ring(uint64_t (*fn)(uint64_t), uint64_t arg, unsigned flags, uint16_t cs,
+		  uint16_t ss);
 
 #endif /* __ASSEMBLER__ */
 #endif
