@@ -6,8 +6,8 @@ random operand placements (inside a line, across a line, across a page) and
 page-table states (not present, read-only with and without CR0.WP,
 supervisor at CPL3, XD with and without EFER.NXE, a reserved bit, no RAM
 behind), in 64-bit and compatibility mode at CPL0 and CPL3 (--explore: also
-16-bit code, and outside IA-32e mode: 32-bit code with each paging, 16-bit
-code with PAE paging, real mode). Records are
+16-bit code, CPL1 and CPL2, and outside IA-32e mode: 32-bit code with each
+paging, 16-bit code with PAE paging, real mode). Records are
 appended to a copy of the differential guest ("case=gen", guest/cases_gen.c
 has the layout), a batch per VM, run under --split-lock=inherit and
 --split-lock=emulate, and compared line by line.
@@ -43,7 +43,10 @@ GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG = 1, 2, 4, 8, 0x10, 0x20
 MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-paging32", "pm32-pae",
               "pm16-pae", "real"]
 # The CPLs each mode runs at (outside IA-32e mode, 4-8: guest/exec_legacy.c).
-MODE_CPLS = [(0, 3)] * 8 + [(0,)]
+MODE_CPLS = [(0, 1, 2, 3)] * 8 + [(0,)]
+# The executor's 64-bit and 32-bit code selectors by CPL (guest/exec.c's code_sel).
+CS64 = (0x08, 0x89, 0x9a, 0x23)
+CS32 = (0x38, 0x101, 0x10a, 0x43)
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
 ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF = range(7)
@@ -408,6 +411,23 @@ SWITCH_PARTS = [("pushf", b"\x9c\x58"), ("tf-on", b"\x9c\x80\x4c\x24\x01\x01\x9d
                 ("tf-off", b"\x9c\x80\x64\x24\x01\xfe\x9d"), ("int3", b"\xcc"), ("none", b"")]
 
 
+def push_sel(sel):
+    """PUSH of a selector: imm8 is sign-extended, so those above 0x7f take imm32."""
+    return b"\x6a" + bytes([sel]) if sel < 0x80 else b"\x68" + struct.pack("<I", sel)
+
+
+def switch_program(parts, cpl):
+    """mode-switch's program: part A in compatibility mode, a far return to
+    the 64-bit code segment of CPL, part B, a far return to the 32-bit one,
+    part Z; the targets from RSI (the program's address)."""
+    a, b, z = parts
+    p64, p32 = push_sel(CS64[cpl]), push_sel(CS32[cpl])
+    k = len(a) + 3 + len(p64) + 2               # lea; push $cs64; push %eax; lret
+    k2 = k + len(b) + 4 + len(p32) + 3          # lea (0x67); push $cs32; push %rax; lretq
+    return (a + b"\x8d\x46" + bytes([k]) + p64 + b"\x50\xcb" +
+            b + b"\x67\x8d\x46" + bytes([k2]) + p32 + b"\x50\x48\xcb" + z)
+
+
 def mode_switch_case(rng, idx):
     """Compatibility mode to 64-bit mode and back inside one program: a far
     return to the 64-bit code segment of the CPL and one back to the
@@ -423,7 +443,6 @@ def mode_switch_case(rng, idx):
     c.env, c.env_reg, c.aux, c.regs[R_SI] = ENV_SELF, R_SI, 0, 0
     c.placement = rng.choice(["line", "page"])
     c.target = 64 * rng.randrange(1, 60) - 8 if c.placement == "line" else -8
-    cs64, cs32 = (0x08, 0x38) if c.cpl == 0 else (0x23, 0x43)
 
     def part(wide):
         if rng.random() < 0.4:
@@ -438,10 +457,8 @@ def mode_switch_case(rng, idx):
     while True:
         c.lock, c.events = False, []
         (a, na), (b, nb), (z, nz) = part(False), part(True), part(False)
-        k = len(a) + 7                          # lea; push $cs64; push %eax; lret
-        k2 = k + len(b) + 9                     # lea (0x67); push $cs32; push %rax; lretq
-        prog = (a + b"\x8d\x46" + bytes([k]) + b"\x6a" + bytes([cs64]) + b"\x50\xcb" +
-                b + b"\x67\x8d\x46" + bytes([k2]) + b"\x6a" + bytes([cs32]) + b"\x50\x48\xcb" + z)
+        c.parts = (a, b, z)
+        prog = switch_program(c.parts, c.cpl)
         if len(prog) <= 32:
             break
     c.insn = prog
@@ -615,6 +632,40 @@ def legacyize(c):
     return c
 
 
+def ringize(c):
+    """Moves some of the records that can run at CPL1 or CPL2 there (a
+    quarter in IA-32e mode, half outside it, where records are fewer; not
+    real mode; no SYSCALL or SYSENTER, whose handlers return to CPL3 or
+    CPL0 only; no MOV DR, which faults there): supervisor accesses with
+    RFLAGS.AC ignored, IOPL-sensitive instructions faulting, gates and call
+    gates from an intermediate ring. The choice comes from the record's
+    own seed, as legacyize's does."""
+    r = random.Random(c.seed ^ 0x7219c1)
+    share = 0.5 if 4 <= c.mode <= 7 else 0.25
+    if c.mode == 8 or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
+            r.random() >= share:
+        return c
+    cpl = r.choice((1, 2))
+    if c.form == "mode-switch":
+        prog = switch_program(c.parts, cpl)
+        if len(prog) > 32:
+            return c
+        c.insn = prog
+    old = f"cpl{c.cpl}->cpl0->cpl{c.cpl}"
+    c.events = [e for e in c.events if e != old]
+    c.cpl = cpl
+    if c.env == ENV_GATE:
+        enters = (c.aux >> 5 & 3) >= cpl
+    elif c.env == ENV_CALLGATE:
+        dpl, rpl = c.aux & 3, c.aux >> 4 & 3
+        enters = dpl >= cpl and dpl >= rpl
+    else:
+        enters = False
+    if enters:
+        c.events.append(f"cpl{cpl}->cpl0->cpl{cpl}")
+    return c
+
+
 def gen_explore(rng, idx):
     deck = getattr(rng, "deck", None)
     if not deck:
@@ -622,7 +673,7 @@ def gen_explore(rng, idx):
         rng.shuffle(deck)
     make = deck.pop()
     if make is not None:
-        return legacyize(make(rng, idx))
+        return ringize(legacyize(make(rng, idx)))
     c = gen_case(rng, idx)
     # Compatibility mode with a CS base: the same encodings; a CS override
     # would then address through that base, so not with one.
@@ -630,7 +681,7 @@ def gen_explore(rng, idx):
         c.mode = 3
     if rng.random() < 0.2:
         c.flags |= GEN_TF
-    return legacyize(c)
+    return ringize(legacyize(c))
 
 
 def klass(c):
@@ -1011,7 +1062,7 @@ def main():
     ap.add_argument("--explore", action="store_true",
                     help="issue 18's wider space: every mode (64-bit, compat, 16-bit code, compat "
                          "with a CS base), 32-bit protected mode (no paging, 32-bit paging, PAE), "
-                         "16-bit code in protected mode with PAE paging, at CPL0 and CPL3, and "
+                         "16-bit code in protected mode with PAE paging, at CPL0 to CPL3, and "
                          "real mode, switching between records, the guest's TF, "
                          "PUSHF/POPF setting and clearing TF, SYSCALL/SYSRETQ, INT n/INT3/INTO "
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "

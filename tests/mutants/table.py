@@ -206,7 +206,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
                    "\t\t\tin_handler = false && emulated;")],
         "unit": ["stepping"],
-        "tests": ["diff-gen-explore-seed-3"],
+        "tests": ["diff-gen-explore-seed-161"],
     },
     {
         "name": "legacy-handler-offset-as-linear",
@@ -226,7 +226,7 @@ MUTANTS = [
         "edits": [("src/vmm/emulate.c", "\t} else {\n\t\tok = last <= sg->limit;\n\t}",
                    "\t} else {\n\t\tok = last <= (real ? 0xffffull : sg->limit);\n\t}")],
         "unit": ["emulate"],
-        # diff-gen-explore-seed-3's real-mode records fail with it too, but
+        # diff-gen-explore-seed-161's real-mode records fail with it too, but
         # slowly: the real-mode executor's own 32-bit accesses take the #GP
         # again and again until each VM's timeout (over 20 minutes in the lab).
         "tests": [],

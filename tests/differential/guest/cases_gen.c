@@ -17,7 +17,7 @@ struct gen_record {
 				protected mode with 4: no paging, 5: 32-bit paging,
 				6: PAE paging, and 7: 16-bit code with PAE paging;
 				8: real mode (CPL0, 4 GiB data segments) */
-	uint8_t cpl;         /* 0 or 3 */
+	uint8_t cpl;         /* 0-3 (not 1 or 2 with ENV_SYSCALL, ENV_SYSENTER) */
 	uint8_t len;         /* instruction bytes */
 	uint8_t addr_reg;    /* register that gets target - segment base added; 0xff none */
 	uint8_t seg;         /* segment override in effect: 0, 0x64 or 0x65 */
@@ -164,7 +164,12 @@ static int gen(const struct boot_info *bi)
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
 		legacy = r.mode >= 4;
-		if (r.mode > 8 || (r.mode == 8 && r.cpl) || (legacy && r.env && (r.env != ENV_DR || r.cpl))) {
+		/* SYSRET and SYSEXIT land at CPL3, gen.S's IRETQs at CPL0: not at CPL1-2. */
+		bool ring12 = r.cpl == 1 || r.cpl == 2;
+
+		if (r.mode > 8 || r.cpl > 3 || (r.mode == 8 && r.cpl) ||
+		    (legacy && r.env && (r.env != ENV_DR || r.cpl)) ||
+		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
 			printf("Bail out! record %u: mode %u at CPL%u with environment %u is none the executor runs\n",
 			       i, r.mode, r.cpl, r.env);
 			return GUEST_STATUS_FAIL;
@@ -185,7 +190,7 @@ static int gen(const struct boot_info *bi)
 		req.tf = r.flags & GEN_TF;
 		dbg_reset();
 		dbg_tf_limit = 1000;
-		req.cpl = r.cpl ? 3 : 0;
+		req.cpl = r.cpl;
 		req.insn = r.insn;
 		req.len = r.len > 32 ? 32 : r.len;
 		req.ac = r.flags & GEN_AC;

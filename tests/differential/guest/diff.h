@@ -151,6 +151,18 @@ static inline struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
 #define SEL_SE_U_CODE 0xeb  /* 64-bit code, DPL3 */
 #define SEL_SE_U_DATA 0xf3  /* flat data, DPL3 */
 #define SEL_K_CODE32C 0xf8  /* CS.D=1, DPL0, conforming: runs at the caller's CPL */
+/* CPL1 and CPL2's code segments for the executor, as the DPL0/DPL3 ones above. */
+#define SEL_R1_CODE32  0x101
+#define SEL_R2_CODE32  0x10a
+#define SEL_R1_CODE16  0x111
+#define SEL_R2_CODE16  0x11a
+#define SEL_R1_CODE32B 0x121
+#define SEL_R2_CODE32B 0x12a
+/* The executor's code segments of each kind, by CPL (RPL = CPL). */
+enum code_kind { CODE_64, CODE_32, CODE_16, CODE_32B };
+uint16_t code_sel(enum code_kind kind, unsigned cpl);
+/* The stack segment of a CPL: 64-bit and 32-bit code alike (flat, B=1). */
+uint16_t stack_sel(unsigned cpl);
 void gdt_init(void);
 /* TSS A and B available again, and the runtime's 64-bit TSS back in TR. */
 void gdt_tss_reset(void);
@@ -178,7 +190,7 @@ enum exec_mode { MODE_64, MODE_32, MODE_16, MODE_32B };
 
 struct exec_req {
 	enum exec_mode mode;
-	unsigned cpl;            /* 0 or 3 */
+	unsigned cpl;            /* 0-3 (real mode: 0) */
 	const uint8_t *insn;
 	unsigned len;
 	uint16_t ds, es, fs;     /* selectors loaded for MODE_32/16; 0 = null */

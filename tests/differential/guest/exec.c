@@ -238,7 +238,7 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 32  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's */
+#define GDT_N 38  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's */
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -257,6 +257,25 @@ static uint64_t data_desc(uint32_t base, uint32_t limit, unsigned dpl)
 	    ((uint64_t)(0x92 | dpl << 5) << 40) | ((uint64_t)(limit >> 16 & 0xf) << 48) |
 	    (1ull << 54) | ((uint64_t)g << 55) | ((uint64_t)(base >> 24) << 56);
 	return d;
+}
+
+uint16_t code_sel(enum code_kind kind, unsigned cpl)
+{
+	static const uint16_t sel[4][4] = {
+		[CODE_64] = { SEL_KERNEL_CS, SEL_R1_CODE, SEL_R2_CODE, SEL_USER_CS },
+		[CODE_32] = { SEL_K_CODE32, SEL_R1_CODE32, SEL_R2_CODE32, SEL_U_CODE32 },
+		[CODE_16] = { SEL_K_CODE16, SEL_R1_CODE16, SEL_R2_CODE16, SEL_U_CODE16 },
+		[CODE_32B] = { SEL_K_CODE32B, SEL_R1_CODE32B, SEL_R2_CODE32B, SEL_U_CODE32B },
+	};
+
+	return sel[kind][cpl & 3];
+}
+
+uint16_t stack_sel(unsigned cpl)
+{
+	static const uint16_t sel[4] = { SEL_KERNEL_DS, SEL_R1_DATA, SEL_R2_DATA, SEL_USER_DS };
+
+	return sel[cpl & 3];
 }
 
 void seg_set_data(uint32_t base, uint32_t limit)
@@ -313,16 +332,15 @@ void gdt_init(void)
 	struct dtr d = { sizeof(gdt) - 1, (uint64_t)gdt };
 
 	memcpy(gdt, this_cpu()->gdt, sizeof(this_cpu()->gdt));
-	gdt[SEL_K_CODE32 >> 3] = 0x00cf9a000000ffffull;
-	gdt[SEL_U_CODE32 >> 3] = 0x00cffa000000ffffull;
-	/* 64 KiB at exec_page16, byte granular, CS.D=0. */
-	gdt[SEL_K_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 0);
-	gdt[SEL_U_CODE16 >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 3);
-	/* The same base, CS.D=1 and a 4 GiB limit: compatibility mode with a CS base. */
-	gdt[SEL_K_CODE32B >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 0) |
-				  0xfull << 48 | 3ull << 54;
-	gdt[SEL_U_CODE32B >> 3] = code16_desc((uint32_t)(uint64_t)exec_page16, 3) |
-				  0xfull << 48 | 3ull << 54;
+	for (unsigned cpl = 0; cpl < 4; cpl++) {
+		uint32_t page16 = (uint32_t)(uint64_t)exec_page16;
+
+		gdt[code_sel(CODE_32, cpl) >> 3] = 0x00cf9a000000ffffull | (uint64_t)cpl << 45;
+		/* 64 KiB at exec_page16, byte granular, CS.D=0. */
+		gdt[code_sel(CODE_16, cpl) >> 3] = code16_desc(page16, cpl);
+		/* The same base, CS.D=1 and a 4 GiB limit: compatibility mode with a CS base. */
+		gdt[code_sel(CODE_32B, cpl) >> 3] = code16_desc(page16, cpl) | 0xfull << 48 | 3ull << 54;
+	}
 	gdt[SEL_K_CODE16R >> 3] = code16_desc(LEGACY_REAL_BASE, 0);
 	gdt[SEL_K_DATA16 >> 3] = 0x000092000000ffffull;
 	/* 64-bit code and flat data at DPL1 and DPL2 (cases_ring.c). */
@@ -355,7 +373,7 @@ extern char exec_back64[];
 void exec_run64(void);
 void exec_run32(void);
 
-static uint64_t run_at_cpl3(uint64_t arg)
+static uint64_t run_outer(uint64_t arg)
 {
 	if (arg == MODE_64)
 		exec_run64();
@@ -375,7 +393,7 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 	uint64_t code = req->code_va;
 	uint8_t *buf;
 	unsigned n = req->len;
-	uint16_t back_cs = req->cpl ? SEL_USER_CS : SEL_KERNEL_CS;
+	uint16_t back_cs = code_sel(CODE_64, req->cpl);
 
 	if (req->mode == MODE_16 || req->mode == MODE_32B) {
 		/*
@@ -392,8 +410,7 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 		memcpy(exec_page16 + 0x30, b ? back32 : back, b ? 7 : 6);
 		memcpy(exec_page16 + 0x38, &target, 4);
 		memcpy(exec_page16 + 0x3c, &back_cs, 2);
-		exec_cs = b ? (req->cpl ? SEL_U_CODE32B : SEL_K_CODE32B)
-			    : (req->cpl ? SEL_U_CODE16 : SEL_K_CODE16);
+		exec_cs = code_sel(b ? CODE_32B : CODE_16, req->cpl);
 		exec_ds = req->ds;
 		exec_es = req->es;
 		exec_fs = req->fs;
@@ -425,7 +442,7 @@ void exec_insn(const struct exec_req *req, struct exec_result *res)
 		buf[n + 2] = 0x2d;
 		memcpy(buf + n + 3, &fp, 4);
 		memcpy(exec_farptr + 4, &back_cs, 2);
-		exec_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
+		exec_cs = code_sel(CODE_32, req->cpl);
 		exec_ds = req->ds;
 		exec_es = req->es;
 		exec_fs = req->fs;
@@ -437,8 +454,8 @@ run:
 	zero_fast(&exec_out, sizeof(exec_out));
 	this_cpu()->exc_vector = EXC_NONE;
 	barrier();
-	if (req->cpl == 3)
-		run_user(run_at_cpl3, req->mode, 0);
+	if (req->cpl)
+		run_ring(run_outer, req->mode, 0, code_sel(CODE_64, req->cpl), stack_sel(req->cpl));
 	else if (req->mode == MODE_64)
 		exec_run64();
 	else

@@ -4,10 +4,11 @@
  * leaves long mode and comes here, in 32-bit protected mode at CPL0 with
  * paging off. lg_x_paging picks the paging (0 none, 1 32-bit with the
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
- * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL3. The
- * program's CS is lg_x_cs (32-bit or 16-bit code). With lg_x_cpl3 set
- * the program runs at CPL3 (flat DPL3 data, the stack lg_task_stack),
- * entered by IRET, its events taken to CPL0 on SS0:ESP0 of TSS A (LTR;
+ * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL1-3. The
+ * program's CS is lg_x_cs (32-bit or 16-bit code). With lg_x_ss set
+ * the program runs at the CPL of lg_x_cs, 1-3 (flat DPL3 data, the stack
+ * lg_task_stack in lg_x_ss), entered by IRET, its events taken to CPL0
+ * on SS0:ESP0 of TSS A (LTR;
  * exec_legacy.c loads long mode's TR again). With lg_x_real set it runs
  * in real mode instead (lg_x_to_real, the blob lg_rx below).
  * Every register is loaded from exec_in (low halves), the program at
@@ -45,10 +46,10 @@
 
 	.data
 	.p2align 3
-	.globl lg_x_paging, lg_x_cpl3, lg_x_cs, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt
+	.globl lg_x_paging, lg_x_ss, lg_x_cs, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt
 	.globl lg_x_stub_addr, lg_x_real, lg_rx_layout, lg_rx_ip
 lg_x_paging:	.long 0
-lg_x_cpl3:	.long 0
+lg_x_ss:	.long 0			/* outside ring 0: the program's SS; 0 at CPL0 */
 lg_x_real:	.long 0			/* the program runs in real mode (lg_x_to_real) */
 lg_x_cs:	.long 0			/* the program's CS: 32- or 16-bit code, its CPL's */
 lg_x_vector:	.long -1
@@ -64,7 +65,7 @@ lg_x_stub_addr:
 	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	.long lg_x_stub_\v
 	.endr
-	.long lg_x_ret			/* 32: INT $32 from CPL3, the program done */
+	.long lg_x_ret			/* 32: INT $32 from CPL1-3, the program done */
 lg_x_ivtr:	.word 4 * 32 - 1		/* real mode's IVT: vectors 0-31 */
 		.long REAL_SEG * 16 + RX_IVT
 lg_rx_layout:	.word RX_OFF, RX_PROG, RX_IVT, RX(rx_back)
@@ -102,9 +103,9 @@ lg_exec_entry:
 	movl %eax, %fs
 	movl %eax, %gs
 	movl %esp, lg_x_esp
-	cmpl $0, lg_x_cpl3
+	cmpl $0, lg_x_ss
 	je 4f
-	movl %esp, lg_tss_a + 4		/* ESP0, SS0: CPL3's events */
+	movl %esp, lg_tss_a + 4		/* ESP0, SS0: CPL1-3's events */
 	movl $SEL_K_DATA, lg_tss_a + 8
 	movw $SEL_TSS_A, %ax
 	ltr %ax
@@ -113,7 +114,7 @@ lg_exec_entry:
 	movl %eax, %es
 	movl %eax, %fs
 	movl %eax, %gs
-	pushl $SEL_U_DATA32		/* SS */
+	pushl lg_x_ss			/* SS */
 	pushl $lg_task_stack		/* ESP */
 	pushl exec_in + 128		/* EFLAGS */
 	jmp 5f
@@ -142,7 +143,7 @@ lg_x_back:
 	pushfl
 	andl $~(TF | AC | DF), (%esp)
 	popfl
-	cmpl $0, lg_x_cpl3
+	cmpl $0, lg_x_ss
 	je 1f
 	int $32				/* to lg_x_ret at CPL0 */
 1:	movl lg_x_esp, %esp

@@ -2,14 +2,14 @@
 /*
  * Outside IA-32e mode: the page tables legacy.S's modes use, its 32-bit
  * gates, and the executor that runs one of the generator's programs in
- * protected mode, 32-bit or 16-bit code, at CPL0 or CPL3, or in real mode
+ * protected mode, 32-bit or 16-bit code, at any CPL, or in real mode
  * (exec_legacy.S), as exec_insn does in long mode.
  */
 #include "diff.h"
 
 extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
-extern uint32_t lg_x_paging, lg_x_cpl3, lg_x_cs, lg_x_real, lg_x_error, lg_x_eip, lg_xidt[66],
+extern uint32_t lg_x_paging, lg_x_ss, lg_x_cs, lg_x_real, lg_x_error, lg_x_eip, lg_xidt[66],
 	lg_x_stub_addr[33];
 /* Real mode (exec_legacy.S): RX_OFF, RX_PROG, RX_IVT, rx_back's IP; the IVT's IPs. */
 extern const uint16_t lg_rx_layout[4], lg_rx_ip[32];
@@ -95,14 +95,14 @@ void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct 
 
 	if (!ready) {
 		legacy_tables();
-		/* DPL3 where CPL3 code may enter: INT3, INT 1, INT $32 (the way back). */
+		/* DPL3 where CPL1-3 code may enter: INT3, INT 1, INT $32 (the way back). */
 		for (unsigned v = 0; v < 33; v++)
 			legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, lg_x_stub_addr[v],
 				    v == 1 || v == 3 || v == 32 ? 0xee : 0x8e);
 		ready = true;
 	}
 	if (req->cpl)
-		legacy_tss_a_clear();	/* IN at CPL3 faults */
+		legacy_tss_a_clear();	/* IN above IOPL faults */
 	for (unsigned i = 0; i < WIN_PAGES; i++)
 		lg_pt32[i] = (uint32_t)*win_pte(i);
 	/*
@@ -120,14 +120,14 @@ void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct 
 	} else if (code16) {
 		/* The program at offset 0 of its segment, then ljmpl to lg_x_back (32-bit, same CPL). */
 		uint32_t back = (uint32_t)(uint64_t)lg_x_back;
-		uint16_t cs32 = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
+		uint16_t cs32 = code_sel(CODE_32, req->cpl);
 
 		memcpy(buf, req->insn, n);
 		buf[n] = 0x66;
 		buf[n + 1] = 0xea;
 		memcpy(buf + n + 2, &back, 4);
 		memcpy(buf + n + 6, &cs32, 2);
-		lg_x_cs = req->cpl ? SEL_U_CODE16 : SEL_K_CODE16;
+		lg_x_cs = code_sel(CODE_16, req->cpl);
 		exec_code = 0;
 	} else {
 		/* The program, then jmp lg_x_back (rel32). */
@@ -135,12 +135,12 @@ void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct 
 		rel = (int32_t)((uint64_t)lg_x_back - ((uint64_t)buf + n + 5));
 		buf[n] = 0xe9;
 		memcpy(buf + n + 1, &rel, 4);
-		lg_x_cs = req->cpl ? SEL_U_CODE32 : SEL_K_CODE32;
+		lg_x_cs = code_sel(CODE_32, req->cpl);
 		exec_code = (uint64_t)buf;
 	}
 	lg_x_paging = real ? 0 : paging;
 	lg_x_real = real;
-	lg_x_cpl3 = req->cpl != 0 && !real;
+	lg_x_ss = req->cpl && !real ? stack_sel(req->cpl) : 0;
 	lg_x_vector = -1;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = exec_entry_flags(req);
