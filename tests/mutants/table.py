@@ -206,7 +206,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
                    "\t\t\tin_handler = false && emulated;")],
         "unit": ["stepping"],
-        "tests": ["diff-gen-explore-seed-161"],
+        "tests": ["diff-gen-pinned"],
     },
     {
         "name": "legacy-handler-offset-as-linear",
