@@ -634,9 +634,27 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	if (len >= 2 && b[0] == 0x0f &&
 	    (b[1] == 0x0b || (len >= DECODE_INSN_MAX && (b[1] == 0xb9 || b[1] == 0xff))))
 		return X86_VEC_UD;
-	/* No selectors, privilege or IOPL checks as below (MOV SS never faults there). */
-	if (c->real)
+	/*
+	 * No selectors, privilege or IOPL checks as below in real mode (MOV SS
+	 * never faults there). Virtual-8086 mode has real mode's selectors but
+	 * runs at CPL3: HLT, MOV DR and SYSEXIT fault there (vol. 3 20.2.7).
+	 */
+	if (c->real && !(c->rflags & X86_RFLAGS_VM))
 		return -1;
+	/*
+	 * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
+	 * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
+	 * Operand-size prefixes only: with others, the CPU says.
+	 */
+	if ((c->rflags & X86_RFLAGS_VM) && iopl < 3 && !(c->cr4 & X86_CR4_VME)) {
+		size_t i = 0;
+
+		while (i < len && b[i] == 0x66)
+			i++;
+		if (i < len && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
+				b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
+			return X86_VEC_GP;
+	}
 	/* APM vol. 3 SYSENTER: #UD in long mode. */
 	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)
 		return X86_VEC_UD;
@@ -710,7 +728,8 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 			return X86_VEC_GP;
 	}
 	/* MOV SS, r16/r32 (8E /2, mod 3). */
-	if (c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 && ((b[1] >> 3) & 7) == 2) {
+	if (c->gpr && !c->real && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
+	    ((b[1] >> 3) & 7) == 2) {
 		uint16_t sel = (uint16_t)c->gpr[b[1] & 7];
 
 		/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */

@@ -394,7 +394,7 @@ struct step_cpu {
 	uint64_t dr7, rflags, cr4;
 	bool long64;            /* 64-bit code (EFER.LMA and CS.L) */
 	bool lma;               /* long mode (EFER.LMA), compatibility mode included */
-	bool real;              /* real-address or virtual-8086 mode: UD0-2 only are certain */
+	bool real;              /* real-address or virtual-8086 mode (then rflags.VM, cpl 3) */
 	bool amd;               /* the guest's CPUID vendor is AMD's (or Hygon's) */
 	bool la57;
 	const uint64_t *gpr;    /* RAX..R15 in encoding order, or NULL */

@@ -832,9 +832,34 @@ static void test_certain_fault(void **state)
 		gpr[0] = 0x13;
 		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &real, &err), -1);
 		assert_int_equal(step_certain_fault(mov_dr, 3, &real, &err), -1);
-		real.cpl = 3;				/* virtual-8086 mode */
-		assert_int_equal(step_certain_fault(cli, 1, &real, &err), -1);
+		real.cpl = 3;
+		real.rflags |= X86_RFLAGS_VM;		/* virtual-8086 mode */
 		assert_int_equal(step_certain_fault(ud2, 2, &real, &err), X86_VEC_UD);
+		/* ... where CPL3's privilege faults hold, its selectors still real mode's. */
+		assert_int_equal(step_certain_fault(hlt, 1, &real, &err), X86_VEC_GP);
+		real.dr7 = 0;
+		assert_int_equal(step_certain_fault(mov_dr, 3, &real, &err), X86_VEC_GP);
+		assert_int_equal(step_certain_fault(mov_ss_ax, 2, &real, &err), -1);
+		{
+			/* Below IOPL 3 without VME: the IOPL-sensitive ones; INT3 is not. */
+			static const uint8_t pushfd[] = { 0x66, 0x9c }, iret[] = { 0xcf },
+					     int_n[] = { 0xcd, 0x21 }, int3[] = { 0xcc },
+					     rep_pushf[] = { 0xf3, 0x9c };
+
+			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), X86_VEC_GP);
+			assert_int_equal(err, 0);
+			assert_int_equal(step_certain_fault(iret, 1, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(cli, 1, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(int_n, 2, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(int_n, 1, &real, &err), -1);
+			assert_int_equal(step_certain_fault(int3, 1, &real, &err), -1);
+			assert_int_equal(step_certain_fault(rep_pushf, 2, &real, &err), -1);
+			real.cr4 |= X86_CR4_VME;
+			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), -1);
+			real.cr4 &= ~X86_CR4_VME;
+			real.rflags |= 3u << 12;	/* IOPL 3 */
+			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), -1);
+		}
 	}
 }
 
