@@ -970,12 +970,15 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		/* fallthrough */
 	case STEP_INTN:
 		/*
-		 * In virtual-8086 mode INT n is IOPL-sensitive (#GP(0) below 3), and
-		 * CR4.VME may redirect it (SDM vol. 3 20.3.3): KVM's, then.
+		 * In virtual-8086 mode CR4.VME may redirect INT n (SDM vol. 3
+		 * 20.3.3): KVM's, then. Without it, below IOPL 3, INT n is the
+		 * certain #GP(0) below (INTO is not IOPL-sensitive).
 		 */
-		if ((regs->rflags & X86_RFLAGS_VM) &&
-		    (X86_RFLAGS_IOPL(regs->rflags) < 3 || (sr->cr4 & X86_CR4_VME)))
+		if ((regs->rflags & X86_RFLAGS_VM) && (sr->cr4 & X86_CR4_VME))
 			return 0;
+		if ((regs->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(regs->rflags) < 3 &&
+		    s->insn.kind == STEP_INTN)
+			break;
 		/* fallthrough */
 	case STEP_INT3:
 		e.soft = true;

@@ -1450,6 +1450,63 @@ static void legacy_handler_breakpoints(void **state)
  * segment). Every frame holds the guest's TF; its handler is stepped, and
  * no #DB is owed for INT3 or after the handler's first instruction.
  */
+/*
+ * INT n in virtual-8086 mode below IOPL 3 (no CR4.VME): #GP(0), certain,
+ * delivered by the VMM through the 32-bit gate to CPL0 on SS0:ESP0, GS,
+ * FS, DS and ES pushed, the guest's TF in the frame. Stepped instead, the
+ * CPU's #GP ran its handler with the VMM's TF and the step there was
+ * taken for the guest's own trap: a #DB the CPU never raises.
+ */
+static void vm86_intn_iopl0_gp(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	struct kvm_segment rs = { .base = 0x70000, .limit = 0xffff, .selector = 0x7000, .type = 3,
+				  .present = 1, .dpl = 3, .s = 1 };
+	uint64_t data0 = 0x00cf93000000ffffull;
+	uint32_t esp0 = 0x170000, f[10];
+	uint16_t ss0 = 0x10;
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	memset(ram + 0x130000, 0x90, 16);
+	memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
+	memcpy(ram + 0x3004, &esp0, 4);
+	memcpy(ram + 0x3008, &ss0, 2);
+	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
+				       .type = 11, .present = 1 };
+	sr->cs = sr->ss = rs;
+	rs.selector = 0x8000;
+	rs.base = 0x80000;
+	sr->ds = sr->es = sr->fs = sr->gs = rs;
+	ram[0x71800] = 0xcd;		/* int $0x21 */
+	ram[0x71801] = 0x21;
+	regs(v)->rip = 0x1800;
+	regs(v)->rsp = 0x2000;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, esp0 - 40);
+	memcpy(f, ram + esp0 - 40, sizeof(f));
+	assert_int_equal(f[0], 0);			/* error code */
+	assert_int_equal(f[1], 0x1800);			/* the INT itself: a fault */
+	assert_int_equal(f[2], 0x7000);
+	assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF | X86_RFLAGS_RF);
+	assert_int_equal(f[4], 0x2000);
+	assert_int_equal(f[5], 0x7000);
+	for (unsigned i = 6; i < 10; i++)
+		assert_int_equal(f[i], 0x8000);		/* ES, DS, FS, GS */
+	assert_int_equal(sr->cs.selector, 0x38);
+	assert_true(sr->ds.unusable);
+	assert_false(regs(v)->rflags & X86_RFLAGS_VM);
+	assert_false(v->step.guest_tf);
+	step_to(v, 0x130001, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+}
+
 static void legacy_int3_delivered(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
@@ -1685,6 +1742,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(vm86_intn_iopl0_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_tss_limit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_sce0_legacy_ud, setup_no_hwbp, teardown),
