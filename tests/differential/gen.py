@@ -7,7 +7,7 @@ page-table states (not present, read-only with and without CR0.WP,
 supervisor at CPL3, XD with and without EFER.NXE, a reserved bit, no RAM
 behind), in 64-bit and compatibility mode at CPL0 and CPL3 (--explore: also
 16-bit code, CPL1 and CPL2, and outside IA-32e mode: 32-bit code with each
-paging, 16-bit code with PAE paging, real mode). Records are
+paging, 16-bit code with PAE paging, real mode, virtual-8086 mode). Records are
 appended to a copy of the differential guest ("case=gen", guest/cases_gen.c
 has the layout), a batch per VM, run under --split-lock=inherit and
 --split-lock=emulate, and compared line by line.
@@ -39,11 +39,11 @@ R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI = range(8)
 R_FLAGS, R_COUNT = 16, 17
 PG_P, PG_W, PG_U, PG_XD, PG_RSVD, PG_NORAM = 1, 2, 4, 8, 0x10, 0x20
 PG_NORMAL = PG_P | PG_W | PG_U
-GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG = 1, 2, 4, 8, 0x10, 0x20
+GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG, GEN_IOPL3 = 1, 2, 4, 8, 0x10, 0x20, 0x40
 MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-paging32", "pm32-pae",
-              "pm16-pae", "real"]
-# The CPLs each mode runs at (outside IA-32e mode, 4-8: guest/exec_legacy.c).
-MODE_CPLS = [(0, 1, 2, 3)] * 8 + [(0,)]
+              "pm16-pae", "real", "vm86"]
+# The CPLs each mode runs at (outside IA-32e mode, 4-9: guest/exec_legacy.c).
+MODE_CPLS = [(0, 1, 2, 3)] * 8 + [(0,), (3,)]
 # The executor's 64-bit and 32-bit code selectors by CPL (guest/exec.c's code_sel).
 CS64 = (0x08, 0x89, 0x9a, 0x23)
 CS32 = (0x38, 0x101, 0x10a, 0x43)
@@ -599,20 +599,56 @@ def pinned_movdr7_reserved_tf(idx):
     return c
 
 
+def pinned_vm86(idx, form, insn, iopl3):
+    """A virtual-8086 mode record with the guest's TF, normal pages, registers 0."""
+    c = Case()
+    c.idx, c.mode, c.cpl = idx, 9, 3
+    c.form, c.size, c.lock = form, 4, b"\xf0" in insn
+    c.insn = insn
+    c.addr_reg, c.seg, c.placement, c.target = 0xff, 0, "none", 0
+    c.page0 = c.page1 = PG_NORMAL
+    c.flags, c.seed, c.ds_base = GEN_TF | (GEN_IOPL3 if iopl3 else 0), 0x5eed0086, 0
+    c.regs = [0] * R_COUNT
+    c.events = ["outside-ia32e", f"vm86-iopl{3 if iopl3 else 0}", "pinned"]
+    return c
+
+
+def pinned_vm86_intn_iopl0_tf(idx):
+    """Seed 9 record 226 of the deck with vm86: INT 1 (ICEBP as the lab runs
+    it) in virtual-8086 mode at IOPL 0 with the guest's TF: #GP(0) and no
+    #DB. With 00b8037's vmm the CPU's #GP ran its handler with the VMM's
+    TF, whose step there became a #DB for the guest."""
+    return pinned_vm86(idx, "icebp", b"\xcd\x01\x90", False)
+
+
+def pinned_vm86_hlt_after_db(idx):
+    """Seed 5 record 143 of the same deck: LOCK ADD in virtual-8086 mode
+    with the guest's TF, whose #DB the VMM delivers, then the executor's
+    HLT: #GP(0). With b34158f's vmm the CPU raised that #GP, and the lab's
+    QEMU aborted ("invalid tss type": the TR cache the VMM had written
+    back holds the busy type); now the VMM delivers it, a certain fault."""
+    c = pinned_vm86(idx, "lock16", b"\x67\xf0\x01\x03", True)
+    c.addr_reg, c.placement, c.target = R_BX, "inline", 0x64
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
-PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf]
+PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
+          pinned_vm86_hlt_after_db]
 
 
 def legacyize(c):
     """Moves some of the records that can run outside IA-32e mode there:
     32-bit encodings (compatibility mode's) to 32-bit code, 16-bit code's
-    to 16-bit code with PAE paging or (at CPL0, half of them) to real mode;
-    flat data segments (in real mode their 4 GiB limits kept from
-    protected mode), no environment but debug registers at CPL0. The
-    choice comes from the record's own seed, so that the other records of
-    a seed stay what they were. Without paging the operand is at the
+    to 16-bit code with PAE paging, to virtual-8086 mode (no environment;
+    CPL3 whatever the record's CPL was, IOPL 3 or 0 at random) or, at
+    CPL0, to real mode; flat data segments (in real mode their 4 GiB
+    limits kept from protected mode; in virtual-8086 mode based where the
+    window is seen again), no environment but debug registers at CPL0.
+    The choice comes from the record's own seed, so that the other records
+    of a seed stay what they were. Without paging the operand is at the
     window's RAM and every page is normal; 32-bit paging has no XD and no
     bit 51 to set."""
     r = random.Random(c.seed ^ 0x1e6ac7)
@@ -621,7 +657,13 @@ def legacyize(c):
     if not movable or not env_ok or c.ds_base or r.random() >= 0.7:
         return c
     if c.mode == 2:
-        c.mode = 8 if c.cpl == 0 and r.random() < 0.5 else 7
+        c.mode = r.choice([7, 9] + ([8] if c.cpl == 0 else []) if c.env == ENV_NONE else
+                          [7, 8] if c.cpl == 0 else [7])
+        if c.mode == 9:
+            c.cpl = 3
+            iopl3 = r.random() < 0.5
+            c.flags |= GEN_IOPL3 if iopl3 else 0
+            c.events = list(c.events) + [f"vm86-iopl{3 if iopl3 else 0}"]
     else:
         c.mode = 4 + c.idx % 3
     if c.mode in (4, 8):
@@ -635,14 +677,14 @@ def legacyize(c):
 def ringize(c):
     """Moves some of the records that can run at CPL1 or CPL2 there (a
     quarter in IA-32e mode, half outside it, where records are fewer; not
-    real mode; no SYSCALL or SYSENTER, whose handlers return to CPL3 or
+    real or virtual-8086 mode; no SYSCALL or SYSENTER, whose handlers return to CPL3 or
     CPL0 only; no MOV DR, which faults there): supervisor accesses with
     RFLAGS.AC ignored, IOPL-sensitive instructions faulting, gates and call
     gates from an intermediate ring. The choice comes from the record's
     own seed, as legacyize's does."""
     r = random.Random(c.seed ^ 0x7219c1)
     share = 0.5 if 4 <= c.mode <= 7 else 0.25
-    if c.mode == 8 or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
+    if c.mode in (8, 9) or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
             r.random() >= share:
         return c
     cpl = r.choice((1, 2))
@@ -925,7 +967,7 @@ def describe(c):
     states = lambda s: "|".join(n for b, n in ((PG_P, "P"), (PG_W, "W"), (PG_U, "U"), (PG_XD, "XD"),
                                                (PG_RSVD, "RSVD"), (PG_NORAM, "NORAM")) if s & b) or "0"
     flags = ",".join(n for b, n in ((GEN_AC, "AC"), (GEN_WP, "WP"), (GEN_NXE, "NXE"), (GEN_EQUAL, "EQ"),
-                                    (GEN_TF, "TF")) if c.flags & b)
+                                    (GEN_TF, "TF"), (GEN_IOPL3, "IOPL3")) if c.flags & b)
     env = ""
     if c.env == ENV_SYSCALL:
         env = (f"; syscall: FMASK {c.aux & 0xffffffff:#x}, R11 ^= {c.aux >> 32:#x}, back with "

@@ -16,7 +16,9 @@ struct gen_record {
 				(legacy_exec; ENV_NONE, or ENV_DR at CPL0), 32-bit
 				protected mode with 4: no paging, 5: 32-bit paging,
 				6: PAE paging, and 7: 16-bit code with PAE paging;
-				8: real mode (CPL0, 4 GiB data segments) */
+				8: real mode (CPL0, 4 GiB data segments); 9:
+				virtual-8086 mode (CPL3, PAE paging, the window
+				at VM86_WIN) */
 	uint8_t cpl;         /* 0-3 (not 1 or 2 with ENV_SYSCALL, ENV_SYSENTER) */
 	uint8_t len;         /* instruction bytes */
 	uint8_t addr_reg;    /* register that gets target - segment base added; 0xff none */
@@ -41,6 +43,7 @@ struct gen_record {
 #define GEN_EQUAL   0x08  /* accumulator(s) = the operand: compare-exchange succeeds */
 #define GEN_TF      0x10  /* the guest's own TF from the instruction on: #DB traps counted */
 #define GEN_LOG     0x20  /* print each #DB/#BP event after the line (gen.py --log) */
+#define GEN_IOPL3   0x40  /* RFLAGS.IOPL = 3 (virtual-8086 mode only) */
 
 /*
  * Environments (issue 18): what the program's SYSCALL, INT n, MOV DR or far
@@ -159,15 +162,16 @@ static int gen(const struct boot_info *bi)
 		uint64_t target, base = 0;
 		char label[80];
 		struct gate saved_gate = { 0 };
-		bool legacy;
+		bool legacy, vm86, ring12;
 		size_t n;
 
 		memcpy(&r, payload + 16 + (uint64_t)i * rsize, sizeof(r));
 		legacy = r.mode >= 4;
+		vm86 = r.mode == 9;
 		/* SYSRET and SYSEXIT land at CPL3, gen.S's IRETQs at CPL0: not at CPL1-2. */
-		bool ring12 = r.cpl == 1 || r.cpl == 2;
-
-		if (r.mode > 8 || r.cpl > 3 || (r.mode == 8 && r.cpl) ||
+		ring12 = r.cpl == 1 || r.cpl == 2;
+		if (r.mode > 9 || r.cpl > 3 || (r.mode == 8 && r.cpl) || (vm86 && r.cpl != 3) ||
+		    (!vm86 && (r.flags & GEN_IOPL3)) ||
 		    (legacy && r.env && (r.env != ENV_DR || r.cpl)) ||
 		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
 			printf("Bail out! record %u: mode %u at CPL%u with environment %u is none the executor runs\n",
@@ -180,11 +184,11 @@ static int gen(const struct boot_info *bi)
 		write_cr0(r.flags & GEN_WP ? read_cr0() | X86_CR0_WP : read_cr0() & ~X86_CR0_WP);
 		wrmsr(MSR_EFER, (r.flags & GEN_NXE ? efer | X86_EFER_NXE : efer & ~X86_EFER_NXE) |
 				(r.env == ENV_SYSCALL ? X86_EFER_SCE : 0));
-		static const enum exec_mode modes[9] = { MODE_64, MODE_32, MODE_16, MODE_32B,
-							  MODE_32, MODE_32, MODE_32, MODE_16,
-							  MODE_16 };
+		static const enum exec_mode modes[10] = { MODE_64, MODE_32, MODE_16, MODE_32B,
+							   MODE_32, MODE_32, MODE_32, MODE_16,
+							   MODE_16, MODE_16 };
 		/* Outside IA-32e mode: none, 32-bit or PAE paging (legacy_exec). */
-		static const unsigned paging[9] = { [5] = 1, [6] = 2, [7] = 2 };
+		static const unsigned paging[10] = { [5] = 1, [6] = 2, [7] = 2, [9] = 2 };
 
 		req.mode = modes[r.mode];
 		req.tf = r.flags & GEN_TF;
@@ -194,8 +198,12 @@ static int gen(const struct boot_info *bi)
 		req.insn = r.insn;
 		req.len = r.len > 32 ? 32 : r.len;
 		req.ac = r.flags & GEN_AC;
+		req.iopl = r.flags & GEN_IOPL3 ? 3 : 0;
 		memcpy(req.in.r, r.regs, sizeof(req.in.r));
-		if (legacy) {
+		if (vm86) {
+			/* DS, ES, FS and GS at VM86_WIN, where the window is seen again. */
+			base = WIN_BASE;
+		} else if (legacy) {
 			/* Flat segments; without paging the window is where its RAM is. */
 			base = r.mode == 4 || r.mode == 8 ? WIN_BASE - WIN_PHYS : 0;
 		} else if (req.mode != MODE_64) {
@@ -267,7 +275,8 @@ static int gen(const struct boot_info *bi)
 			break;
 		}
 		if (legacy)
-			legacy_exec(&req, paging[r.mode], r.mode == 8, &res);
+			legacy_exec(&req, paging[r.mode],
+				    vm86 ? LEGACY_VM86 : r.mode == 8 ? LEGACY_REAL : LEGACY_PROTECTED, &res);
 		else
 			exec_insn(&req, &res);
 		write_dr(7, 0x400);

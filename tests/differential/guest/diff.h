@@ -197,6 +197,7 @@ struct exec_req {
 	uint64_t code_va;        /* 0: the image's buffer; else a window address */
 	bool ac;                 /* RFLAGS.AC while it runs */
 	bool tf;                 /* RFLAGS.TF while it runs: #DB traps (dbg_count) */
+	uint8_t iopl;            /* RFLAGS.IOPL while it runs (legacy_exec's virtual-8086 mode) */
 	struct exec_regs in;
 };
 
@@ -213,7 +214,7 @@ struct exec_result {
 void exec_insn(const struct exec_req *req, struct exec_result *res);
 /* The last program's first instruction, as its RIP, EIP or IP holds it (exec.S). */
 extern uint64_t exec_code;
-/* The RFLAGS a program starts with: its arithmetic flags, AC and TF as asked. */
+/* The RFLAGS a program starts with: its arithmetic flags, AC, TF and IOPL as asked. */
 uint64_t exec_entry_flags(const struct exec_req *req);
 
 /*
@@ -221,12 +222,17 @@ uint64_t exec_entry_flags(const struct exec_req *req);
  * long mode, runs legacy.S's `kind` and comes back; legacy_exec runs
  * req's program at req->cpl in protected mode (MODE_32: 32-bit code;
  * MODE_16: 16-bit code at offset 0 of exec_page16's segment) with
- * no paging (0), 32-bit paging (1) or PAE paging (2), or with `real` in
- * real mode (16-bit code at CPL0, flat 4 GiB data segments), the test window
- * mapped at WIN_BASE as long mode maps it (paging 1: without XD and
- * bit 51). #DB and #BP are logged as exec_insn's are; another vector
- * ends the program, its frame's EFLAGS in res->frame_rflags.
+ * no paging (0), 32-bit paging (1) or PAE paging (2), or (how) in real
+ * mode (16-bit code at CPL0, flat 4 GiB data segments) or in virtual-8086
+ * mode (16-bit code, PAE paging; DS, ES, FS and GS at VM86_WIN), the test
+ * window mapped at WIN_BASE as long mode maps it (paging 1: without XD
+ * and bit 51), and in virtual-8086 mode at VM86_WIN too. #DB and #BP are
+ * logged as exec_insn's are; another vector ends the program, its
+ * frame's EFLAGS in res->frame_rflags.
  */
+enum legacy_how { LEGACY_PROTECTED, LEGACY_REAL, LEGACY_VM86 };
+/* Where virtual-8086 mode, which reaches the first MiB only, sees the window's pages. */
+#define VM86_WIN 0x80000u
 void legacy_run(uint32_t kind);
 /* legacy.S's 32-bit TSS A (SEL_TSS_A): SS0:ESP0 for events from CPL3. */
 extern uint8_t lg_tss_a[104];
@@ -235,8 +241,9 @@ void legacy_tss_a_clear(void);
 void legacy_tables(void);
 /* A 32-bit IDT gate: type 0x8e a present DPL0 32-bit interrupt gate, 0x86 a 16-bit one; | 0x60 DPL3. */
 void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type);
-void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct exec_result *res);
-/* Where legacy_exec puts a real-mode program (linear). */
+void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how how,
+		 struct exec_result *res);
+/* Where legacy_exec puts a real-mode or virtual-8086 program (linear). */
 uint64_t legacy_real_code(void);
 
 /* Prints the result: vector/error/CR2, every register that changed, flags. */

@@ -385,7 +385,7 @@ static uint64_t run_outer(uint64_t arg)
 uint64_t exec_entry_flags(const struct exec_req *req)
 {
 	return (req->in.r[R_FLAGS] & X86_RFLAGS_ARITH) | 0x2 | (req->ac ? X86_RFLAGS_AC : 0) |
-	       (req->tf ? X86_RFLAGS_TF : 0);
+	       (req->tf ? X86_RFLAGS_TF : 0) | (uint64_t)(req->iopl & 3) << 12;
 }
 
 void exec_insn(const struct exec_req *req, struct exec_result *res)

@@ -6,11 +6,14 @@
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
  * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL1-3. The
  * program's CS is lg_x_cs (32-bit or 16-bit code). With lg_x_ss set
- * the program runs at the CPL of lg_x_cs, 1-3 (flat DPL3 data, the stack
- * lg_task_stack in lg_x_ss), entered by IRET, its events taken to CPL0
- * on SS0:ESP0 of TSS A (LTR;
+ * the program runs at the CPL of lg_x_cs, 1-3 (lg_x_ss, flat data of that
+ * DPL, in every data segment register, the stack lg_task_stack), entered
+ * by IRET, its events taken to CPL0 on SS0:ESP0 of TSS A (LTR;
  * exec_legacy.c loads long mode's TR again). With lg_x_real set it runs
- * in real mode instead (lg_x_to_real, the blob lg_rx below).
+ * in real mode instead (lg_x_to_real, the blob lg_rx below). With
+ * lg_x_vm86_end set it runs in virtual-8086 mode, where real mode's
+ * program goes, DS/ES/FS/GS at VM86_WIN, entered by IRET; the HLT
+ * after it raises the #GP at lg_x_vm86_end that ends it.
  * Every register is loaded from exec_in (low halves), the program at
  * exec_code runs and jumps to lg_x_back, or faults:
  *
@@ -35,7 +38,6 @@
 #define RX_STACK    0x2000
 #define RX(l)       (RX_OFF + (l) - lg_rx)
 #define SEL_TSS_A   0xa8
-#define SEL_U_DATA32 0xe3
 #define CR0_PG      0x80000000
 #define CR4_PSE     0x10
 #define CR4_PAE     0x20
@@ -43,14 +45,17 @@
 #define DF          0x400
 #define RF          0x10000
 #define AC          0x40000
+#define EFLAGS_VM   0x20000
+#define VM86_DSEG   0x8000		/* VM86_WIN >> 4 */
 
 	.data
 	.p2align 3
 	.globl lg_x_paging, lg_x_ss, lg_x_cs, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt
-	.globl lg_x_stub_addr, lg_x_real, lg_rx_layout, lg_rx_ip
+	.globl lg_x_stub_addr, lg_x_real, lg_x_vm86_end, lg_rx_layout, lg_rx_ip
 lg_x_paging:	.long 0
 lg_x_ss:	.long 0			/* outside ring 0: the program's SS; 0 at CPL0 */
 lg_x_real:	.long 0			/* the program runs in real mode (lg_x_to_real) */
+lg_x_vm86_end:	.long 0			/* virtual-8086 mode: its HLT's IP; 0 otherwise */
 lg_x_cs:	.long 0			/* the program's CS: 32- or 16-bit code, its CPL's */
 lg_x_vector:	.long -1
 lg_x_error:	.long 0
@@ -104,12 +109,13 @@ lg_exec_entry:
 	movl %eax, %gs
 	movl %esp, lg_x_esp
 	cmpl $0, lg_x_ss
-	je 4f
-	movl %esp, lg_tss_a + 4		/* ESP0, SS0: CPL1-3's events */
-	movl $SEL_K_DATA, lg_tss_a + 8
-	movw $SEL_TSS_A, %ax
-	ltr %ax
-	movl $SEL_U_DATA32, %eax
+	jne 4f
+	cmpl $0, lg_x_vm86_end
+	jne 6f
+	pushl exec_in + 128		/* EFLAGS */
+	jmp 5f
+4:	call lg_x_tss
+	movl lg_x_ss, %eax		/* flat, DPL = CPL */
 	movl %eax, %ds
 	movl %eax, %es
 	movl %eax, %fs
@@ -117,11 +123,22 @@ lg_exec_entry:
 	pushl lg_x_ss			/* SS */
 	pushl $lg_task_stack		/* ESP */
 	pushl exec_in + 128		/* EFLAGS */
-	jmp 5f
-4:	pushl exec_in + 128
 5:	pushl lg_x_cs			/* CS */
 	pushl exec_code			/* EIP: its offset in CS */
-	movl exec_in + 0, %eax
+	jmp 7f
+6:	call lg_x_tss
+	pushl $VM86_DSEG		/* GS */
+	pushl $VM86_DSEG		/* FS */
+	pushl $VM86_DSEG		/* DS */
+	pushl $VM86_DSEG		/* ES */
+	pushl $REAL_SEG			/* SS */
+	pushl $RX_STACK			/* ESP */
+	movl exec_in + 128, %eax
+	orl $EFLAGS_VM, %eax
+	pushl %eax			/* EFLAGS */
+	pushl $REAL_SEG			/* CS */
+	pushl exec_code			/* IP */
+7:	movl exec_in + 0, %eax
 	movl exec_in + 8, %ecx
 	movl exec_in + 16, %edx
 	movl exec_in + 24, %ebx
@@ -129,6 +146,15 @@ lg_exec_entry:
 	movl exec_in + 48, %esi
 	movl exec_in + 56, %edi
 	iretl				/* EFLAGS with the program's TF: a trap after its first instruction */
+
+/* TSS A for the events of a program outside ring 0: SS0:ESP0 the stack lg_x_esp notes. */
+lg_x_tss:
+	movl lg_x_esp, %eax
+	movl %eax, lg_tss_a + 4
+	movl $SEL_K_DATA, lg_tss_a + 8
+	movw $SEL_TSS_A, %ax
+	ltr %ax
+	ret
 
 lg_x_back:
 	pushfl
@@ -206,7 +232,13 @@ lg_x_common:
 	pushl %edx
 	pushl %ebx
 	/* vector at 16(%esp), error code 20, EIP 24, CS 28, EFLAGS 32 */
-	movl 16(%esp), %eax
+	testl $EFLAGS_VM, 32(%esp)
+	jz 1f
+	/* From virtual-8086 mode DS and ES are null; IRET reloads the program's from the frame. */
+	movl $SEL_K_DATA, %eax
+	movl %eax, %ds
+	movl %eax, %es
+1:	movl 16(%esp), %eax
 	cmpl $1, %eax
 	je lg_x_db
 	cmpl $3, %eax
@@ -223,7 +255,16 @@ lg_x_common:
 	popl lg_x_eip
 	popl %eax			/* CS */
 	popl exec_out + 128
-	cld
+	/* The #GP of the HLT after a virtual-8086 program: it ended there. */
+	cmpl $13, lg_x_vector
+	jne 1f
+	testl $EFLAGS_VM, exec_out + 128
+	jz 1f
+	movl lg_x_eip, %eax
+	cmpl lg_x_vm86_end, %eax
+	jne 1f
+	movl $-1, lg_x_vector
+1:	cld
 	movl lg_x_esp, %esp
 	jmp lg_x_done
 

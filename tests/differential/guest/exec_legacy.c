@@ -9,8 +9,8 @@
 
 extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
-extern uint32_t lg_x_paging, lg_x_ss, lg_x_cs, lg_x_real, lg_x_error, lg_x_eip, lg_xidt[66],
-	lg_x_stub_addr[33];
+extern uint32_t lg_x_paging, lg_x_ss, lg_x_cs, lg_x_real, lg_x_vm86_end, lg_x_error, lg_x_eip,
+	lg_xidt[66], lg_x_stub_addr[33];
 /* Real mode (exec_legacy.S): RX_OFF, RX_PROG, RX_IVT, rx_back's IP; the IVT's IPs. */
 extern const uint16_t lg_rx_layout[4], lg_rx_ip[32];
 extern char lg_rx[], lg_rx_end[];
@@ -27,14 +27,18 @@ uint64_t lg_pml5[512] __attribute__((aligned(4096)));
 static uint32_t lg_pt32[1024] __attribute__((aligned(4096)));
 /* PAE: the page directory of the window's GiB, pointing at long mode's own table. */
 static uint64_t lg_pdwin[512] __attribute__((aligned(4096)));
+/* PAE, virtual-8086 mode: the first 2 MiB in 4 KiB pages, the window's again at VM86_WIN. */
+static uint64_t lg_ptlow[512] __attribute__((aligned(4096)));
 
 void legacy_tables(void)
 {
 	/* The first GiB, identity: 4 MiB pages (PSE) and 2 MiB pages (PAE). */
 	for (uint32_t i = 0; i < 256; i++)
 		lg_pd32[i] = (i << 22) | 0x87;	/* P, W, U, PS */
-	for (uint64_t i = 0; i < 512; i++)
+	for (uint64_t i = 0; i < 512; i++) {
 		lg_pdpae[i] = (i << 21) | 0x87;
+		lg_ptlow[i] = (i << 12) | 7;	/* P, W, U */
+	}
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
 	/*
 	 * The window at WIN_BASE (3 GiB) as long mode maps it: PAE's entries
@@ -80,13 +84,32 @@ static void real_setup(const struct exec_req *req)
 	memcpy(prog + req->len + 3, &seg, 2);
 }
 
+/*
+ * Virtual-8086 mode: the program where real mode's goes, then a HLT,
+ * whose #GP (any IOPL: CPL3) at lg_x_vm86_end ends it; the window's
+ * pages again at VM86_WIN, with the states long mode gave them.
+ */
+static void vm86_setup(const struct exec_req *req)
+{
+	uint8_t *prog = (uint8_t *)(uint64_t)legacy_real_code();
+
+	memcpy(prog, req->insn, req->len);
+	prog[req->len] = 0xf4;
+	lg_x_vm86_end = lg_rx_layout[1] + req->len;
+	for (unsigned i = 0; i < WIN_PAGES; i++)
+		lg_ptlow[(VM86_WIN >> 12) + i] = *win_pte(i);
+	lg_pdpae[0] = (uint64_t)lg_ptlow | 7;
+}
+
 uint64_t legacy_real_code(void)
 {
 	return LEGACY_REAL_BASE + lg_rx_layout[1];
 }
 
-void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct exec_result *res)
+void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how how,
+		 struct exec_result *res)
 {
+	bool real = how == LEGACY_REAL, vm86 = how == LEGACY_VM86;
 	static bool ready;
 	bool code16 = req->mode == MODE_16;
 	uint8_t *buf = code16 ? exec_page16 : exec_buf32;
@@ -114,8 +137,12 @@ void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct 
 	 */
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;
 	lg_pdpt[WIN_BASE >> 30] = (uint64_t)lg_pdwin | 1;
-	if (real) {
-		real_setup(req);
+	lg_x_vm86_end = 0;
+	if (real || vm86) {
+		if (vm86)
+			vm86_setup(req);
+		else
+			real_setup(req);
 		exec_code = lg_rx_layout[1];	/* IP: faults' at= against it */
 	} else if (code16) {
 		/* The program at offset 0 of its segment, then ljmpl to lg_x_back (32-bit, same CPL). */
@@ -140,7 +167,8 @@ void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct 
 	}
 	lg_x_paging = real ? 0 : paging;
 	lg_x_real = real;
-	lg_x_ss = req->cpl && !real ? stack_sel(req->cpl) : 0;
+	/* Virtual-8086 mode is entered by its own IRET frame (exec_legacy.S). */
+	lg_x_ss = req->cpl && !real && !vm86 ? stack_sel(req->cpl) : 0;
 	lg_x_vector = -1;
 	exec_in = req->in;
 	exec_in.r[R_FLAGS] = exec_entry_flags(req);
@@ -148,6 +176,7 @@ void legacy_exec(const struct exec_req *req, unsigned paging, bool real, struct 
 	barrier();
 	legacy_run(14);
 	barrier();
+	lg_pdpae[0] = 0x87;
 	if (req->cpl)
 		gdt_tss_reset();	/* TR back to long mode's TSS */
 
