@@ -657,8 +657,8 @@ def legacyize(c):
     if not movable or not env_ok or c.ds_base or r.random() >= 0.7:
         return c
     if c.mode == 2:
-        c.mode = r.choice([7, 9] + ([8] if c.cpl == 0 else []) if c.env == ENV_NONE else
-                          [7, 8] if c.cpl == 0 else [7])
+        # Virtual-8086 mode without an environment, real mode at CPL0.
+        c.mode = r.choice([7] + ([9] if c.env == ENV_NONE else []) + ([8] if c.cpl == 0 else []))
         if c.mode == 9:
             c.cpl = 3
             iopl3 = r.random() < 0.5
@@ -677,11 +677,11 @@ def legacyize(c):
 def ringize(c):
     """Moves some of the records that can run at CPL1 or CPL2 there (a
     quarter in IA-32e mode, half outside it, where records are fewer; not
-    real or virtual-8086 mode; no SYSCALL or SYSENTER, whose handlers return to CPL3 or
-    CPL0 only; no MOV DR, which faults there): supervisor accesses with
-    RFLAGS.AC ignored, IOPL-sensitive instructions faulting, gates and call
-    gates from an intermediate ring. The choice comes from the record's
-    own seed, as legacyize's does."""
+    real or virtual-8086 mode; no SYSCALL or SYSENTER, whose handlers
+    return to CPL3 or CPL0 only; no MOV DR, which faults there):
+    supervisor accesses with RFLAGS.AC ignored, IOPL-sensitive
+    instructions faulting, gates and call gates from an intermediate ring.
+    The choice comes from the record's own seed, as legacyize's does."""
     r = random.Random(c.seed ^ 0x7219c1)
     share = 0.5 if 4 <= c.mode <= 7 else 0.25
     if c.mode in (8, 9) or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
@@ -1104,8 +1104,8 @@ def main():
     ap.add_argument("--explore", action="store_true",
                     help="issue 18's wider space: every mode (64-bit, compat, 16-bit code, compat "
                          "with a CS base), 32-bit protected mode (no paging, 32-bit paging, PAE), "
-                         "16-bit code in protected mode with PAE paging, at CPL0 to CPL3, and "
-                         "real mode, switching between records, the guest's TF, "
+                         "16-bit code in protected mode with PAE paging, at CPL0 to CPL3, "
+                         "real mode and virtual-8086 mode, switching between records, the guest's TF, "
                          "PUSHF/POPF setting and clearing TF, SYSCALL/SYSRETQ, INT n/INT3/INTO "
                          "through DPL0/3 gates and IRETQ (TF set in its frame), MOV DR0-3/DR7 with "
                          "execute breakpoints and DR7.GD, far calls through a call gate, SYSENTER/"
