@@ -1021,20 +1021,23 @@ GATE_FAULT = re.compile(r"^(g\d+(?: db\d+)?: #(?:GP|NP) )([0-9a-f]+)( .*)$")
 AT = re.compile(r" at=\+([0-9a-f]+)")
 
 
-def oracle_quirks(ref_line, emu_line, quirks):
+def oracle_quirks(ref_line, emu_line, quirks, insn=b"\xcd\x00"):
     """ref_line with what the oracle's CPU is measured to get wrong (this
     boot's probes, QUIRKS) replaced by the architecture's answer where
-    emulate gave exactly that; anything else stays a divergence."""
+    emulate gave exactly that; anything else stays a divergence. INSN:
+    the record's program (the length of the INT at the fault)."""
     if "intn_error_code" in quirks:
         # QEMU's TCG pushes vector * 16 + 2 where the SDM says vector * 8 + 2,
-        # and at times the RIP past INT n (CD ib), where the #GP is a fault
-        # at the INT itself (docs/reliability.md, item 19).
+        # and at times the RIP past INT n (CD ib) or INT3 (CC), where the #GP
+        # is a fault at the INT itself (docs/reliability.md, item 19).
         r, e = GATE_FAULT.match(ref_line), GATE_FAULT.match(emu_line)
         if r and e and r.group(1) == e.group(1):
             arch, got = int(e.group(2), 16), int(r.group(2), 16)
             rest = r.group(3)
             at_r, at_e = AT.search(rest), AT.search(e.group(3))
-            if arch & 7 == 2 and at_r and at_e and int(at_r.group(1), 16) == int(at_e.group(1), 16) + 2:
+            at = int(at_e.group(1), 16) if at_e else len(insn)
+            past = {0xcd: 2, 0xcc: 1, 0xce: 1, 0xf1: 1}.get(insn[at] if at < len(insn) else None)
+            if arch & 7 == 2 and past and at_r and int(at_r.group(1), 16) == at + past:
                 rest = rest[:at_r.start()] + at_e.group(0) + rest[at_r.end():]
             if arch & 7 == 2 and got in (arch, (arch >> 3) * 16 + 2) and rest == e.group(3):
                 return emu_line
@@ -1066,7 +1069,7 @@ def compare_batch(batch, ref, emu, quirks=()):
             ended = True
             break
         compared += 1
-        if el[i] != oracle_quirks(rl[i], el[i], quirks):
+        if el[i] != oracle_quirks(rl[i], el[i], quirks, c.insn):
             divergent.append((c, rl[i], el[i]))
     if done == len(batch) and stop == len(batch) and not ended and emu.status != ref.status:
         divergent.append((batch[-1], f"status {ref.status}", f"status {emu.status}"))

@@ -15,8 +15,8 @@ TAIL = " cr2=0 op=2f8c h=1a00376e d=fba6370 at=+0 f=0:fe798dc7"
 Q = {"intn_error_code"}
 
 
-def same(ref, emu, quirks=Q):
-    return gen.oracle_quirks(ref, emu, quirks) == emu
+def same(ref, emu, quirks=Q, insn=b"\xcd\x01\x90"):
+    return gen.oracle_quirks(ref, emu, quirks, insn) == emu
 
 
 def main():
@@ -44,6 +44,14 @@ def main():
            False)
     expect("RIP past, no IDT error code", same("g0: #GP 0" + past, "g0: #GP 0" + TAIL), False)
     expect("RIP past, no probe", same("g0: #GP 2" + past, "g0: #GP 2" + TAIL, set()), False)
+    # Past INT3 (CC, 1 byte): seed 30 record 203, a DPL0 trap gate at CPL3.
+    past1 = TAIL.replace("at=+0", "at=+1")
+    expect("TCG's RIP past INT3", same("g0: #GP 32" + past1, "g0: #GP 1a" + TAIL, insn=b"\xcc\x90"),
+           True)
+    expect("RIP 2 past INT3", same("g0: #GP 32" + past, "g0: #GP 1a" + TAIL, insn=b"\xcc\x90"),
+           False)
+    expect("RIP 1 past, no INT there", same("g0: #GP 2" + past1, "g0: #GP 2" + TAIL, insn=b"\x90"),
+           False)
     return report(bad, "oracle_quirks")
 
 
