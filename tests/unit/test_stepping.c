@@ -1264,6 +1264,19 @@ static void flat32_gate(struct vcpu *v, unsigned vector)
 	sr->gdt.limit = 0x3f;
 }
 
+/* SS0:ESP0 of a 32-bit TSS at base: 0x10 (flat data at GDT 0x10):0x170000, returned. */
+static uint32_t tss32_ring0_stack(uint64_t base)
+{
+	uint64_t data0 = 0x00cf93000000ffffull;
+	uint32_t esp0 = 0x170000;
+	uint16_t ss0 = 0x10;
+
+	memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
+	memcpy(ram + base + 4, &esp0, 4);
+	memcpy(ram + base + 8, &ss0, 2);
+	return esp0;
+}
+
 /*
  * SYSCALL with EFER.SCE clear outside IA-32e mode: #UD, certain, delivered
  * by the VMM through the 32-bit gate (the frame holds SYSCALL's own EIP).
@@ -1311,15 +1324,7 @@ static void legacy_int3_tss_limit(void **state)
 	int3_cpl3_flat32(v);
 	assert_int_equal(regs(v)->rip, CODE);
 	/* A limit that holds the entry: delivered, on 0x10:0x170000. */
-	{
-		uint64_t data0 = 0x00cf93000000ffffull;
-		uint32_t esp0 = 0x170000;
-		uint16_t ss0 = 0x10;
-
-		memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
-		memcpy(ram + 0x4004, &esp0, 4);
-		memcpy(ram + 0x4008, &ss0, 2);
-	}
+	tss32_ring0_stack(0x4000);
 	sr->tr.limit = 9;
 	int3_cpl3_flat32(v);
 	assert_int_equal(regs(v)->rip, 0x130000);
@@ -1442,15 +1447,6 @@ static void legacy_handler_breakpoints(void **state)
 }
 
 /*
- * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
- * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
- * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
- * the 32-bit TSS), into a conforming segment (staying at CPL3) or a DPL1
- * one (SS1:ESP1); in real mode through the IVT (2-byte slots, CS the
- * segment). Every frame holds the guest's TF; its handler is stepped, and
- * no #DB is owed for INT3 or after the handler's first instruction.
- */
-/*
  * INT n in virtual-8086 mode below IOPL 3 (no CR4.VME): #GP(0), certain,
  * delivered by the VMM through the 32-bit gate to CPL0 on SS0:ESP0, GS,
  * FS, DS and ES pushed, the guest's TF in the frame. Stepped instead, the
@@ -1464,16 +1460,11 @@ static void vm86_intn_iopl0_gp(void **state)
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 	struct kvm_segment rs = { .base = 0x70000, .limit = 0xffff, .selector = 0x7000, .type = 3,
 				  .present = 1, .dpl = 3, .s = 1 };
-	uint64_t data0 = 0x00cf93000000ffffull;
-	uint32_t esp0 = 0x170000, f[10];
-	uint16_t ss0 = 0x10;
+	uint32_t esp0 = tss32_ring0_stack(0x3000), f[10];
 
 	(void)state;
 	flat32_gate(v, X86_VEC_GP);
 	memset(ram + 0x130000, 0x90, 16);
-	memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
-	memcpy(ram + 0x3004, &esp0, 4);
-	memcpy(ram + 0x3008, &ss0, 2);
 	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
 				       .type = 11, .present = 1 };
 	sr->cs = sr->ss = rs;
@@ -1507,6 +1498,15 @@ static void vm86_intn_iopl0_gp(void **state)
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
 }
 
+/*
+ * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
+ * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
+ * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
+ * the 32-bit TSS), into a conforming segment (staying at CPL3) or a DPL1
+ * one (SS1:ESP1); in real mode through the IVT (2-byte slots, CS the
+ * segment). Every frame holds the guest's TF; its handler is stepped, and
+ * no #DB is owed for INT3 or after the handler's first instruction.
+ */
 static void legacy_int3_delivered(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
@@ -1542,13 +1542,8 @@ static void legacy_int3_delivered(void **state)
 	 * (0x10:0x170000), the CPL3 SS:ESP pushed first.
 	 */
 	{
-		uint64_t data0 = 0x00cf93000000ffffull;
-		uint32_t esp0 = 0x170000, f[5];
-		uint16_t ss0 = 0x10;
+		uint32_t esp0 = tss32_ring0_stack(0x3000), f[5];
 
-		memcpy(ram + BOOT_GDT_ADDR + 0x10, &data0, sizeof(data0));
-		memcpy(ram + 0x3004, &esp0, 4);
-		memcpy(ram + 0x3008, &ss0, 2);
 		ram[IDT + 8 * X86_VEC_BP + 5] = 0xee;
 		sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
 					       .type = 11, .present = 1 };
