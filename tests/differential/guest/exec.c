@@ -238,7 +238,8 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-#define GDT_N 38  /* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's */
+/* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's; 32-37 CPL1-2's code. */
+#define GDT_N 38
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {

@@ -30,13 +30,19 @@ static uint64_t lg_pdwin[512] __attribute__((aligned(4096)));
 /* PAE, virtual-8086 mode: the first 2 MiB in 4 KiB pages, the window's again at VM86_WIN. */
 static uint64_t lg_ptlow[512] __attribute__((aligned(4096)));
 
+/* PAE's identity map of the first GiB: 2 MiB page i (P, W, U, PS). */
+static uint64_t pae_identity_pde(uint64_t i)
+{
+	return (i << 21) | 0x87;
+}
+
 void legacy_tables(void)
 {
 	/* The first GiB, identity: 4 MiB pages (PSE) and 2 MiB pages (PAE). */
 	for (uint32_t i = 0; i < 256; i++)
 		lg_pd32[i] = (i << 22) | 0x87;	/* P, W, U, PS */
 	for (uint64_t i = 0; i < 512; i++) {
-		lg_pdpae[i] = (i << 21) | 0x87;
+		lg_pdpae[i] = pae_identity_pde(i);
 		lg_ptlow[i] = (i << 12) | 7;	/* P, W, U */
 	}
 	lg_pdpt[0] = (uint64_t)lg_pdpae | 1;	/* PAE PDPTEs: P only */
@@ -176,7 +182,7 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 	barrier();
 	legacy_run(14);
 	barrier();
-	lg_pdpae[0] = 0x87;
+	lg_pdpae[0] = pae_identity_pde(0);	/* vm86_setup's table off again */
 	if (req->cpl)
 		gdt_tss_reset();	/* TR back to long mode's TSS */
 
