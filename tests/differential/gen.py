@@ -187,6 +187,21 @@ def syscall_case(rng, idx):
     return c
 
 
+def trip_event(c):
+    """The event of a record whose gate takes it from CPL1-3 to CPL0 and
+    back: an IDT gate whose DPL is at least the CPL (INT n, INT3, INTO),
+    a call gate whose DPL is at least the CPL and the selector's RPL."""
+    if c.cpl == 0:
+        return []
+    if c.env == ENV_GATE:
+        enters = (c.aux >> 5 & 3) >= c.cpl
+    elif c.env == ENV_CALLGATE:
+        enters = (c.aux & 3) >= max(c.cpl, c.aux >> 4 & 3)
+    else:
+        enters = False
+    return [f"cpl{c.cpl}->cpl0->cpl{c.cpl}"] if enters else []
+
+
 # INT n vectors whose gate the record may borrow: none that the program
 # itself could raise as an exception (#UD, #GP, #PF... would enter the
 # borrowed gate with an error code or loop), not #DB.
@@ -210,9 +225,7 @@ def gate_case(rng, idx):
     tfop = rng.choice([0, 0, 1, 2])
     c.env, c.env_arg, c.aux = ENV_GATE, vec, tfop << 8 | gtype
     c.insn = insn + b"\x90" * rng.randrange(1, 4)
-    c.events = [f"gate-dpl{dpl}", "trap-gate" if gtype & 1 else "interrupt-gate"]
-    if c.cpl == 3 and dpl == 3:
-        c.events.append("cpl3->cpl0->cpl3")
+    c.events = [f"gate-dpl{dpl}", "trap-gate" if gtype & 1 else "interrupt-gate"] + trip_event(c)
     if tfop == 1:
         c.events.append("iretq-frame-sets-tf")
         c.form = "iretq-tf-frame"
@@ -308,9 +321,7 @@ def callgate_case(rng, idx):
     c.regs[R_BX] = 0
     call = b"\x66\x67\xff\x1b" if c.mode == 2 else b"\xff\x1b"   # lcall *(%rbx) m16:32
     c.insn = call + b"\x90" * rng.randrange(1, 3)
-    c.events = [f"callgate-dpl{dpl}-rpl{rpl}"]
-    if c.cpl == 3 and dpl == 3 and rpl == 3:
-        c.events.append("cpl3->cpl0->cpl3")
+    c.events = [f"callgate-dpl{dpl}-rpl{rpl}"] + trip_event(c)
     if c.mode:
         c.events.append("callgate-mode-change")
     return c
@@ -693,18 +704,10 @@ def ringize(c):
         if len(prog) > 32:
             return c
         c.insn = prog
-    old = f"cpl{c.cpl}->cpl0->cpl{c.cpl}"
-    c.events = [e for e in c.events if e != old]
+    old = trip_event(c)
+    c.events = [e for e in c.events if e not in old]
     c.cpl = cpl
-    if c.env == ENV_GATE:
-        enters = (c.aux >> 5 & 3) >= cpl
-    elif c.env == ENV_CALLGATE:
-        dpl, rpl = c.aux & 3, c.aux >> 4 & 3
-        enters = dpl >= cpl and dpl >= rpl
-    else:
-        enters = False
-    if enters:
-        c.events.append(f"cpl{cpl}->cpl0->cpl{cpl}")
+    c.events += trip_event(c)
     return c
 
 
