@@ -602,19 +602,36 @@ int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
 	return -1;
 }
 
+/* The checks of INT n's operation, in its order, once the gate's type is judged. */
+static int soft_int_fault(bool gate_ok, uint8_t access, bool in_limit, unsigned vector,
+			  unsigned cpl, uint32_t *err)
+{
+	/* The IDT bit set, EXT clear: a software interrupt is no external event. */
+	*err = vector * 8 + 2;
+	if (!in_limit || !gate_ok || ((unsigned)(access >> 5) & 3) < cpl)
+		return X86_VEC_GP;
+	if (!(access & 0x80))
+		return X86_VEC_NP;
+	return -1;
+}
+
 int step_soft_int_fault(const uint8_t gate[16], bool in_limit, unsigned vector, unsigned cpl,
 			uint32_t *err)
 {
 	unsigned type = gate[5] & 0x1f;
 
-	/* The IDT bit set, EXT clear: a software interrupt is no external event. */
-	*err = vector * 8 + 2;
-	if (!in_limit || (type != 0x0e && type != 0x0f) || (gate[13] & 0x1f) ||
-	    ((unsigned)(gate[5] >> 5) & 3) < cpl)
-		return X86_VEC_GP;
-	if (!(gate[5] & 0x80))
-		return X86_VEC_NP;
-	return -1;
+	return soft_int_fault((type == 0x0e || type == 0x0f) && !(gate[13] & 0x1f), gate[5],
+			      in_limit, vector, cpl, err);
+}
+
+int step_legacy_soft_int_fault(const uint8_t gate[8], bool in_limit, unsigned vector,
+			       unsigned cpl, uint32_t *err)
+{
+	unsigned type = gate[5] & 0x1f;
+
+	/* Task gates (5), 16-bit (6, 7) and 32-bit (14, 15) interrupt and trap gates. */
+	return soft_int_fault(type == 0x05 || type == 0x06 || type == 0x07 || type == 0x0e ||
+			      type == 0x0f, gate[5], in_limit, vector, cpl, err);
 }
 
 bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)

@@ -351,6 +351,14 @@ void step_segment_cache(uint64_t desc, uint16_t sel, struct kvm_segment *out);
  */
 int step_soft_int_fault(const uint8_t gate[16], bool in_limit, unsigned vector, unsigned cpl,
 			uint32_t *err);
+/*
+ * The same outside IA-32e mode, in protected and virtual-8086 mode (SDM
+ * vol. 2 INT n, PROTECTED-MODE): the entry a task gate or a 16- or 32-bit
+ * interrupt or trap gate, else #GP; its DPL at least the CPL (CPL3 in
+ * virtual-8086 mode), else #GP; present, else #NP.
+ */
+int step_legacy_soft_int_fault(const uint8_t gate[8], bool in_limit, unsigned vector,
+			       unsigned cpl, uint32_t *err);
 
 /*
  * SYSCALL performed by the VMM in IA-32e mode (SDM vol. 2 SYSCALL): RCX the

@@ -391,14 +391,23 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	uint64_t width;
 	unsigned hcpl;
 
+	bool in_limit = e->vector * size + size - 1 <= sregs->idt.limit;
+	uint32_t err;
+	int fault;
+
 	if (sregs->cr4 & X86_CR4_CET)
 		return false;
 	guest_paging(v, &p);
 	p.cpl = 0;	/* the IDT, the GDT and the TSS are supervisor accesses */
 	p.ac = false;
-	if (e->vector * size + size - 1 > sregs->idt.limit ||
-	    pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
-	    pagewalk_read_as(&m, &p, gate_la, 0, in.entry, size) != size)
+	if (in_limit && (pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
+			 pagewalk_read_as(&m, &p, gate_la, 0, in.entry, size) != size))
+		return false;
+	/* INT n that cannot use its gate faults, as in IA-32e mode (deliver_event). */
+	if (!real && e->soft &&
+	    (fault = step_legacy_soft_int_fault(in.entry, in_limit, e->vector, in.cpl, &err)) >= 0)
+		return deliver_fault(v, (unsigned)fault, err);
+	if (!in_limit)
 		return false;
 	if (!real && !gate_descriptor(v, &p, (unsigned)(in.entry[2] | in.entry[3] << 8), &in.desc,
 				      &desc_w))

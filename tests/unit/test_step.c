@@ -633,6 +633,39 @@ static void test_soft_int_fault(void **state)
 	assert_int_equal(err, 0x10a);			/* beyond the limit */
 }
 
+/* The same outside IA-32e mode: 8-byte entries, task and 16-bit gates too. */
+static void test_legacy_soft_int_fault(void **state)
+{
+	uint8_t gate[8] = { [2] = 0x38, [5] = 0xee };	/* present, DPL3, 32-bit interrupt gate */
+	static const uint8_t types[] = { 0x05, 0x06, 0x07, 0x0e, 0x0f };
+	uint32_t err = 7;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(types); i++) {
+		gate[5] = (uint8_t)(0xe0 | types[i]);
+		assert_int_equal(step_legacy_soft_int_fault(gate, true, 3, 3, &err), -1);
+	}
+	gate[5] = 0x8e;					/* DPL0 */
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 3, 0, &err), -1);
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 3, 3, &err), X86_VEC_GP);
+	assert_int_equal(err, 3 * 8 + 2);
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 0x41, 1, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x20a);
+	gate[5] = 0x6f;					/* DPL3, not present */
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_NP);
+	assert_int_equal(err, 0x22);
+	gate[5] = 0x0f;					/* DPL0, not present: the DPL first */
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_GP);
+	gate[5] = 0xec;					/* a call gate is no interrupt gate */
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xe9;					/* nor an available 32-bit TSS */
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xfe;					/* S set: no gate */
+	assert_int_equal(step_legacy_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	assert_int_equal(step_legacy_soft_int_fault(gate, false, 0x21, 0, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x10a);			/* beyond the limit */
+}
+
 /* Where KVM may inject a fault by itself: the decoder's #UD, the legacy #AC. */
 static void test_kvm_may_inject(void **state)
 {
@@ -1200,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_delivery_refused),
 		cmocka_unit_test(test_code_segment),
 		cmocka_unit_test(test_soft_int_fault),
+		cmocka_unit_test(test_legacy_soft_int_fault),
 		cmocka_unit_test(test_syscall_sysret),
 		cmocka_unit_test(test_kvm_may_inject),
 		cmocka_unit_test(test_certain_fault),

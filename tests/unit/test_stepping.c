@@ -1499,6 +1499,44 @@ static void vm86_intn_iopl0_gp(void **state)
 }
 
 /*
+ * INT3 from CPL3 in 32-bit protected mode through a DPL0 gate: #GP(3 * 8 +
+ * 2), certain, delivered by the VMM through the #GP gate to CPL0, the
+ * frame holding the INT3 itself and the guest's TF. Stepped, the CPU's #GP
+ * ran its handler with the VMM's TF, whose step there was taken for the
+ * guest's own trap: a #DB the CPU never raises (generator, seed 1).
+ */
+static void legacy_int3_dpl0_gate_gp(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint32_t esp0 = tss32_ring0_stack(0x3000), f[6];
+
+	(void)state;
+	flat32_gate(v, X86_VEC_BP);		/* DPL0: not for INT3 from CPL3 */
+	flat32_gate(v, X86_VEC_GP);
+	memset(ram + 0x130000, 0x90, 16);
+	ram[CODE] = 0xcc;
+	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
+				       .type = 11, .present = 1 };
+	int3_cpl3_flat32(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, esp0 - 24);
+	memcpy(f, ram + esp0 - 24, sizeof(f));
+	assert_int_equal(f[0], 3 * 8 + 2);		/* the IDT bit, EXT clear */
+	assert_int_equal(f[1], CODE);			/* the INT3 itself: a fault */
+	assert_int_equal(f[2], 0x1b);
+	assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF | X86_RFLAGS_RF);
+	assert_int_equal(f[4], STACK);
+	assert_int_equal(f[5], 0x23);
+	assert_int_equal(sr->cs.selector, 0x38);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	step_to(v, 0x130001, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+}
+
+/*
  * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
  * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
  * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
@@ -1738,6 +1776,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(vm86_intn_iopl0_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_int3_dpl0_gate_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_tss_limit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_sce0_legacy_ud, setup_no_hwbp, teardown),
