@@ -643,33 +643,85 @@ def pinned_vm86_hlt_after_db(idx):
     return c
 
 
+def pinned_gate(idx, mode, cpl, kind, insn, vec, gtype, iopl3=False, tfop=0):
+    """A gate record (gate_case's environment) built by hand, with the
+    guest's TF, normal pages and registers 0."""
+    c = Case()
+    c.idx, c.mode, c.cpl = idx, mode, cpl
+    c.form, c.size, c.lock = kind, 4, False
+    c.insn = insn
+    c.addr_reg, c.seg, c.placement, c.target = 0xff, 0, "none", 0
+    c.page0 = c.page1 = PG_NORMAL
+    c.flags, c.seed, c.ds_base = GEN_TF | (GEN_IOPL3 if iopl3 else 0), 0x5eed0a7e, 0
+    c.regs = [0] * R_COUNT
+    c.env, c.env_arg, c.aux = ENV_GATE, vec, tfop << 8 | gtype
+    c.events = ["outside-ia32e", "gate-outside-ia32e", "pinned"] + trip_event(c)
+    if mode == 9:
+        c.events.append(f"vm86-iopl{3 if iopl3 else 0}")
+    return c
+
+
+def pinned_legacy_intn_dpl0_gate(idx):
+    """Seed 1 record 96 of the deck with legacy gates: INT $0x11 at CPL2 in
+    32-bit protected mode through a DPL0 gate, with the guest's TF:
+    #GP(0x8a) and no #DB. With 8680978's vmm the INT was stepped, the
+    CPU's #GP ran its handler with the VMM's TF, and the step there became
+    a #DB for the guest."""
+    return pinned_gate(idx, 4, 2, "int-n", b"\xcd\x11\x90\x90\x90", 0x11, 0x8e)
+
+
+def pinned_vm86_into_dpl0_gate(idx):
+    """Seed 1 record 290, the same in virtual-8086 mode: INTO (OF set) at
+    IOPL 3 through a DPL0 trap gate: #GP(0x22)."""
+    c = pinned_gate(idx, 9, 3, "into", b"\xce\x90", 4, 0x8f, iopl3=True)
+    c.regs[R_FLAGS] |= 0x800
+    return c
+
+
+def pinned_vm86_intn_gate_sets_tf(idx):
+    """INT $0x41 from virtual-8086 mode at IOPL 3 through a DPL3 interrupt
+    gate to CPL0 (SS0:ESP0; GS, FS, DS, ES pushed), whose handler sets TF
+    in the frame and returns with IRETD: single steps in virtual-8086 mode
+    from there, as on the CPU."""
+    return pinned_gate(idx, 9, 3, "iretq-tf-frame", b"\xcd\x41\x90\x90", 0x41, 0xee,
+                       iopl3=True, tfop=1)
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
 PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
-          pinned_vm86_hlt_after_db]
+          pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
+          pinned_vm86_intn_gate_sets_tf]
 
 
 def legacyize(c):
     """Moves some of the records that can run outside IA-32e mode there:
     32-bit encodings (compatibility mode's) to 32-bit code, 16-bit code's
-    to 16-bit code with PAE paging, to virtual-8086 mode (no environment;
-    CPL3 whatever the record's CPL was, IOPL 3 or 0 at random) or, at
-    CPL0, to real mode; flat data segments (in real mode their 4 GiB
+    to 16-bit code with PAE paging, to virtual-8086 mode (CPL3 whatever
+    the record's CPL was, IOPL 3 or 0 at random) or, at CPL0 and without
+    a gate, to real mode; flat data segments (in real mode their 4 GiB
     limits kept from protected mode; in virtual-8086 mode based where the
-    window is seen again), no environment but debug registers at CPL0.
+    window is seen again). Environments: debug registers at CPL0, and
+    INT n / INT3 / INTO gates (32-bit, to CPL0: from CPL1-3 and from
+    virtual-8086 mode through TSS A's stack, back with IRETD).
     The choice comes from the record's own seed, so that the other records
     of a seed stay what they were. Without paging the operand is at the
     window's RAM and every page is normal; 32-bit paging has no XD and no
     bit 51 to set."""
     r = random.Random(c.seed ^ 0x1e6ac7)
     movable = (c.mode in (1, 2, 3) and c.form != "mode-switch") or c.form == "fault-syscall-sce0"
-    env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0)
-    if not movable or not env_ok or c.ds_base or r.random() >= 0.7:
+    # Gates: 32-bit ones, to CPL0 code; vector 32 is the executor's way back.
+    gate = c.env == ENV_GATE and c.env_arg != 0x20
+    env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0) or gate
+    # Half of the gate records move, so that IA-32e mode keeps the other half.
+    if not movable or not env_ok or c.ds_base or r.random() >= (0.5 if gate else 0.7):
         return c
     if c.mode == 2:
-        # Virtual-8086 mode without an environment, real mode at CPL0.
-        c.mode = r.choice([7] + ([9] if c.env == ENV_NONE else []) + ([8] if c.cpl == 0 else []))
+        # Virtual-8086 mode without an environment but a gate, real mode
+        # at CPL0 without one (its IVT has no gates).
+        c.mode = r.choice([7] + ([9] if c.env in (ENV_NONE, ENV_GATE) else []) +
+                          ([8] if c.cpl == 0 and not gate else []))
         if c.mode == 9:
             c.cpl = 3
             iopl3 = r.random() < 0.5
@@ -681,7 +733,7 @@ def legacyize(c):
         c.page0 = c.page1 = PG_NORMAL
     elif c.mode == 5:
         c.page0, c.page1 = c.page0 & ~(PG_XD | PG_RSVD), c.page1 & ~(PG_XD | PG_RSVD)
-    c.events = list(c.events) + ["outside-ia32e"]
+    c.events = list(c.events) + ["outside-ia32e"] + (["gate-outside-ia32e"] if gate else [])
     return c
 
 

@@ -219,6 +219,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "legacy-soft-int-gate-unchecked",
+        "what": "outside IA-32e mode INT n, INT3 and INTO are delivered without their gate's "
+                "checks: through a DPL0 gate from CPL1-3 they are stepped, and the step in "
+                "the CPU's #GP handler becomes a #DB for the guest",
+        "edits": [("src/vmm/stepping.c", "\tif (!real && e->soft &&\n",
+                   "\tif (!real && e->soft && false &&\n")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

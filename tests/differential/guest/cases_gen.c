@@ -13,7 +13,8 @@
 struct gen_record {
 	uint8_t mode;        /* 0: 64-bit, 1: compatibility, 2: 16-bit code (CS base),
 				3: compatibility with a CS base; outside IA-32e mode
-				(legacy_exec; ENV_NONE, or ENV_DR at CPL0), 32-bit
+				(legacy_exec; ENV_NONE, ENV_DR at CPL0, ENV_GATE
+				but in real mode and for vector 32), 32-bit
 				protected mode with 4: no paging, 5: 32-bit paging,
 				6: PAE paging, and 7: 16-bit code with PAE paging;
 				8: real mode (CPL0, 4 GiB data segments); 9:
@@ -55,6 +56,8 @@ struct gen_record {
  *   with IRETQ (a CPL0 caller), 0: with SYSRETQ (a CPL3 caller).
  * ENV_GATE: IDT gate env_arg -> gen_gate_stub, type aux bits 0-7 (0x8e/0x8f
  *   and DPL), aux bit 8 / 9: the stub sets / clears TF in its frame.
+ *   Outside IA-32e mode a 32-bit gate of that type to exec_legacy.S's
+ *   lg_x_gate (not vector 32, legacy_exec's way back from CPL1-3).
  * ENV_DR: register env_reg += the program's linear address (a breakpoint
  *   address aux bits 0-7 into the program; 0xff: gen_farptr, data never
  *   executed). DR0-3 and DR7 are cleared again after the record.
@@ -162,6 +165,7 @@ static int gen(const struct boot_info *bi)
 		uint64_t target, base = 0;
 		char label[80];
 		struct gate saved_gate = { 0 };
+		uint64_t saved_lgate = 0;
 		bool legacy, vm86, ring12;
 		size_t n;
 
@@ -172,7 +176,8 @@ static int gen(const struct boot_info *bi)
 		ring12 = r.cpl == 1 || r.cpl == 2;
 		if (r.mode > 9 || r.cpl > 3 || (r.mode == 8 && r.cpl) || (vm86 && r.cpl != 3) ||
 		    (!vm86 && (r.flags & GEN_IOPL3)) ||
-		    (legacy && r.env && (r.env != ENV_DR || r.cpl)) ||
+		    (legacy && r.env && !(r.env == ENV_DR && !r.cpl) &&
+		     !(r.env == ENV_GATE && r.mode != 8 && r.env_arg != 32)) ||
 		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
 			printf("Bail out! record %u: mode %u at CPL%u with environment %u is none the executor runs\n",
 			       i, r.mode, r.cpl, r.env);
@@ -241,8 +246,12 @@ static int gen(const struct boot_info *bi)
 		case ENV_GATE: {
 			uint64_t h = (uint64_t)gen_gate_stub;
 
-			saved_gate = idt()[r.env_arg];
-			idt()[r.env_arg] = make_gate(h, (uint8_t)r.aux, 0);
+			if (legacy) {
+				saved_lgate = legacy_gate_borrow(r.env_arg, (uint8_t)r.aux);
+			} else {
+				saved_gate = idt()[r.env_arg];
+				idt()[r.env_arg] = make_gate(h, (uint8_t)r.aux, 0);
+			}
 			gen_gate_tf = r.aux >> 8 & 3;
 			break;
 		}
@@ -287,7 +296,10 @@ static int gen(const struct boot_info *bi)
 			wrmsr(MSR_FMASK, fmask);
 			break;
 		case ENV_GATE:
-			idt()[r.env_arg] = saved_gate;
+			if (legacy)
+				legacy_gate_restore(r.env_arg, saved_lgate);
+			else
+				idt()[r.env_arg] = saved_gate;
 			break;
 		case ENV_DR:
 			dr_park();

@@ -4,7 +4,8 @@
  * leaves long mode and comes here, in 32-bit protected mode at CPL0 with
  * paging off. lg_x_paging picks the paging (0 none, 1 32-bit with the
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
- * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL1-3. The
+ * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL1-3, and
+ * has room for all 256 (a record's gate to lg_x_gate, exec_legacy.c). The
  * program's CS is lg_x_cs (32-bit or 16-bit code). With lg_x_ss set
  * the program runs at the CPL of lg_x_cs, 1-3 (lg_x_ss, flat data of that
  * DPL, in every data segment register, the stack lg_task_stack), entered
@@ -62,8 +63,8 @@ lg_x_error:	.long 0
 lg_x_eip:	.long 0
 lg_x_esp:	.long 0
 	.p2align 3
-lg_xidt:	.skip 8 * 33		/* 32-bit interrupt gates (exec_legacy.c) */
-lg_xidtr:	.word 8 * 33 - 1
+lg_xidt:	.skip 8 * 256		/* 32-bit interrupt gates (exec_legacy.c) */
+lg_xidtr:	.word 8 * 256 - 1
 		.long lg_xidt
 	.p2align 2
 lg_x_stub_addr:
@@ -208,6 +209,48 @@ lg_x_from_real:
 	movl %eax, %ss
 	movl lg_x_esp, %esp
 	jmp lg_x_done
+
+/*
+ * The generator's IDT gate outside IA-32e mode (cases_gen.c, ENV_GATE),
+ * gen.S's gen_gate_stub in 32-bit code: into gen_frame the frame's EIP,
+ * CS and EFLAGS; its ESP and SS after a privilege change; from
+ * virtual-8086 mode its ES, DS, FS and GS too, a word each in the sixth
+ * slot (selectors zero-extended: the SDM leaves a slot's upper half
+ * undefined). TF set or cleared in the frame as gen_gate_tf says; back
+ * with IRETL. Memory through SS, flat here whatever DS the program had.
+ */
+	.globl lg_x_gate
+lg_x_gate:
+	pushl %eax
+	movl 4(%esp), %eax		/* EIP */
+	movl %eax, %ss:gen_frame + 0
+	movzwl 8(%esp), %eax		/* CS */
+	movl %eax, %ss:gen_frame + 8
+	movl 12(%esp), %eax		/* EFLAGS */
+	movl %eax, %ss:gen_frame + 16
+	testl $EFLAGS_VM, %eax
+	jnz 1f
+	testl $3, 8(%esp)		/* from CPL1-3: ESP and SS too */
+	jz 3f
+1:	movl 16(%esp), %eax		/* ESP */
+	movl %eax, %ss:gen_frame + 24
+	movzwl 20(%esp), %eax		/* SS */
+	movl %eax, %ss:gen_frame + 32
+	testl $EFLAGS_VM, 12(%esp)
+	jz 3f
+	.irp i, 0, 1, 2, 3		/* ES, DS, FS, GS */
+	movw 24 + 4 * \i(%esp), %ax
+	movw %ax, %ss:gen_frame + 40 + 2 * \i
+	.endr
+3:	incl %ss:gen_hits
+	testl $1, %ss:gen_gate_tf
+	jz 4f
+	orl $TF, 12(%esp)
+4:	testl $2, %ss:gen_gate_tf
+	jz 5f
+	andl $~TF, 12(%esp)
+5:	popl %eax
+	iretl
 
 /* Vectors with an error code push theirs; the others a 0 in its place. */
 	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31

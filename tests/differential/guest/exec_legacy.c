@@ -10,14 +10,14 @@
 extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
 extern uint32_t lg_x_paging, lg_x_ss, lg_x_cs, lg_x_real, lg_x_vm86_end, lg_x_error, lg_x_eip,
-	lg_xidt[66], lg_x_stub_addr[33];
+	lg_xidt[512], lg_x_stub_addr[33];
 /* Real mode (exec_legacy.S): RX_OFF, RX_PROG, RX_IVT, rx_back's IP; the IVT's IPs. */
 extern const uint16_t lg_rx_layout[4], lg_rx_ip[32];
 extern char lg_rx[], lg_rx_end[];
 extern int32_t lg_x_vector;
 extern struct exec_regs exec_in, exec_out;
 extern uint8_t exec_buf32[64], exec_page16[64];
-extern char lg_x_back[];
+extern char lg_x_back[], lg_x_gate[];
 
 uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
 uint64_t lg_pdpt[4] __attribute__((aligned(32)));
@@ -107,6 +107,36 @@ static void vm86_setup(const struct exec_req *req)
 	lg_pdpae[0] = (uint64_t)lg_ptlow | 7;
 }
 
+/* Vectors 0-31 and 32 (the way back from CPL1-3); the others not present. */
+static void legacy_xidt(void)
+{
+	static bool ready;
+
+	if (ready)
+		return;
+	legacy_tables();
+	/* DPL3 where CPL1-3 code may enter: INT3, INT 1, INT $32 (the way back). */
+	for (unsigned v = 0; v < 33; v++)
+		legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, lg_x_stub_addr[v],
+			    v == 1 || v == 3 || v == 32 ? 0xee : 0x8e);
+	ready = true;
+}
+
+uint64_t legacy_gate_borrow(unsigned v, uint8_t type)
+{
+	uint64_t old;
+
+	legacy_xidt();
+	memcpy(&old, &lg_xidt[2 * v], 8);
+	legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, (uint32_t)(uint64_t)lg_x_gate, type);
+	return old;
+}
+
+void legacy_gate_restore(unsigned v, uint64_t gate)
+{
+	memcpy(&lg_xidt[2 * v], &gate, 8);
+}
+
 uint64_t legacy_real_code(void)
 {
 	return LEGACY_REAL_BASE + lg_rx_layout[1];
@@ -116,20 +146,12 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 		 struct exec_result *res)
 {
 	bool real = how == LEGACY_REAL, vm86 = how == LEGACY_VM86;
-	static bool ready;
 	bool code16 = req->mode == MODE_16;
 	uint8_t *buf = code16 ? exec_page16 : exec_buf32;
 	unsigned n = req->len;
 	int32_t rel;
 
-	if (!ready) {
-		legacy_tables();
-		/* DPL3 where CPL1-3 code may enter: INT3, INT 1, INT $32 (the way back). */
-		for (unsigned v = 0; v < 33; v++)
-			legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, lg_x_stub_addr[v],
-				    v == 1 || v == 3 || v == 32 ? 0xee : 0x8e);
-		ready = true;
-	}
+	legacy_xidt();
 	if (req->cpl)
 		legacy_tss_a_clear();	/* IN above IOPL faults */
 	for (unsigned i = 0; i < WIN_PAGES; i++)
