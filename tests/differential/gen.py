@@ -687,12 +687,21 @@ def pinned_vm86_intn_gate_sets_tf(idx):
                        iopl3=True, tfop=1)
 
 
+def pinned_pm16_gate16_sets_tf(idx):
+    """INT $0x41 in 16-bit protected mode at CPL0 with the guest's TF,
+    through a 16-bit interrupt gate (a frame of 2-byte slots), whose
+    handler sets TF in the frame and returns with a 16-bit IRET."""
+    c = pinned_gate(idx, 7, 0, "iretq-tf-frame", b"\xcd\x41\x90\x90", 0x41, 0x86, tfop=1)
+    c.events.append("gate-16-bit")
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
 PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
           pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
-          pinned_vm86_intn_gate_sets_tf]
+          pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf]
 
 
 def legacyize(c):
@@ -704,7 +713,8 @@ def legacyize(c):
     limits kept from protected mode; in virtual-8086 mode based where the
     window is seen again). Environments: debug registers at CPL0, and
     INT n / INT3 / INTO gates (32-bit, to CPL0: from CPL1-3 and from
-    virtual-8086 mode through TSS A's stack, back with IRETD).
+    virtual-8086 mode through TSS A's stack, back with IRETD; for 16-bit
+    code at CPL0 half of them 16-bit, back with a 16-bit IRET).
     The choice comes from the record's own seed, so that the other records
     of a seed stay what they were. Without paging the operand is at the
     window's RAM and every page is normal; 32-bit paging has no XD and no
@@ -729,6 +739,11 @@ def legacyize(c):
             c.events = list(c.events) + [f"vm86-iopl{3 if iopl3 else 0}"]
     else:
         c.mode = 4 + c.idx % 3
+    if gate and c.mode == 7 and c.cpl == 0 and r.random() < 0.75:
+        # A 16-bit gate (its frame of 2-byte slots), from CPL0: its 16-bit
+        # IRET would keep no more than SP of the stack it returns to.
+        c.aux &= ~0x08
+        c.events = list(c.events) + ["gate-16-bit"]
     if c.mode in (4, 8):
         c.page0 = c.page1 = PG_NORMAL
     elif c.mode == 5:
@@ -740,15 +755,17 @@ def legacyize(c):
 def ringize(c):
     """Moves some of the records that can run at CPL1 or CPL2 there (a
     quarter in IA-32e mode, half outside it, where records are fewer; not
-    real or virtual-8086 mode; no SYSCALL or SYSENTER, whose handlers
+    real or virtual-8086 mode; no 16-bit gate, whose 16-bit IRET would
+    lose the upper half of ESP; no SYSCALL or SYSENTER, whose handlers
     return to CPL3 or CPL0 only; no MOV DR, which faults there):
     supervisor accesses with RFLAGS.AC ignored, IOPL-sensitive
     instructions faulting, gates and call gates from an intermediate ring.
     The choice comes from the record's own seed, as legacyize's does."""
     r = random.Random(c.seed ^ 0x7219c1)
     share = 0.5 if 4 <= c.mode <= 7 else 0.25
+    gate16 = c.mode >= 4 and c.env == ENV_GATE and not c.aux & 0x08
     if c.mode in (8, 9) or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
-            r.random() >= share:
+            gate16 or r.random() >= share:
         return c
     cpl = r.choice((1, 2))
     if c.form == "mode-switch":

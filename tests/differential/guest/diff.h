@@ -244,9 +244,11 @@ void legacy_gate(uint32_t *g, uint16_t sel, uint32_t handler, uint8_t type);
 void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how how,
 		 struct exec_result *res);
 /*
- * legacy_exec's gate for vector v: a 32-bit gate of type `type` to
- * exec_legacy.S's lg_x_gate (the generator's ENV_GATE); returns the gate
- * it replaced, for legacy_gate_restore.
+ * legacy_exec's gate for vector v (the generator's ENV_GATE): of type
+ * `type`, a 32-bit gate to exec_legacy.S's lg_x_gate or a 16-bit one to
+ * its rx_gate16 (for 16-bit code at CPL0: its 16-bit IRET keeps no more
+ * than SP of a stack it switches back to); returns the gate it replaced,
+ * for legacy_gate_restore.
  */
 uint64_t legacy_gate_borrow(unsigned v, uint8_t type);
 void legacy_gate_restore(unsigned v, uint64_t gate);

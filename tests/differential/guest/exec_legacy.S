@@ -74,7 +74,7 @@ lg_x_stub_addr:
 	.long lg_x_ret			/* 32: INT $32 from CPL1-3, the program done */
 lg_x_ivtr:	.word 4 * 32 - 1		/* real mode's IVT: vectors 0-31 */
 		.long REAL_SEG * 16 + RX_IVT
-lg_rx_layout:	.word RX_OFF, RX_PROG, RX_IVT, RX(rx_back)
+lg_rx_layout:	.word RX_OFF, RX_PROG, RX_IVT, RX(rx_back), RX(rx_gate16)
 lg_rx_ip:					/* IVT entries: IPs in REAL_SEG */
 	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	.word RX(rx_stub_\v)
@@ -211,8 +211,8 @@ lg_x_from_real:
 	jmp lg_x_done
 
 /*
- * The generator's IDT gate outside IA-32e mode (cases_gen.c, ENV_GATE),
- * gen.S's gen_gate_stub in 32-bit code: into gen_frame the frame's EIP,
+ * The generator's 32-bit IDT gate outside IA-32e mode (cases_gen.c,
+ * ENV_GATE), gen.S's gen_gate_stub in 32-bit code: into gen_frame the frame's EIP,
  * CS and EFLAGS; its ESP and SS after a privilege change; from
  * virtual-8086 mode its ES, DS, FS and GS too, a word each in the sixth
  * slot (selectors zero-extended: the SDM leaves a slot's upper half
@@ -463,6 +463,39 @@ rx_db:
 	popl %eax
 	popl %ebp
 	addw $2, %sp			/* the vector */
+	iret
+/*
+ * The generator's 16-bit IDT gate (ENV_GATE, types 6 and 7), lg_x_gate's
+ * twin for 16-bit code: CPL0 at SEL_K_CODE16R:RX(rx_gate16), so in the
+ * blob wherever the program runs (exec_legacy.c copies it). Frame slots
+ * of 2 bytes (IP, CS, FLAGS; SP and SS after a privilege change) on the
+ * flat 32-bit stack, so ESP addresses them; back with a 16-bit IRET.
+ */
+rx_gate16:
+	pushl %eax
+	pushl %ebx			/* IP at 8(%esp), CS 10, FLAGS 12, SP 14, SS 16 */
+	movl $gen_frame, %ebx
+	.irp i, 0, 1, 2
+	movzwl 8 + 2 * \i(%esp), %eax
+	movl %eax, %ss:8 * \i(%ebx)
+	.endr
+	testw $3, 10(%esp)
+	jz 1f
+	movzwl 14(%esp), %eax
+	movl %eax, %ss:24(%ebx)
+	movzwl 16(%esp), %eax
+	movl %eax, %ss:32(%ebx)
+1:	movl $gen_hits, %ebx
+	incl %ss:(%ebx)
+	movl $gen_gate_tf, %ebx
+	testl $1, %ss:(%ebx)
+	jz 2f
+	orw $TF, 12(%esp)
+2:	testl $2, %ss:(%ebx)
+	jz 3f
+	andw $~TF, 12(%esp)
+3:	popl %ebx
+	popl %eax
 	iret
 	/* The blob ends below its program, or this fails to assemble. */
 	.org lg_rx + RX_PROG - RX_OFF

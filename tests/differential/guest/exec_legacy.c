@@ -11,8 +11,11 @@ extern uint32_t lg_pd32[1024];
 extern uint64_t lg_pdpt[4], lg_pdpae[512], lg_pml5[512];
 extern uint32_t lg_x_paging, lg_x_ss, lg_x_cs, lg_x_real, lg_x_vm86_end, lg_x_error, lg_x_eip,
 	lg_xidt[512], lg_x_stub_addr[33];
-/* Real mode (exec_legacy.S): RX_OFF, RX_PROG, RX_IVT, rx_back's IP; the IVT's IPs. */
-extern const uint16_t lg_rx_layout[4], lg_rx_ip[32];
+/*
+ * Real mode (exec_legacy.S): RX_OFF, RX_PROG, RX_IVT, rx_back's IP and
+ * rx_gate16's (offsets in LEGACY_REAL_BASE); the IVT's IPs.
+ */
+extern const uint16_t lg_rx_layout[5], lg_rx_ip[32];
 extern char lg_rx[], lg_rx_end[];
 extern int32_t lg_x_vector;
 extern struct exec_regs exec_in, exec_out;
@@ -72,6 +75,13 @@ void legacy_tss_a_clear(void)
 	memcpy(lg_tss_a + 0x64, &iomap, 4);
 }
 
+/* The blob lg_rx at LEGACY_REAL_BASE + RX_OFF: real mode's executor, the 16-bit gate's handler. */
+static void rx_copy(void)
+{
+	memcpy((uint8_t *)(uint64_t)LEGACY_REAL_BASE + lg_rx_layout[0], lg_rx,
+	       (size_t)(lg_rx_end - lg_rx));
+}
+
 /* Real mode: the executor at LEGACY_REAL_BASE + RX_OFF, its IVT, the program and its way back. */
 static void real_setup(const struct exec_req *req)
 {
@@ -79,7 +89,7 @@ static void real_setup(const struct exec_req *req)
 	uint8_t *prog = rb + lg_rx_layout[1];
 	uint16_t seg = LEGACY_REAL_BASE >> 4;
 
-	memcpy(rb + lg_rx_layout[0], lg_rx, (size_t)(lg_rx_end - lg_rx));
+	rx_copy();
 	for (unsigned v = 0; v < 32; v++) {
 		memcpy(rb + lg_rx_layout[2] + 4 * v, &lg_rx_ip[v], 2);
 		memcpy(rb + lg_rx_layout[2] + 4 * v + 2, &seg, 2);
@@ -128,7 +138,12 @@ uint64_t legacy_gate_borrow(unsigned v, uint8_t type)
 
 	legacy_xidt();
 	memcpy(&old, &lg_xidt[2 * v], 8);
-	legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, (uint32_t)(uint64_t)lg_x_gate, type);
+	if (type & 8) {
+		legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, (uint32_t)(uint64_t)lg_x_gate, type);
+	} else {
+		rx_copy();	/* a 16-bit gate: rx_gate16 in 16-bit code */
+		legacy_gate(&lg_xidt[2 * v], SEL_K_CODE16R, lg_rx_layout[4], type);
+	}
 	return old;
 }
 
