@@ -186,26 +186,53 @@ static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel
  * slots (step_idt_handler()) and, where sel is not NULL, the gate's
  * selector (the segment in real mode).
  */
-static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, unsigned *slot,
-			 uint16_t *sel)
+/* vector's IDT entry, in the format the CPU reads (idt_format()); false: beyond the limit or unreadable. */
+static bool idt_entry(struct vcpu *v, unsigned vector, uint8_t entry[16])
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	enum step_idt f = idt_format(sregs);
-	unsigned size = step_idt_entry_size(f);
+	unsigned size = step_idt_entry_size(idt_format(sregs));
 	struct paging p;
-	uint8_t entry[16];
 
 	/* The CPU reads the IDT as a supervisor, whatever the CPL. */
 	guest_paging(v, &p);
 	p.cpl = 0;
-	if (vector * size + size - 1 > sregs->idt.limit ||
-	    pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) != size ||
-	    !step_idt_handler(f, entry, handler, slot))
+	return vector * size + size - 1 <= sregs->idt.limit &&
+	       pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) == size;
+}
+
+static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, unsigned *slot,
+			 uint16_t *sel)
+{
+	uint8_t entry[16];
+
+	if (!idt_entry(v, vector, entry) ||
+	    !step_idt_handler(idt_format(&v->run->s.regs.sregs), entry, handler, slot))
 		return false;
 	if (sel)
 		*sel = (uint16_t)(entry[2] | entry[3] << 8);
 	return true;
+}
+
+/*
+ * INT n, INT3 or INTO that goes through a present task gate (outside
+ * IA-32e mode; by_vmm() delivered the fault of one it cannot use). KVM
+ * switches tasks without a step exit, the TSS of the task left holding
+ * the EFLAGS it ran with (docs/design.md, "Events the VMM delivers").
+ */
+static bool through_task_gate(struct vcpu *v, const struct step_insn *insn)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint64_t rflags = v->run->s.regs.regs.rflags;
+	uint8_t entry[16];
+
+	if (idt_format(sregs) != STEP_IDT_PROT ||
+	    (insn->kind != STEP_INTN && insn->kind != STEP_INT3 && insn->kind != STEP_INTO) ||
+	    (insn->kind == STEP_INTO && !(rflags & X86_RFLAGS_OF)) ||
+	    /* CR4.VME may redirect INT n in virtual-8086 mode: no IDT then. */
+	    (insn->kind == STEP_INTN && (rflags & X86_RFLAGS_VM) && (sregs->cr4 & X86_CR4_VME)))
+		return false;
+	return idt_entry(v, insn->vector, entry) && (entry[5] & 0x9f) == 0x85;
 }
 
 /*
@@ -1416,6 +1443,17 @@ again:
 			deliveries++;
 			goto again;
 		}
+	}
+	/*
+	 * Through a task gate, stepped, the old task's TSS would save the
+	 * VMM's TF (or none of the guest's, hidden by KVM's), and the new
+	 * task runs unstepped anyway: it runs with the guest's own TF,
+	 * unchecked and counted, up to the next exit.
+	 */
+	if (through_task_gate(v, &s->insn)) {
+		v->stats.unchecked_runs++;
+		set_hw(v, STEP_DEBUG_OFF, 0, false);
+		return;
 	}
 	if (s->insn.kind == STEP_INT1) {
 		/* As the CPU: RIP past it, #DB through the IDT, DR6 untouched. */

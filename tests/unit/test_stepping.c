@@ -1499,6 +1499,50 @@ static void vm86_intn_iopl0_gp(void **state)
 }
 
 /*
+ * INT n through a task gate in 32-bit protected mode: KVM switches tasks
+ * without a step exit and the old task's TSS keeps the EFLAGS it ran
+ * with, so the INT runs unstepped with the guest's own TF (set, then
+ * clear), counted. Stepped, the TSS saved the VMM's TF (the generator's
+ * task-gate records, seeds 2 and 3).
+ */
+static void intn_task_gate_unstepped(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint8_t task_gate[8] = { [2] = 0xb0, [5] = 0xe5 };	/* TSS B, DPL3, present */
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	memcpy(ram + IDT + 8 * 0x11, task_gate, sizeof(task_gate));
+	for (unsigned tf = 0; tf < 2; tf++) {
+		ram[CODE] = 0xcd;		/* int $0x11 */
+		ram[CODE + 1] = 0x11;
+		regs(v)->rip = CODE;
+		regs(v)->rflags = X86_RFLAGS_FIXED | (tf ? X86_RFLAGS_TF : 0);
+		v->step.guest_tf = tf;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, CODE);		/* the CPU's, through KVM */
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+		assert_int_equal(regs(v)->rflags & X86_RFLAGS_TF, tf ? X86_RFLAGS_TF : 0);
+		assert_int_equal(v->stats.unchecked_runs, tf + 1);
+		assert_int_equal(v->stats.faults_delivered, 0);
+		/* The next exit (an I/O port's, say) resumes stepping from where the guest went. */
+		ram[CODE + 2] = 0x90;
+		regs(v)->rip = CODE + 2;
+		exit_with(v, KVM_EXIT_IO);
+		stepping_before_run(v);
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+		assert_int_equal(v->step.guest_tf, tf);	/* the TF it came back with */
+	}
+	/* Not present: #NP(0x11 * 8 + 2), delivered by the VMM through its gate. */
+	ram[IDT + 8 * 0x11 + 5] = 0x65;
+	flat32_gate(v, X86_VEC_NP);
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(v->stats.faults_delivered, 1);
+}
+
+/*
  * INT3 from CPL3 in 32-bit protected mode through a DPL0 gate: #GP(3 * 8 +
  * 2), certain, delivered by the VMM through the #GP gate to CPL0, the
  * frame holding the INT3 itself and the guest's TF. Stepped, the CPU's #GP
@@ -1777,6 +1821,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(vm86_intn_iopl0_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_dpl0_gate_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_tss_limit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_sce0_legacy_ud, setup_no_hwbp, teardown),
