@@ -643,16 +643,17 @@ def pinned_vm86_hlt_after_db(idx):
     return c
 
 
-def pinned_gate(idx, mode, cpl, kind, insn, vec, gtype, iopl3=False, tfop=0):
+def pinned_gate(idx, mode, cpl, kind, insn, vec, gtype, iopl3=False, tfop=0, tf=True):
     """A gate record (gate_case's environment) built by hand, with the
-    guest's TF, normal pages and registers 0."""
+    guest's TF (unless tf is False), normal pages and registers 0."""
     c = Case()
     c.idx, c.mode, c.cpl = idx, mode, cpl
     c.form, c.size, c.lock = kind, 4, False
     c.insn = insn
     c.addr_reg, c.seg, c.placement, c.target = 0xff, 0, "none", 0
     c.page0 = c.page1 = PG_NORMAL
-    c.flags, c.seed, c.ds_base = GEN_TF | (GEN_IOPL3 if iopl3 else 0), 0x5eed0a7e, 0
+    c.flags = (GEN_TF if tf else 0) | (GEN_IOPL3 if iopl3 else 0)
+    c.seed, c.ds_base = 0x5eed0a7e, 0
     c.regs = [0] * R_COUNT
     c.env, c.env_arg, c.aux = ENV_GATE, vec, tfop << 8 | gtype
     c.events = ["outside-ia32e", "gate-outside-ia32e", "pinned"] + trip_event(c)
@@ -696,12 +697,33 @@ def pinned_pm16_gate16_sets_tf(idx):
     return c
 
 
+def pinned_task_gate_sets_tf(idx):
+    """Seed 2 record 255 of the deck with task gates: INT $4 at CPL0 in
+    32-bit protected mode through a task gate, without the guest's TF;
+    task B sets TF in TSS A's saved EFLAGS and returns with IRET. With
+    a763483's vmm the INT was stepped: TSS A saved the VMM's TF, and the
+    guest's single steps after the return were taken for the VMM's."""
+    c = pinned_gate(idx, 4, 0, "iretq-tf-frame", b"\xcd\x04\x90", 4, 0x85, tfop=1, tf=False)
+    c.events.append("task-gate")
+    return c
+
+
+def pinned_vm86_task_gate(idx):
+    """Seed 3 record 188: INT $0x80 from virtual-8086 mode at IOPL 3
+    through a DPL3 task gate (TSS A saves EFLAGS with VM set and the
+    virtual-8086 segments; the IRET back returns there)."""
+    c = pinned_gate(idx, 9, 3, "int-n", b"\xcd\x80\x90\x90", 0x80, 0xe5, iopl3=True, tf=False)
+    c.events.append("task-gate")
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
 PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
           pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
-          pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf]
+          pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
+          pinned_vm86_task_gate]
 
 
 def legacyize(c):
@@ -713,8 +735,9 @@ def legacyize(c):
     limits kept from protected mode; in virtual-8086 mode based where the
     window is seen again). Environments: debug registers at CPL0, and
     INT n / INT3 / INTO gates (32-bit, to CPL0: from CPL1-3 and from
-    virtual-8086 mode through TSS A's stack, back with IRETD; for 16-bit
-    code at CPL0 half of them 16-bit, back with a 16-bit IRET).
+    virtual-8086 mode through TSS A's stack, back with IRETD; a quarter
+    of them task gates, whose task returns with IRET; for 16-bit code at
+    CPL0 most of the others 16-bit, back with a 16-bit IRET).
     The choice comes from the record's own seed, so that the other records
     of a seed stay what they were. Without paging the operand is at the
     window's RAM and every page is normal; 32-bit paging has no XD and no
@@ -739,7 +762,11 @@ def legacyize(c):
             c.events = list(c.events) + [f"vm86-iopl{3 if iopl3 else 0}"]
     else:
         c.mode = 4 + c.idx % 3
-    if gate and c.mode == 7 and c.cpl == 0 and r.random() < 0.75:
+    if gate and r.random() < 0.25:
+        # A task gate: the task switch saves the program's state in TSS A.
+        c.aux = c.aux & ~0x1f | 0x05
+        c.events = list(c.events) + ["task-gate"]
+    elif gate and c.mode == 7 and c.cpl == 0 and r.random() < 0.75:
         # A 16-bit gate (its frame of 2-byte slots), from CPL0: its 16-bit
         # IRET would keep no more than SP of the stack it returns to.
         c.aux &= ~0x08
@@ -763,7 +790,7 @@ def ringize(c):
     The choice comes from the record's own seed, as legacyize's does."""
     r = random.Random(c.seed ^ 0x7219c1)
     share = 0.5 if 4 <= c.mode <= 7 else 0.25
-    gate16 = c.mode >= 4 and c.env == ENV_GATE and not c.aux & 0x08
+    gate16 = c.mode >= 4 and c.env == ENV_GATE and c.aux & 0x1f in (0x06, 0x07)
     if c.mode in (8, 9) or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
             gate16 or r.random() >= share:
         return c

@@ -229,6 +229,15 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "task-gate-int-stepped",
+        "what": "INT n through a task gate is stepped: the old task's TSS saves the VMM's TF "
+                "and the guest's own single steps after the task returns are taken for the VMM's",
+        "edits": [("src/vmm/stepping.c", "\tif (through_task_gate(v, &s->insn)) {\n",
+                   "\tif (false && through_task_gate(v, &s->insn)) {\n")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

@@ -57,8 +57,9 @@ struct gen_record {
  * ENV_GATE: IDT gate env_arg -> gen_gate_stub, type aux bits 0-7 (0x8e/0x8f
  *   and DPL), aux bit 8 / 9: the stub sets / clears TF in its frame.
  *   Outside IA-32e mode a 32-bit gate of that type to exec_legacy.S's
- *   lg_x_gate (not vector 32, legacy_exec's way back from CPL1-3), or for
- *   16-bit code at CPL0 a 16-bit one (0x86/0x87) to its rx_gate16.
+ *   lg_x_gate (not vector 32, legacy_exec's way back from CPL1-3), for
+ *   16-bit code at CPL0 a 16-bit one (0x86/0x87) to its rx_gate16, or a
+ *   task gate (0x85) to TSS B, whose task lg_x_task notes TSS A's image.
  * ENV_DR: register env_reg += the program's linear address (a breakpoint
  *   address aux bits 0-7 into the program; 0xff: gen_farptr, data never
  *   executed). DR0-3 and DR7 are cleared again after the record.
@@ -179,7 +180,8 @@ static int gen(const struct boot_info *bi)
 		    (!vm86 && (r.flags & GEN_IOPL3)) ||
 		    (legacy && r.env && !(r.env == ENV_DR && !r.cpl) &&
 		     !(r.env == ENV_GATE && r.mode != 8 && r.env_arg != 32)) ||
-		    (legacy && r.env == ENV_GATE && !(r.aux & 8) && (r.mode != 7 || r.cpl)) ||
+		    (legacy && r.env == ENV_GATE && ((r.aux & 0x1f) == 6 || (r.aux & 0x1f) == 7) &&
+		     (r.mode != 7 || r.cpl)) ||
 		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
 			printf("Bail out! record %u: mode %u at CPL%u with environment %u is none the executor runs\n",
 			       i, r.mode, r.cpl, r.env);

@@ -20,7 +20,7 @@ void lg_bp32(void);
 extern char lg_db16[], lg_bp16[], lg_pm16_tf[], lg_vm86[];
 void lg_vm86_out(void);
 extern char lg_real_db[], lg_real_tf[];
-extern uint8_t lg_tss_b[104], lg_task_stack[];
+extern uint8_t lg_task_stack[];
 void lg_task_b(void);
 extern char lg_blob[], lg_blob_end[];
 
@@ -44,33 +44,12 @@ static const char *const kinds[] = {
 #define MSR_SYSENTER_ESP 0x175
 #define MSR_SYSENTER_EIP 0x176
 
-static void put32(uint8_t *tss, unsigned off, uint32_t v)
-{
-	memcpy(tss + off, &v, 4);
-}
-
 static uint32_t get32(const uint8_t *tss, unsigned off)
 {
 	uint32_t v;
 
 	memcpy(&v, tss + off, 4);
 	return v;
-}
-
-/* Task B's image: the payload at CPL0, flat segments, its own stack, IF clear. */
-static void task_b_image(void)
-{
-	legacy_tss_a_clear();
-	memset(lg_tss_b, 0, 104);
-	put32(lg_tss_b, 0x1c, (uint32_t)read_cr3());
-	put32(lg_tss_b, 0x20, (uint32_t)(uint64_t)lg_task_b);
-	put32(lg_tss_b, 0x24, 0x2);
-	put32(lg_tss_b, 0x38, (uint32_t)(uint64_t)lg_task_stack);
-	put32(lg_tss_b, 0x48, SEL_KERNEL_DS);	/* ES */
-	put32(lg_tss_b, 0x4c, SEL_K_CODE32);	/* CS */
-	put32(lg_tss_b, 0x50, SEL_KERNEL_DS);	/* SS */
-	put32(lg_tss_b, 0x54, SEL_KERNEL_DS);	/* DS */
-	put32(lg_tss_b, 0x64, 104u << 16);	/* no I/O bitmap */
 }
 
 static int legacy(uint32_t kind)
@@ -106,8 +85,11 @@ static int legacy(uint32_t kind)
 	lg_split = 40;
 	memset(lg_flags, 0, sizeof(lg_flags));
 	before = lg_split;
-	if (kind == 6 || kind == 10 || kind == 12 || kind == 13)
-		task_b_image();
+	if (kind == 6 || kind == 10 || kind == 12 || kind == 13) {
+		/* TSS A cleared; task B's image, the payload at CPL0 (kind 6 switches to it). */
+		legacy_tss_a_clear();
+		legacy_task_b_image((uint32_t)(uint64_t)lg_task_b, (uint32_t)(uint64_t)lg_task_stack);
+	}
 	if (kind == 15) {
 		/*
 		 * A 16-bit TSS: SP0 at 2, SS0 at 4. SP0 is 16 bits, so the

@@ -245,12 +245,16 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 		 struct exec_result *res);
 /*
  * legacy_exec's gate for vector v (the generator's ENV_GATE): of type
- * `type`, a 32-bit gate to exec_legacy.S's lg_x_gate or a 16-bit one to
+ * `type`, a 32-bit gate to exec_legacy.S's lg_x_gate, a 16-bit one to
  * its rx_gate16 (for 16-bit code at CPL0: its 16-bit IRET keeps no more
- * than SP of a stack it switches back to); returns the gate it replaced,
- * for legacy_gate_restore.
+ * than SP of a stack it switches back to) or a task gate to TSS B, whose
+ * task is lg_x_task (the program then runs in TSS A at any CPL); returns
+ * the gate it replaced, for legacy_gate_restore.
  */
 uint64_t legacy_gate_borrow(unsigned v, uint8_t type);
+/* legacy.S's 32-bit TSS B (SEL_TSS_B): CPL0 at eip, flat segments, stack esp, IF clear. */
+extern uint8_t lg_tss_b[104];
+void legacy_task_b_image(uint32_t eip, uint32_t esp);
 void legacy_gate_restore(unsigned v, uint64_t gate);
 /* Where legacy_exec puts a real-mode or virtual-8086 program (linear). */
 uint64_t legacy_real_code(void);

@@ -52,7 +52,8 @@
 	.data
 	.p2align 3
 	.globl lg_x_paging, lg_x_ss, lg_x_cs, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt
-	.globl lg_x_stub_addr, lg_x_real, lg_x_vm86_end, lg_rx_layout, lg_rx_ip
+	.globl lg_x_stub_addr, lg_x_real, lg_x_vm86_end, lg_rx_layout, lg_rx_ip, lg_x_task_on
+	.globl lg_x_task_stack
 lg_x_paging:	.long 0
 lg_x_ss:	.long 0			/* outside ring 0: the program's SS; 0 at CPL0 */
 lg_x_real:	.long 0			/* the program runs in real mode (lg_x_to_real) */
@@ -62,6 +63,7 @@ lg_x_vector:	.long -1
 lg_x_error:	.long 0
 lg_x_eip:	.long 0
 lg_x_esp:	.long 0
+lg_x_task_on:	.long 0			/* a record's task gate: TR is TSS A at CPL0 too */
 	.p2align 3
 lg_xidt:	.skip 8 * 256		/* 32-bit interrupt gates (exec_legacy.c) */
 lg_xidtr:	.word 8 * 256 - 1
@@ -72,6 +74,9 @@ lg_x_stub_addr:
 	.long lg_x_stub_\v
 	.endr
 	.long lg_x_ret			/* 32: INT $32 from CPL1-3, the program done */
+	.p2align 4
+	.skip 512
+lg_x_task_stack:			/* task B's (lg_x_task) */
 lg_x_ivtr:	.word 4 * 32 - 1		/* real mode's IVT: vectors 0-31 */
 		.long REAL_SEG * 16 + RX_IVT
 lg_rx_layout:	.word RX_OFF, RX_PROG, RX_IVT, RX(rx_back), RX(rx_gate16)
@@ -109,7 +114,13 @@ lg_exec_entry:
 	movl %eax, %fs
 	movl %eax, %gs
 	movl %esp, lg_x_esp
-	cmpl $0, lg_x_ss
+	cmpl $0, lg_x_task_on
+	je 8f
+	movl %cr3, %eax			/* this paging in both tasks: a task switch loads CR3 */
+	movl %eax, lg_tss_a + 0x1c
+	movl %eax, lg_tss_b + 0x1c
+	call lg_x_tss			/* the program in task A at any CPL */
+8:	cmpl $0, lg_x_ss
 	jne 4f
 	cmpl $0, lg_x_vm86_end
 	jne 6f
@@ -148,14 +159,20 @@ lg_exec_entry:
 	movl exec_in + 56, %edi
 	iretl				/* EFLAGS with the program's TF: a trap after its first instruction */
 
-/* TSS A for the events of a program outside ring 0: SS0:ESP0 the stack lg_x_esp notes. */
+/*
+ * TSS A for the events of a program outside ring 0: SS0:ESP0 the stack
+ * lg_x_esp notes. Loaded once (LTR of the busy TSS A would fault).
+ */
 lg_x_tss:
 	movl lg_x_esp, %eax
 	movl %eax, lg_tss_a + 4
 	movl $SEL_K_DATA, lg_tss_a + 8
+	str %ax
+	cmpw $SEL_TSS_A, %ax
+	je 1f
 	movw $SEL_TSS_A, %ax
 	ltr %ax
-	ret
+1:	ret
 
 lg_x_back:
 	pushfl
@@ -251,6 +268,38 @@ lg_x_gate:
 	andl $~TF, 12(%esp)
 5:	popl %eax
 	iretl
+
+/*
+ * Task B of the generator's task gate (ENV_GATE, type 5): notes what the
+ * task switch saved in TSS A (EIP, EFLAGS, CS, SS), B's back link and
+ * B's own EFLAGS (NT set), sets or clears TF in A's saved EFLAGS as
+ * gen_gate_tf says (the IRET loads them) and returns with IRET: NT makes
+ * it a task switch back to A, which leaves B available; the next switch
+ * to B goes on after the IRET.
+ */
+	.globl lg_x_task
+lg_x_task:
+	movl lg_tss_a + 0x20, %eax	/* EIP */
+	movl %eax, gen_frame + 0
+	movl lg_tss_a + 0x24, %eax	/* EFLAGS */
+	movl %eax, gen_frame + 8
+	movzwl lg_tss_a + 0x4c, %eax	/* CS */
+	movl %eax, gen_frame + 16
+	movzwl lg_tss_a + 0x50, %eax	/* SS */
+	movl %eax, gen_frame + 24
+	movzwl lg_tss_b, %eax		/* the back link */
+	movl %eax, gen_frame + 32
+	pushfl
+	popl gen_frame + 40
+	incl gen_hits
+	testl $1, gen_gate_tf
+	jz 1f
+	orl $TF, lg_tss_a + 0x24
+1:	testl $2, gen_gate_tf
+	jz 2f
+	andl $~TF, lg_tss_a + 0x24
+2:	iretl
+	jmp lg_x_task
 
 /* Vectors with an error code push theirs; the others a 0 in its place. */
 	.irp v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31

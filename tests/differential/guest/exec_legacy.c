@@ -20,7 +20,8 @@ extern char lg_rx[], lg_rx_end[];
 extern int32_t lg_x_vector;
 extern struct exec_regs exec_in, exec_out;
 extern uint8_t exec_buf32[64], exec_page16[64];
-extern char lg_x_back[], lg_x_gate[];
+extern char lg_x_back[], lg_x_gate[], lg_x_task[], lg_x_task_stack[];
+extern uint32_t lg_x_task_on;
 
 uint32_t lg_pd32[1024] __attribute__((aligned(4096)));
 uint64_t lg_pdpt[4] __attribute__((aligned(32)));
@@ -138,7 +139,12 @@ uint64_t legacy_gate_borrow(unsigned v, uint8_t type)
 
 	legacy_xidt();
 	memcpy(&old, &lg_xidt[2 * v], 8);
-	if (type & 8) {
+	if ((type & 0x1f) == 0x05) {
+		/* A task gate: TSS B's task is lg_x_task; TSS A the program's (legacy_exec). */
+		legacy_task_b_image((uint32_t)(uint64_t)lg_x_task, (uint32_t)(uint64_t)lg_x_task_stack);
+		lg_x_task_on = 1;
+		legacy_gate(&lg_xidt[2 * v], SEL_TSS_B, 0, type);
+	} else if (type & 8) {
 		legacy_gate(&lg_xidt[2 * v], SEL_K_CODE32, (uint32_t)(uint64_t)lg_x_gate, type);
 	} else {
 		rx_copy();	/* a 16-bit gate: rx_gate16 in 16-bit code */
@@ -150,6 +156,21 @@ uint64_t legacy_gate_borrow(unsigned v, uint8_t type)
 void legacy_gate_restore(unsigned v, uint64_t gate)
 {
 	memcpy(&lg_xidt[2 * v], &gate, 8);
+	lg_x_task_on = 0;
+}
+
+void legacy_task_b_image(uint32_t eip, uint32_t esp)
+{
+	/* Offsets in a 32-bit TSS (SDM vol. 3 7.2.1); CR3 as it is (no paging: unused). */
+	const uint32_t image[][2] = {
+		{ 0x1c, (uint32_t)read_cr3() }, { 0x20, eip }, { 0x24, 0x2 }, { 0x38, esp },
+		{ 0x48, SEL_KERNEL_DS }, { 0x4c, SEL_K_CODE32 }, { 0x50, SEL_KERNEL_DS },
+		{ 0x54, SEL_KERNEL_DS }, { 0x64, 104u << 16 },	/* ES, CS, SS, DS; no I/O bitmap */
+	};
+
+	memset(lg_tss_b, 0, 104);
+	for (unsigned i = 0; i < sizeof(image) / sizeof(image[0]); i++)
+		memcpy(lg_tss_b + image[i][0], &image[i][1], 4);
 }
 
 uint64_t legacy_real_code(void)
@@ -167,7 +188,7 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 	int32_t rel;
 
 	legacy_xidt();
-	if (req->cpl)
+	if (req->cpl || lg_x_task_on)
 		legacy_tss_a_clear();	/* IN above IOPL faults */
 	for (unsigned i = 0; i < WIN_PAGES; i++)
 		lg_pt32[i] = (uint32_t)*win_pte(i);
@@ -220,8 +241,8 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 	legacy_run(14);
 	barrier();
 	lg_pdpae[0] = pae_identity_pde(0);	/* vm86_setup's table off again */
-	if (req->cpl)
-		gdt_tss_reset();	/* TR back to long mode's TSS */
+	if (req->cpl || lg_x_task_on)
+		gdt_tss_reset();	/* TR back to long mode's TSS, TSS A and B available */
 
 	res->vector = lg_x_vector < 0 ? EXC_NONE : lg_x_vector;
 	res->error_code = res->vector == EXC_NONE ? 0 : lg_x_error;
