@@ -83,6 +83,7 @@ STATES = [PG_NORMAL] * 6 + [PG_W | PG_U, PG_P | PG_U, PG_P | PG_W, PG_NORMAL | P
 class Case:
     # Issue 18's environments (guest/cases_gen.c ENV_*): none by default.
     env, env_arg, env_reg, aux = ENV_NONE, 0, 0xff, 0
+    far_tss = False     # a far CALL to TSS B (legacyize), the task gate's environment
     needs = ()          # host features the record relies on (vmmlib.lacks words)
     events = ()         # what the record exercises, for the coverage report
     disarmed = ()       # needs the host lacked: the record was run without them
@@ -717,13 +718,25 @@ def pinned_vm86_task_gate(idx):
     return c
 
 
+def pinned_far_call_tss_tf(idx):
+    """A far CALL to TSS B at CPL0 in 32-bit protected mode with the
+    guest's TF: the task switch saves TF set in TSS A's EFLAGS, task B
+    runs with its own (clear) and returns by IRET, the trap follows
+    there. Stepped, the image lost the guest's TF (KVM hides any TF
+    while it single-steps) or held the VMM's."""
+    c = pinned_gate(idx, 4, 0, "int-n", b"\x9a\x00\x00\x00\x00\xb0\x00\x90", 0x41, 0x85)
+    c.far_tss = True
+    c.events += ["task-gate", "far-call-to-tss"]
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
 PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
           pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
           pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
-          pinned_vm86_task_gate]
+          pinned_vm86_task_gate, pinned_far_call_tss_tf]
 
 
 def legacyize(c):
@@ -736,7 +749,8 @@ def legacyize(c):
     window is seen again). Environments: debug registers at CPL0, and
     INT n / INT3 / INTO gates (32-bit, to CPL0: from CPL1-3 and from
     virtual-8086 mode through TSS A's stack, back with IRETD; a quarter
-    of them task gates, whose task returns with IRET; for 16-bit code at
+    of them task gates, whose task returns with IRET, and at CPL0 half
+    of those a far CALL to that task's TSS instead; for 16-bit code at
     CPL0 most of the others 16-bit, back with a 16-bit IRET).
     The choice comes from the record's own seed, so that the other records
     of a seed stay what they were. Without paging the operand is at the
@@ -766,6 +780,11 @@ def legacyize(c):
         # A task gate: the task switch saves the program's state in TSS A.
         c.aux = c.aux & ~0x1f | 0x05
         c.events = list(c.events) + ["task-gate"]
+        if c.mode != 9 and c.cpl == 0 and r.random() < 0.5:
+            # Or a far CALL to TSS B itself (DPL0: from CPL0), the gate unused.
+            c.insn = b"\x9a" + bytes(2 if c.mode == 7 else 4) + b"\xb0\x00\x90"
+            c.far_tss = True
+            c.events.append("far-call-to-tss")
     elif gate and c.mode == 7 and c.cpl == 0 and r.random() < 0.75:
         # A 16-bit gate (its frame of 2-byte slots), from CPL0: its 16-bit
         # IRET would keep no more than SP of the stack it returns to.
@@ -783,7 +802,8 @@ def ringize(c):
     """Moves some of the records that can run at CPL1 or CPL2 there (a
     quarter in IA-32e mode, half outside it, where records are fewer; not
     real or virtual-8086 mode; no 16-bit gate, whose 16-bit IRET would
-    lose the upper half of ESP; no SYSCALL or SYSENTER, whose handlers
+    lose the upper half of ESP; no far CALL to TSS B, whose DPL is 0; no
+    SYSCALL or SYSENTER, whose handlers
     return to CPL3 or CPL0 only; no MOV DR, which faults there):
     supervisor accesses with RFLAGS.AC ignored, IOPL-sensitive
     instructions faulting, gates and call gates from an intermediate ring.
@@ -792,7 +812,7 @@ def ringize(c):
     share = 0.5 if 4 <= c.mode <= 7 else 0.25
     gate16 = c.mode >= 4 and c.env == ENV_GATE and c.aux & 0x1f in (0x06, 0x07)
     if c.mode in (8, 9) or c.env not in (ENV_NONE, ENV_GATE, ENV_CALLGATE, ENV_SELF) or \
-            gate16 or r.random() >= share:
+            gate16 or c.far_tss or r.random() >= share:
         return c
     cpl = r.choice((1, 2))
     if c.form == "mode-switch":
