@@ -634,32 +634,6 @@ int step_legacy_soft_int_fault(const uint8_t gate[8], bool in_limit, unsigned ve
 			      type == 0x0f, gate[5], in_limit, vector, cpl, err);
 }
 
-int step_far_direct_selector(const uint8_t *b, size_t len, bool cs_d)
-{
-	bool osz = false;
-	size_t i = 0;
-
-	/* Operand-size and segment prefixes; with others, nothing is judged. */
-	for (; i < len && (b[i] == 0x66 || b[i] == 0x26 || b[i] == 0x2e || b[i] == 0x36 ||
-			   b[i] == 0x3e || b[i] == 0x64 || b[i] == 0x65); i++)
-		osz |= b[i] == 0x66;
-	if (i >= len || (b[i] != 0x9a && b[i] != 0xea))
-		return -1;
-	i += 1 + ((cs_d != osz) ? 4 : 2);	/* past the offset */
-	if (i + 2 > len)
-		return -1;
-	return b[i] | b[i + 1] << 8;
-}
-
-bool step_task_target(uint64_t desc, uint16_t sel, unsigned cpl)
-{
-	unsigned type = (unsigned)(desc >> 40) & 0x1f, dpl = (unsigned)(desc >> X86_DESC_DPL_SHIFT) & 3;
-
-	/* Available 16- or 32-bit TSS, or task gate; present; DPL >= CPL and RPL (else #GP). */
-	return (type == 0x01 || type == 0x09 || type == 0x05) && (desc & X86_DESC_P) &&
-	       dpl >= cpl && dpl >= (sel & X86_SEL_RPL);
-}
-
 bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 {
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;

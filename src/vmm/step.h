@@ -361,20 +361,6 @@ int step_legacy_soft_int_fault(const uint8_t gate[8], bool in_limit, unsigned ve
 			       unsigned cpl, uint32_t *err);
 
 /*
- * The selector of a direct far CALL or JMP (9A, EA: ptr16:16 or
- * ptr16:32 as CS.D and an operand-size prefix make it) at b, or -1 for
- * any other instruction or bytes too short.
- */
-int step_far_direct_selector(const uint8_t *b, size_t len, bool cs_d);
-
-/*
- * A far CALL or JMP through selector sel to descriptor desc switches tasks
- * (SDM vol. 3 7.3): an available 16- or 32-bit TSS or a task gate,
- * present, its DPL at least the CPL and sel's RPL.
- */
-bool step_task_target(uint64_t desc, uint16_t sel, unsigned cpl);
-
-/*
  * SYSCALL performed by the VMM in IA-32e mode (SDM vol. 2 SYSCALL): RCX the
  * next RIP, R11 the guest's RFLAGS (its own TF, RF clear), RFLAGS masked by
  * IA32_FMASK, CS and SS flat from IA32_STAR[47:32], RIP from LSTAR (64-bit

@@ -181,12 +181,7 @@ static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel
 		desc_w->gpa < m.size);
 }
 
-/*
- * Where vector's handler starts: its offset, the width of its frame's
- * slots (step_idt_handler()) and, where sel is not NULL, the gate's
- * selector (the segment in real mode).
- */
-/* vector's IDT entry, in the format the CPU reads (idt_format()); false: beyond the limit or unreadable. */
+/* vector's IDT entry in the format the CPU reads; false: beyond the limit or unreadable. */
 static bool idt_entry(struct vcpu *v, unsigned vector, uint8_t entry[16])
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
@@ -201,6 +196,11 @@ static bool idt_entry(struct vcpu *v, unsigned vector, uint8_t entry[16])
 	       pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) == size;
 }
 
+/*
+ * Where vector's handler starts: its offset, the width of its frame's
+ * slots (step_idt_handler()) and, where sel is not NULL, the gate's
+ * selector (the segment in real mode).
+ */
 static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, unsigned *slot,
 			 uint16_t *sel)
 {
@@ -215,39 +215,25 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, uns
 }
 
 /*
- * The instruction switches tasks where KVM takes no step exit, the TSS of
- * the task left holding the EFLAGS it ran with (docs/design.md, "Events
- * the VMM delivers"): INT n, INT3 or INTO through a present task gate
- * (by_vmm() delivered the fault of one it cannot use), or a direct far
- * CALL or JMP to a TSS or task gate of the GDT. Outside IA-32e mode only.
+ * INT n, INT3 or INTO that goes through a present task gate (outside
+ * IA-32e mode; by_vmm() delivered the fault of one it cannot use). KVM
+ * switches tasks for it without a step exit, the TSS of the task left
+ * holding the EFLAGS it ran with (docs/design.md, "Events the VMM
+ * delivers").
  */
-static bool switches_task(struct vcpu *v, const struct step_insn *insn, const uint8_t *b,
-			  size_t n)
+static bool through_task_gate(struct vcpu *v, const struct step_insn *insn)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	uint64_t rflags = v->run->s.regs.regs.rflags, desc;
+	uint64_t rflags = v->run->s.regs.regs.rflags;
 	uint8_t entry[16];
-	struct paging p;
-	struct walk w;
-	int sel;
 
-	if (idt_format(sregs) != STEP_IDT_PROT)
+	if (idt_format(sregs) != STEP_IDT_PROT ||
+	    (insn->kind != STEP_INTN && insn->kind != STEP_INT3 && insn->kind != STEP_INTO) ||
+	    (insn->kind == STEP_INTO && !(rflags & X86_RFLAGS_OF)) ||
+	    /* CR4.VME may redirect INT n in virtual-8086 mode: no IDT then. */
+	    (insn->kind == STEP_INTN && (rflags & X86_RFLAGS_VM) && (sregs->cr4 & X86_CR4_VME)))
 		return false;
-	if (insn->kind == STEP_INTN || insn->kind == STEP_INT3 || insn->kind == STEP_INTO) {
-		if ((insn->kind == STEP_INTO && !(rflags & X86_RFLAGS_OF)) ||
-		    /* CR4.VME may redirect INT n in virtual-8086 mode: no IDT then. */
-		    (insn->kind == STEP_INTN && (rflags & X86_RFLAGS_VM) && (sregs->cr4 & X86_CR4_VME)))
-			return false;
-		return idt_entry(v, insn->vector, entry) && (entry[5] & 0x9f) == 0x85;
-	}
-	/* In virtual-8086 mode a far CALL or JMP takes a segment, no selector. */
-	if ((rflags & X86_RFLAGS_VM) || (sel = step_far_direct_selector(b, n, sregs->cs.db)) < 0 ||
-	    (sel & X86_SEL_TI))
-		return false;
-	guest_paging(v, &p);
-	p.cpl = 0;	/* the GDT is read as a supervisor */
-	return (sel & ~X86_SEL_RPL) && gate_descriptor(v, &p, (unsigned)sel, &desc, &w) &&
-	       step_task_target(desc, (uint16_t)sel, emulate_cpl(sregs, rflags));
+	return idt_entry(v, insn->vector, entry) && (entry[5] & 0x9f) == 0x85;
 }
 
 /*
@@ -432,7 +418,6 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	uint8_t *at[sizeof(((struct step_legacy *)0)->frame)];	/* 4-byte slots at most */
 	uint64_t width;
 	unsigned hcpl;
-
 	bool in_limit = e->vector * size + size - 1 <= sregs->idt.limit;
 	uint32_t err;
 	int fault;
@@ -1460,12 +1445,14 @@ again:
 		}
 	}
 	/*
-	 * A task switch, stepped, would save the VMM's TF in the old task's
-	 * TSS (or none of the guest's, hidden by KVM's), and the new task
-	 * runs unstepped anyway: it runs with the guest's own TF, unchecked
-	 * and counted, up to the next exit.
+	 * Through a task gate, stepped, the old task's TSS would save the
+	 * VMM's TF (or none of the guest's, hidden by KVM's), and the new
+	 * task runs unstepped anyway: it runs with the guest's own TF,
+	 * unchecked and counted, up to the next exit. (A far CALL or JMP to
+	 * a TSS is stepped: a step exit follows in the new task, and
+	 * task_switched() fixes both images.)
 	 */
-	if (switches_task(v, &s->insn, bytes, n)) {
+	if (through_task_gate(v, &s->insn)) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
 		return;

@@ -722,8 +722,8 @@ def pinned_far_call_tss_tf(idx):
     """A far CALL to TSS B at CPL0 in 32-bit protected mode with the
     guest's TF: the task switch saves TF set in TSS A's EFLAGS, task B
     runs with its own (clear) and returns by IRET, the trap follows
-    there. Stepped, the image lost the guest's TF (KVM hides any TF
-    while it single-steps) or held the VMM's."""
+    there. The VMM steps it: a step exit follows in task B, where
+    task_switched() puts the guest's TF in TSS A's image."""
     c = pinned_gate(idx, 4, 0, "int-n", b"\x9a\x00\x00\x00\x00\xb0\x00\x90", 0x41, 0x85)
     c.far_tss = True
     c.events += ["task-gate", "far-call-to-tss"]

@@ -232,8 +232,8 @@ MUTANTS = [
         "name": "task-gate-int-stepped",
         "what": "INT n through a task gate is stepped: the old task's TSS saves the VMM's TF "
                 "and the guest's own single steps after the task returns are taken for the VMM's",
-        "edits": [("src/vmm/stepping.c", "\tif (switches_task(v, &s->insn, bytes, n)) {\n",
-                   "\tif (false && switches_task(v, &s->insn, bytes, n)) {\n")],
+        "edits": [("src/vmm/stepping.c", "\tif (through_task_gate(v, &s->insn)) {\n",
+                   "\tif (false && through_task_gate(v, &s->insn)) {\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },

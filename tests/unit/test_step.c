@@ -666,43 +666,6 @@ static void test_legacy_soft_int_fault(void **state)
 	assert_int_equal(err, 0x10a);			/* beyond the limit */
 }
 
-/* Direct far CALL and JMP: their selector, as wide an offset as CS.D and 66 make it. */
-static void test_far_direct_selector(void **state)
-{
-	static const uint8_t call32[] = { 0x9a, 0, 0, 0, 0, 0xb0, 0x00 },
-			     jmp16[] = { 0xea, 0, 0, 0xa8, 0x00 },
-			     call16_osz[] = { 0x66, 0x9a, 0, 0, 0x33, 0x01 },
-			     call32_osz[] = { 0x2e, 0x66, 0x9a, 0, 0, 0, 0, 0x4b, 0x00 },
-			     near_call[] = { 0xe8, 0, 0, 0, 0 };
-
-	(void)state;
-	assert_int_equal(step_far_direct_selector(call32, sizeof(call32), true), 0xb0);
-	assert_int_equal(step_far_direct_selector(call32, 6, true), -1);	/* short */
-	assert_int_equal(step_far_direct_selector(jmp16, sizeof(jmp16), false), 0xa8);
-	assert_int_equal(step_far_direct_selector(call16_osz, sizeof(call16_osz), true), 0x133);
-	assert_int_equal(step_far_direct_selector(call32_osz, sizeof(call32_osz), false), 0x4b);
-	assert_int_equal(step_far_direct_selector(near_call, sizeof(near_call), true), -1);
-}
-
-/* Which far CALL or JMP targets switch tasks (SDM vol. 3 7.3). */
-static void test_task_target(void **state)
-{
-	uint64_t tss32 = 0x0000890000000067ull, busy = 0x00008b0000000067ull,
-		 tss16 = 0x000081000000002bull, task_gate = 0x0000e500b0000000ull,
-		 code = 0x00cf9b000000ffffull, call_gate = 0x0000ec0000380000ull;
-
-	(void)state;
-	assert_true(step_task_target(tss32, 0xb0, 0));
-	assert_false(step_task_target(tss32, 0xb3, 0));		/* RPL above the DPL */
-	assert_false(step_task_target(tss32, 0xb0, 3));		/* CPL above the DPL */
-	assert_false(step_task_target(busy, 0xb0, 0));
-	assert_true(step_task_target(tss16, 0xb0, 0));
-	assert_true(step_task_target(task_gate, 0xc3, 3));	/* a DPL3 gate */
-	assert_false(step_task_target(task_gate & ~X86_DESC_P, 0xc3, 3));
-	assert_false(step_task_target(code, 0x38, 0));
-	assert_false(step_task_target(call_gate, 0x28, 0));
-}
-
 /* Where KVM may inject a fault by itself: the decoder's #UD, the legacy #AC. */
 static void test_kvm_may_inject(void **state)
 {
@@ -1271,8 +1234,6 @@ int main(void)
 		cmocka_unit_test(test_code_segment),
 		cmocka_unit_test(test_soft_int_fault),
 		cmocka_unit_test(test_legacy_soft_int_fault),
-		cmocka_unit_test(test_far_direct_selector),
-		cmocka_unit_test(test_task_target),
 		cmocka_unit_test(test_syscall_sysret),
 		cmocka_unit_test(test_kvm_may_inject),
 		cmocka_unit_test(test_certain_fault),

@@ -14,7 +14,7 @@ struct gen_record {
 	uint8_t mode;        /* 0: 64-bit, 1: compatibility, 2: 16-bit code (CS base),
 				3: compatibility with a CS base; outside IA-32e mode
 				(legacy_exec; ENV_NONE, ENV_DR at CPL0, ENV_GATE
-				but in real mode and for vector 32), 32-bit
+				but for vector 32 and in real mode), 32-bit
 				protected mode with 4: no paging, 5: 32-bit paging,
 				6: PAE paging, and 7: 16-bit code with PAE paging;
 				8: real mode (CPL0, 4 GiB data segments); 9:
