@@ -702,7 +702,7 @@ def pinned_task_gate_sets_tf(idx):
     """Seed 2 record 255 of the deck with task gates: INT $4 at CPL0 in
     32-bit protected mode through a task gate, without the guest's TF;
     task B sets TF in TSS A's saved EFLAGS and returns with IRET. With
-    a763483's vmm the INT was stepped: TSS A saved the VMM's TF, and the
+    2740d07's vmm the INT was stepped: TSS A saved the VMM's TF, and the
     guest's single steps after the return were taken for the VMM's."""
     c = pinned_gate(idx, 4, 0, "iretq-tf-frame", b"\xcd\x04\x90", 4, 0x85, tfop=1, tf=False)
     c.events.append("task-gate")
@@ -758,7 +758,7 @@ def legacyize(c):
     bit 51 to set."""
     r = random.Random(c.seed ^ 0x1e6ac7)
     movable = (c.mode in (1, 2, 3) and c.form != "mode-switch") or c.form == "fault-syscall-sce0"
-    # Gates: 32-bit ones, to CPL0 code; vector 32 is the executor's way back.
+    # Gates (32-bit, 16-bit or task gates), but vector 32: the executor's way back.
     gate = c.env == ENV_GATE and c.env_arg != 0x20
     env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0) or gate
     # Half of the gate records move, so that IA-32e mode keeps the other half.
