@@ -5,7 +5,7 @@
  * paging off. lg_x_paging picks the paging (0 none, 1 32-bit with the
  * 4 MiB identity pages of lg_pd32, 2 PAE with lg_pdpt); lg_xidt catches
  * vectors 0-31 (1 and 3 at DPL3) and 32, the way back from CPL1-3, and
- * has room for all 256 (a record's gate to lg_x_gate, exec_legacy.c). The
+ * has room for all 256 (a record's gate: legacy_gate_borrow()). The
  * program's CS is lg_x_cs (32-bit or 16-bit code). With lg_x_ss set
  * the program runs at the CPL of lg_x_cs, 1-3 (lg_x_ss, flat data of that
  * DPL, in every data segment register, the stack lg_task_stack), entered
@@ -65,7 +65,7 @@ lg_x_eip:	.long 0
 lg_x_esp:	.long 0
 lg_x_task_on:	.long 0			/* a record's task gate: TR is TSS A at CPL0 too */
 	.p2align 3
-lg_xidt:	.skip 8 * 256		/* 32-bit interrupt gates (exec_legacy.c) */
+lg_xidt:	.skip 8 * 256		/* 8-byte gates (exec_legacy.c) */
 lg_xidtr:	.word 8 * 256 - 1
 		.long lg_xidt
 	.p2align 2
@@ -160,8 +160,9 @@ lg_exec_entry:
 	iretl				/* EFLAGS with the program's TF: a trap after its first instruction */
 
 /*
- * TSS A for the events of a program outside ring 0: SS0:ESP0 the stack
- * lg_x_esp notes. Loaded once (LTR of the busy TSS A would fault).
+ * TSS A for the events of a program outside ring 0, and the program's
+ * task where a task gate is in play: SS0:ESP0 the stack lg_x_esp notes.
+ * Loaded once (LTR of the busy TSS A would fault).
  */
 lg_x_tss:
 	movl lg_x_esp, %eax
@@ -229,8 +230,8 @@ lg_x_from_real:
 
 /*
  * The generator's 32-bit IDT gate outside IA-32e mode (cases_gen.c,
- * ENV_GATE), gen.S's gen_gate_stub in 32-bit code: into gen_frame the frame's EIP,
- * CS and EFLAGS; its ESP and SS after a privilege change; from
+ * ENV_GATE), gen.S's gen_gate_stub in 32-bit code: into gen_frame the
+ * frame's EIP, CS and EFLAGS; its ESP and SS after a privilege change; from
  * virtual-8086 mode its ES, DS, FS and GS too, a word each in the sixth
  * slot (selectors zero-extended: the SDM leaves a slot's upper half
  * undefined). TF set or cleared in the frame as gen_gate_tf says; back

@@ -161,7 +161,7 @@ void legacy_gate_restore(unsigned v, uint64_t gate)
 
 void legacy_task_b_image(uint32_t eip, uint32_t esp)
 {
-	/* Offsets in a 32-bit TSS (SDM vol. 3 7.2.1); CR3 as it is (no paging: unused). */
+	/* Offsets in a 32-bit TSS (SDM vol. 3 7.2.1); lg_exec_entry sets CR3 for a paged task. */
 	const uint32_t image[][2] = {
 		{ 0x1c, (uint32_t)read_cr3() }, { 0x20, eip }, { 0x24, 0x2 }, { 0x38, esp },
 		{ 0x48, SEL_KERNEL_DS }, { 0x4c, SEL_K_CODE32 }, { 0x50, SEL_KERNEL_DS },
