@@ -252,10 +252,10 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
  * the gate it replaced, for legacy_gate_restore.
  */
 uint64_t legacy_gate_borrow(unsigned v, uint8_t type);
+void legacy_gate_restore(unsigned v, uint64_t gate);
 /* legacy.S's 32-bit TSS B (SEL_TSS_B): CPL0 at eip, flat segments, stack esp, IF clear. */
 extern uint8_t lg_tss_b[104];
 void legacy_task_b_image(uint32_t eip, uint32_t esp);
-void legacy_gate_restore(unsigned v, uint64_t gate);
 /* Where legacy_exec puts a real-mode or virtual-8086 program (linear). */
 uint64_t legacy_real_code(void);
 
