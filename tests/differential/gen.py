@@ -44,9 +44,10 @@ MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-pagi
               "pm16-pae", "real", "vm86"]
 # The CPLs each mode runs at (outside IA-32e mode, 4-9: guest/exec_legacy.c).
 MODE_CPLS = [(0, 1, 2, 3)] * 8 + [(0,), (3,)]
-# The executor's 64-bit and 32-bit code selectors by CPL (guest/exec.c's code_sel).
+# The executor's 64-bit, 32-bit and 16-bit code selectors by CPL (guest/exec.c's code_sel).
 CS64 = (0x08, 0x89, 0x9a, 0x23)
 CS32 = (0x38, 0x101, 0x10a, 0x43)
+CS16 = (0x58, 0x111, 0x11a, 0x63)
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
 ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF = range(7)
@@ -423,21 +424,51 @@ SWITCH_PARTS = [("pushf", b"\x9c\x58"), ("tf-on", b"\x9c\x80\x4c\x24\x01\x01\x9d
                 ("tf-off", b"\x9c\x80\x64\x24\x01\xfe\x9d"), ("int3", b"\xcc"), ("none", b"")]
 
 
+def switch_part(name, enc):
+    """A part of a mode-switch program in each code size: (name, 32-bit,
+    64-bit, 16-bit encoding). A locked operation addresses through EBX
+    (0x67 in 64-bit and 16-bit code); the 16-bit encoding swaps the
+    operand size (0x66), and POPF's TF byte at 1(%esp) needs 0x67 there.
+    None where a size has no encoding (REX.W outside 64-bit code)."""
+    if name == "locked":
+        wide = enc[:2] == b"\xf0\x48"
+        return (name, None if wide else enc, b"\x67" + enc,
+                None if wide else b"\x67" + (enc[1:] if enc[0] == 0x66 else b"\x66" + enc))
+    return name, enc, enc, enc.replace(b"\x80", b"\x67\x80")
+
+
 def push_sel(sel):
     """PUSH of a selector: imm8 is sign-extended, so those above 0x7f take imm32."""
     return b"\x6a" + bytes([sel]) if sel < 0x80 else b"\x68" + struct.pack("<I", sel)
 
 
-def switch_program(parts, cpl):
+def switch_program(parts, cpl, mode=1):
     """mode-switch's program: part A in compatibility mode, a far return to
     the 64-bit code segment of CPL, part B, a far return to the 32-bit one,
-    part Z; the targets from RSI (the program's address)."""
-    a, b, z = parts
+    part Z; the targets from RSI (the program's address). In pm16-pae
+    (mode 7) switch16_program's instead."""
+    if mode == 7:
+        return switch16_program(parts, cpl)
+    a, b, z = (p64 if i == 1 else p32 for i, (_, p32, p64, _) in enumerate(parts))
     p64, p32 = push_sel(CS64[cpl]), push_sel(CS32[cpl])
     k = len(a) + 3 + len(p64) + 2               # lea; push $cs64; push %eax; lret
     k2 = k + len(b) + 4 + len(p32) + 3          # lea (0x67); push $cs32; push %rax; lretq
     return (a + b"\x8d\x46" + bytes([k]) + p64 + b"\x50\xcb" +
             b + b"\x67\x8d\x46" + bytes([k2]) + p32 + b"\x50\x48\xcb" + z)
+
+
+def switch16_program(parts, cpl):
+    """The same outside IA-32e mode, in 16-bit protected mode (pm16-pae,
+    the program at offset 0 of its CS.D=0 segment, whose base is RSI):
+    part A in 16-bit code, a 32-bit far return to the flat 32-bit code
+    segment of CPL at RSI + its offset, part B in 32-bit code, a far JMP
+    (ptr16:16) back to the 16-bit segment at the offset of part Z."""
+    a, b, z = (p32 if i == 1 else p16 for i, (_, p32, _, p16) in enumerate(parts))
+    p32 = b"\x66" + push_sel(CS32[cpl])
+    k = len(a) + 5 + len(p32) + 4              # lea (0x66 0x67); pushl $cs32; pushl %eax; lretl
+    k2 = k + len(b) + 6                         # ljmpw $cs16, $k2
+    return (a + b"\x66\x67\x8d\x46" + bytes([k]) + p32 + b"\x66\x50\x66\xcb" +
+            b + b"\x66\xea" + struct.pack("<HH", k2, CS16[cpl]) + z)
 
 
 def mode_switch_case(rng, idx):
@@ -449,7 +480,8 @@ def mode_switch_case(rng, idx):
     The 64-bit part addresses through EBX (0x67): the upper halves of
     registers are not defined across the switch. Its pages stay present
     and writable: a fault there would come back through the compatibility
-    mode fixup."""
+    mode fixup. legacyize moves some to 16-bit protected mode
+    (legacy_switch)."""
     c = base_case(rng, idx, "mode-switch", (1,), (0, 3))
     c.addr_reg, c.regs[R_BX] = R_BX, 0
     c.env, c.env_reg, c.aux, c.regs[R_SI] = ENV_SELF, R_SI, 0, 0
@@ -462,14 +494,13 @@ def mode_switch_case(rng, idx):
             if locked:
                 c.lock = True
                 c.events.append("locked-split" if crosses else "locked-not-split")
-            return (b"\x67" if wide else b"") + enc, "locked"
-        name, enc = rng.choice(SWITCH_PARTS)
-        return enc, name
+            return switch_part("locked", enc)
+        return switch_part(*rng.choice(SWITCH_PARTS))
 
     while True:
         c.lock, c.events = False, []
-        (a, na), (b, nb), (z, nz) = part(False), part(True), part(False)
-        c.parts = (a, b, z)
+        c.parts = (part(False), part(True), part(False))
+        na, nb, nz = (p[0] for p in c.parts)
         prog = switch_program(c.parts, c.cpl)
         if len(prog) <= 32:
             break
@@ -644,6 +675,12 @@ def pinned_vm86_hlt_after_db(idx):
     return c
 
 
+# LCALL *(%esp) to TSS B, its m16:32 or m16:16 pointer pushed before and
+# dropped after by LEA (flags untouched): 32-bit code, 16-bit code.
+FAR_CALL_TSS_INDIRECT = {False: b"\x68\xb0\x00\x00\x00\x6a\x00\xff\x1c\x24\x8d\x64\x24\x08\x90",
+                         True: b"\x68\xb0\x00\x6a\x00\x67\xff\x1c\x24\x67\x8d\x64\x24\x04\x90"}
+
+
 def pinned_gate(idx, mode, cpl, kind, insn, vec, gtype, iopl3=False, tfop=0, tf=True):
     """A gate record (gate_case's environment) built by hand, with the
     guest's TF (unless tf is False), normal pages and registers 0."""
@@ -730,13 +767,23 @@ def pinned_far_call_tss_tf(idx):
     return c
 
 
+def pinned_far_call_tss_indirect(idx):
+    """A far CALL to TSS B in 16-bit protected mode with PAE paging,
+    through a m16:16 pointer on the stack (LCALL *(%esp), FF /3), without
+    the guest's TF: TSS A's saved EFLAGS must not show the VMM's."""
+    c = pinned_gate(idx, 7, 0, "int-n", FAR_CALL_TSS_INDIRECT[True], 0x41, 0x85, tf=False)
+    c.far_tss = True
+    c.events += ["task-gate", "far-call-to-tss", "far-call-indirect"]
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
 PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
           pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
           pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
-          pinned_vm86_task_gate, pinned_far_call_tss_tf]
+          pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect]
 
 
 def legacyize(c):
@@ -750,14 +797,17 @@ def legacyize(c):
     INT n / INT3 / INTO gates (32-bit, to CPL0: from CPL1-3 and from
     virtual-8086 mode through TSS A's stack, back with IRETD; a quarter
     of them task gates, whose task returns with IRET, and at CPL0 half
-    of those a far CALL to that task's TSS instead; for 16-bit code at
+    of those a far CALL to that task's TSS instead, direct or through a
+    pointer on the stack; for 16-bit code at
     CPL0 most of the others 16-bit, back with a 16-bit IRET).
     The choice comes from the record's own seed, so that the other records
     of a seed stay what they were. Without paging the operand is at the
     window's RAM and every page is normal; 32-bit paging has no XD and no
     bit 51 to set."""
     r = random.Random(c.seed ^ 0x1e6ac7)
-    movable = (c.mode in (1, 2, 3) and c.form != "mode-switch") or c.form == "fault-syscall-sce0"
+    if c.form == "mode-switch":
+        return legacy_switch(c, r)
+    movable = c.mode in (1, 2, 3) or c.form == "fault-syscall-sce0"
     # Gates (32-bit, 16-bit or task gates), but vector 32: the executor's way back.
     gate = c.env == ENV_GATE and c.env_arg != 0x20
     env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0) or gate
@@ -785,6 +835,10 @@ def legacyize(c):
             c.insn = b"\x9a" + bytes(2 if c.mode == 7 else 4) + b"\xb0\x00\x90"
             c.far_tss = True
             c.events.append("far-call-to-tss")
+            if r.random() < 0.5:
+                # Half of them indirect (FF /3): the far pointer pushed, then popped by LEA.
+                c.insn = FAR_CALL_TSS_INDIRECT[c.mode == 7]
+                c.events.append("far-call-indirect")
     elif gate and c.mode == 7 and c.cpl == 0 and r.random() < 0.75:
         # A 16-bit gate (its frame of 2-byte slots), from CPL0: its 16-bit
         # IRET would keep no more than SP of the stack it returns to.
@@ -795,6 +849,19 @@ def legacyize(c):
     elif c.mode == 5:
         c.page0, c.page1 = c.page0 & ~(PG_XD | PG_RSVD), c.page1 & ~(PG_XD | PG_RSVD)
     c.events = list(c.events) + ["outside-ia32e"] + (["gate-outside-ia32e"] if gate else [])
+    return c
+
+
+def legacy_switch(c, r):
+    """Moves 40% of the mode-switch records that have a 16-bit and a 32-bit
+    encoding of each part to pm16-pae: 16-bit to 32-bit protected mode and
+    back inside the program (switch16_program), at the record's CPL."""
+    if any(p[1] is None for p in c.parts) or r.random() >= 0.4 or \
+            len(switch16_program(c.parts, c.cpl)) > 32:
+        return c
+    c.mode = 7
+    c.insn = switch16_program(c.parts, c.cpl)
+    c.events = [e.replace("compat-64-compat", "pm16-32-pm16") for e in c.events] + ["outside-ia32e"]
     return c
 
 
@@ -816,7 +883,7 @@ def ringize(c):
         return c
     cpl = r.choice((1, 2))
     if c.form == "mode-switch":
-        prog = switch_program(c.parts, cpl)
+        prog = switch_program(c.parts, cpl, c.mode)
         if len(prog) > 32:
             return c
         c.insn = prog
@@ -914,6 +981,10 @@ def missing_coverage(cov):
              if f"{m}/cpl{p}" not in cov["mode"]]
     if not cov["switch"].get("changed"):
         miss.append("a mode/CPL switch between consecutive records")
+    # mode-switch's programs of each kind: compatibility to 64-bit mode, 16-bit to 32-bit code.
+    for kind in ("compat-64-compat", "pm16-32-pm16"):
+        if not any(e.startswith(kind + ":") for e in cov["event"]):
+            miss.append(f"a {kind} switch inside a program")
     return miss
 
 

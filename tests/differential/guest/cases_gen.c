@@ -71,7 +71,8 @@ struct gen_record {
  *   returns to the program's offset aux, with SYSEXIT (64-bit with REX.W)
  *   to a CPL3 caller or IRETQ to a CPL0 one (env_arg bit 0), RSP = RCX.
  * ENV_SELF: register env_reg += the program's linear address (a program
- *   that far-returns into itself in another mode computes its targets).
+ *   that far-returns into itself in another mode computes its targets;
+ *   protected mode only, as in IA-32e mode).
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
@@ -179,7 +180,8 @@ static int gen(const struct boot_info *bi)
 		if (r.mode > 9 || r.cpl > 3 || (r.mode == 8 && r.cpl) || (vm86 && r.cpl != 3) ||
 		    (!vm86 && (r.flags & GEN_IOPL3)) ||
 		    (legacy && r.env && !(r.env == ENV_DR && !r.cpl) &&
-		     !(r.env == ENV_GATE && r.mode != 8 && r.env_arg != 32)) ||
+		     !(r.env == ENV_GATE && r.mode != 8 && r.env_arg != 32) &&
+		     !(r.env == ENV_SELF && r.mode <= 7)) ||
 		    (legacy && r.env == ENV_GATE && ((r.aux & 0x1f) == 6 || (r.aux & 0x1f) == 7) &&
 		     (r.mode != 7 || r.cpl)) ||
 		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
