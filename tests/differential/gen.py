@@ -681,6 +681,14 @@ FAR_CALL_TSS_INDIRECT = {False: b"\x68\xb0\x00\x00\x00\x6a\x00\xff\x1c\x24\x8d\x
                          True: b"\x68\xb0\x00\x6a\x00\x67\xff\x1c\x24\x67\x8d\x64\x24\x04\x90"}
 
 
+def far_jmp(call):
+    """far_tss's far CALL to TSS B as a far JMP: no back link, no NT;
+    lg_x_task returns with a far JMP to TSS A."""
+    if call[0] == 0x9a:
+        return b"\xea" + call[1:]
+    return call.replace(b"\xff\x1c\x24", b"\xff\x2c\x24")
+
+
 def pinned_gate(idx, mode, cpl, kind, insn, vec, gtype, iopl3=False, tfop=0, tf=True):
     """A gate record (gate_case's environment) built by hand, with the
     guest's TF (unless tf is False), normal pages and registers 0."""
@@ -777,13 +785,26 @@ def pinned_far_call_tss_indirect(idx):
     return c
 
 
+def pinned_far_jmp_tss_clears_tf(idx):
+    """A far JMP to TSS B at CPL0 in 32-bit protected mode with PAE paging
+    and the guest's TF: task B clears TF in TSS A's image and JMPs back,
+    so the single steps end there as on the CPU; the VMM takes the
+    guest's TF from the image each switch loads (task_switched())."""
+    c = pinned_gate(idx, 6, 0, "iretq-tf-frame", b"\xea\x00\x00\x00\x00\xb0\x00\x90\x90",
+                    0x41, 0x85, tfop=2)
+    c.far_tss = True
+    c.events += ["task-gate", "far-call-to-tss", "far-jmp-to-tss"]
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
 PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_iopl0_tf,
           pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
           pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
-          pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect]
+          pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
+          pinned_far_jmp_tss_clears_tf]
 
 
 def legacyize(c):
@@ -797,8 +818,8 @@ def legacyize(c):
     INT n / INT3 / INTO gates (32-bit, to CPL0: from CPL1-3 and from
     virtual-8086 mode through TSS A's stack, back with IRETD; a quarter
     of them task gates, whose task returns with IRET, and at CPL0 half
-    of those a far CALL to that task's TSS instead, direct or through a
-    pointer on the stack; for 16-bit code at
+    of those a far CALL or JMP to that task's TSS instead, direct or
+    through a pointer on the stack; for 16-bit code at
     CPL0 most of the others 16-bit, back with a 16-bit IRET).
     The choice comes from the record's own seed, so that the other records
     of a seed stay what they were. Without paging the operand is at the
@@ -839,6 +860,10 @@ def legacyize(c):
                 # Half of them indirect (FF /3): the far pointer pushed, then popped by LEA.
                 c.insn = FAR_CALL_TSS_INDIRECT[c.mode == 7]
                 c.events.append("far-call-indirect")
+            if r.random() < 0.4:
+                # A far JMP instead (9A to EA, FF /3 to FF /5): task B JMPs back to TSS A.
+                c.insn = far_jmp(c.insn)
+                c.events.append("far-jmp-to-tss")
     elif gate and c.mode == 7 and c.cpl == 0 and r.random() < 0.75:
         # A 16-bit gate (its frame of 2-byte slots), from CPL0: its 16-bit
         # IRET would keep no more than SP of the stack it returns to.

@@ -44,6 +44,7 @@
 #define CR4_PAE     0x20
 #define TF          0x100
 #define DF          0x400
+#define NT          0x4000
 #define RF          0x10000
 #define AC          0x40000
 #define EFLAGS_VM   0x20000
@@ -273,10 +274,12 @@ lg_x_gate:
 /*
  * Task B of the generator's task gate (ENV_GATE, type 5): notes what the
  * task switch saved in TSS A (EIP, EFLAGS, CS, SS), B's back link and
- * B's own EFLAGS (NT set), sets or clears TF in A's saved EFLAGS as
- * gen_gate_tf says (the IRET loads them) and returns with IRET: NT makes
- * it a task switch back to A, which leaves B available; the next switch
- * to B goes on after the IRET.
+ * B's own EFLAGS, sets or clears TF in A's saved EFLAGS as gen_gate_tf
+ * says (the switch back loads them) and returns to A. Entered by an
+ * event or a far CALL (NT set) with IRET: NT makes it a task switch back
+ * to A, which leaves B available; entered by a far JMP (NT clear, A left
+ * available) with a far JMP to TSS A. The next switch to B goes on after
+ * either.
  */
 	.globl lg_x_task
 lg_x_task:
@@ -299,7 +302,11 @@ lg_x_task:
 1:	testl $2, gen_gate_tf
 	jz 2f
 	andl $~TF, lg_tss_a + 0x24
-2:	iretl
+2:	testl $NT, gen_frame + 40
+	jz 3f
+	iretl
+	jmp lg_x_task
+3:	ljmp $SEL_TSS_A, $0
 	jmp lg_x_task
 
 /* Vectors with an error code push theirs; the others a 0 in its place. */
