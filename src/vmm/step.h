@@ -110,6 +110,7 @@ struct step_state {
 	struct step_insn insn;
 	struct step_mode mode;  /* CS as `insn` began */
 	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
+	uint64_t resync_rcx;    /* and RCX: a REP string I/O's completed round moves it, not RIP */
 	bool resync_done;       /* that exit's instruction was complete already (MMIO write) */
 	bool dr_valid;          /* db/dr7 hold the guest's debug registers */
 	uint64_t db[4], dr7;
@@ -126,6 +127,8 @@ struct step_state {
 	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
 	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
 	bool outer_off;         /* off while code outside CPL0 runs (KVM cannot step CPL3) */
+	bool off_to_exit;       /* off up to the next exit (INT n through a task gate) */
+	bool resume_tf;         /* stepping back on to complete an exit: the guest's TF owes a trap */
 	bool left_split;        /* `insn` is a split lock left to the CPU to fault on */
 	bool holds_pause;       /* the other vCPUs stay paused until this step's exit */
 };

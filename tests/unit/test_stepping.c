@@ -899,20 +899,24 @@ static void cpl3_unstepped_then_io_exit(void **state)
 	assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
 	assert_int_equal(v->run->immediate_exit, 0);
 
-	/* Back at CPL0 unseen, then an OUT: the completing run returns at once. */
+	/*
+	 * Back at CPL0 unseen, then an OUT: single-step goes on for the run
+	 * that completes it, which traps right behind it (with immediate_exit
+	 * a KVM that checks it before completing would run on unstepped).
+	 */
 	sr->cs.selector = BOOT_SEL_CODE64;
 	sr->cs.dpl = 0;
 	sr->ss.selector = 0;
 	sr->ss.dpl = 0;
 	regs(v)->rip = HANDLER(X86_VEC_UD) + 0x10;
 	exit_with(v, KVM_EXIT_IO);
-	assert_int_equal(v->completion, VCPU_COMPLETION_RESYNC);
-	assert_int_equal(v->run->immediate_exit, 1);
+	assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
+	assert_int_equal(v->run->immediate_exit, 0);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
 
-	v->run->immediate_exit = 0;
-	regs(v)->rip += 1;	/* KVM completed the OUT */
-	stepping_interrupted(v);
-	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
+	step_to(v, HANDLER(X86_VEC_UD) + 0x11, DR6_STEP);	/* KVM completed the OUT */
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* the VMM's trap, not the guest's */
 	stepping_before_run(v);
 	assert_true(v->step.checked);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD) + 0x11);
@@ -1508,6 +1512,7 @@ static void vm86_intn_iopl0_gp(void **state)
 static void intn_task_gate_unstepped(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 	uint8_t task_gate[8] = { [2] = 0xb0, [5] = 0xe5 };	/* TSS B, DPL3, present */
 
@@ -1526,13 +1531,32 @@ static void intn_task_gate_unstepped(void **state)
 		assert_int_equal(regs(v)->rflags & X86_RFLAGS_TF, tf ? X86_RFLAGS_TF : 0);
 		assert_int_equal(v->stats.unchecked_runs, tf + 1);
 		assert_int_equal(v->stats.faults_delivered, 0);
-		/* The next exit (an I/O port's, say) resumes stepping from where the guest went. */
-		ram[CODE + 2] = 0x90;
+		/*
+		 * The next exit (an OUT's) resumes stepping from where the guest
+		 * went: single-step is on for the run that completes it, which
+		 * KVM would otherwise let go on unstepped up to the next exit,
+		 * and so on.
+		 */
+		ram[CODE + 3] = 0x90;
 		regs(v)->rip = CODE + 2;
 		exit_with(v, KVM_EXIT_IO);
-		stepping_before_run(v);
+		assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
 		assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 		assert_int_equal(v->step.guest_tf, tf);	/* the TF it came back with */
+		step_to(v, CODE + 3, DR6_STEP);		/* KVM completed the OUT, then trapped */
+		/* With its own TF the guest gets the trap the CPU raises after the OUT. */
+		assert_int_equal(FAKE_CALLS(fc, set_events), tf);
+		if (tf) {
+			assert_int_equal(fc->events.exception.nr, X86_VEC_DB);
+			/* Its delivery next (no #DB gate here: the CPU's, unchecked). */
+			stepping_before_run(v);
+			assert_int_equal(v->stats.unchecked_runs, 3);
+			break;
+		}
+		stepping_before_run(v);
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+		assert_true(v->step.checked);
+		assert_int_equal(v->step.rip, CODE + 3);
 	}
 	/*
 	 * A far CALL to an available 32-bit TSS (GDT 0xb0) is stepped: a step
@@ -1549,7 +1573,8 @@ static void intn_task_gate_unstepped(void **state)
 		regs(v)->rip = CODE;
 		stepping_before_run(v);
 		assert_int_not_equal(v->step.hw.mode, STEP_DEBUG_OFF);
-		assert_int_equal(v->stats.unchecked_runs, 2);
+		assert_true(v->step.checked);
+		assert_int_equal(v->stats.unchecked_runs, 3);
 	}
 	/* Not present: #NP(0x11 * 8 + 2), delivered by the VMM through its gate. */
 	memcpy(ram + CODE, "\xcd\x11", 2);
