@@ -22,6 +22,7 @@ record decoded; exits 0 with no divergence, 1 otherwise, 77 without
 /dev/kvm.
 """
 import argparse
+import json
 import os
 import random
 import re
@@ -50,7 +51,10 @@ CS32 = (0x38, 0x101, 0x10a, 0x43)
 CS16 = (0x58, 0x111, 0x11a, 0x63)
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
-ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF = range(7)
+ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF, ENV_REAL_PE = range(8)
+# Real mode (guest/exec_legacy.S): the program's segment and IP, and the
+# 16-bit protected-mode code segment with the same base (diff.h SEL_K_CODE16R).
+REAL_SEG, RX_PROG, CS16_REAL = 0x7000, 0x1800, 0x78
 TF, IF, DF, AC = 0x100, 0x200, 0x400, 0x40000
 
 # (name, opcode bytes, 8-bit last opcode byte or None, ModRM.reg digit or None
@@ -471,6 +475,18 @@ def switch16_program(parts, cpl):
             b + b"\x66\xea" + struct.pack("<HH", k2, CS16[cpl]) + z)
 
 
+def switch_real_program(parts):
+    """The same from real mode (at CS:IP REAL_SEG:RX_PROG): part A, MOV
+    EDI to CR0 (PE set: ENV_REAL_PE) and a far JMP to 16-bit protected
+    mode on a segment of the same base, part B, MOV EBP to CR0 (PE clear)
+    and a far JMP back to real mode, part Z; 16-bit code throughout."""
+    a, b, z = (p16 for _, _, _, p16 in parts)
+    k = len(a) + 8                              # mov %edi, %cr0; ljmp $CS16_REAL, $k
+    k2 = k + len(b) + 8                         # mov %ebp, %cr0; ljmp $REAL_SEG, $k2
+    return (a + b"\x0f\x22\xc7\xea" + struct.pack("<HH", RX_PROG + k, CS16_REAL) +
+            b + b"\x0f\x22\xc5\xea" + struct.pack("<HH", RX_PROG + k2, REAL_SEG) + z)
+
+
 def mode_switch_case(rng, idx):
     """Compatibility mode to 64-bit mode and back inside one program: a far
     return to the 64-bit code segment of the CPL and one back to the
@@ -797,6 +813,22 @@ def pinned_far_jmp_tss_clears_tf(idx):
     return c
 
 
+def pinned_real_pm16_split_lock(idx):
+    """A mode-switch program in real mode: PUSHF, into 16-bit protected
+    mode (MOV to CR0, far JMP) for a LOCK ADD split across the window's
+    page boundary, back to real mode for a LOCK OR that is not split.
+    emulate must detect the split lock between the two switches."""
+    c = pinned_gate(idx, 8, 0, "mode-switch", b"", 0, 0, tf=False)
+    c.env, c.env_arg, c.env_reg, c.aux = ENV_REAL_PE, 0, 0xff, 0
+    c.addr_reg, c.placement, c.target, c.lock = R_BX, "page", -8, True
+    c.parts = (switch_part("pushf", b"\x9c\x58"), switch_part("locked", b"\xf0\x01\x43\x06"),
+               switch_part("locked", b"\xf0\x09\x53\x08"))
+    c.insn = switch_real_program(c.parts)
+    c.events = ["outside-ia32e", "pinned", "locked-split", "locked-not-split",
+                "real-pm16-real: pushf/locked/locked"]
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
@@ -804,7 +836,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_vm86_hlt_after_db, pinned_legacy_intn_dpl0_gate, pinned_vm86_into_dpl0_gate,
           pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
           pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
-          pinned_far_jmp_tss_clears_tf]
+          pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock]
 
 
 def legacyize(c):
@@ -879,14 +911,28 @@ def legacyize(c):
 
 def legacy_switch(c, r):
     """Moves 40% of the mode-switch records that have a 16-bit and a 32-bit
-    encoding of each part to pm16-pae: 16-bit to 32-bit protected mode and
-    back inside the program (switch16_program), at the record's CPL."""
-    if any(p[1] is None for p in c.parts) or r.random() >= 0.4 or \
-            len(switch16_program(c.parts, c.cpl)) > 32:
+    encoding of each part out of IA-32e mode: to pm16-pae, 16-bit to
+    32-bit protected mode and back inside the program (switch16_program),
+    at the record's CPL; or, half of those at CPL0 whose 16-bit protected
+    mode part raises no event (no INT3, TF clear: real mode's IVT is still
+    the IDT there), to real mode, real to 16-bit protected mode and back
+    (switch_real_program)."""
+    if any(p[1] is None for p in c.parts) or r.random() >= 0.4:
         return c
-    c.mode = 7
-    c.insn = switch16_program(c.parts, c.cpl)
-    c.events = [e.replace("compat-64-compat", "pm16-32-pm16") for e in c.events] + ["outside-ia32e"]
+    names = [p[0] for p in c.parts]
+    quiet = not c.flags & GEN_TF and not {"int3", "tf-on"} & set(names[:2])
+    if c.cpl == 0 and quiet and r.random() < 0.5 and len(switch_real_program(c.parts)) <= 32:
+        c.mode, c.env, c.env_reg = 8, ENV_REAL_PE, 0xff
+        c.insn = switch_real_program(c.parts)
+        kind = "real-pm16-real"
+        c.page0 = c.page1 = PG_NORMAL
+    elif len(switch16_program(c.parts, c.cpl)) <= 32:
+        c.mode = 7
+        c.insn = switch16_program(c.parts, c.cpl)
+        kind = "pm16-32-pm16"
+    else:
+        return c
+    c.events = [e.replace("compat-64-compat", kind) for e in c.events] + ["outside-ia32e"]
     return c
 
 
@@ -1006,8 +1052,9 @@ def missing_coverage(cov):
              if f"{m}/cpl{p}" not in cov["mode"]]
     if not cov["switch"].get("changed"):
         miss.append("a mode/CPL switch between consecutive records")
-    # mode-switch's programs of each kind: compatibility to 64-bit mode, 16-bit to 32-bit code.
-    for kind in ("compat-64-compat", "pm16-32-pm16"):
+    # mode-switch's programs of each kind: compatibility to 64-bit mode, 16-bit to
+    # 32-bit code, real to 16-bit protected mode.
+    for kind in ("compat-64-compat", "pm16-32-pm16", "real-pm16-real"):
         if not any(e.startswith(kind + ":") for e in cov["event"]):
             miss.append(f"a {kind} switch inside a program")
     return miss
@@ -1197,6 +1244,8 @@ def describe(c):
         env = f"; call gate DPL {c.aux & 3}, selector RPL {c.aux >> 4 & 3}, reg {c.env_reg} = far pointer"
     elif c.env == ENV_SELF:
         env = f"; reg {c.env_reg} += program"
+    elif c.env == ENV_REAL_PE:
+        env = "; EBP = CR0, EDI = CR0 | PE"
     elif c.env == ENV_SYSENTER:
         env = (f"; SYSENTER_CS {'0' if c.env_arg & 2 else 'set'}, back with "
                f"{'IRETQ' if c.env_arg & 1 else 'SYSEXIT'} to program+{c.aux:#x}")
@@ -1222,10 +1271,57 @@ def write_image(guest, path, cases):
 
 
 def run_batch(a, tmp, cases, policy):
-    img = os.path.join(tmp, "gen.bin")
+    """One VM for CASES; .detected: the split locks vmm --stats counts in
+    it (None where it wrote none)."""
+    img, stats = os.path.join(tmp, "gen.bin"), os.path.join(tmp, f"stats-{policy}.json")
     write_image(a.guest, img, cases)
-    return run_vmm(a.vmm, ["--split-lock=" + policy, "--timeout", scaled_str(a.timeout),
-                           "--append", "case=gen", img], timeout=scaled(a.timeout + 60))
+    if os.path.exists(stats):
+        os.unlink(stats)
+    r = run_vmm(a.vmm, ["--split-lock=" + policy, "--timeout", scaled_str(a.timeout),
+                        f"--stats={stats}", "--append", "case=gen", img], timeout=scaled(a.timeout + 60))
+    r.detected = r.unchecked = None
+    try:
+        with open(stats) as f:
+            vcpus = json.load(f)["vcpus"]
+        r.detected = sum(v["split_locks_detected"] for v in vcpus)
+        r.unchecked = sum(v["unchecked_runs"] for v in vcpus)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return r
+
+
+def expected_splits(c, line):
+    """How many split locks record C executed, as (at least, at most), from
+    its emulate output LINE: exact for a lock-mix or mode-switch program
+    that ran to its end unchanged (each operation's placement is known);
+    otherwise from 0 to one per LOCK prefix or XCHG opcode byte (XCHG with
+    memory is locked without one)."""
+    most = sum(b in (0xf0, 0x86, 0x87) for b in c.insn)
+    ok = bool(line) and re.match(r"^g\d+(?: db\d+)?: ok ", line)
+    if ok and c.form in ("lock-mix", "mode-switch") and not getattr(c, "avoided", ()):
+        n = 0
+        for e in c.events:
+            m = re.match(r"^locked-split(?: x(\d+))?$", e)
+            n += int(m.group(1) or 1) if m else 0
+        return n, n
+    return 0, most
+
+
+def check_detected(batch, emu):
+    """A batch that ran whole under emulate: vmm's count of split locks
+    detected against expected_splits. Returns a problem or None."""
+    lines = record_lines(emu.out)
+    if emu.status != 0 or len(lines) != len(batch) or emu.detected is None:
+        return None
+    lo = hi = 0
+    for i, c in enumerate(batch):
+        a, b = expected_splits(c, lines.get(i))
+        lo, hi = lo + a, hi + b
+    if lo <= emu.detected <= hi:
+        return None
+    return (f"emulate detected {emu.detected} split locks in records {batch[0].idx}.."
+            f"{batch[-1].idx}; their programs executed at least {lo} and at most {hi} "
+            f"({emu.unchecked} runs unchecked)")
 
 
 def record_lines(out):
@@ -1389,6 +1485,7 @@ def main():
     outputs = {}
     divergent, compared, launches = [], 0, 0
     broken = []
+    detected = miscounted = 0
     with tempfile.TemporaryDirectory(prefix="gen-") as tmp:
         pos = 0
         while pos < len(cases):
@@ -1406,6 +1503,12 @@ def main():
                     if r.status:
                         print(r.err.rstrip())
             d, n, b, stop, done = compare_batch(batch, ref, emu, quirks)
+            problem = check_detected(batch, emu)
+            if problem:
+                print(f"FAIL: {problem}")
+                miscounted += 1
+            elif emu.detected is not None:
+                detected += emu.detected
             for i, line in record_lines(ref.out).items():
                 if i < len(batch):
                     outputs[batch[i].idx] = line
@@ -1417,6 +1520,10 @@ def main():
     show_coverage(cov)
     what = f"--seed {a.seed} --count {a.count}" + (" --pinned" if a.pinned else "")
     status = show(what, len(cases), compared, divergent, broken, launches, a.show)
+    print(f"split locks detected under emulate: {detected}"
+          + (f"; {miscounted} batches with a count their programs cannot explain" if miscounted else ""))
+    if miscounted:
+        status = 1
     if a.require_coverage:
         miss = missing_coverage(cov)
         if miss:

@@ -238,6 +238,14 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "task-gate-run-never-stepped-again",
+        "what": "after INT n through a task gate the vCPU stays unstepped through exits KVM "
+                "completes: the split locks of everything after it go unseen",
+        "edits": [("src/vmm/stepping.c", "\t\ts->off_to_exit = true;\n", "")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-explore-seed-178"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

@@ -73,6 +73,10 @@ struct gen_record {
  * ENV_SELF: register env_reg += the program's linear address (a program
  *   that far-returns into itself in another mode computes its targets;
  *   protected mode only, as in IA-32e mode).
+ * ENV_REAL_PE: real mode only; EBP = CR0 and EDI = CR0 | PE at the
+ *   program's start (exec_legacy.S rx_real), for a program that moves
+ *   them to CR0 to enter 16-bit protected mode (SEL_K_CODE16R, the same
+ *   base) and to come back.
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
@@ -81,6 +85,7 @@ struct gen_record {
 #define ENV_CALLGATE 4
 #define ENV_SYSENTER 5
 #define ENV_SELF     6
+#define ENV_REAL_PE  7
 
 #define MSR_STAR    0xc0000081
 #define MSR_LSTAR   0xc0000082
@@ -93,6 +98,7 @@ extern uint64_t gen_frame[6], gen_hits, gen_sc_xor, gen_sc_iret, gen_gate_tf;
 extern uint64_t gen_se_ret, gen_se_how, gen_se_cs;
 extern uint8_t gen_se_stack_top[];
 extern uint8_t gen_farptr[6];
+extern uint32_t lg_x_real_pe;
 extern uint8_t exec_page16[64], exec_buf64[64], exec_buf32[64];
 void gen_sc_entry(void);
 void gen_gate_stub(void);
@@ -181,7 +187,8 @@ static int gen(const struct boot_info *bi)
 		    (!vm86 && (r.flags & GEN_IOPL3)) ||
 		    (legacy && r.env && !(r.env == ENV_DR && !r.cpl) &&
 		     !(r.env == ENV_GATE && r.mode != 8 && r.env_arg != 32) &&
-		     !(r.env == ENV_SELF && r.mode <= 7)) ||
+		     !(r.env == ENV_SELF && r.mode <= 7) && !(r.env == ENV_REAL_PE && r.mode == 8)) ||
+		    (r.env == ENV_REAL_PE && r.mode != 8) ||
 		    (legacy && r.env == ENV_GATE && ((r.aux & 0x1f) == 6 || (r.aux & 0x1f) == 7) &&
 		     (r.mode != 7 || r.cpl)) ||
 		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
@@ -279,6 +286,9 @@ static int gen(const struct boot_info *bi)
 			if (r.env_reg < R_COUNT)
 				req.in.r[r.env_reg] += code_linear(req.mode, false);
 			break;
+		case ENV_REAL_PE:
+			lg_x_real_pe = 1;
+			break;
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, r.env_arg & 2 ? 0 : SEL_SE_K_CODE);
 			wrmsr(MSR_SYSENTER_ESP, (uint64_t)gen_se_stack_top);
@@ -309,6 +319,9 @@ static int gen(const struct boot_info *bi)
 			break;
 		case ENV_DR:
 			dr_park();
+			break;
+		case ENV_REAL_PE:
+			lg_x_real_pe = 0;
 			break;
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, se_cs);

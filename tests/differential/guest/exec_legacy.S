@@ -54,7 +54,7 @@
 	.p2align 3
 	.globl lg_x_paging, lg_x_ss, lg_x_cs, lg_x_vector, lg_x_error, lg_x_eip, lg_xidt
 	.globl lg_x_stub_addr, lg_x_real, lg_x_vm86_end, lg_rx_layout, lg_rx_ip, lg_x_task_on
-	.globl lg_x_task_stack
+	.globl lg_x_task_stack, lg_x_real_pe
 lg_x_paging:	.long 0
 lg_x_ss:	.long 0			/* outside ring 0: the program's SS; 0 at CPL0 */
 lg_x_real:	.long 0			/* the program runs in real mode (lg_x_to_real) */
@@ -65,6 +65,7 @@ lg_x_error:	.long 0
 lg_x_eip:	.long 0
 lg_x_esp:	.long 0
 lg_x_task_on:	.long 0			/* a record's task gate: TR is TSS A at CPL0 too */
+lg_x_real_pe:	.long 0			/* real mode: EBP = CR0, EDI = CR0 | PE (ENV_REAL_PE) */
 	.p2align 3
 lg_xidt:	.skip 8 * 256		/* 8-byte gates (exec_legacy.c) */
 lg_xidtr:	.word 8 * 256 - 1
@@ -423,7 +424,14 @@ rx_real:
 	movw %ax, %ss
 	movl $RX_STACK, %esp
 	movl $exec_in, %esi
-	pushw 128(%esi)			/* FLAGS */
+	movl $lg_x_real_pe, %eax
+	cmpl $0, (%eax)
+	je 1f
+	movl %cr0, %eax			/* real mode's CR0 into the program's EBP and EDI */
+	movl %eax, 40(%esi)
+	orl $1, %eax
+	movl %eax, 56(%esi)
+1:	pushw 128(%esi)			/* FLAGS */
 	pushw $REAL_SEG
 	pushw $RX_PROG
 	movl 0(%esi), %eax
