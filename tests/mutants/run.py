@@ -30,6 +30,7 @@ import json
 import os
 import queue
 import re
+import filecmp
 import shutil
 import signal
 import subprocess
@@ -59,6 +60,20 @@ def sh(cmd, **kw):
 
 # ------------------------------------------------------------------ building
 
+def copy_if_changed(src, dst):
+    """copytree's copy: a file whose text is the copy's already is left as
+    it is; another is copied with the time of the copy. Copying the tree's
+    own time instead (copy2) can set a source back behind the object a
+    mutant's edit built from it, and ninja would link that mutant into
+    every later build."""
+    try:
+        if filecmp.cmp(src, dst, shallow=False):
+            return dst
+    except OSError:
+        pass
+    return shutil.copy(src, dst)
+
+
 class Builder:
     """The copy of the source tree and its build directory."""
 
@@ -70,7 +85,7 @@ class Builder:
 
     def prepare(self):
         """Copies the tree (unchanged files keep their times, so that ninja
-        rebuilds only what changed) and configures it once."""
+        rebuilds only what changed: copy_if_changed) and configures it once."""
         os.makedirs(self.root, exist_ok=True)
 
         def ignore(d, names):
@@ -78,7 +93,7 @@ class Builder:
             return [n for n in names
                     if (rel == "." and (n.startswith("build") or n in NOT_COPIED))
                     or n == "__pycache__"]
-        shutil.copytree(SRC, self.src, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copy2,
+        shutil.copytree(SRC, self.src, ignore=ignore, dirs_exist_ok=True, copy_function=copy_if_changed,
                         symlinks=True)
         if not os.path.exists(os.path.join(self.bdir, "build.ninja")):
             r = sh(["meson", "setup", self.bdir, self.src, "-Dguest=false"])
