@@ -1573,7 +1573,7 @@ static void resync_after(struct vcpu *v, uint32_t reason)
  * item 25). An MMIO write KVM finished before the exit leaves nothing to
  * trap behind: resynced instead.
  */
-static void step_completion(struct vcpu *v, uint32_t reason)
+static void completing_run_stepped(struct vcpu *v, uint32_t reason)
 {
 	if (reason == KVM_EXIT_MMIO && v->run->mmio.is_write) {
 		resync_after(v, reason);
@@ -1597,7 +1597,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 */
 	if (s->outer_off && step_completes_in_kvm(reason) &&
 	    emulate_cpl(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags) == 0) {
-		step_completion(v, reason);
+		completing_run_stepped(v, reason);
 		return;
 	}
 	/*
@@ -1607,7 +1607,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * I/O, MMIO, MSRs) would never be stepped again.
 	 */
 	if (s->off_to_exit && step_completes_in_kvm(reason)) {
-		step_completion(v, reason);
+		completing_run_stepped(v, reason);
 		return;
 	}
 	if (hw_steps(s->hw.mode) && step_rearm_after_exit(reason))
