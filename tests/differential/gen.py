@@ -988,6 +988,10 @@ def klass(c):
     return c.form if c.form in EXPLORE_CLASSES else "gen"
 
 
+# A record's line: its number, the #DB/#BP events it logged, its outcome (ok or the vector).
+OUTCOME = re.compile(r"^g\d+(?: db(\d+))?: (\S+)")
+
+
 def coverage(cases, outputs):
     """What a run covered: classes, modes x CPL, mode/CPL switches between
     consecutive records, outcomes (ok or the vector), events (TF, locks,
@@ -1023,7 +1027,7 @@ def coverage(cases, outputs):
             add("event", f"avoided: {k}")
         line = outputs.get(c.idx)
         if line:
-            m = re.match(r"^g\d+(?: db(\d+))?: (\S+)", line)
+            m = OUTCOME.match(line)
             if m:
                 add("outcome", m.group(2))
                 if m.group(1) and int(m.group(1)):
@@ -1297,7 +1301,8 @@ def expected_splits(c, line):
     otherwise from 0 to one per LOCK prefix or XCHG opcode byte (XCHG with
     memory is locked without one)."""
     most = sum(b in (0xf0, 0x86, 0x87) for b in c.insn)
-    ok = bool(line) and re.match(r"^g\d+(?: db\d+)?: ok ", line)
+    m = OUTCOME.match(line or "")
+    ok = m and m.group(2) == "ok"
     if ok and c.form in ("lock-mix", "mode-switch") and not getattr(c, "avoided", ()):
         n = 0
         for e in c.events:
