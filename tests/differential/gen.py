@@ -1512,7 +1512,7 @@ def main():
             if problem:
                 print(f"FAIL: {problem}")
                 miscounted += 1
-            elif emu.detected is not None:
+            if emu.detected is not None:
                 detected += emu.detected
             for i, line in record_lines(ref.out).items():
                 if i < len(batch):
