@@ -41,27 +41,29 @@ const char *decode_op_name(enum decode_op op)
 	return "?";
 }
 
+/*
+ * Legacy prefixes and, in 64-bit mode only, REX bytes, in any order: a REX
+ * that is not last is ignored by the CPU, but the instruction still
+ * decodes. Elsewhere 0x40-0x4f are INC and DEC.
+ */
+static bool prefix_byte(enum decode_mode mode, uint8_t b)
+{
+	switch (b) {
+	case 0xf0: case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e:
+	case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
+		return true;
+	default:
+		return mode == DECODE_MODE_64 && (b & 0xf0) == 0x40;
+	}
+}
+
 bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len)
 {
 	size_t i = 0;
 
-	/*
-	 * Legacy prefixes and, in 64-bit mode only, REX bytes in any order: a
-	 * REX that is not last is ignored by the CPU, but the instruction
-	 * still decodes. Elsewhere 0x40-0x4f are INC and DEC.
-	 */
-	for (; i < len && i < DECODE_INSN_MAX; i++) {
+	for (; i < len && i < DECODE_INSN_MAX && prefix_byte(mode, b[i]); i++)
 		if (b[i] == 0xf0)
 			return true;
-		switch (b[i]) {
-		case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e:
-		case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
-			continue;
-		}
-		if (mode == DECODE_MODE_64 && (b[i] & 0xf0) == 0x40)
-			continue;
-		break;
-	}
 	/* XCHG r/m, r (0x86, 0x87) locks without a prefix when r/m is memory. */
 	return i + 1 < len && (b[i] == 0x86 || b[i] == 0x87) && (b[i + 1] >> 6) != 3;
 }
@@ -182,6 +184,34 @@ unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool
 		break;
 	}
 	return insn.length;
+}
+
+bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len)
+{
+	ZydisDecodedInstruction insn;
+	uint8_t rest[DECODE_INSN_MAX];
+	size_t i = 0, n = 0, locks = 0;
+
+	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
+	    (unsigned)mode > DECODE_MODE_16 || len > DECODE_INSN_MAX ||
+	    ZydisDecoderDecodeInstruction(&decoders[mode], NULL, b, len, &insn) != ZYDIS_STATUS_ILLEGAL_LOCK)
+		return false;
+	/*
+	 * Zydis stops at the LOCK, perhaps before the end: the same bytes
+	 * without their LOCK prefixes must decode whole, within 15 with them.
+	 */
+	for (; i < len && prefix_byte(mode, b[i]); i++) {
+		if (b[i] == 0xf0)
+			locks++;
+		else
+			rest[n++] = b[i];
+	}
+	if (i + 1 < len && b[i] == 0x0f && (b[i + 1] == 0x20 || b[i + 1] == 0x22))
+		return false;
+	memcpy(rest + n, b + i, len - i);
+	n += len - i;
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&minimal[mode], NULL, rest, n, &insn)) &&
+	       insn.length + locks <= DECODE_INSN_MAX;
 }
 
 unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,

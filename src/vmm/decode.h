@@ -79,6 +79,15 @@ const char *decode_op_name(enum decode_op op);
  */
 unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through);
 /*
+ * LOCK on an instruction that takes none, or on one whose destination is a
+ * register: #UD (SDM vol. 2 "LOCK"; APM vol. 3 1.2.5), a decode fault that
+ * comes before any fault of the instruction's own. true only where every
+ * byte of the instruction is in b (so that no fetch fault comes first) and
+ * it is no longer than 15 bytes; never for MOV to or from a control
+ * register, which AMD's CPUs take with LOCK as CR8. Thread-safe.
+ */
+bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len);
+/*
  * decode_length() remembered by address: a guest runs the same code over
  * and over, and under single-stepping this runs for every instruction. An
  * entry answers only for the same mode and the same bytes (code may be

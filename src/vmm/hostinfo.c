@@ -31,6 +31,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->dr7_gd = -1;
 	hi->cs_write_gp = -1;
 	hi->intn_error_code = -1;
+	hi->lock_ud = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -402,6 +403,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->cs_write_gp == 0 ? " (this CPU writes through CS in compatibility mode)" : "");
 	fprintf(out, LABEL "%s%s\n", "INT n #GP error code:", tristate(hi->intn_error_code),
 		hi->intn_error_code == 0 ? " (this CPU pushes vector * 16 + 2, not vector * 8 + 2)" : "");
+	fprintf(out, LABEL "%s%s\n", "LOCK MOV #UD:", tristate(hi->lock_ud),
+		hi->lock_ud == 0 ? " (this CPU completes a store with a LOCK prefix)" : "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
@@ -556,6 +559,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 	json_bool_or_null(out, hi->cs_write_gp >= 0, hi->cs_write_gp > 0);
 	fputs(",\"intn_error_code\":", out);
 	json_bool_or_null(out, hi->intn_error_code >= 0, hi->intn_error_code > 0);
+	fputs(",\"lock_ud\":", out);
+	json_bool_or_null(out, hi->lock_ud >= 0, hi->lock_ud > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

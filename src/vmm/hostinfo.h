@@ -75,6 +75,8 @@ struct hostinfo {
 	/* probe guest, unwatched: 1 = INT n's #GP for an IDT entry beyond the limit has
 	 * error code vector * 8 + 2, 0 = vector * 16 + 2 (QEMU's TCG) */
 	int intn_error_code;
+	/* probe guest, unwatched: 1 = LOCK MOV to memory raises #UD */
+	int lock_ud;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -123,6 +125,12 @@ int hostinfo_probe_cs_write(int kvm_fd, char *err, size_t errlen);
  * + 2), or -1 with err.
  */
 int hostinfo_probe_intn_error_code(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does LOCK on an instruction that takes none (MOV to memory) raise #UD, as
+ * the architecture says (SDM vol. 2 "LOCK")? 1, 0 (QEMU's TCG: the store
+ * completes), or -1 with err.
+ */
+int hostinfo_probe_lock_ud(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

@@ -513,6 +513,43 @@ int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
 }
 
 /*
+ * lock movl $1, (%rbx); hlt. A CPU that rejects the LOCK raises #UD (no
+ * IDT: a triple fault) and writes nothing; one that takes it stores and
+ * halts.
+ */
+static const uint8_t lock_mov_code[] = {
+	0xf0, 0xc7, 0x03, 0x01, 0x00, 0x00, 0x00,
+	0xf4,
+};
+
+int hostinfo_probe_lock_ud(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_regs regs;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, lock_mov_code, sizeof(lock_mov_code), 0) == 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
+			probe_fail(&scratch, "KVM_GET_REGS", errno);
+		} else {
+			regs.rbx = 0x200000;
+			if (__kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
+				probe_fail(&scratch, "KVM_SET_REGS", errno);
+			else
+				result = probe_shutdown_or_hlt(&scratch, &p);
+		}
+		/* #UD or a store: anything else is no answer. */
+		if ((result == 0 && p.mem[0x200000] != 1) || (result == 1 && p.mem[0x200000])) {
+			probe_fail(&scratch, "the probe guest's store does not match how it ended", 0);
+			result = -1;
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
  * int $0x20 with an IDT that ends at vector 13, whose #GP handler reads the
  * error code into EAX and halts: the architecture's is 0x20 * 8 + 2 (the IDT
  * bit and the vector as the index, SDM vol. 3 6.13); QEMU's TCG pushes
@@ -574,6 +611,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->dr7_gd = hostinfo_probe_dr7_gd(kvm, NULL, 0);
 	hi->cs_write_gp = hostinfo_probe_cs_write(kvm, NULL, 0);
 	hi->intn_error_code = hostinfo_probe_intn_error_code(kvm, NULL, 0);
+	hi->lock_ud = hostinfo_probe_lock_ud(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

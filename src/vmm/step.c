@@ -343,6 +343,15 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
 	}
 }
 
+bool step_undecodable_diverted(const struct step_insn *insn, uint64_t checked_rip,
+			       uint64_t exit_rip, struct step_mode mode)
+{
+	uint64_t mask = mode.cs_l ? ~0ull : mode.cs_d ? 0xffffffffull : 0xffffull,
+		 ahead = (exit_rip - checked_rip) & mask;
+
+	return step_undecodable(insn) && (ahead == 0 || ahead > DECODE_INSN_MAX);
+}
+
 bool step_missed_target(const struct step_insn *insn, bool to_known, uint64_t to,
 			uint64_t exit_rip)
 {
@@ -646,10 +655,11 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	*err = 0;
 	/*
 	 * UD2; UD1 and UD0 where all 15 bytes could be fetched, so that no #PF
-	 * on their ModR/M comes first (SDM vol. 2 UD; APM vol. 3 UD0-2).
+	 * on their ModR/M comes first (SDM vol. 2 UD; APM vol. 3 UD0-2); a
+	 * LOCK the instruction does not take, a decode fault too.
 	 */
-	if (len >= 2 && b[0] == 0x0f &&
-	    (b[1] == 0x0b || (len >= DECODE_INSN_MAX && (b[1] == 0xb9 || b[1] == 0xff))))
+	if (c->lock_ud || (len >= 2 && b[0] == 0x0f &&
+			   (b[1] == 0x0b || (len >= DECODE_INSN_MAX && (b[1] == 0xb9 || b[1] == 0xff)))))
 		return X86_VEC_UD;
 	/*
 	 * No selectors, privilege or IOPL checks as below in real mode (MOV SS

@@ -202,6 +202,16 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
 		   struct step_mode mode);
 
 /*
+ * A step of an instruction the decoder rejected (no length) that KVM's
+ * emulator ended anywhere but within 15 bytes behind it: not the
+ * instruction completing, but a fault KVM injected for it (#UD), whose
+ * handler ran without the step's TF (delivery cleared it) up to an
+ * instruction KVM emulated.
+ */
+bool step_undecodable_diverted(const struct step_insn *insn, uint64_t checked_rip,
+			       uint64_t exit_rip, struct step_mode mode);
+
+/*
  * A completed step of an IRET, SYSENTER or SYSEXIT that ends anywhere but
  * where the instruction goes (`to`, read as it began: the frame's RIP,
  * IA32_SYSENTER_EIP, RDX; to_known false where it could not be, or where
@@ -412,12 +422,13 @@ struct step_cpu {
 	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
 	uint64_t ret_target;
 	uint16_t gdt_limit;
+	bool lock_ud;           /* decode_lock_faults() of the bytes */
 };
 
 /*
  * An instruction certain to fault, decided from its bytes and the state
  * above (prefix-free forms only: a prefix may change which fault comes
- * first): UD2 (#UD); MOV DR with DR7.GD at CPL0 (#DB, DR6.BD); HLT, MOV DR
+ * first): UD2 and a LOCK the instruction does not take (#UD, every mode); MOV DR with DR7.GD at CPL0 (#DB, DR6.BD); HLT, MOV DR
  * (DR7.GD clear), and CLI/STI above IOPL at CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
  * register, to a non-canonical address (#GP(0)); MOV SS from a register
  * with a null selector at CPL3 or outside 64-bit code (#GP(0)), a selector

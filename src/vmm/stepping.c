@@ -50,6 +50,25 @@ static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *bu
 }
 
 /*
+ * The bytes of the instruction at CS:rip, up to 15; outside 64-bit code
+ * none past CS's limit, whose fetch is a #GP (emulate.c's fetch() too).
+ */
+static size_t read_code(struct vcpu *v, uint64_t rip, uint8_t buf[DECODE_INSN_MAX])
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint64_t rflags = v->run->s.regs.regs.rflags, want = DECODE_INSN_MAX;
+
+	if (!((sregs->efer & X86_EFER_LMA) && sregs->cs.l)) {
+		uint64_t ip = rip & (sregs->cs.db ? 0xffffffffull : 0xffffull);
+
+		want = ip > sregs->cs.limit ? 0 : sregs->cs.limit - ip + 1;
+		if (want > DECODE_INSN_MAX)
+			want = DECODE_INSN_MAX;
+	}
+	return read_linear(v, emulate_code_la(sregs, rflags, rip), WALK_FETCH, buf, (size_t)want);
+}
+
+/*
  * KVM's emulator ends each instruction it emulates with a step exit that
  * writes no DR7 (kvm_vcpu_do_singlestep()); a trap of the CPU's writes the
  * guest's. A value no DR7 can hold (bits 63:32 are reserved) tells them
@@ -845,9 +864,7 @@ static void check_shadowed_at(struct vcpu *v, uint64_t rip)
 	size_t n = 0;
 
 	if (v->step.insn.len)
-		n = read_linear(v, emulate_code_la(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags,
-						   step_advance(rip, v->step.insn.len, v->step.mode)),
-				WALK_FETCH, next, sizeof(next));
+		n = read_code(v, step_advance(rip, v->step.insn.len, v->step.mode), next);
 	if (!n || decode_maybe_locked(guest_mode(v), next, n))
 		v->stats.unchecked_runs++;
 }
@@ -1039,6 +1056,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
 			.real = !(sr->cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM),
 			.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
+			.lock_ud = decode_lock_faults(guest_mode(v), bytes, n),
 		};
 		uint8_t ret[8];
 
@@ -1151,7 +1169,9 @@ bool stepping_debug_exit(struct vcpu *v)
 	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped) {
 		bool missed = step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
 			      step_missed_target(&s->insn, s->to_known, s->to,
-						 v->run->s.regs.regs.rip);
+						 v->run->s.regs.regs.rip) ||
+			      (emulated && step_undecodable_diverted(&s->insn, s->rip,
+								     v->run->s.regs.regs.rip, s->mode));
 		/*
 		 * A branch may go anywhere, a handler included: only a frame of
 		 * its own RIP there says it faulted (a non-canonical target, a
@@ -1300,8 +1320,7 @@ static bool locked_operand(struct vcpu *v, struct emulate_access *acc)
 	uint8_t bytes[DECODE_INSN_MAX];
 	struct decode_insn insn;
 	struct emulate_exception fault;
-	size_t n = read_linear(v, emulate_code_la(sregs, regs->rflags, regs->rip), WALK_FETCH,
-			       bytes, sizeof(bytes));
+	size_t n = read_code(v, regs->rip, bytes);
 
 	if (!n || !decode_maybe_locked(mode, bytes, n) || decode_insn(mode, bytes, n, &insn))
 		return false;
@@ -1412,8 +1431,7 @@ again:
 	s->outer_off = false;
 	if (!hw_steps(s->hw.mode))
 		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
-	n = read_linear(v, emulate_code_la(sregs, regs->rflags, regs->rip), WALK_FETCH, bytes,
-			sizeof(bytes));
+	n = read_code(v, regs->rip, bytes);
 	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
 		      &s->insn);
 	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||

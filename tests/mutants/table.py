@@ -246,6 +246,25 @@ MUTANTS = [
         "tests": ["diff-gen-explore-seed-178"],
     },
     {
+        "name": "lock-ud-left-to-kvm",
+        "what": "a LOCK the instruction does not take is stepped, not delivered as the "
+                "certain #UD: KVM's injected #UD runs its handler unchecked",
+        "edits": [("src/vmm/step.c", "\tif (c->lock_ud || (len >= 2", "\tif ((len >= 2")],
+        "unit": ["step", "stepping"],
+        "tests": [],
+    },
+    {
+        "name": "undecodable-emulated-exit-owes-trap",
+        "what": "after an instruction the decoder rejects, KVM's emulator's step exit deep in "
+                "the #UD handler is taken for the instruction's trap: the guest gets a #DB "
+                "each instruction after it",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\t\t      (emulated && step_undecodable_diverted(",
+                   "\t\t\t      (false && step_undecodable_diverted(")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

@@ -223,6 +223,36 @@ static void lengths(void **state)
 	assert_false(falls);
 }
 
+#define LOCK_UD(mode, ...) \
+	decode_lock_faults(mode, (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ }))
+
+/* A LOCK the instruction does not take: #UD, certain only with all its bytes there. */
+static void lock_faults(void **state)
+{
+	(void)state;
+	/* LOCK CMP with XACQUIRE (seed 38 record 384), LOCK UD2, LOCK MOV, LOCK ADD to a register */
+	assert_true(LOCK_UD(DECODE_MODE_32, 0x66, 0xf0, 0xf2, 0x81, 0xba, 0x44, 0xf5, 0xff, 0xff,
+			    0x19, 0x3f));
+	assert_true(LOCK_UD(DECODE_MODE_32, 0xf0, 0x0f, 0x0b));
+	assert_true(LOCK_UD(DECODE_MODE_64, 0xf0, 0x48, 0x89, 0x08));
+	assert_true(LOCK_UD(DECODE_MODE_16, 0xf0, 0x01, 0xc0));
+	assert_true(LOCK_UD(DECODE_MODE_64, 0xf0, 0x90));
+	/* Lockable with a memory destination, or no LOCK at all */
+	assert_false(LOCK_UD(DECODE_MODE_64, 0xf0, 0x01, 0x08));
+	assert_false(LOCK_UD(DECODE_MODE_32, 0xf2, 0xf0, 0x0f, 0xc7, 0x08));
+	assert_false(LOCK_UD(DECODE_MODE_64, 0x0f, 0x0b));
+	/* The immediate is not there: the fetch may fault first */
+	assert_false(LOCK_UD(DECODE_MODE_32, 0xf0, 0x81, 0x3a, 0x44, 0x00));
+	/* AMD's CPUs take LOCK MOV CR0 as MOV CR8 */
+	assert_false(LOCK_UD(DECODE_MODE_32, 0xf0, 0x0f, 0x22, 0xc0));
+	assert_false(LOCK_UD(DECODE_MODE_32, 0x66, 0xf0, 0x0f, 0x20, 0xc0));
+	/* Past 15 bytes with its prefixes: #GP, not #UD */
+	assert_false(LOCK_UD(DECODE_MODE_64, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0,
+			     0x48, 0x81, 0x38, 0x01, 0x02, 0x03, 0x04));
+	assert_true(LOCK_UD(DECODE_MODE_64, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0x48,
+			    0x81, 0x38, 0x01, 0x02, 0x03, 0x04));
+}
+
 /* The memory operand of any instruction, and whether it is written. */
 static void accesses(void **state)
 {
@@ -275,6 +305,7 @@ int main(void)
 		cmocka_unit_test(lengths),
 		cmocka_unit_test(lengths_remembered),
 		cmocka_unit_test(accesses),
+		cmocka_unit_test(lock_faults),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

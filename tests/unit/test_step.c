@@ -281,6 +281,19 @@ static void test_diverted(void **state)
 	assert_true(step_diverted(&load, 0xfffffffd, 0x100000000ull, m32));
 	/* Where the next instruction is not known, nothing is concluded. */
 	assert_false(step_diverted(&unknown, 0x1000, 0x2000, m64));
+	{
+		/* No length at all, KVM's emulator's exit: a fault's handler ran, unless it is close behind. */
+		struct step_insn none = { .kind = STEP_OTHER };
+
+		assert_true(step_undecodable_diverted(&none, 0x1000, 0x2000, m64));
+		assert_true(step_undecodable_diverted(&none, 0x1000, 0x1000, m64));
+		assert_true(step_undecodable_diverted(&none, 0x1000, 0x1010, m64));
+		assert_false(step_undecodable_diverted(&none, 0x1000, 0x100f, m64));
+		assert_false(step_undecodable_diverted(&none, 0x1000, 0x1001, m64));
+		assert_false(step_undecodable_diverted(&none, 0xfffe, 0x0003, m16));	/* IP wraps */
+		assert_true(step_undecodable_diverted(&none, 0xfffe, 0x0020, m16));
+		assert_false(step_undecodable_diverted(&unknown, 0x1000, 0x2000, m64));	/* a length */
+	}
 	assert_false(step_diverted(&movs, 0x1000, 0x1000, m64));
 	assert_false(step_diverted(&iret, 0x1000, 0x2000, m64));
 	assert_false(step_diverted(&movss, 0x1000, 0x1005, m32));	/* the shadowed one ran too */
@@ -744,6 +757,15 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(hlt, 1, &c0, &err), -1);	/* CPL0 halts */
 	assert_int_equal(step_certain_fault(hlt, 1, &c3, &err), X86_VEC_GP);
 	assert_int_equal(step_certain_fault(lock_hlt, 2, &c3, &err), -1);
+	{
+		/* A LOCK it does not take (the caller's decoder says): #UD before HLT's #GP, real mode too. */
+		struct step_cpu l3 = c3, real = { .real = true, .rflags = 0x2, .lock_ud = true };
+
+		l3.lock_ud = true;
+		assert_int_equal(step_certain_fault(lock_hlt, 2, &l3, &err), X86_VEC_UD);
+		assert_int_equal(step_certain_fault(lock_hlt, 2, &real, &err), X86_VEC_UD);
+		assert_int_equal(err, 0);
+	}
 	assert_int_equal(step_certain_fault(mov_dr, 3, &c3, &err), X86_VEC_GP);
 	{
 		static const uint8_t sysenter[] = { 0x0f, 0x34 };

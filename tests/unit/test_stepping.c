@@ -573,7 +573,7 @@ static void ud_at_handler_then_again(struct vcpu *v, const uint8_t *bytes, size_
 }
 
 /*
- * LOCK CMP (the decoder rejects it: the CPU's #UD, which KVM intercepts and
+ * 0F 04 (the decoder rejects it: the CPU's #UD, which KVM intercepts and
  * injects): single-step is issued again at its RIP, so that KVM's delivery
  * keeps the step's TF; a step that ends at the #UD handler with a frame of
  * its own RIP faulted, and the frame gets the guest's TF. The same bytes
@@ -582,16 +582,16 @@ static void ud_at_handler_then_again(struct vcpu *v, const uint8_t *bytes, size_
  */
 static void undecodable_fault_at_handler(void **state)
 {
-	static const uint8_t lock_cmp[] = { 0xf0, 0x66, 0x41, 0x81, 0x3c, 0x33, 0x9e, 0xe4 };
+	static const uint8_t undecodable[] = { 0x0f, 0x04 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct fake_vcpu *fc = fake_vcpu(v);
 	unsigned issued;
 
 	(void)state;
-	ud_at_handler_then_again(v, lock_cmp, sizeof(lock_cmp));
+	ud_at_handler_then_again(v, undecodable, sizeof(undecodable));
 	assert_true(step_undecodable(&v->step.insn));
 	/* A CPU that runs it: the step ends behind it, the guest's trap is owed. */
-	step_to(v, CODE + sizeof(lock_cmp), DR6_STEP);
+	step_to(v, CODE + sizeof(undecodable), DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 	assert_int_equal(v->stats.db_reinjected, 1);
 
@@ -600,6 +600,42 @@ static void undecodable_fault_at_handler(void **state)
 	stepping_before_run(v);
 	assert_false(step_undecodable(&v->step.insn));
 	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued);
+}
+
+/*
+ * The same with the guest's TF, where the CPU does not stop at the
+ * handler: KVM's #UD ran its handler (TF clear) up to an instruction KVM's
+ * emulator ended with a step exit of its own (the lab's MOV to CR0 on the
+ * way back to long mode). No trap of the CPU's there, so no #DB for the
+ * guest, whose TF is clear; one unchecked run. Before the fix the guest
+ * got a #DB at each instruction after it, and in long mode with the
+ * legacy IDT still loaded, a triple fault (seed 38 record 384). An exit
+ * within 15 bytes behind it is the instruction run by KVM itself: the
+ * guest's trap.
+ */
+static void undecodable_handler_to_emulated_exit(void **state)
+{
+	static const uint8_t undecodable[] = { 0x0f, 0x04 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, undecodable, sizeof(undecodable));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_true(v->step.tf_at_start);
+	step_to_emulated(v, HANDLER(X86_VEC_UD) + 0x40);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD) + 0x40);
+
+	regs(v)->rip = CODE;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	step_to_emulated(v, CODE + sizeof(undecodable));
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
 }
 
 /* The same for VMRUN, which KVM runs itself and answers with #UD without nested SVM. */
@@ -1307,6 +1343,54 @@ static void syscall_sce0_legacy_ud(void **state)
 }
 
 /*
+ * A LOCK the instruction does not take (LOCK CMP with XACQUIRE, seed 38
+ * record 384, in 32-bit protected mode with the guest's TF): #UD, a
+ * decode fault, certain in every mode: delivered by the VMM through the
+ * 32-bit gate, the frame with the instruction's own EIP and the guest's
+ * TF, the handler checked. Stepped, KVM's #UD ran its handler unwatched.
+ * LOCK MOV to CR0 is AMD's MOV to CR8: stepped. So is one whose bytes end
+ * at CS's limit before the instruction does (the fetch's #GP comes first).
+ */
+static void lock_ud_delivered(void **state)
+{
+	static const uint8_t lock_cmp[] = { 0x66, 0xf0, 0xf2, 0x81, 0xba, 0x44, 0xf5,
+					    0xff, 0xff, 0x19, 0x3f };
+	static const uint8_t lock_mov_cr0[] = { 0xf0, 0x0f, 0x22, 0xc0 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint32_t f[3];
+
+	(void)state;
+	flat32_gate(v, X86_VEC_UD);
+	sr->cs.limit = 0xffffffff;
+	memcpy(ram + CODE, lock_cmp, sizeof(lock_cmp));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, STACK - 12);
+	memcpy(f, ram + STACK - 12, sizeof(f));
+	assert_int_equal(f[0], CODE);
+	assert_int_equal(f[2], X86_RFLAGS_FIXED | X86_RFLAGS_RF | X86_RFLAGS_TF);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_false(v->step.guest_tf);
+	assert_true(v->step.checked);
+
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	sr->cs.limit = CODE + sizeof(lock_cmp) - 2;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(v->stats.faults_delivered, 1);
+
+	sr->cs.limit = 0xffffffff;
+	memcpy(ram + CODE, lock_mov_cr0, sizeof(lock_mov_cr0));
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_true(v->step.checked);
+	assert_int_equal(v->stats.faults_delivered, 1);
+}
+
+/*
  * INT3 from CPL3 to a DPL0 handler whose stack entry lies past the TSS's
  * limit (a 16-bit TSS of limit 8, SS0:SP0 at 2-5; a 32-bit one of limit
  * 8, at 4-9): #TS on the CPU, which the VMM leaves to it.
@@ -1860,6 +1944,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(branch_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(branch_to_handler_completes, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(undecodable_fault_at_handler, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(undecodable_handler_to_emulated_exit, setup_no_hwbp,
+						teardown),
+		cmocka_unit_test_setup_teardown(lock_ud_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
