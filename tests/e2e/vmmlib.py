@@ -552,6 +552,9 @@ def lacks(need):
             "intn_error_code": "vmm --host-info in this boot: intn_error_code false (INT n "
                                "through an IDT entry it cannot use raises #GP(vector * 16 + 2) "
                                "where the SDM says vector * 8 + 2: QEMU's TCG)",
+            "lock_ud": "vmm --host-info in this boot: lock_ud false (a LOCK MOV to "
+                       "memory completes where the SDM raises #UD: QEMU's TCG), so the "
+                       "oracle is no real CPU there",
             "dr7_gd": "vmm --host-info in this boot: dr7_gd false (the CPU raises no #DB "
                       "for MOV DR with DR7.GD set: QEMU's TCG ignores GD), so the oracle "
                       "is no real CPU there",

@@ -15,8 +15,8 @@ TAIL = " cr2=0 op=2f8c h=1a00376e d=fba6370 at=+0 f=0:fe798dc7"
 Q = {"intn_error_code"}
 
 
-def same(ref, emu, quirks=Q, insn=b"\xcd\x01\x90"):
-    return gen.oracle_quirks(ref, emu, quirks, insn) == emu
+def same(ref, emu, quirks=Q, insn=b"\xcd\x01\x90", lock_ud=False):
+    return gen.oracle_quirks(ref, emu, quirks, insn, lock_ud) == emu
 
 
 def main():
@@ -52,6 +52,19 @@ def main():
            False)
     expect("RIP 1 past, no INT there", same("g0: #GP 2" + past1, "g0: #GP 2" + TAIL, insn=b"\x90"),
            False)
+    # A LOCK the instruction does not take (seed 1 record 47, lock mov): TCG
+    # stores, the SDM raises #UD at it. Only for such a record, only #UD at +0.
+    lq, ud = {"lock_ud"}, "g0: #UD 0 cr2=0 op=4e8add1b8f1b326e h=5f03f2bf at=+0"
+    ok = "g0: ok op=4e8add1b8f1b1d22 h=6455d7ea"
+    expect("TCG's LOCK MOV", same(ok, ud, lq, lock_ud=True), True)
+    expect("TCG's LOCK MOV with TF", same("g0 db1: ok op=1 h=2 d=3",
+                                          "g0 db0: #UD 0 cr2=0 op=1 h=4 at=+0 f=0:1", lq,
+                                          lock_ud=True), True)
+    expect("LOCK MOV, no probe", same(ok, ud, set(), lock_ud=True), False)
+    expect("lockable", same(ok, ud, lq), False)
+    expect("#UD elsewhere", same(ok, ud.replace("at=+0", "at=+3"), lq, lock_ud=True), False)
+    expect("#GP instead", same(ok, ud.replace("#UD 0", "#GP 0"), lq, lock_ud=True), False)
+    expect("both #UD, hashes differ", same(ud, ud.replace("h=5f", "h=6f"), lq, lock_ud=True), False)
     return report(bad, "oracle_quirks")
 
 

@@ -174,10 +174,11 @@ SEQ seq_iret_fault
 .endm
 
 /*
- * With the guest's TF: instructions the decoder rejects, whose #UD KVM
- * intercepts and injects back (LOCK CMP, the undefined 0F 04 behind an F3
- * that repeats nothing). The frame holds TF, so single-stepping goes on
- * after the fixup's IRETQ. A CPU that runs LOCK CMP (TCG) just goes on.
+ * With the guest's TF: #UD for LOCK CMP, a LOCK it does not take (the VMM
+ * delivers that certain fault itself), and for the undefined 0F 04 behind
+ * an F3 that repeats nothing, which the decoder rejects and KVM intercepts
+ * and injects back. The frame holds TF, so single-stepping goes on after
+ * the fixup's IRETQ.
  */
 SEQ seq_ud_tf
 	TF_ON
