@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <Zydis/Utils.h>
 #include <Zydis/Zydis.h>
 
 static const struct {
@@ -212,6 +213,41 @@ bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len)
 	n += len - i;
 	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&minimal[mode], NULL, rest, n, &insn)) &&
 	       insn.length + locks <= DECODE_INSN_MAX;
+}
+
+unsigned decode_branch_targets(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
+			       uint64_t to[2], uint16_t *far_sel)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+	unsigned n = 0;
+
+	*far_sel = 0;
+	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
+	    (unsigned)mode > DECODE_MODE_16 ||
+	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)) ||
+	    !insn.operand_count_visible)
+		return 0;
+	if (insn.meta.category != ZYDIS_CATEGORY_UNCOND_BR && insn.meta.category != ZYDIS_CATEGORY_COND_BR &&
+	    insn.meta.category != ZYDIS_CATEGORY_CALL)
+		return 0;
+	if (o[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
+		*far_sel = o[0].ptr.segment;
+		to[0] = o[0].ptr.offset;
+		return 1;
+	}
+	if (o[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !o[0].imm.is_relative ||
+	    (mode == DECODE_MODE_64 && (insn.attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE)) ||
+	    ZYAN_FAILED(ZydisCalcAbsoluteAddress(&insn, &o[0], ip, &to[n])))
+		return 0;
+	n++;
+	if (insn.meta.category == ZYDIS_CATEGORY_COND_BR) {
+		uint64_t next = ip + insn.length;
+
+		to[n++] = insn.operand_width == 64 ? next
+			  : insn.operand_width == 32 ? (uint32_t)next : (uint16_t)next;
+	}
+	return n;
 }
 
 unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,

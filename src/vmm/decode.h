@@ -88,6 +88,17 @@ unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool
  */
 bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len);
 /*
+ * Where a direct branch at ip can complete: a relative JMP or CALL at its
+ * target; a conditional one (Jcc, LOOPcc, JCXZ, XBEGIN) there or behind
+ * itself; JMP or CALL far direct at the pointer's offset (*far_sel its
+ * selector: a call gate's target is the caller's to add). The count
+ * (at most 2), or 0 for any other instruction, and for near branches with
+ * an operand-size prefix in 64-bit mode (AMD and Intel differ there).
+ * Offsets in CS, as RIP holds them. Thread-safe.
+ */
+unsigned decode_branch_targets(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
+			       uint64_t to[2], uint16_t *far_sel);
+/*
  * decode_length() remembered by address: a guest runs the same code over
  * and over, and under single-stepping this runs for every instruction. An
  * entry answers only for the same mode and the same bytes (code may be

@@ -161,8 +161,10 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 				out->kind = STEP_LTR;
 			return;
 		default:
-			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f)	/* Jcc rel32 */
+			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {	/* Jcc rel32 */
 				out->kind = STEP_BRANCH;
+				out->jump = true;
+			}
 			if (b[i + 1] == 0x34 || b[i + 1] == 0x35) {
 				out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
 				out->opsize = rex_w ? 8 : 4;
@@ -179,6 +181,7 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		/* CALL/JMP near and far, indirect. */
 		if (reg >= 2 && reg <= 5)
 			out->kind = STEP_BRANCH;
+		out->jump = reg == 4 || reg == 5;
 		return;
 	}
 	default:
@@ -186,6 +189,8 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		    op == 0xe8 || op == 0xe9 || op == 0xea || op == 0xeb || op == 0x9a ||
 		    op == 0xc2 || op == 0xc3 || op == 0xca || op == 0xcb)
 			out->kind = STEP_BRANCH;
+		out->jump = (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) || op == 0xe9 ||
+			    op == 0xea || op == 0xeb;
 		return;
 	}
 }
@@ -350,6 +355,22 @@ bool step_undecodable_diverted(const struct step_insn *insn, uint64_t checked_ri
 		 ahead = (exit_rip - checked_rip) & mask;
 
 	return step_undecodable(insn) && (ahead == 0 || ahead > DECODE_INSN_MAX);
+}
+
+bool step_jump_faulted(const struct step_insn *insn, uint64_t rsp_before, uint64_t rsp_after)
+{
+	return insn->kind == STEP_BRANCH && insn->jump && rsp_before != rsp_after;
+}
+
+bool step_branch_missed(const struct step_insn *insn, const uint64_t *to, unsigned n,
+			uint64_t exit_rip)
+{
+	if (insn->kind != STEP_BRANCH || !n)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		if (to[i] == exit_rip)
+			return false;
+	return true;
 }
 
 bool step_missed_target(const struct step_insn *insn, bool to_known, uint64_t to,
@@ -767,6 +788,30 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		if ((sel & X86_SEL_RPL) != c->cpl || (!(sel & X86_SEL_TI) && (sel | 7u) > c->gdt_limit))
 			return X86_VEC_GP;
 		*err = 0;
+	}
+	/*
+	 * JMP or CALL far direct (EA, 9A) in protected mode: a null selector
+	 * is #GP(0), one past its table (or into no LDT) #GP(selector),
+	 * before anything else (SDM vol. 2 JMP, CALL). Operand-size prefixes
+	 * only.
+	 */
+	if (!c->real && !c->long64) {
+		size_t i = 0;
+
+		while (i < len && b[i] == 0x66)
+			i++;
+		if (i < len && (b[i] == 0xea || b[i] == 0x9a)) {
+			size_t at = i + 1 + (c->cs_d == !i ? 4 : 2);
+			uint16_t sel = at + 2 <= len ? (uint16_t)(b[at] | b[at + 1] << 8) : 0;
+
+			if (at + 2 <= len && !(sel & ~(unsigned)X86_SEL_RPL))
+				return X86_VEC_GP;
+			*err = sel & 0xfffc;
+			if (at + 2 <= len && (int64_t)(sel | 7u) > (sel & X86_SEL_TI ? c->ldt_limit
+										       : c->gdt_limit))
+				return X86_VEC_GP;
+			*err = 0;
+		}
 	}
 	return -1;
 }

@@ -45,6 +45,8 @@ struct step_insn {
 	bool rep;            /* F2/F3 prefix: a string instruction repeats in place */
 	bool falls;          /* set by the caller from a full length decode: len is the
 				whole instruction and what runs next is right behind it */
+	bool jump;           /* a STEP_BRANCH that leaves the stack alone: JMP near
+				and far, Jcc, LOOPcc, JCXZ (not a task switch's) */
 	bool kvm_faults;     /* KVM intercepts it and may queue a fault of its own:
 				RDPMC, XSETBV, MOV to CR, CPUID, MONITOR/MWAIT,
 				VMX and SVM instructions */
@@ -106,7 +108,7 @@ struct step_state {
 	bool tf_at_start;       /* guest_tf when `insn` began */
 	bool tf_after;          /* guest_tf once `insn` completes */
 	bool hlt;               /* this entry runs a HLT without stepping */
-	uint64_t rip;
+	uint64_t rip, rsp;      /* as `insn` began */
 	struct step_insn insn;
 	struct step_mode mode;  /* CS as `insn` began */
 	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
@@ -122,6 +124,8 @@ struct step_state {
 	bool frame_tf;          /* the guest's TF, for that frame */
 	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
 	uint64_t to;            /* IRET, SYSENTER, SYSEXIT: where a completed one goes */
+	uint64_t branch_to[2];  /* a direct branch: where a completed one may be */
+	unsigned branch_tos;    /* how many of those (0: not known) */
 	bool to_known;          /* `to` was read, and is where it goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
@@ -210,6 +214,21 @@ bool step_diverted(const struct step_insn *insn, uint64_t checked_rip, uint64_t 
  */
 bool step_undecodable_diverted(const struct step_insn *insn, uint64_t checked_rip,
 			       uint64_t exit_rip, struct step_mode mode);
+
+/*
+ * A step of a jump (`jump`) that ended with RSP moved: it did not complete,
+ * which leaves the stack alone, but faulted, and the fault's frame went on
+ * the stack; its handler ran (the caller leaves out task switches).
+ */
+bool step_jump_faulted(const struct step_insn *insn, uint64_t rsp_before, uint64_t rsp_after);
+
+/*
+ * A step of a branch that ended anywhere but where it can complete (`to`,
+ * n of them, from the caller's decode; n 0: not known): it faulted, and
+ * the fault's handler was reached, or ran.
+ */
+bool step_branch_missed(const struct step_insn *insn, const uint64_t *to, unsigned n,
+			uint64_t exit_rip);
 
 /*
  * A completed step of an IRET, SYSENTER or SYSEXIT that ends anywhere but
@@ -414,6 +433,7 @@ struct step_cpu {
 	unsigned cpl;
 	uint64_t dr7, rflags, cr4;
 	bool long64;            /* 64-bit code (EFER.LMA and CS.L) */
+	bool cs_d;              /* CS.D: 32-bit code outside 64-bit mode */
 	bool lma;               /* long mode (EFER.LMA), compatibility mode included */
 	bool real;              /* real-address or virtual-8086 mode (then rflags.VM, cpl 3) */
 	bool amd;               /* the guest's CPUID vendor is AMD's (or Hygon's) */
@@ -422,6 +442,7 @@ struct step_cpu {
 	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
 	uint64_t ret_target;
 	uint16_t gdt_limit;
+	int64_t ldt_limit;      /* -1: no usable LDT */
 	bool lock_ud;           /* decode_lock_faults() of the bytes */
 };
 
@@ -432,8 +453,9 @@ struct step_cpu {
  * (DR7.GD clear), and CLI/STI above IOPL at CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
  * register, to a non-canonical address (#GP(0)); MOV SS from a register
  * with a null selector at CPL3 or outside 64-bit code (#GP(0)), a selector
- * past the GDT, or an RPL other than the CPL (#GP(selector)); SYSEXIT
- * above CPL0 (#GP(0)); SYSENTER in
+ * past the GDT, or an RPL other than the CPL (#GP(selector)); JMP and CALL
+ * far direct in protected mode to a null selector (#GP(0)) or one past its
+ * table, or into no LDT (#GP(selector)); SYSEXIT above CPL0 (#GP(0)); SYSENTER in
  * long mode on AMD, and a one-byte opcode invalid in 64-bit code such as
  * INTO (#UD: KVM intercepts every #UD to emulate what it can, and the
  * #UD it injects back holds no TF of the VMM's to step its handler). The vector

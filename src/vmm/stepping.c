@@ -977,6 +977,48 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
+ * Where the direct branch at RIP can complete (step_branch_missed()): JMP
+ * or CALL far direct through a call gate lands at the gate's
+ * offset instead of the pointer's (a task switch changes TR, which the
+ * caller tells apart). 0: not a direct branch, or not known.
+ */
+static unsigned branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, uint64_t to[2])
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	unsigned size = sregs->efer & X86_EFER_LMA ? 16 : 8, count;
+	uint16_t sel;
+	uint8_t d[16];
+	struct paging p;
+
+	count = decode_branch_targets(guest_mode(v), bytes, n, v->run->s.regs.regs.rip, to, &sel);
+	if (!sel || !(sregs->cr0 & X86_CR0_PE) || (v->run->s.regs.regs.rflags & X86_RFLAGS_VM))
+		return count;
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
+	if ((sel & X86_SEL_TI) && (sregs->ldt.unusable || !sregs->ldt.present))
+		return 0;
+	if ((sel | 7u) + (size - 8) > (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) ||
+	    pagewalk_read_as(&m, &p, (sel & X86_SEL_TI ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u),
+			     0, d, size) != size)
+		return 0;
+	if (d[5] & 0x10)	/* a code or data segment: the pointer's offset, or a fault */
+		return count;
+	switch (d[5] & 0x0f) {
+	case 0x4:		/* 16-bit call gate */
+		to[1] = d[0] | d[1] << 8;
+		return 2;
+	case 0xc:		/* 32-bit call gate; 64-bit in IA-32e mode */
+		to[1] = (uint64_t)(d[0] | d[1] << 8 | d[6] << 16 | (uint32_t)d[7] << 24);
+		if (size == 16)
+			to[1] |= (uint64_t)(d[8] | d[9] << 8 | d[10] << 16 | (uint32_t)d[11] << 24) << 32;
+		return 2;
+	default:
+		return count;
+	}
+}
+
+/*
  * What the VMM does itself instead of stepping the instruction at RIP, so
  * that no handler runs unchecked and every saved RFLAGS holds the guest's
  * TF: INT n, INT3, INTO, INT1 and the faults certain to come are
@@ -1052,10 +1094,11 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		struct step_cpu c = {
 			.cpl = emulate_cpl(sr, regs->rflags), .dr7 = s->dr7, .rflags = regs->rflags,
 			.cr4 = sr->cr4,
-			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l,
+			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l, .cs_d = sr->cs.db,
 			.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
 			.real = !(sr->cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM),
 			.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
+			.ldt_limit = sr->ldt.unusable || !sr->ldt.present ? -1 : (int64_t)sr->ldt.limit,
 			.lock_ud = decode_lock_faults(guest_mode(v), bytes, n),
 		};
 		uint8_t ret[8];
@@ -1171,7 +1214,11 @@ bool stepping_debug_exit(struct vcpu *v)
 			      step_missed_target(&s->insn, s->to_known, s->to,
 						 v->run->s.regs.regs.rip) ||
 			      (emulated && step_undecodable_diverted(&s->insn, s->rip,
-								     v->run->s.regs.regs.rip, s->mode));
+								     v->run->s.regs.regs.rip, s->mode)) ||
+			      ((step_jump_faulted(&s->insn, s->rsp, v->run->s.regs.regs.rsp) ||
+				step_branch_missed(&s->insn, s->branch_to, s->branch_tos,
+						   v->run->s.regs.regs.rip)) &&
+			       v->run->s.regs.sregs.tr.selector == s->tr.selector);
 		/*
 		 * A branch may go anywhere, a handler included: only a frame of
 		 * its own RIP there says it faulted (a non-canonical target, a
@@ -1445,6 +1492,8 @@ again:
 	}
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
+	s->rsp = regs->rsp;
+	s->branch_tos = s->insn.kind == STEP_BRANCH ? branch_targets(v, bytes, n, s->branch_to) : 0;
 	s->tf_at_start = s->guest_tf;
 	s->tr = sregs->tr;
 	if (step_hlt_unstepped(&s->insn, cpl)) {

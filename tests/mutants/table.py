@@ -265,6 +265,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "branch-targets-ignored",
+        "what": "a direct branch whose step ends where it cannot complete is taken for "
+                "completed: after a far JMP's #GP, KVM's emulator's step exit in the handler "
+                "owes the guest a #DB",
+        "edits": [("src/vmm/step.c", "\tif (insn->kind != STEP_BRANCH || !n)",
+                   "\tif (insn->kind != STEP_BRANCH || n < 99)")],
+        "unit": ["step", "stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

@@ -253,6 +253,45 @@ static void lock_faults(void **state)
 			    0x81, 0x38, 0x01, 0x02, 0x03, 0x04));
 }
 
+#define TARGETS(mode, ip, to, sel, ...) \
+	decode_branch_targets(mode, (const uint8_t[]){ __VA_ARGS__ }, \
+			      sizeof((const uint8_t[]){ __VA_ARGS__ }), ip, to, sel)
+
+/* Where a direct branch can complete. */
+static void branch_targets(void **state)
+{
+	uint64_t to[2];
+	uint16_t sel;
+
+	(void)state;
+	/* jmp far 0x3f:0x102000 in 32-bit code; its 16-bit form */
+	assert_int_equal(TARGETS(DECODE_MODE_32, 0x101000, to, &sel, 0xea, 0x00, 0x20, 0x10, 0x00,
+				 0x3f, 0x00), 1);
+	assert_int_equal(to[0], 0x102000);
+	assert_int_equal(sel, 0x3f);
+	assert_int_equal(TARGETS(DECODE_MODE_32, 0x101000, to, &sel, 0x66, 0x9a, 0x34, 0x12, 0x08,
+				 0x00), 1);
+	assert_int_equal(to[0], 0x1234);
+	assert_int_equal(sel, 8);
+	/* jmp rel32, call rel32, jne rel8 (both ways), loop: in 16-bit code IP wraps */
+	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0xe9, 0x00, 0xf0, 0xff, 0xff), 1);
+	assert_int_equal(to[0], 0x5);
+	assert_int_equal(sel, 0);
+	assert_int_equal(TARGETS(DECODE_MODE_32, 0x1000, to, &sel, 0xe8, 0x10, 0x00, 0x00, 0x00), 1);
+	assert_int_equal(to[0], 0x1015);
+	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x75, 0xfe), 2);
+	assert_int_equal(to[0], 0x1000);
+	assert_int_equal(to[1], 0x1002);
+	assert_int_equal(TARGETS(DECODE_MODE_16, 0xfff0, to, &sel, 0xe2, 0x20), 2);
+	assert_int_equal(to[0], 0x12);
+	assert_int_equal(to[1], 0xfff2);
+	/* Not known: indirect, RET, 66 on a near branch in 64-bit code, no branch */
+	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0xff, 0xe0), 0);
+	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0xc3), 0);
+	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x66, 0xe9, 0x00, 0x10), 0);
+	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x90), 0);
+}
+
 /* The memory operand of any instruction, and whether it is written. */
 static void accesses(void **state)
 {
@@ -306,6 +345,7 @@ int main(void)
 		cmocka_unit_test(lengths_remembered),
 		cmocka_unit_test(accesses),
 		cmocka_unit_test(lock_faults),
+		cmocka_unit_test(branch_targets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

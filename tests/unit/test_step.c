@@ -294,6 +294,25 @@ static void test_diverted(void **state)
 		assert_true(step_undecodable_diverted(&none, 0xfffe, 0x0020, m16));
 		assert_false(step_undecodable_diverted(&unknown, 0x1000, 0x2000, m64));	/* a length */
 	}
+	{
+		/* A branch: anywhere but where it completes faulted; a jump that moved RSP too. */
+		struct step_insn jmp = CLASSIFY(m32, 0xea, 0, 0, 0, 0, 0x3b, 0),
+				 call = CLASSIFY(m64, 0xe8, 0, 0, 0, 0),
+				 jmp_ind = CLASSIFY(m64, 0xff, 0xe0), call_ind = CLASSIFY(m64, 0xff, 0xd0);
+		const uint64_t to[2] = { 0x2000, 0x1005 };
+
+		assert_int_equal(jmp.kind, STEP_BRANCH);
+		assert_true(jmp.jump && jmp_ind.jump);
+		assert_false(call.jump || call_ind.jump);
+		assert_false(step_branch_missed(&call, to, 2, 0x1005));
+		assert_false(step_branch_missed(&call, to, 2, 0x2000));
+		assert_true(step_branch_missed(&call, to, 2, 0x3000));
+		assert_false(step_branch_missed(&call, to, 0, 0x3000));	/* not known */
+		assert_false(step_branch_missed(&load, to, 2, 0x3000));
+		assert_true(step_jump_faulted(&jmp_ind, 0x8000, 0x7ff4));
+		assert_false(step_jump_faulted(&jmp_ind, 0x8000, 0x8000));
+		assert_false(step_jump_faulted(&call_ind, 0x8000, 0x7ff8));
+	}
 	assert_false(step_diverted(&movs, 0x1000, 0x1000, m64));
 	assert_false(step_diverted(&iret, 0x1000, 0x2000, m64));
 	assert_false(step_diverted(&movss, 0x1000, 0x1005, m32));	/* the shadowed one ran too */
@@ -757,6 +776,28 @@ static void test_certain_fault(void **state)
 	assert_int_equal(step_certain_fault(hlt, 1, &c0, &err), -1);	/* CPL0 halts */
 	assert_int_equal(step_certain_fault(hlt, 1, &c3, &err), X86_VEC_GP);
 	assert_int_equal(step_certain_fault(lock_hlt, 2, &c3, &err), -1);
+	{
+		/* JMP/CALL far direct: a null selector, one past the GDT, one with no LDT. */
+		static const uint8_t jmp0[] = { 0xea, 0, 0, 0, 0, 0x03, 0 },
+				     jmp_far[] = { 0xea, 0, 0, 0, 0, 0x40, 0 },
+				     call_ldt[] = { 0x66, 0x9a, 0, 0, 0x0c, 0 },
+				     jmp_ok[] = { 0xea, 0, 0, 0, 0, 0x38, 0 };
+		struct step_cpu p32 = { .rflags = 0x2, .cs_d = true, .gdt_limit = 0x3f,
+					.ldt_limit = -1 };
+
+		assert_int_equal(step_certain_fault(jmp0, sizeof(jmp0), &p32, &err), X86_VEC_GP);
+		assert_int_equal(err, 0);
+		assert_int_equal(step_certain_fault(jmp_far, sizeof(jmp_far), &p32, &err), X86_VEC_GP);
+		assert_int_equal(err, 0x40);
+		assert_int_equal(step_certain_fault(call_ldt, sizeof(call_ldt), &p32, &err), X86_VEC_GP);
+		assert_int_equal(err, 0x0c);
+		assert_int_equal(step_certain_fault(jmp_ok, sizeof(jmp_ok), &p32, &err), -1);
+		assert_int_equal(step_certain_fault(jmp0, 6, &p32, &err), -1);	/* cut short */
+		p32.ldt_limit = 0xf;
+		assert_int_equal(step_certain_fault(call_ldt, sizeof(call_ldt), &p32, &err), -1);
+		p32.real = true;					/* real mode: a segment */
+		assert_int_equal(step_certain_fault(jmp0, sizeof(jmp0), &p32, &err), -1);
+	}
 	{
 		/* A LOCK it does not take (the caller's decoder says): #UD before HLT's #GP, real mode too. */
 		struct step_cpu l3 = c3, real = { .real = true, .rflags = 0x2, .lock_ud = true };

@@ -1391,6 +1391,64 @@ static void lock_ud_delivered(void **state)
 }
 
 /*
+ * A far JMP in 32-bit protected mode with the guest's TF whose step ends
+ * neither at the pointer's offset nor at its call gate's: it faulted (the
+ * CPU's #GP(0x38) for RPL 3 to a non-conforming segment at CPL0) and the
+ * handler ran unwatched to an instruction KVM's emulator ended (the MOV
+ * to CR0 back to long mode): no trap owed, the guest's TF clear, one
+ * unchecked run. Ending at the offset, it completed: the guest's trap.
+ * JMP far to a null selector is a certain #GP(0), delivered; to one in
+ * an LDT where there is none, #GP(selector) (the lab's seed 38 case).
+ */
+static void far_jmp_faulted_to_emulated_exit(void **state)
+{
+	static const uint8_t ljmp_3b[] = { 0xea, 0x00, 0x20, 0x10, 0x00, 0x3b, 0x00 },
+			     ljmp_null[] = { 0xea, 0x00, 0x20, 0x10, 0x00, 0x00, 0x00 },
+			     ljmp_ldt[] = { 0xea, 0x00, 0x20, 0x10, 0x00, 0x3f, 0x00 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	v->run->s.regs.sregs.cs.limit = 0xffffffff;
+	v->run->s.regs.sregs.ldt.unusable = 1;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	memcpy(ram + CODE, ljmp_null, sizeof(ljmp_null));
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_int_equal(word_at(STACK - 16) & 0xffffffff, 0);		/* error code */
+
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;
+	memcpy(ram + CODE, ljmp_ldt, sizeof(ljmp_ldt));
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(v->stats.faults_delivered, 2);
+	assert_int_equal(word_at(STACK - 16) & 0xffffffff, 0x3c);
+
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;
+	memcpy(ram + CODE, ljmp_3b, sizeof(ljmp_3b));
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.branch_tos, 1);
+	assert_int_equal(v->step.branch_to[0], 0x102000);
+	step_to_emulated(v, 0x130040);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	assert_false(v->step.guest_tf);
+
+	regs(v)->rip = CODE;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	step_to(v, 0x102000, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+}
+
+/*
  * INT3 from CPL3 to a DPL0 handler whose stack entry lies past the TSS's
  * limit (a 16-bit TSS of limit 8, SS0:SP0 at 2-5; a 32-bit one of limit
  * 8, at 4-9): #TS on the CPU, which the VMM leaves to it.
@@ -1947,6 +2005,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(undecodable_handler_to_emulated_exit, setup_no_hwbp,
 						teardown),
 		cmocka_unit_test_setup_teardown(lock_ud_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(far_jmp_faulted_to_emulated_exit, setup_no_hwbp,
+						teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
