@@ -822,7 +822,7 @@ def pinned_real_pm16_split_lock(idx):
 
 def pinned_legacy_ud_tf(idx, insn):
     """A 32-bit protected mode record at CPL0 with the guest's TF whose
-    program raises #UD at once: normal pages, registers 0."""
+    program faults at once: normal pages, registers 0."""
     c = Case()
     c.idx, c.mode, c.cpl = idx, 4, 0
     c.form, c.size, c.lock = "gen", 4, b"\xf0" in insn
@@ -855,6 +855,22 @@ def pinned_undecodable_pm32_tf(idx):
     return pinned_legacy_ud_tf(idx, b"\x0f\x04")
 
 
+def pinned_far_jmp_rpl3_pm32_tf(idx):
+    """JMP far to the 32-bit code segment with RPL 3 at CPL0 (0x3b), in
+    32-bit protected mode with the guest's TF: #GP(0x38), which the VMM
+    does not foresee. Its handler runs unwatched up to the MOV to CR0
+    that KVM emulates, and that step exit, neither at the pointer's offset
+    nor at a call gate's, owes the guest no trap (step_branch_missed()).
+    Before, a #DB at each instruction after it, then a triple fault."""
+    return pinned_legacy_ud_tf(idx, bytes.fromhex("ea000000003b009090"))
+
+
+def pinned_far_jmp_ldt_pm32_tf(idx):
+    """The same to 0x3f, a selector in an LDT where there is none:
+    #GP(0x3c), a certain fault the VMM delivers itself."""
+    return pinned_legacy_ud_tf(idx, bytes.fromhex("ea000000003f009090"))
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
@@ -863,7 +879,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
           pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
-          pinned_undecodable_pm32_tf]
+          pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf]
 
 
 def legacyize(c):
