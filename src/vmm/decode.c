@@ -250,6 +250,41 @@ unsigned decode_branch_targets(enum decode_mode mode, const uint8_t *b, size_t l
 	return n;
 }
 
+int decode_branch_source(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *mem,
+			 int *reg, unsigned *size, bool *far)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+
+	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
+	    (unsigned)mode > DECODE_MODE_16 ||
+	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)) ||
+	    (mode == DECODE_MODE_64 && (insn.attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE)))
+		return -1;
+	*far = insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+	*size = insn.operand_width / 8;
+	if (*far && mode == DECODE_MODE_64)
+		return -1;
+	if (insn.mnemonic == ZYDIS_MNEMONIC_RET)
+		return DECODE_FROM_STACK;
+	if ((insn.mnemonic != ZYDIS_MNEMONIC_JMP && insn.mnemonic != ZYDIS_MNEMONIC_CALL) ||
+	    !insn.operand_count_visible)
+		return -1;
+	if (o[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+		*reg = gpr(o[0].reg.value, NULL);
+		return *reg >= 0 && *reg < 16 ? DECODE_FROM_REG : -1;
+	}
+	if (o[0].type != ZYDIS_OPERAND_TYPE_MEMORY || o[0].mem.type != ZYDIS_MEMOP_TYPE_MEM)
+		return -1;
+	/* The offset alone: memory_operand() takes no 6- or 10-byte pointer. */
+	o[0].size = (ZyanU16)(*size * 8);
+	memset(mem, 0, sizeof(*mem));
+	mem->mode = mode;
+	mem->length = insn.length;
+	mem->addr_size = insn.address_width / 8;
+	return memory_operand(&o[0], mem) ? -1 : DECODE_FROM_MEM;
+}
+
 unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,
 			    const uint8_t *b, size_t len, bool *falls_through)
 {

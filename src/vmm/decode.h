@@ -99,6 +99,17 @@ bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len);
 unsigned decode_branch_targets(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
 			       uint64_t to[2], uint16_t *far_sel);
 /*
+ * Where an indirect JMP or CALL, or a RET, takes its target from: 0, a
+ * register (*reg, 0-15); 1, memory, described in *mem as decode_access()
+ * does; 2, the top of the stack. *size: the offset's bytes; *far: a far
+ * pointer, its selector right after the offset (not in 64-bit mode). -1:
+ * none of these, or a near one with an operand-size prefix in 64-bit mode
+ * (AMD and Intel differ there). Thread-safe.
+ */
+enum { DECODE_FROM_REG, DECODE_FROM_MEM, DECODE_FROM_STACK };
+int decode_branch_source(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *mem,
+			 int *reg, unsigned *size, bool *far);
+/*
  * decode_length() remembered by address: a guest runs the same code over
  * and over, and under single-stepping this runs for every instruction. An
  * entry answers only for the same mode and the same bytes (code may be

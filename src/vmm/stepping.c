@@ -977,10 +977,59 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
- * Where the direct branch at RIP can complete (step_branch_missed()): JMP
- * or CALL far direct through a call gate lands at the gate's
- * offset instead of the pointer's (a task switch changes TR, which the
- * caller tells apart). 0: not a direct branch, or not known.
+ * The target of the indirect JMP or CALL, or the RET, at RIP, read as the
+ * CPU reads it (a register, memory through its segment and paging at the
+ * CPL, the stack top), and a far one's selector. false: none, or not
+ * readable (the CPU faults on it, or it is MMIO, which KVM emulates).
+ */
+static bool indirect_target(struct vcpu *v, const uint8_t *bytes, size_t n, uint64_t *to,
+			    uint16_t *sel)
+{
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct decode_insn mem;
+	struct emulate_exception fault;
+	uint8_t buf[10] = { 0 };
+	unsigned size, want;
+	uint64_t la;
+	bool far;
+	int reg;
+
+	switch (decode_branch_source(guest_mode(v), bytes, n, &mem, &reg, &size, &far)) {
+	case DECODE_FROM_REG: {
+		uint64_t value = emulate_reg_get(regs, reg);
+
+		memcpy(buf, &value, sizeof(value));
+		break;
+	}
+	case DECODE_FROM_MEM:
+		want = size + (far ? 2 : 0);
+		if (!emulate_linear_access(&mem, sregs, regs->rflags, emulate_effective(&mem, regs), want,
+					   false, &la, &fault) ||
+		    read_linear(v, la, 0, buf, want) != want)
+			return false;
+		break;
+	case DECODE_FROM_STACK:
+		want = size + (far ? 2 : 0);
+		if (read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), 0, buf, want) != want)
+			return false;
+		break;
+	default:
+		return false;
+	}
+	*to = 0;
+	for (unsigned i = 0; i < size && i < 8; i++)
+		*to |= (uint64_t)buf[i] << (8 * i);
+	*sel = far ? (uint16_t)(buf[size] | buf[size + 1] << 8) : 0;
+	return true;
+}
+
+/*
+ * Where the branch at RIP can complete (step_branch_missed()): a direct
+ * one at its target (and behind it, if conditional), an indirect one or a
+ * RET at the target it reads; JMP or CALL far through a call gate lands
+ * at the gate's offset instead of the pointer's (a task switch changes
+ * TR, which the caller tells apart). 0: not known.
  */
 static unsigned branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, uint64_t to[2])
 {
@@ -992,6 +1041,8 @@ static unsigned branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, u
 	struct paging p;
 
 	count = decode_branch_targets(guest_mode(v), bytes, n, v->run->s.regs.regs.rip, to, &sel);
+	if (!count && indirect_target(v, bytes, n, &to[0], &sel))
+		count = 1;
 	if (!sel || !(sregs->cr0 & X86_CR0_PE) || (v->run->s.regs.regs.rflags & X86_RFLAGS_VM))
 		return count;
 	guest_paging(v, &p);

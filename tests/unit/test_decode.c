@@ -292,6 +292,47 @@ static void branch_targets(void **state)
 	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x90), 0);
 }
 
+#define SOURCE(mode, mem, reg, size, far, ...) \
+	decode_branch_source(mode, (const uint8_t[]){ __VA_ARGS__ }, \
+			     sizeof((const uint8_t[]){ __VA_ARGS__ }), mem, reg, size, far)
+
+/* Where an indirect branch or a RET reads its target. */
+static void branch_sources(void **state)
+{
+	struct decode_insn mem;
+	unsigned size;
+	bool far;
+	int reg;
+
+	(void)state;
+	/* jmp *%r9; call *0x10(%rbx); jmp far *0x0; ret; lret in 16-bit code */
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0x41, 0xff, 0xe1),
+			 DECODE_FROM_REG);
+	assert_int_equal(reg, 9);
+	assert_int_equal(size, 8);
+	assert_false(far);
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xff, 0x53, 0x10),
+			 DECODE_FROM_MEM);
+	assert_int_equal(mem.base, 3);
+	assert_int_equal(mem.disp, 0x10);
+	assert_int_equal(mem.size, 8);
+	assert_int_equal(SOURCE(DECODE_MODE_32, &mem, &reg, &size, &far, 0xff, 0x2d, 0, 0, 0, 0),
+			 DECODE_FROM_MEM);
+	assert_true(far);
+	assert_int_equal(size, 4);
+	assert_int_equal(mem.size, 4);
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xc3), DECODE_FROM_STACK);
+	assert_int_equal(size, 8);
+	assert_int_equal(SOURCE(DECODE_MODE_16, &mem, &reg, &size, &far, 0xcb), DECODE_FROM_STACK);
+	assert_true(far);
+	assert_int_equal(size, 2);
+	/* Not these: a direct JMP, a far one in 64-bit mode, 66 on a near one there, no branch */
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xeb, 0x00), -1);
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xff, 0x2b), -1);
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0x66, 0xff, 0xe0), -1);
+	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0x90), -1);
+}
+
 /* The memory operand of any instruction, and whether it is written. */
 static void accesses(void **state)
 {
@@ -346,6 +387,7 @@ int main(void)
 		cmocka_unit_test(accesses),
 		cmocka_unit_test(lock_faults),
 		cmocka_unit_test(branch_targets),
+		cmocka_unit_test(branch_sources),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1449,6 +1449,53 @@ static void far_jmp_faulted_to_emulated_exit(void **state)
 }
 
 /*
+ * The same for an indirect JMP and a RET in 64-bit code: the target they
+ * read (memory, the stack top) is where they complete; a step ending
+ * elsewhere at KVM's emulator's exit faulted (the CPU's #GP, say) and its
+ * handler ran: no trap owed. An unreadable target (past RAM) says nothing.
+ */
+static void indirect_branch_faulted_to_emulated_exit(void **state)
+{
+	static const uint8_t jmp_mem[] = { 0xff, 0x24, 0x25, 0x00, 0x00, 0x11, 0x00 },	/* jmp *0x110000 */
+			     ret[] = { 0xc3 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t target = CODE + 0x40;
+
+	(void)state;
+	memcpy(ram + 0x110000, &target, 8);
+	memcpy(ram + CODE, jmp_mem, sizeof(jmp_mem));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch_tos, 1);
+	assert_int_equal(v->step.branch_to[0], target);
+	step_to_emulated(v, HANDLER(X86_VEC_GP) + 0x20);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	assert_false(v->step.guest_tf);
+
+	regs(v)->rip = CODE;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	step_to(v, target, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+
+	memcpy(ram + STACK - 8, &target, 8);
+	memcpy(ram + CODE, ret, sizeof(ret));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 8;
+	v->step.inject_vector = -1;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch_tos, 1);
+	assert_int_equal(v->step.branch_to[0], target);
+
+	regs(v)->rsp = RAM - 4;
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch_tos, 0);
+}
+
+/*
  * INT3 from CPL3 to a DPL0 handler whose stack entry lies past the TSS's
  * limit (a 16-bit TSS of limit 8, SS0:SP0 at 2-5; a 32-bit one of limit
  * 8, at 4-9): #TS on the CPU, which the VMM leaves to it.
@@ -2007,6 +2054,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lock_ud_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(far_jmp_faulted_to_emulated_exit, setup_no_hwbp,
 						teardown),
+		cmocka_unit_test_setup_teardown(indirect_branch_faulted_to_emulated_exit,
+						setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
