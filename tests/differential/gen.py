@@ -871,6 +871,14 @@ def pinned_far_jmp_ldt_pm32_tf(idx):
     return pinned_legacy_ud_tf(idx, bytes.fromhex("ea000000003f009090"))
 
 
+def pinned_far_jmp_indirect_pm32_tf(idx):
+    """JMP far through a pointer at 0 whose selector is null, in 32-bit
+    protected mode with the guest's TF: #GP(0) after the operand's read.
+    The VMM reads the pointer as the CPU does: the step, ending neither at
+    its offset nor at a call gate's, faulted (indirect_target())."""
+    return pinned_legacy_ud_tf(idx, bytes.fromhex("ff2d0000000090"))
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
@@ -879,7 +887,8 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_vm86_intn_gate_sets_tf, pinned_pm16_gate16_sets_tf, pinned_task_gate_sets_tf,
           pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
-          pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf]
+          pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
+          pinned_far_jmp_indirect_pm32_tf]
 
 
 def legacyize(c):
