@@ -275,6 +275,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "indirect-targets-unread",
+        "what": "an indirect branch's target is never read: after its #GP, KVM's emulator's "
+                "step exit in the handler owes the guest a #DB",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (!count && indirect_target(v, bytes, n, &to[0], &sel))",
+                   "\tif (!count && false && indirect_target(v, bytes, n, &to[0], &sel))")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",
