@@ -669,6 +669,8 @@ static int predict(const struct emulate_snapshot *s, const uint8_t *bytes, size_
 		struct walk w;
 		enum walk_result r = pagewalk(&s->mem, &pg, la, write ? WALK_WRITE : 0, &w);
 
+		if (r == WALK_OK && w.gpa >= s->mem.size)
+			f.mmio = true;
 		if (r == WALK_FAULT || r == WALK_NONCANONICAL) {
 			f.ex = r == WALK_FAULT ?
 			       (struct emulate_exception){ .vector = X86_VEC_PF, .has_error_code = true,
@@ -680,12 +682,14 @@ static int predict(const struct emulate_snapshot *s, const uint8_t *bytes, size_
 			return f.ex.vector;
 		}
 		if (r != WALK_OK)
-			return -1;
+			break;
 		done += insn.size - done < w.page_left ? insn.size - done : (unsigned)w.page_left;
 		la += w.page_left;
 		if (mode != DECODE_MODE_64)
 			la &= 0xffffffffull;
 	}
+	if (out)
+		*out = f;
 	return -1;
 }
 

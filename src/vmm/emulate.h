@@ -187,6 +187,11 @@ struct emulate_forecast {
 	 * deliver it itself, where nothing can watch the CPU's delivery.
 	 */
 	bool certain;
+	/*
+	 * Part of the access is no RAM (MMIO): KVM emulates the instruction
+	 * and may queue a fault of its own (a #PF on the other part).
+	 */
+	bool mmio;
 };
 int emulate_predict_fault(const struct emulate_snapshot *snap, const uint8_t *bytes, size_t n,
 		     struct emulate_forecast *out);

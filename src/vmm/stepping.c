@@ -292,14 +292,33 @@ static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *
  * A fault forecast for the instruction at RIP: step with a breakpoint on
  * its handler too (docs/design.md, "Forecast"). false: plain stepping.
  */
-static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
+static struct emulate_snapshot snapshot(struct vcpu *v)
 {
-	struct emulate_snapshot snap = {
+	return (struct emulate_snapshot){
 		.regs = v->run->s.regs.regs,
 		.sregs = v->run->s.regs.sregs,
 		.maxphyaddr = v->maxphyaddr,
 		.mem = { v->vm->mem, v->vm->ram_size },
 	};
+}
+
+/*
+ * An access KVM emulates (part of it MMIO): a fault KVM queues from that
+ * emulation (a #PF on the other part) keeps TF in its frame only where
+ * single-step is issued again at the instruction (set_hw()'s `again`).
+ */
+static bool kvm_emulates_access(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	struct emulate_snapshot snap = snapshot(v);
+	struct emulate_forecast f;
+
+	emulate_predict_fault(&snap, bytes, n, &f);
+	return f.mmio;
+}
+
+static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	struct emulate_snapshot snap = snapshot(v);
 	uint64_t handler, la;
 	unsigned slot;
 	uint16_t sel;
@@ -1604,10 +1623,7 @@ again:
 	 * (emulate_predict_fault) is delivered by the VMM, and the handler checked.
 	 */
 	if (!vm->step_hwbp && s->insn.falls && deliveries < 4) {
-		struct emulate_snapshot snap = {
-			.regs = *regs, .sregs = *sregs, .maxphyaddr = v->maxphyaddr,
-			.mem = { vm->mem, vm->ram_size },
-		};
+		struct emulate_snapshot snap = snapshot(v);
 		struct emulate_forecast f;
 
 		if (emulate_predict_segment_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
@@ -1642,11 +1658,13 @@ again:
 	/*
 	 * A fault KVM intercepts and injects keeps the step's TF only at the
 	 * RIP of the last KVM_SET_GUEST_DEBUG: issued here again where one may
-	 * come (docs/design.md, "An MSR access KVM fails by itself").
+	 * come (docs/design.md, "An MSR access KVM fails by itself"), and for
+	 * an MMIO access with the guest's TF, whose frame must hold it.
 	 */
 	if (!(vm->step_hwbp && s->insn.falls && predicted(v, bytes, n)) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
-		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags)))
+		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||
+		    (s->tf_at_start && kvm_emulates_access(v, bytes, n))))
 		return;
 	if (vm_stopping(vm))
 		return;

@@ -879,6 +879,26 @@ def pinned_far_jmp_indirect_pm32_tf(idx):
     return pinned_legacy_ud_tf(idx, bytes.fromhex("ff2d0000000090"))
 
 
+def pinned_mmio_pf_guest_tf(idx):
+    """Seed 45 record 283 of the long run (docs/reliability.md item 28):
+    MOV to memory in 64-bit code at CPL0 with the guest's TF, its first
+    page no RAM (MMIO), its second not present. KVM emulates it and
+    queues the #PF; the frame must hold TF, so that the guest's own
+    single-stepping goes on after the handler's IRETQ (22 #DBs on the
+    CPU, 1 under emulate before single-step was issued again there)."""
+    c = Case()
+    c.idx, c.mode, c.cpl = idx, 0, 0
+    c.form, c.size, c.lock = "mov-store", 8, False
+    c.insn = bytes.fromhex("364d890f")      # mov %r9, %ss:(%r15)
+    c.addr_reg, c.seg, c.placement, c.target = 15, 0, "page", -7         # R15
+    c.page0, c.page1 = PG_NORMAL | PG_NORAM, PG_W | PG_U
+    c.flags, c.seed, c.ds_base = GEN_TF | GEN_WP, 0x5eed0283, 0
+    c.regs = [0] * R_COUNT
+    c.regs[9] = 0x1000000000000000                                    # R9
+    c.events = ["pinned"]
+    return c
+
+
 # Records built by hand that --pinned runs after the seed's, whatever the
 # deck deals: ones that once showed a divergence of the VMM's, and ones the
 # documentation names as covered by the fixed batch.
@@ -888,7 +908,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
-          pinned_far_jmp_indirect_pm32_tf]
+          pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf]
 
 
 def legacyize(c):

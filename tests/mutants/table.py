@@ -285,6 +285,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "mmio-access-tf-lost",
+        "what": "an MMIO access with the guest's TF gets no fresh single-step: the #PF KVM "
+                "queues from its emulation loses TF from its frame, and the guest's own "
+                "stepping stops after the handler",
+        "edits": [("src/vmm/stepping.c", "(s->tf_at_start && kvm_emulates_access(v, bytes, n))",
+                   "(false && kvm_emulates_access(v, bytes, n))")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

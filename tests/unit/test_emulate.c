@@ -676,7 +676,20 @@ static void predicts_faults(void **state)
 	assert_int_equal(emulate_predict_segment_fault(&snap, load, sizeof(load), NULL), -1);
 	assert_int_equal(f.ex.error_code, 0);	/* not present, read, supervisor */
 	snap.regs.rbx = 0x3ffffc;	/* its second page is not present */
-	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), NULL), 14);
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 14);
+	assert_false(f.mmio);
+	/* Its first page no RAM (MMIO): KVM emulates it, and queues that #PF itself. */
+	snap.mem.size = RAM - 0x1000;
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 14);
+	assert_true(f.mmio);
+	snap.regs.rbx = 0x3ff000;
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), -1);
+	assert_true(f.mmio);
+	snap.regs.rbx = 0x1000;
+	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), -1);
+	assert_false(f.mmio);
+	snap.mem.size = RAM;
+	snap.regs.rbx = 0x3ffffc;
 	snap.regs.rbx = 0x8000000000000000ull;
 	assert_int_equal(emulate_predict_fault(&snap, load, sizeof(load), &f), 13);
 	assert_true(f.certain);		/* a plain MOV: nothing else can come first */

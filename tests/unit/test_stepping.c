@@ -1496,6 +1496,45 @@ static void indirect_branch_faulted_to_emulated_exit(void **state)
 }
 
 /*
+ * With the guest's TF, an access KVM emulates (its page is no RAM) gets
+ * single-step issued again at its RIP, even with nothing else changed:
+ * a #PF KVM queues from that emulation (on the next page, seed 45 record
+ * 283) then keeps TF in its frame, as the CPU's does. Not without the
+ * guest's TF, not for RAM.
+ */
+static void mmio_access_guest_tf_again(void **state)
+{
+	static const uint8_t store[] = { 0x4d, 0x89, 0x0f };	/* mov %r9, (%r15) */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	unsigned issued;
+	uint64_t pde2 = RAM | 0x83;	/* 2 MiB at 4 MiB: past RAM */
+
+	(void)state;
+	memcpy(ram + BOOT_PD_ADDR + 16, &pde2, sizeof(pde2));
+	memcpy(ram + CODE, store, sizeof(store));
+	memcpy(ram + CODE + 3, store, sizeof(store));
+	regs(v)->r15 = 0x400100;
+	stepping_before_run(v);
+	issued = FAKE_CALLS(fc, set_guest_debug);
+	step_to(v, CODE + 3, DR6_STEP);
+	v->step.guest_tf = true;	/* stepping already: its TF is the VMM's record */
+	stepping_before_run(v);
+	assert_true(v->step.tf_at_start);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued + 1);
+
+	/* Without the guest's TF, or to RAM: no call. */
+	v->step.guest_tf = false;
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued + 1);
+	regs(v)->r15 = 0x2000;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), issued + 1);
+}
+
+/*
  * INT3 from CPL3 to a DPL0 handler whose stack entry lies past the TSS's
  * limit (a 16-bit TSS of limit 8, SS0:SP0 at 2-5; a 32-bit one of limit
  * 8, at 4-9): #TS on the CPU, which the VMM leaves to it.
@@ -2056,6 +2095,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(indirect_branch_faulted_to_emulated_exit,
 						setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(mmio_access_guest_tf_again, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
