@@ -603,6 +603,24 @@ static void undecodable_fault_at_handler(void **state)
 }
 
 /*
+ * The step checked with the guest's TF ends at an exit of KVM's emulator
+ * at rip, where a fault's handler ran unwatched (delivery cleared TF): one
+ * more unchecked run, no #DB for the guest, its TF clear.
+ */
+static void handler_ran_to_emulated_exit(struct vcpu *v, uint64_t rip)
+{
+	uint64_t unchecked = v->stats.unchecked_runs, db = v->stats.db_reinjected;
+
+	assert_true(v->step.checked);
+	assert_true(v->step.tf_at_start);
+	step_to_emulated(v, rip);
+	assert_int_equal(v->stats.unchecked_runs, unchecked + 1);
+	assert_int_equal(v->stats.db_reinjected, db);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(regs(v)->rip, rip);
+}
+
+/*
  * The same with the guest's TF, where the CPU does not stop at the
  * handler: KVM's #UD ran its handler (TF clear) up to an instruction KVM's
  * emulator ended with a step exit of its own (the lab's MOV to CR0 on the
@@ -622,13 +640,7 @@ static void undecodable_handler_to_emulated_exit(void **state)
 	memcpy(ram + CODE, undecodable, sizeof(undecodable));
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
-	assert_true(v->step.tf_at_start);
-	step_to_emulated(v, HANDLER(X86_VEC_UD) + 0x40);
-	assert_int_equal(v->stats.unchecked_runs, 1);
-	assert_int_equal(v->stats.db_reinjected, 0);
-	assert_false(v->step.guest_tf);
-	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD) + 0x40);
+	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_UD) + 0x40);
 
 	regs(v)->rip = CODE;
 	v->step.guest_tf = true;
@@ -1432,13 +1444,9 @@ static void far_jmp_faulted_to_emulated_exit(void **state)
 	v->step.guest_tf = true;
 	memcpy(ram + CODE, ljmp_3b, sizeof(ljmp_3b));
 	stepping_before_run(v);
-	assert_true(v->step.checked);
 	assert_int_equal(v->step.branch_tos, 1);
 	assert_int_equal(v->step.branch_to[0], 0x102000);
-	step_to_emulated(v, 0x130040);
-	assert_int_equal(v->stats.unchecked_runs, 1);
-	assert_int_equal(v->stats.db_reinjected, 0);
-	assert_false(v->step.guest_tf);
+	handler_ran_to_emulated_exit(v, 0x130040);
 
 	regs(v)->rip = CODE;
 	v->step.guest_tf = true;
@@ -1468,10 +1476,7 @@ static void indirect_branch_faulted_to_emulated_exit(void **state)
 	stepping_before_run(v);
 	assert_int_equal(v->step.branch_tos, 1);
 	assert_int_equal(v->step.branch_to[0], target);
-	step_to_emulated(v, HANDLER(X86_VEC_GP) + 0x20);
-	assert_int_equal(v->stats.unchecked_runs, 1);
-	assert_int_equal(v->stats.db_reinjected, 0);
-	assert_false(v->step.guest_tf);
+	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_GP) + 0x20);
 
 	regs(v)->rip = CODE;
 	v->step.guest_tf = true;
