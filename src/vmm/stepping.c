@@ -288,10 +288,7 @@ static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *
 	}
 }
 
-/*
- * A fault forecast for the instruction at RIP: step with a breakpoint on
- * its handler too (docs/design.md, "Forecast"). false: plain stepping.
- */
+/* What emulate.c's forecasts read: the vCPU's registers and the guest's RAM. */
 static struct emulate_snapshot snapshot(struct vcpu *v)
 {
 	return (struct emulate_snapshot){
@@ -316,6 +313,10 @@ static bool kvm_emulates_access(struct vcpu *v, const uint8_t *bytes, size_t n)
 	return f.mmio;
 }
 
+/*
+ * A fault forecast for the instruction at RIP: step with a breakpoint on
+ * its handler too (docs/design.md, "Forecast"). false: plain stepping.
+ */
 static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
 	struct emulate_snapshot snap = snapshot(v);
