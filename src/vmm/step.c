@@ -615,21 +615,25 @@ bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, boo
 	return true;
 }
 
+/*
+ * A code selector that is null, or past its descriptor table (ldt_limit
+ * -1: no usable LDT): #GP(selector), which is #GP(0) for a null one.
+ */
+static int selector_fault(uint16_t sel, int64_t gdt_limit, int64_t ldt_limit, uint32_t *err)
+{
+	*err = sel & 0xfffc;
+	if (!(sel & ~(unsigned)X86_SEL_RPL) ||
+	    (int64_t)(sel | 7u) > (sel & X86_SEL_TI ? ldt_limit : gdt_limit))
+		return X86_VEC_GP;
+	return -1;
+}
+
 int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
 			     const struct kvm_segment *ldt, uint32_t *err)
 {
-	unsigned top = (unsigned)cs | 7u;
+	int64_t ldt_limit = ldt->unusable || !ldt->present ? -1 : (int64_t)ldt->limit;
 
-	*err = cs & 0xfffc;
-	if (!(cs & ~(unsigned)X86_SEL_RPL))
-		return X86_VEC_GP;	/* #GP(0): the error code's index is 0 too */
-	if (cs & X86_SEL_TI) {
-		if (ldt->unusable || !ldt->present || top > ldt->limit)
-			return X86_VEC_GP;
-	} else if (top > gdt->limit) {
-		return X86_VEC_GP;
-	}
-	return -1;
+	return selector_fault(cs, gdt->limit, ldt_limit, err);
 }
 
 /* The checks of INT n's operation, in its order, once the gate's type is judged. */
@@ -800,18 +804,13 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 
 		while (i < len && b[i] == 0x66)
 			i++;
-		if (i < len && (b[i] == 0xea || b[i] == 0x9a)) {
-			size_t at = i + 1 + (c->cs_d == !i ? 4 : 2);
-			uint16_t sel = at + 2 <= len ? (uint16_t)(b[at] | b[at + 1] << 8) : 0;
+		size_t at = i + 1 + (c->cs_d == !i ? 4 : 2);
 
-			if (at + 2 <= len && !(sel & ~(unsigned)X86_SEL_RPL))
-				return X86_VEC_GP;
-			*err = sel & 0xfffc;
-			if (at + 2 <= len && (int64_t)(sel | 7u) > (sel & X86_SEL_TI ? c->ldt_limit
-										       : c->gdt_limit))
-				return X86_VEC_GP;
-			*err = 0;
-		}
+		if (i < len && (b[i] == 0xea || b[i] == 0x9a) && at + 2 <= len &&
+		    selector_fault((uint16_t)(b[at] | b[at + 1] << 8), c->gdt_limit, c->ldt_limit,
+				   err) >= 0)
+			return X86_VEC_GP;
+		*err = 0;
 	}
 	return -1;
 }
