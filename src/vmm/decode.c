@@ -215,74 +215,79 @@ bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len)
 	       insn.length + locks <= DECODE_INSN_MAX;
 }
 
-unsigned decode_branch_targets(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
-			       uint64_t to[2], uint16_t *far_sel)
+/* An indirect JMP or CALL, or a RET: where it reads its target. */
+static bool branch_source(enum decode_mode mode, const ZydisDecodedInstruction *insn,
+			  ZydisDecodedOperand *o, struct decode_branch *out)
 {
-	ZydisDecodedInstruction insn;
-	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
-	unsigned n = 0;
-
-	*far_sel = 0;
-	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > DECODE_MODE_16 ||
-	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)) ||
-	    !insn.operand_count_visible)
-		return 0;
-	if (insn.meta.category != ZYDIS_CATEGORY_UNCOND_BR && insn.meta.category != ZYDIS_CATEGORY_COND_BR &&
-	    insn.meta.category != ZYDIS_CATEGORY_CALL)
-		return 0;
-	if (o[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
-		*far_sel = o[0].ptr.segment;
-		to[0] = o[0].ptr.offset;
-		return 1;
+	out->far = insn->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+	out->size = insn->operand_width / 8;
+	if (out->far && mode == DECODE_MODE_64)
+		return false;
+	if (insn->mnemonic == ZYDIS_MNEMONIC_RET) {
+		out->from = DECODE_FROM_STACK;
+		return true;
 	}
-	if (o[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !o[0].imm.is_relative ||
-	    (mode == DECODE_MODE_64 && (insn.attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE)) ||
-	    ZYAN_FAILED(ZydisCalcAbsoluteAddress(&insn, &o[0], ip, &to[n])))
-		return 0;
-	n++;
-	if (insn.meta.category == ZYDIS_CATEGORY_COND_BR) {
-		uint64_t next = ip + insn.length;
-
-		to[n++] = insn.operand_width == 64 ? next
-			  : insn.operand_width == 32 ? (uint32_t)next : (uint16_t)next;
+	if ((insn->mnemonic != ZYDIS_MNEMONIC_JMP && insn->mnemonic != ZYDIS_MNEMONIC_CALL) ||
+	    !insn->operand_count_visible)
+		return false;
+	if (o[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+		out->reg = gpr(o[0].reg.value, NULL);
+		if (out->reg < 0 || out->reg >= 16)
+			return false;
+		out->from = DECODE_FROM_REG;
+		return true;
 	}
-	return n;
+	if (o[0].type != ZYDIS_OPERAND_TYPE_MEMORY || o[0].mem.type != ZYDIS_MEMOP_TYPE_MEM)
+		return false;
+	/* The offset alone: memory_operand() takes no 6- or 10-byte pointer. */
+	o[0].size = (ZyanU16)(out->size * 8);
+	out->mem.mode = mode;
+	out->mem.length = insn->length;
+	out->mem.addr_size = insn->address_width / 8;
+	if (memory_operand(&o[0], &out->mem))
+		return false;
+	out->from = DECODE_FROM_MEM;
+	return true;
 }
 
-int decode_branch_source(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *mem,
-			 int *reg, unsigned *size, bool *far)
+bool decode_branch(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
+		   struct decode_branch *out)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
 
+	memset(out, 0, sizeof(*out));
+	out->from = -1;
 	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
 	    (unsigned)mode > DECODE_MODE_16 ||
 	    ZYAN_FAILED(ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o)) ||
 	    (mode == DECODE_MODE_64 && (insn.attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE)))
-		return -1;
-	*far = insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
-	*size = insn.operand_width / 8;
-	if (*far && mode == DECODE_MODE_64)
-		return -1;
-	if (insn.mnemonic == ZYDIS_MNEMONIC_RET)
-		return DECODE_FROM_STACK;
-	if ((insn.mnemonic != ZYDIS_MNEMONIC_JMP && insn.mnemonic != ZYDIS_MNEMONIC_CALL) ||
-	    !insn.operand_count_visible)
-		return -1;
-	if (o[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
-		*reg = gpr(o[0].reg.value, NULL);
-		return *reg >= 0 && *reg < 16 ? DECODE_FROM_REG : -1;
+		return false;
+	if (insn.meta.category != ZYDIS_CATEGORY_UNCOND_BR && insn.meta.category != ZYDIS_CATEGORY_COND_BR &&
+	    insn.meta.category != ZYDIS_CATEGORY_CALL && insn.meta.category != ZYDIS_CATEGORY_RET)
+		return false;
+	if (insn.operand_count_visible && o[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
+		out->far_sel = o[0].ptr.segment;
+		out->to[out->n++] = o[0].ptr.offset;
+		return true;
 	}
-	if (o[0].type != ZYDIS_OPERAND_TYPE_MEMORY || o[0].mem.type != ZYDIS_MEMOP_TYPE_MEM)
-		return -1;
-	/* The offset alone: memory_operand() takes no 6- or 10-byte pointer. */
-	o[0].size = (ZyanU16)(*size * 8);
-	memset(mem, 0, sizeof(*mem));
-	mem->mode = mode;
-	mem->length = insn.length;
-	mem->addr_size = insn.address_width / 8;
-	return memory_operand(&o[0], mem) ? -1 : DECODE_FROM_MEM;
+	if (!insn.operand_count_visible || o[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
+	    !o[0].imm.is_relative) {
+		if (branch_source(mode, &insn, o, out))
+			return true;
+		out->from = -1;
+		return false;
+	}
+	if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&insn, &o[0], ip, &out->to[0])))
+		return false;
+	out->n = 1;
+	if (insn.meta.category == ZYDIS_CATEGORY_COND_BR) {
+		uint64_t next = ip + insn.length;
+
+		out->to[out->n++] = insn.operand_width == 64 ? next
+				    : insn.operand_width == 32 ? (uint32_t)next : (uint16_t)next;
+	}
+	return true;
 }
 
 unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,

@@ -88,27 +88,31 @@ unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool
  */
 bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len);
 /*
- * Where a direct branch at ip can complete: a relative JMP or CALL at its
- * target; a conditional one (Jcc, LOOPcc, JCXZ, XBEGIN) there or behind
- * itself; JMP or CALL far direct at the pointer's offset (*far_sel its
- * selector: a call gate's target is the caller's to add). The count
- * (at most 2), or 0 for any other instruction, and for near branches with
- * an operand-size prefix in 64-bit mode (AMD and Intel differ there).
- * Offsets in CS, as RIP holds them. Thread-safe.
- */
-unsigned decode_branch_targets(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
-			       uint64_t to[2], uint16_t *far_sel);
-/*
- * Where an indirect JMP or CALL, or a RET, takes its target from: 0, a
- * register (*reg, 0-15); 1, memory, described in *mem as decode_access()
- * does; 2, the top of the stack. *size: the offset's bytes; *far: a far
- * pointer, its selector right after the offset (not in 64-bit mode). -1:
- * none of these, or a near one with an operand-size prefix in 64-bit mode
- * (AMD and Intel differ there). Thread-safe.
+ * Where the branch at ip can complete, from its bytes alone. A direct one:
+ * a relative JMP or CALL at its target; a conditional one (Jcc, LOOPcc,
+ * JCXZ, XBEGIN) there or behind itself; JMP or CALL far direct at the
+ * pointer's offset (far_sel its selector: a call gate's target is the
+ * caller's to add). An indirect JMP or CALL, or a RET: where it reads its
+ * target (from), for the caller to read. Offsets in CS, as RIP holds them.
  */
 enum { DECODE_FROM_REG, DECODE_FROM_MEM, DECODE_FROM_STACK };
-int decode_branch_source(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *mem,
-			 int *reg, unsigned *size, bool *far);
+struct decode_branch {
+	unsigned n;             /* direct: targets in to[] (at most 2) */
+	uint64_t to[2];
+	uint16_t far_sel;       /* direct far: the pointer's selector */
+	int from;               /* indirect or RET: DECODE_FROM_*; else -1 */
+	int reg;                /* DECODE_FROM_REG: 0-15 */
+	struct decode_insn mem; /* DECODE_FROM_MEM, as decode_access() gives it */
+	unsigned size;          /* the offset's bytes */
+	bool far;               /* a far pointer: its selector right after the offset */
+};
+/*
+ * false (n 0, from -1) for any other instruction, for a far indirect one
+ * in 64-bit mode, and for near branches with an operand-size prefix in
+ * 64-bit mode (AMD and Intel differ there). Thread-safe.
+ */
+bool decode_branch(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
+		   struct decode_branch *out);
 /*
  * decode_length() remembered by address: a guest runs the same code over
  * and over, and under single-stepping this runs for every instruction. An

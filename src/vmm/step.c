@@ -362,13 +362,13 @@ bool step_jump_faulted(const struct step_insn *insn, uint64_t rsp_before, uint64
 	return insn->kind == STEP_BRANCH && insn->jump && rsp_before != rsp_after;
 }
 
-bool step_branch_missed(const struct step_insn *insn, const uint64_t *to, unsigned n,
+bool step_branch_missed(const struct step_insn *insn, const struct step_branch *b,
 			uint64_t exit_rip)
 {
-	if (insn->kind != STEP_BRANCH || !n)
+	if (insn->kind != STEP_BRANCH || (!b->n && !b->faults))
 		return false;
-	for (unsigned i = 0; i < n; i++)
-		if (to[i] == exit_rip)
+	for (unsigned i = 0; i < b->n; i++)
+		if (b->to[i] == exit_rip)
 			return false;
 	return true;
 }

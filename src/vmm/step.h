@@ -99,6 +99,17 @@ struct step_debug_state {
 	uint64_t guests;         /* WATCH and PREDICT: B bits of the guest's breakpoints armed beside */
 };
 
+/*
+ * Where a branch can complete: at one of to[0..n), or nowhere (`faults`:
+ * its target cannot be read, so the CPU faults); n 0 and not `faults`:
+ * not known.
+ */
+struct step_branch {
+	uint64_t to[2];
+	unsigned n;
+	bool faults;
+};
+
 /* Per vCPU, written by its thread only. */
 struct step_state {
 	struct step_debug_state hw;   /* set through one function (stepping.c) */
@@ -124,8 +135,7 @@ struct step_state {
 	bool frame_tf;          /* the guest's TF, for that frame */
 	uint64_t popped;        /* POPF/IRET: the RFLAGS value they load */
 	uint64_t to;            /* IRET, SYSENTER, SYSEXIT: where a completed one goes */
-	uint64_t branch_to[2];  /* a direct branch: where a completed one may be */
-	unsigned branch_tos;    /* how many of those (0: not known) */
+	struct step_branch branch;  /* a branch: where a completed one may be */
 	bool to_known;          /* `to` was read, and is where it goes */
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
@@ -223,11 +233,11 @@ bool step_undecodable_diverted(const struct step_insn *insn, uint64_t checked_ri
 bool step_jump_faulted(const struct step_insn *insn, uint64_t rsp_before, uint64_t rsp_after);
 
 /*
- * A step of a branch that ended anywhere but where it can complete (`to`,
- * n of them, from the caller's decode; n 0: not known): it faulted, and
- * the fault's handler was reached, or ran.
+ * A step of a branch that ended anywhere but where it can complete (`b`,
+ * from the caller's decode and reads): it faulted, and the fault's
+ * handler was reached, or ran.
  */
-bool step_branch_missed(const struct step_insn *insn, const uint64_t *to, unsigned n,
+bool step_branch_missed(const struct step_insn *insn, const struct step_branch *b,
 			uint64_t exit_rip);
 
 /*

@@ -997,95 +997,126 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
- * The target of the indirect JMP or CALL, or the RET, at RIP, read as the
- * CPU reads it (a register, memory through its segment and paging at the
- * CPL, the stack top), and a far one's selector. false: none, or not
- * readable (the CPU faults on it, or it is MMIO, which KVM emulates).
+ * Reads len bytes at la for the target of a branch: 1 done; 0 the CPU
+ * faults on that read (#PF, a non-canonical address); -1 not known (part
+ * of it is no RAM: KVM emulates the read, whatever it gives).
  */
-static bool indirect_target(struct vcpu *v, const uint8_t *bytes, size_t n, uint64_t *to,
-			    uint16_t *sel)
+static int read_target(struct vcpu *v, uint64_t la, void *buf, size_t len)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	size_t got = read_linear(v, la, 0, buf, len);
+	enum walk_result r;
+	struct paging p;
+	struct walk w;
+
+	if (got == len)
+		return 1;
+	guest_paging(v, &p);
+	r = pagewalk(&m, &p, la + got, 0, &w);
+	return r == WALK_FAULT || r == WALK_NONCANONICAL ? 0 : -1;
+}
+
+/*
+ * The target of the indirect JMP or CALL, or the RET, decoded in `br`,
+ * read as the CPU reads it (a register, memory through its segment and
+ * paging at the CPL, the stack top), and a far one's selector: 1. 0: the
+ * CPU faults on that read. -1: not known (MMIO, which KVM emulates).
+ */
+static int indirect_target(struct vcpu *v, const struct decode_branch *br, uint64_t *to,
+			   uint16_t *sel)
 {
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct decode_insn mem;
 	struct emulate_exception fault;
 	uint8_t buf[10] = { 0 };
-	unsigned size, want;
-	uint64_t la;
-	bool far;
-	int reg;
+	unsigned want = br->size + (br->far ? 2 : 0);
+	uint64_t la, value;
+	int r = 1;
 
-	switch (decode_branch_source(guest_mode(v), bytes, n, &mem, &reg, &size, &far)) {
-	case DECODE_FROM_REG: {
-		uint64_t value = emulate_reg_get(regs, reg);
-
+	switch (br->from) {
+	case DECODE_FROM_REG:
+		value = emulate_reg_get(regs, br->reg);
 		memcpy(buf, &value, sizeof(value));
 		break;
-	}
 	case DECODE_FROM_MEM:
-		want = size + (far ? 2 : 0);
-		if (!emulate_linear_access(&mem, sregs, regs->rflags, emulate_effective(&mem, regs), want,
-					   false, &la, &fault) ||
-		    read_linear(v, la, 0, buf, want) != want)
-			return false;
+		if (!emulate_linear_access(&br->mem, sregs, regs->rflags, emulate_effective(&br->mem, regs),
+					   want, false, &la, &fault))
+			return 0;	/* #GP or #SS */
+		r = read_target(v, la, buf, want);
 		break;
 	case DECODE_FROM_STACK:
-		want = size + (far ? 2 : 0);
-		if (read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), 0, buf, want) != want)
-			return false;
+		r = read_target(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), buf, want);
 		break;
 	default:
-		return false;
+		return -1;
 	}
+	if (r < 1)
+		return r;
 	*to = 0;
-	for (unsigned i = 0; i < size && i < 8; i++)
+	for (unsigned i = 0; i < br->size && i < 8; i++)
 		*to |= (uint64_t)buf[i] << (8 * i);
-	*sel = far ? (uint16_t)(buf[size] | buf[size + 1] << 8) : 0;
-	return true;
+	*sel = br->far ? (uint16_t)(buf[br->size] | buf[br->size + 1] << 8) : 0;
+	return 1;
 }
 
 /*
  * Where the branch at RIP can complete (step_branch_missed()): a direct
  * one at its target (and behind it, if conditional), an indirect one or a
- * RET at the target it reads; JMP or CALL far through a call gate lands
- * at the gate's offset instead of the pointer's (a task switch changes
- * TR, which the caller tells apart). 0: not known.
+ * RET at the target it reads, nowhere if that read faults; JMP or CALL
+ * far through a call gate lands at the gate's offset instead of the
+ * pointer's (a task switch changes TR, which the caller tells apart).
  */
-static unsigned branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, uint64_t to[2])
+static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struct step_branch *b)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	unsigned size = sregs->efer & X86_EFER_LMA ? 16 : 8, count;
-	uint16_t sel;
+	unsigned size = sregs->efer & X86_EFER_LMA ? 16 : 8;
+	struct decode_branch br;
+	uint16_t sel = 0;
 	uint8_t d[16];
 	struct paging p;
 
-	count = decode_branch_targets(guest_mode(v), bytes, n, v->run->s.regs.regs.rip, to, &sel);
-	if (!count && indirect_target(v, bytes, n, &to[0], &sel))
-		count = 1;
+	*b = (struct step_branch){ .n = 0 };
+	if (!decode_branch(guest_mode(v), bytes, n, v->run->s.regs.regs.rip, &br))
+		return;
+	b->n = br.n;
+	memcpy(b->to, br.to, sizeof(b->to));
+	sel = br.far_sel;
+	if (br.from >= 0) {
+		int r = indirect_target(v, &br, &b->to[0], &sel);
+
+		b->faults = r == 0;
+		b->n = r == 1;
+	}
 	if (!sel || !(sregs->cr0 & X86_CR0_PE) || (v->run->s.regs.regs.rflags & X86_RFLAGS_VM))
-		return count;
+		return;
 	guest_paging(v, &p);
 	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
-	if ((sel & X86_SEL_TI) && (sregs->ldt.unusable || !sregs->ldt.present))
-		return 0;
+	if ((sel & X86_SEL_TI) && (sregs->ldt.unusable || !sregs->ldt.present)) {
+		b->n = 0;
+		return;
+	}
 	if ((sel | 7u) + (size - 8) > (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) ||
 	    pagewalk_read_as(&m, &p, (sel & X86_SEL_TI ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u),
-			     0, d, size) != size)
-		return 0;
+			     0, d, size) != size) {
+		b->n = 0;
+		return;
+	}
 	if (d[5] & 0x10)	/* a code or data segment: the pointer's offset, or a fault */
-		return count;
+		return;
 	switch (d[5] & 0x0f) {
 	case 0x4:		/* 16-bit call gate */
-		to[1] = d[0] | d[1] << 8;
-		return 2;
+		b->to[1] = d[0] | d[1] << 8;
+		b->n = 2;
+		return;
 	case 0xc:		/* 32-bit call gate; 64-bit in IA-32e mode */
-		to[1] = (uint64_t)(d[0] | d[1] << 8 | d[6] << 16 | (uint32_t)d[7] << 24);
+		b->to[1] = (uint64_t)(d[0] | d[1] << 8 | d[6] << 16 | (uint32_t)d[7] << 24);
 		if (size == 16)
-			to[1] |= (uint64_t)(d[8] | d[9] << 8 | d[10] << 16 | (uint32_t)d[11] << 24) << 32;
-		return 2;
+			b->to[1] |= (uint64_t)(d[8] | d[9] << 8 | d[10] << 16 | (uint32_t)d[11] << 24) << 32;
+		b->n = 2;
+		return;
 	default:
-		return count;
+		return;
 	}
 }
 
@@ -1287,8 +1318,7 @@ bool stepping_debug_exit(struct vcpu *v)
 			      (emulated && step_undecodable_diverted(&s->insn, s->rip,
 								     v->run->s.regs.regs.rip, s->mode)) ||
 			      ((step_jump_faulted(&s->insn, s->rsp, v->run->s.regs.regs.rsp) ||
-				step_branch_missed(&s->insn, s->branch_to, s->branch_tos,
-						   v->run->s.regs.regs.rip)) &&
+				step_branch_missed(&s->insn, &s->branch, v->run->s.regs.regs.rip)) &&
 			       v->run->s.regs.sregs.tr.selector == s->tr.selector);
 		/*
 		 * A branch may go anywhere, a handler included: only a frame of
@@ -1564,7 +1594,9 @@ again:
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->rsp = regs->rsp;
-	s->branch_tos = s->insn.kind == STEP_BRANCH ? branch_targets(v, bytes, n, s->branch_to) : 0;
+	s->branch = (struct step_branch){ .n = 0 };
+	if (s->insn.kind == STEP_BRANCH)
+		branch_targets(v, bytes, n, &s->branch);
 	s->tf_at_start = s->guest_tf;
 	s->tr = sregs->tr;
 	if (step_hlt_unstepped(&s->insn, cpl)) {

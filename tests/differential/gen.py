@@ -879,6 +879,20 @@ def pinned_far_jmp_indirect_pm32_tf(idx):
     return pinned_legacy_ud_tf(idx, bytes.fromhex("ff2d0000000090"))
 
 
+def pinned_jmp_unreadable_pm32_tf(idx):
+    """JMP through a pointer that runs into a page not present, in 32-bit
+    protected mode with 32-bit paging at CPL0 and the guest's TF: #PF on
+    the pointer's read. Its handler runs unwatched up to the MOV to CR0
+    that KVM emulates; that step exit is not the JMP completing, whose
+    target nothing can read (indirect_target()), so no trap is owed."""
+    c = pinned_legacy_ud_tf(idx, bytes.fromhex("ffa6fcfdffff90"))     # jmp *-0x204(%esi)
+    c.mode = 5
+    c.addr_reg, c.placement, c.target = R_SI, "page", -2
+    c.page1 = PG_W | PG_U
+    c.regs[R_SI] = 0x204
+    return c
+
+
 def pinned_mmio_pf_guest_tf(idx):
     """Seed 45 record 283 of the long run (docs/reliability.md item 28):
     MOV to memory in 64-bit code at CPL0 with the guest's TF, its first
@@ -908,7 +922,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
-          pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf]
+          pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf]
 
 
 def legacyize(c):

@@ -269,8 +269,8 @@ MUTANTS = [
         "what": "a direct branch whose step ends where it cannot complete is taken for "
                 "completed: after a far JMP's #GP, KVM's emulator's step exit in the handler "
                 "owes the guest a #DB",
-        "edits": [("src/vmm/step.c", "\tif (insn->kind != STEP_BRANCH || !n)",
-                   "\tif (insn->kind != STEP_BRANCH || n < 99)")],
+        "edits": [("src/vmm/step.c", "\tif (insn->kind != STEP_BRANCH || (!b->n && !b->faults))",
+                   "\tif (insn->kind != STEP_BRANCH || b->n < 99)")],
         "unit": ["step", "stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -278,9 +278,16 @@ MUTANTS = [
         "name": "indirect-targets-unread",
         "what": "an indirect branch's target is never read: after its #GP, KVM's emulator's "
                 "step exit in the handler owes the guest a #DB",
-        "edits": [("src/vmm/stepping.c",
-                   "\tif (!count && indirect_target(v, bytes, n, &to[0], &sel))",
-                   "\tif (!count && false && indirect_target(v, bytes, n, &to[0], &sel))")],
+        "edits": [("src/vmm/stepping.c", "\tif (br.from >= 0) {", "\tif (false && br.from >= 0) {")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
+        "name": "unreadable-target-unknown",
+        "what": "an indirect branch whose target read faults is taken for one whose target "
+                "is not known: after its #PF, KVM's emulator's step exit in the handler owes "
+                "the guest a #DB",
+        "edits": [("src/vmm/stepping.c", "\t\tb->faults = r == 0;", "\t\tb->faults = false;")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },

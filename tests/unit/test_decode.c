@@ -253,84 +253,96 @@ static void lock_faults(void **state)
 			    0x81, 0x38, 0x01, 0x02, 0x03, 0x04));
 }
 
-#define TARGETS(mode, ip, to, sel, ...) \
-	decode_branch_targets(mode, (const uint8_t[]){ __VA_ARGS__ }, \
-			      sizeof((const uint8_t[]){ __VA_ARGS__ }), ip, to, sel)
+#define BRANCH(mode, ip, br, ...) \
+	decode_branch(mode, (const uint8_t[]){ __VA_ARGS__ }, \
+		      sizeof((const uint8_t[]){ __VA_ARGS__ }), ip, br)
 
 /* Where a direct branch can complete. */
 static void branch_targets(void **state)
 {
-	uint64_t to[2];
-	uint16_t sel;
+	struct decode_branch br;
 
 	(void)state;
 	/* jmp far 0x3f:0x102000 in 32-bit code; its 16-bit form */
-	assert_int_equal(TARGETS(DECODE_MODE_32, 0x101000, to, &sel, 0xea, 0x00, 0x20, 0x10, 0x00,
-				 0x3f, 0x00), 1);
-	assert_int_equal(to[0], 0x102000);
-	assert_int_equal(sel, 0x3f);
-	assert_int_equal(TARGETS(DECODE_MODE_32, 0x101000, to, &sel, 0x66, 0x9a, 0x34, 0x12, 0x08,
-				 0x00), 1);
-	assert_int_equal(to[0], 0x1234);
-	assert_int_equal(sel, 8);
+	assert_true(BRANCH(DECODE_MODE_32, 0x101000, &br, 0xea, 0x00, 0x20, 0x10, 0x00, 0x3f, 0x00));
+	assert_int_equal(br.n, 1);
+	assert_int_equal(br.to[0], 0x102000);
+	assert_int_equal(br.far_sel, 0x3f);
+	assert_int_equal(br.from, -1);
+	assert_true(BRANCH(DECODE_MODE_32, 0x101000, &br, 0x66, 0x9a, 0x34, 0x12, 0x08, 0x00));
+	assert_int_equal(br.n, 1);
+	assert_int_equal(br.to[0], 0x1234);
+	assert_int_equal(br.far_sel, 8);
 	/* jmp rel32, call rel32, jne rel8 (both ways), loop: in 16-bit code IP wraps */
-	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0xe9, 0x00, 0xf0, 0xff, 0xff), 1);
-	assert_int_equal(to[0], 0x5);
-	assert_int_equal(sel, 0);
-	assert_int_equal(TARGETS(DECODE_MODE_32, 0x1000, to, &sel, 0xe8, 0x10, 0x00, 0x00, 0x00), 1);
-	assert_int_equal(to[0], 0x1015);
-	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x75, 0xfe), 2);
-	assert_int_equal(to[0], 0x1000);
-	assert_int_equal(to[1], 0x1002);
-	assert_int_equal(TARGETS(DECODE_MODE_16, 0xfff0, to, &sel, 0xe2, 0x20), 2);
-	assert_int_equal(to[0], 0x12);
-	assert_int_equal(to[1], 0xfff2);
-	/* Not known: indirect, RET, 66 on a near branch in 64-bit code, no branch */
-	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0xff, 0xe0), 0);
-	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0xc3), 0);
-	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x66, 0xe9, 0x00, 0x10), 0);
-	assert_int_equal(TARGETS(DECODE_MODE_64, 0x1000, to, &sel, 0x90), 0);
+	assert_true(BRANCH(DECODE_MODE_64, 0x1000, &br, 0xe9, 0x00, 0xf0, 0xff, 0xff));
+	assert_int_equal(br.n, 1);
+	assert_int_equal(br.to[0], 0x5);
+	assert_int_equal(br.far_sel, 0);
+	assert_true(BRANCH(DECODE_MODE_32, 0x1000, &br, 0xe8, 0x10, 0x00, 0x00, 0x00));
+	assert_int_equal(br.n, 1);
+	assert_int_equal(br.to[0], 0x1015);
+	assert_true(BRANCH(DECODE_MODE_64, 0x1000, &br, 0x75, 0xfe));
+	assert_int_equal(br.n, 2);
+	assert_int_equal(br.to[0], 0x1000);
+	assert_int_equal(br.to[1], 0x1002);
+	assert_true(BRANCH(DECODE_MODE_16, 0xfff0, &br, 0xe2, 0x20));
+	assert_int_equal(br.n, 2);
+	assert_int_equal(br.to[0], 0x12);
+	assert_int_equal(br.to[1], 0xfff2);
+	assert_int_equal(br.from, -1);
+	/* Not from its bytes: indirect, RET; not at all: 66 on a near branch in 64-bit code, no branch */
+	assert_true(BRANCH(DECODE_MODE_64, 0x1000, &br, 0xff, 0xe0));
+	assert_int_equal(br.n, 0);
+	assert_true(BRANCH(DECODE_MODE_64, 0x1000, &br, 0xc3));
+	assert_int_equal(br.n, 0);
+	assert_false(BRANCH(DECODE_MODE_64, 0x1000, &br, 0x66, 0xe9, 0x00, 0x10));
+	assert_int_equal(br.n, 0);
+	assert_int_equal(br.from, -1);
+	assert_false(BRANCH(DECODE_MODE_64, 0x1000, &br, 0x90));
+	assert_int_equal(br.n, 0);
+	assert_int_equal(br.from, -1);
 }
-
-#define SOURCE(mode, mem, reg, size, far, ...) \
-	decode_branch_source(mode, (const uint8_t[]){ __VA_ARGS__ }, \
-			     sizeof((const uint8_t[]){ __VA_ARGS__ }), mem, reg, size, far)
 
 /* Where an indirect branch or a RET reads its target. */
 static void branch_sources(void **state)
 {
-	struct decode_insn mem;
-	unsigned size;
-	bool far;
-	int reg;
+	struct decode_branch br;
 
 	(void)state;
-	/* jmp *%r9; call *0x10(%rbx); jmp far *0x0; ret; lret in 16-bit code */
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0x41, 0xff, 0xe1),
-			 DECODE_FROM_REG);
-	assert_int_equal(reg, 9);
-	assert_int_equal(size, 8);
-	assert_false(far);
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xff, 0x53, 0x10),
-			 DECODE_FROM_MEM);
-	assert_int_equal(mem.base, 3);
-	assert_int_equal(mem.disp, 0x10);
-	assert_int_equal(mem.size, 8);
-	assert_int_equal(SOURCE(DECODE_MODE_32, &mem, &reg, &size, &far, 0xff, 0x2d, 0, 0, 0, 0),
-			 DECODE_FROM_MEM);
-	assert_true(far);
-	assert_int_equal(size, 4);
-	assert_int_equal(mem.size, 4);
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xc3), DECODE_FROM_STACK);
-	assert_int_equal(size, 8);
-	assert_int_equal(SOURCE(DECODE_MODE_16, &mem, &reg, &size, &far, 0xcb), DECODE_FROM_STACK);
-	assert_true(far);
-	assert_int_equal(size, 2);
+	/* jmp *%r9; call *0x10(%rbx); jmp far *0x0; ret; ret $8; lret in 16-bit code */
+	assert_true(BRANCH(DECODE_MODE_64, 0, &br, 0x41, 0xff, 0xe1));
+	assert_int_equal(br.from, DECODE_FROM_REG);
+	assert_int_equal(br.reg, 9);
+	assert_int_equal(br.size, 8);
+	assert_false(br.far);
+	assert_true(BRANCH(DECODE_MODE_64, 0, &br, 0xff, 0x53, 0x10));
+	assert_int_equal(br.from, DECODE_FROM_MEM);
+	assert_int_equal(br.mem.base, 3);
+	assert_int_equal(br.mem.disp, 0x10);
+	assert_int_equal(br.mem.size, 8);
+	assert_true(BRANCH(DECODE_MODE_32, 0, &br, 0xff, 0x2d, 0, 0, 0, 0));
+	assert_int_equal(br.from, DECODE_FROM_MEM);
+	assert_true(br.far);
+	assert_int_equal(br.size, 4);
+	assert_int_equal(br.mem.size, 4);
+	assert_true(BRANCH(DECODE_MODE_64, 0, &br, 0xc3));
+	assert_int_equal(br.from, DECODE_FROM_STACK);
+	assert_int_equal(br.size, 8);
+	assert_true(BRANCH(DECODE_MODE_64, 0, &br, 0xc2, 0x08, 0x00));
+	assert_int_equal(br.from, DECODE_FROM_STACK);
+	assert_true(BRANCH(DECODE_MODE_16, 0, &br, 0xcb));
+	assert_int_equal(br.from, DECODE_FROM_STACK);
+	assert_true(br.far);
+	assert_int_equal(br.size, 2);
 	/* Not these: a direct JMP, a far one in 64-bit mode, 66 on a near one there, no branch */
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xeb, 0x00), -1);
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0xff, 0x2b), -1);
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0x66, 0xff, 0xe0), -1);
-	assert_int_equal(SOURCE(DECODE_MODE_64, &mem, &reg, &size, &far, 0x90), -1);
+	assert_true(BRANCH(DECODE_MODE_64, 0, &br, 0xeb, 0x00));
+	assert_int_equal(br.from, -1);
+	assert_false(BRANCH(DECODE_MODE_64, 0, &br, 0xff, 0x2b));
+	assert_int_equal(br.from, -1);
+	assert_false(BRANCH(DECODE_MODE_64, 0, &br, 0x66, 0xff, 0xe0));
+	assert_int_equal(br.from, -1);
+	assert_false(BRANCH(DECODE_MODE_64, 0, &br, 0x90));
+	assert_int_equal(br.from, -1);
 }
 
 /* The memory operand of any instruction, and whether it is written. */

@@ -299,16 +299,19 @@ static void test_diverted(void **state)
 		struct step_insn jmp = CLASSIFY(m32, 0xea, 0, 0, 0, 0, 0x3b, 0),
 				 call = CLASSIFY(m64, 0xe8, 0, 0, 0, 0),
 				 jmp_ind = CLASSIFY(m64, 0xff, 0xe0), call_ind = CLASSIFY(m64, 0xff, 0xd0);
-		const uint64_t to[2] = { 0x2000, 0x1005 };
+		const struct step_branch to = { .to = { 0x2000, 0x1005 }, .n = 2 },
+					 unknown_to = { .n = 0 }, nowhere = { .faults = true };
 
 		assert_int_equal(jmp.kind, STEP_BRANCH);
 		assert_true(jmp.jump && jmp_ind.jump);
 		assert_false(call.jump || call_ind.jump);
-		assert_false(step_branch_missed(&call, to, 2, 0x1005));
-		assert_false(step_branch_missed(&call, to, 2, 0x2000));
-		assert_true(step_branch_missed(&call, to, 2, 0x3000));
-		assert_false(step_branch_missed(&call, to, 0, 0x3000));	/* not known */
-		assert_false(step_branch_missed(&load, to, 2, 0x3000));
+		assert_false(step_branch_missed(&call, &to, 0x1005));
+		assert_false(step_branch_missed(&call, &to, 0x2000));
+		assert_true(step_branch_missed(&call, &to, 0x3000));
+		assert_false(step_branch_missed(&call, &unknown_to, 0x3000));	/* not known */
+		assert_true(step_branch_missed(&jmp_ind, &nowhere, 0x2000));	/* its read faults */
+		assert_true(step_branch_missed(&jmp_ind, &nowhere, 0x1002));
+		assert_false(step_branch_missed(&load, &to, 0x3000));
 		assert_true(step_jump_faulted(&jmp_ind, 0x8000, 0x7ff4));
 		assert_false(step_jump_faulted(&jmp_ind, 0x8000, 0x8000));
 		assert_false(step_jump_faulted(&call_ind, 0x8000, 0x7ff8));

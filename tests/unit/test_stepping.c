@@ -1444,8 +1444,8 @@ static void far_jmp_faulted_to_emulated_exit(void **state)
 	v->step.guest_tf = true;
 	memcpy(ram + CODE, ljmp_3b, sizeof(ljmp_3b));
 	stepping_before_run(v);
-	assert_int_equal(v->step.branch_tos, 1);
-	assert_int_equal(v->step.branch_to[0], 0x102000);
+	assert_int_equal(v->step.branch.n, 1);
+	assert_int_equal(v->step.branch.to[0], 0x102000);
 	handler_ran_to_emulated_exit(v, 0x130040);
 
 	regs(v)->rip = CODE;
@@ -1460,22 +1460,22 @@ static void far_jmp_faulted_to_emulated_exit(void **state)
  * The same for an indirect JMP and a RET in 64-bit code: the target they
  * read (memory, the stack top) is where they complete; a step ending
  * elsewhere at KVM's emulator's exit faulted (the CPU's #GP, say) and its
- * handler ran: no trap owed. An unreadable target (past RAM) says nothing.
+ * handler ran: no trap owed.
  */
 static void indirect_branch_faulted_to_emulated_exit(void **state)
 {
 	static const uint8_t jmp_mem[] = { 0xff, 0x24, 0x25, 0x00, 0x00, 0x11, 0x00 },	/* jmp *0x110000 */
 			     ret[] = { 0xc3 };
 	struct vcpu *v = &fv.vm.vcpus[0];
-	uint64_t target = CODE + 0x40;
+	uint64_t target = CODE + 0x40, pde2 = RAM | 0x83;	/* 2 MiB at 4 MiB: past RAM */
 
 	(void)state;
 	memcpy(ram + 0x110000, &target, 8);
 	memcpy(ram + CODE, jmp_mem, sizeof(jmp_mem));
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	stepping_before_run(v);
-	assert_int_equal(v->step.branch_tos, 1);
-	assert_int_equal(v->step.branch_to[0], target);
+	assert_int_equal(v->step.branch.n, 1);
+	assert_int_equal(v->step.branch.to[0], target);
 	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_GP) + 0x20);
 
 	regs(v)->rip = CODE;
@@ -1492,12 +1492,59 @@ static void indirect_branch_faulted_to_emulated_exit(void **state)
 	v->step.inject_vector = -1;
 	v->step.guest_tf = true;
 	stepping_before_run(v);
-	assert_int_equal(v->step.branch_tos, 1);
-	assert_int_equal(v->step.branch_to[0], target);
+	assert_int_equal(v->step.branch.n, 1);
+	assert_int_equal(v->step.branch.to[0], target);
 
+	/* Its stack top runs into a page not present: it cannot complete */
 	regs(v)->rsp = RAM - 4;
 	stepping_before_run(v);
-	assert_int_equal(v->step.branch_tos, 0);
+	assert_int_equal(v->step.branch.n, 0);
+	assert_true(v->step.branch.faults);
+
+	/* That page is no RAM (MMIO): KVM's emulator reads it, who knows what */
+	memcpy(ram + BOOT_PD_ADDR + 16, &pde2, sizeof(pde2));
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch.n, 0);
+	assert_false(v->step.branch.faults);
+}
+
+/*
+ * An indirect JMP whose target read faults (the page is not present, the
+ * address non-canonical) completes nowhere: its #PF or #GP handler ran up
+ * to KVM's emulator's exit, and no trap is owed there. Before, nothing
+ * was known of such a target and that exit was taken for the JMP's.
+ */
+static void indirect_branch_unreadable(void **state)
+{
+	static const uint8_t jmp_mem[] = { 0xff, 0x24, 0x25, 0x00, 0x00, 0x40, 0x00 },	/* jmp *0x400000 */
+			     jmp_rax[] = { 0xff, 0x20 };					/* jmp *(%rax) */
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, jmp_mem, sizeof(jmp_mem));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_true(v->step.branch.faults);
+	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_PF) + 0x20);
+
+	memcpy(ram + CODE, jmp_rax, sizeof(jmp_rax));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rax = 0x0000800000000000ull;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_true(v->step.branch.faults);
+	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_GP) + 0x20);
+
+	/* Readable again: the JMP's own step exit at its target owes the guest's trap */
+	regs(v)->rip = CODE;
+	regs(v)->rax = 0x110000;
+	memcpy(ram + 0x110000, &(uint64_t){ CODE + 0x40 }, 8);
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_false(v->step.branch.faults);
+	step_to(v, CODE + 0x40, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 1);
 }
 
 /*
@@ -2100,6 +2147,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(indirect_branch_faulted_to_emulated_exit,
 						setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(indirect_branch_unreadable, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(mmio_access_guest_tf_again, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
