@@ -51,7 +51,8 @@ CS32 = (0x38, 0x101, 0x10a, 0x43)
 CS16 = (0x58, 0x111, 0x11a, 0x63)
 RECORD = struct.Struct("<BBBBBBBBiII BBBB 32s Q 17Q")
 assert RECORD.size == 200
-ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF, ENV_REAL_PE = range(8)
+ENV_NONE, ENV_SYSCALL, ENV_GATE, ENV_DR, ENV_CALLGATE, ENV_SYSENTER, ENV_SELF, ENV_REAL_PE, ENV_LM_OFF = \
+    range(9)
 # Real mode (guest/exec_legacy.S): the program's segment and IP, and the
 # 16-bit protected-mode code segment with the same base (diff.h SEL_K_CODE16R).
 REAL_SEG, RX_PROG, CS16_REAL = 0x7000, 0x1800, 0x78
@@ -487,6 +488,17 @@ def switch_real_program(parts):
             b + b"\x0f\x22\xc5\xea" + struct.pack("<HH", RX_PROG + k2, REAL_SEG) + z)
 
 
+def switch_lm_off_program(parts):
+    """The same leaving IA-32e mode (compatibility mode at CPL0, the
+    program and stack identity-mapped): part A, MOV EBP to CR0 (PG clear:
+    32-bit protected mode without paging, EFER.LMA clear), ESI added to
+    EBX (the window where its RAM is: ENV_LM_OFF), part B, ESI taken off
+    again, MOV EDI to CR0 (PG set with EFER.LME: compatibility mode
+    again), part Z; 32-bit code throughout."""
+    a, b, z = (p32 for _, p32, _, _ in parts)
+    return a + b"\x0f\x22\xc5\x01\xf3" + b + b"\x29\xf3\x0f\x22\xc7" + z
+
+
 def mode_switch_case(rng, idx):
     """Compatibility mode to 64-bit mode and back inside one program: a far
     return to the 64-bit code segment of the CPL and one back to the
@@ -820,6 +832,24 @@ def pinned_real_pm16_split_lock(idx):
     return c
 
 
+def pinned_lm_off_split_lock(idx):
+    """A mode-switch program that leaves IA-32e mode: PUSHF in
+    compatibility mode, CR0.PG cleared for a LOCK ADD split across the
+    window's page boundary in 32-bit protected mode without paging, PG set
+    again for a LOCK OR that is not split, then INT3 (the 64-bit IDT's).
+    emulate must detect the split lock where paging is off."""
+    c = pinned_gate(idx, 1, 0, "mode-switch", b"", 0, 0, tf=False)
+    c.env, c.env_arg, c.env_reg, c.aux = ENV_LM_OFF, 0, 0xff, 0
+    c.regs[R_BP] = c.regs[R_SI] = c.regs[R_DI] = 0
+    c.addr_reg, c.placement, c.target, c.lock = R_BX, "page", -8, True
+    c.parts = (switch_part("pushf", b"\x9c\x58"), switch_part("locked", b"\xf0\x01\x43\x06"),
+               switch_part("locked", b"\xf0\x09\x53\x08"))
+    c.insn = switch_lm_off_program(c.parts) + b"\xcc"
+    c.events = ["leaves-ia32e", "pinned", "locked-split", "locked-not-split",
+                "compat-pm32-compat: pushf/locked/locked"]
+    return c
+
+
 def pinned_legacy_ud_tf(idx, insn):
     """A 32-bit protected mode record at CPL0 with the guest's TF whose
     program faults at once: normal pages, registers 0."""
@@ -922,7 +952,8 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_vm86_task_gate, pinned_far_call_tss_tf, pinned_far_call_tss_indirect,
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
-          pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf]
+          pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
+          pinned_lm_off_split_lock]
 
 
 def legacyize(c):
@@ -997,16 +1028,30 @@ def legacyize(c):
 
 def legacy_switch(c, r):
     """Moves 40% of the mode-switch records that have a 16-bit and a 32-bit
-    encoding of each part out of IA-32e mode: to pm16-pae, 16-bit to
+    encoding of each part out of IA-32e mode (of the others, 70% of those
+    at CPL0 that raise no event between the two switches leave it inside
+    the program instead: switch_lm_off_program): to pm16-pae, 16-bit to
     32-bit protected mode and back inside the program (switch16_program),
     at the record's CPL; or, half of those at CPL0 whose 16-bit protected
     mode part raises no event (no INT3, TF clear: real mode's IVT is still
     the IDT there), to real mode, real to 16-bit protected mode and back
     (switch_real_program)."""
-    if any(p[1] is None for p in c.parts) or r.random() >= 0.4:
+    if any(p[1] is None for p in c.parts):
         return c
     names = [p[0] for p in c.parts]
     quiet = not c.flags & GEN_TF and not {"int3", "tf-on"} & set(names[:2])
+    if r.random() >= 0.4:
+        # Or, at CPL0 where nothing raises an event from the first switch
+        # to the second (the IDT is IA-32e mode's throughout), out of
+        # IA-32e mode and back.
+        calm = not c.flags & GEN_TF and names[0] != "tf-on" and names[1] not in ("int3", "tf-on")
+        if c.cpl == 0 and calm and r.random() < 0.7 and len(switch_lm_off_program(c.parts)) <= 32:
+            c.env, c.env_reg, c.regs[R_SI] = ENV_LM_OFF, 0xff, 0
+            c.regs[R_BP] = c.regs[R_DI] = 0
+            c.insn = switch_lm_off_program(c.parts)
+            c.events = [e.replace("compat-64-compat", "compat-pm32-compat") for e in c.events]
+            c.events.append("leaves-ia32e")
+        return c
     if c.cpl == 0 and quiet and r.random() < 0.5 and len(switch_real_program(c.parts)) <= 32:
         c.mode, c.env, c.env_reg = 8, ENV_REAL_PE, 0xff
         c.insn = switch_real_program(c.parts)
@@ -1144,7 +1189,7 @@ def missing_coverage(cov):
         miss.append("a mode/CPL switch between consecutive records")
     # mode-switch's programs of each kind: compatibility to 64-bit mode, 16-bit to
     # 32-bit code, real to 16-bit protected mode.
-    for kind in ("compat-64-compat", "pm16-32-pm16", "real-pm16-real"):
+    for kind in ("compat-64-compat", "pm16-32-pm16", "real-pm16-real", "compat-pm32-compat"):
         if not any(e.startswith(kind + ":") for e in cov["event"]):
             miss.append(f"a {kind} switch inside a program")
     return miss
@@ -1339,6 +1384,8 @@ def describe(c):
         env = f"; call gate DPL {c.aux & 3}, selector RPL {c.aux >> 4 & 3}, reg {c.env_reg} = far pointer"
     elif c.env == ENV_SELF:
         env = f"; reg {c.env_reg} += program"
+    elif c.env == ENV_LM_OFF:
+        env = "; EBP = CR0 & ~PG, EDI = CR0, ESI = window RAM - window"
     elif c.env == ENV_REAL_PE:
         env = "; EBP = CR0, EDI = CR0 | PE"
     elif c.env == ENV_SYSENTER:

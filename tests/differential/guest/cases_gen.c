@@ -77,6 +77,11 @@ struct gen_record {
  *   program's start (exec_legacy.S rx_real), for a program that moves
  *   them to CR0 to enter 16-bit protected mode (SEL_K_CODE16R, the same
  *   base) and to come back.
+ * ENV_LM_OFF: compatibility mode at CPL0 only; EBP = CR0 without PG, EDI
+ *   = CR0 and ESI = WIN_PHYS - WIN_BASE (mod 2^32) are added at the
+ *   program's start, for a program that leaves IA-32e mode by clearing
+ *   CR0.PG (its code and stack are identity-mapped), reaches the window
+ *   where its RAM is, and sets PG again (EFER.LME stays set).
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
@@ -86,6 +91,7 @@ struct gen_record {
 #define ENV_SYSENTER 5
 #define ENV_SELF     6
 #define ENV_REAL_PE  7
+#define ENV_LM_OFF   8
 
 #define MSR_STAR    0xc0000081
 #define MSR_LSTAR   0xc0000082
@@ -189,6 +195,7 @@ static int gen(const struct boot_info *bi)
 		     !(r.env == ENV_GATE && r.mode != 8 && r.env_arg != 32) &&
 		     !(r.env == ENV_SELF && r.mode <= 7) && !(r.env == ENV_REAL_PE && r.mode == 8)) ||
 		    (r.env == ENV_REAL_PE && r.mode != 8) ||
+		    (r.env == ENV_LM_OFF && (r.mode != 1 || r.cpl)) ||
 		    (legacy && r.env == ENV_GATE && ((r.aux & 0x1f) == 6 || (r.aux & 0x1f) == 7) &&
 		     (r.mode != 7 || r.cpl)) ||
 		    (ring12 && (r.env == ENV_SYSCALL || r.env == ENV_SYSENTER))) {
@@ -288,6 +295,11 @@ static int gen(const struct boot_info *bi)
 			break;
 		case ENV_REAL_PE:
 			lg_x_real_pe = 1;
+			break;
+		case ENV_LM_OFF:
+			req.in.r[R_BP] += read_cr0() & ~(uint64_t)X86_CR0_PG;
+			req.in.r[R_DI] += read_cr0();
+			req.in.r[R_SI] += (uint32_t)(WIN_PHYS - WIN_BASE);
 			break;
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, r.env_arg & 2 ? 0 : SEL_SE_K_CODE);
