@@ -1594,9 +1594,10 @@ again:
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->rsp = regs->rsp;
-	s->branch = (struct step_branch){ .n = 0 };
 	if (s->insn.kind == STEP_BRANCH)
 		branch_targets(v, bytes, n, &s->branch);
+	else
+		s->branch = (struct step_branch){ .n = 0 };
 	s->tf_at_start = s->guest_tf;
 	s->tr = sregs->tr;
 	if (step_hlt_unstepped(&s->insn, cpl)) {
