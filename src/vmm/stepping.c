@@ -1062,9 +1062,10 @@ static int indirect_target(struct vcpu *v, const struct decode_branch *br, uint6
 /*
  * Where the branch at RIP can complete (step_branch_missed()): a direct
  * one at its target (and behind it, if conditional), an indirect one or a
- * RET at the target it reads, nowhere if that read faults; JMP or CALL
- * far through a call gate lands at the gate's offset instead of the
- * pointer's (a task switch changes TR, which the caller tells apart).
+ * RET at the target it reads, nowhere if that read faults or if a far
+ * RET's selector names no code or data segment; JMP or CALL far through a
+ * call gate lands at the gate's offset instead of the pointer's (a task
+ * switch changes TR, which the caller tells apart).
  */
 static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struct step_branch *b)
 {
@@ -1104,6 +1105,10 @@ static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struc
 	}
 	if (d[5] & 0x10)	/* a code or data segment: the pointer's offset, or a fault */
 		return;
+	if (br.from == DECODE_FROM_STACK) {	/* RET far to a gate or a TSS: #GP */
+		*b = (struct step_branch){ .faults = true };
+		return;
+	}
 	switch (d[5] & 0x0f) {
 	case 0x4:		/* 16-bit call gate */
 		b->to[1] = d[0] | d[1] << 8;

@@ -1457,6 +1457,47 @@ static void far_jmp_faulted_to_emulated_exit(void **state)
 }
 
 /*
+ * A far branch in 32-bit protected mode through a call gate (GDT 0x30 to
+ * 0x38:0x150000) completes at the pointer's offset or the gate's; a far
+ * RET whose selector names that gate cannot complete (#GP), and one to a
+ * code segment completes at the offset it pops.
+ */
+static void far_branch_call_gate(void **state)
+{
+	static const uint8_t ljmp_gate[] = { 0xea, 0x00, 0x20, 0x10, 0x00, 0x30, 0x00 },
+			     lret[] = { 0xcb };
+	uint8_t gate[8] = { 0x00, 0x00, 0x38, 0x00, 0x00, 0x8c, 0x15, 0x00 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint32_t frame[2] = { 0x102000, 0x30 };
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	v->run->s.regs.sregs.cs.limit = 0xffffffff;
+	memcpy(ram + BOOT_GDT_ADDR + 0x30, gate, sizeof(gate));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	memcpy(ram + CODE, ljmp_gate, sizeof(ljmp_gate));
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch.n, 2);
+	assert_int_equal(v->step.branch.to[0], 0x102000);
+	assert_int_equal(v->step.branch.to[1], 0x150000);
+	assert_false(v->step.branch.faults);
+
+	memcpy(ram + STACK - 8, frame, sizeof(frame));
+	memcpy(ram + CODE, lret, sizeof(lret));
+	regs(v)->rsp = STACK - 8;
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch.n, 0);
+	assert_true(v->step.branch.faults);
+
+	frame[1] = 0x38;
+	memcpy(ram + STACK - 8, frame, sizeof(frame));
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch.n, 1);
+	assert_int_equal(v->step.branch.to[0], 0x102000);
+	assert_false(v->step.branch.faults);
+}
+
+/*
  * The same for an indirect JMP and a RET in 64-bit code: the target they
  * read (memory, the stack top) is where they complete; a step ending
  * elsewhere at KVM's emulator's exit faulted (the CPU's #GP, say) and its
@@ -2148,6 +2189,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(indirect_branch_faulted_to_emulated_exit,
 						setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(indirect_branch_unreadable, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(far_branch_call_gate, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(mmio_access_guest_tf_again, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
