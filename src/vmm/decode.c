@@ -267,6 +267,7 @@ bool decode_branch(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t
 	    insn.meta.category != ZYDIS_CATEGORY_CALL && insn.meta.category != ZYDIS_CATEGORY_RET)
 		return false;
 	if (insn.operand_count_visible && o[0].type == ZYDIS_OPERAND_TYPE_POINTER) {
+		out->far = true;
 		out->far_sel = o[0].ptr.segment;
 		out->to[out->n++] = o[0].ptr.offset;
 		return true;

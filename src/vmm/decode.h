@@ -104,7 +104,7 @@ struct decode_branch {
 	int reg;                /* DECODE_FROM_REG: 0-15 */
 	struct decode_insn mem; /* DECODE_FROM_MEM, as decode_access() gives it */
 	unsigned size;          /* the offset's bytes */
-	bool far;               /* a far pointer: its selector right after the offset */
+	bool far;               /* a far branch; indirect: its selector right after the offset */
 };
 /*
  * false (n 0, from -1) for any other instruction, for a far indirect one

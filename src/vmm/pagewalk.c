@@ -274,22 +274,45 @@ size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t
 	return pagewalk_read_as(m, p, la, WALK_FETCH, buf, len);
 }
 
-size_t pagewalk_read_as(const struct guest_mem *m, const struct paging *p, uint64_t la,
-			unsigned access, uint8_t *buf, size_t len)
+/* pagewalk_read_as() and pagewalk_read_filled(): fill < 0 stops where RAM ends. */
+static size_t read_walked(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			  unsigned access, uint8_t *buf, size_t len, int fill, enum walk_result *why)
 {
+	enum walk_result r = WALK_OK;
 	size_t done = 0;
 
 	while (done < len) {
 		struct walk w;
-		size_t chunk;
+		size_t chunk, ram;
 
-		if (pagewalk(m, p, la + done, access, &w) != WALK_OK || w.gpa >= m->size)
+		r = pagewalk(m, p, la + done, access, &w);
+		if (r != WALK_OK || (fill < 0 && w.gpa >= m->size))
 			break;
 		chunk = len - done < w.page_left ? len - done : (size_t)w.page_left;
-		if (chunk > m->size - w.gpa)
-			chunk = (size_t)(m->size - w.gpa);
-		memcpy(buf + done, m->base + w.gpa, chunk);
+		ram = w.gpa >= m->size ? 0 : chunk < m->size - w.gpa ? chunk : (size_t)(m->size - w.gpa);
+		if (ram)
+			memcpy(buf + done, m->base + w.gpa, ram);
+		if (ram < chunk && fill < 0) {
+			done += ram;
+			break;
+		}
+		memset(buf + done + ram, fill, chunk - ram);
 		done += chunk;
 	}
+	if (why)
+		*why = r;
 	return done;
+}
+
+size_t pagewalk_read_as(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			unsigned access, uint8_t *buf, size_t len)
+{
+	return read_walked(m, p, la, access, buf, len, -1, NULL);
+}
+
+size_t pagewalk_read_filled(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			    unsigned access, uint8_t *buf, size_t len, uint8_t fill,
+			    enum walk_result *why)
+{
+	return read_walked(m, p, la, access, buf, len, fill, why);
 }

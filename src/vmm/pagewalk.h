@@ -92,5 +92,13 @@ size_t pagewalk_read(const struct guest_mem *m, const struct paging *p, uint64_t
 /* The same for an access of kind `access` (0 for a data read, WALK_*). */
 size_t pagewalk_read_as(const struct guest_mem *m, const struct paging *p, uint64_t la,
 			unsigned access, uint8_t *buf, size_t len);
+/*
+ * The same, with `fill` for the bytes past RAM, where no device answers
+ * (as the guest reads them); it stops only where the walk does, and *why
+ * (may be NULL) says why: WALK_OK when every byte was read.
+ */
+size_t pagewalk_read_filled(const struct guest_mem *m, const struct paging *p, uint64_t la,
+			    unsigned access, uint8_t *buf, size_t len, uint8_t fill,
+			    enum walk_result *why);
 
 #endif

@@ -997,22 +997,21 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
- * Reads len bytes at la for the target of a branch: 1 done; 0 the CPU
- * faults on that read (#PF, a non-canonical address); -1 not known (part
- * of it is no RAM: KVM emulates the read, whatever it gives).
+ * Reads len bytes at la for the target of a branch as the guest sees
+ * them: past RAM, where no device answers, KVM's emulator gets
+ * VM_UNBACKED_BYTE through an MMIO exit (vcpu.c). 1 done; 0 the CPU
+ * faults on that read (#PF, a non-canonical address); -1 not known (a
+ * paging-structure entry outside RAM).
  */
-static int read_target(struct vcpu *v, uint64_t la, void *buf, size_t len)
+static int read_target(struct vcpu *v, uint64_t la, uint8_t *buf, size_t len)
 {
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	size_t got = read_linear(v, la, 0, buf, len);
 	enum walk_result r;
 	struct paging p;
-	struct walk w;
 
-	if (got == len)
-		return 1;
 	guest_paging(v, &p);
-	r = pagewalk(&m, &p, la + got, 0, &w);
+	if (pagewalk_read_filled(&m, &p, la, 0, buf, len, VM_UNBACKED_BYTE, &r) == len)
+		return 1;
 	return r == WALK_FAULT || r == WALK_NONCANONICAL ? 0 : -1;
 }
 
@@ -1020,7 +1019,7 @@ static int read_target(struct vcpu *v, uint64_t la, void *buf, size_t len)
  * The target of the indirect JMP or CALL, or the RET, decoded in `br`,
  * read as the CPU reads it (a register, memory through its segment and
  * paging at the CPL, the stack top), and a far one's selector: 1. 0: the
- * CPU faults on that read. -1: not known (MMIO, which KVM emulates).
+ * CPU faults on that read. -1: not known.
  */
 static int indirect_target(struct vcpu *v, const struct decode_branch *br, uint64_t *to,
 			   uint16_t *sel)
@@ -1062,10 +1061,11 @@ static int indirect_target(struct vcpu *v, const struct decode_branch *br, uint6
 /*
  * Where the branch at RIP can complete (step_branch_missed()): a direct
  * one at its target (and behind it, if conditional), an indirect one or a
- * RET at the target it reads, nowhere if that read faults or if a far
- * RET's selector names no code or data segment; JMP or CALL far through a
- * call gate lands at the gate's offset instead of the pointer's (a task
- * switch changes TR, which the caller tells apart).
+ * RET at the target it reads; nowhere if that read faults, if a far
+ * one's selector is null, in no LDT or past its table, or if a far RET's
+ * names no code or data segment. JMP or CALL far through a call gate
+ * lands at the gate's offset instead of the pointer's (a task switch
+ * changes TR, which the caller tells apart).
  */
 static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struct step_branch *b)
 {
@@ -1089,14 +1089,17 @@ static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struc
 		b->faults = r == 0;
 		b->n = r == 1;
 	}
-	if (!sel || !(sregs->cr0 & X86_CR0_PE) || (v->run->s.regs.regs.rflags & X86_RFLAGS_VM))
+	if (!br.far || !b->n || !(sregs->cr0 & X86_CR0_PE) ||
+	    (v->run->s.regs.regs.rflags & X86_RFLAGS_VM))
 		return;
-	guest_paging(v, &p);
-	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
-	if ((sel & X86_SEL_TI) && (sregs->ldt.unusable || !sregs->ldt.present)) {
-		b->n = 0;
+	/* A null selector, one in no LDT or past its table: #GP (SDM vol. 2, JMP, CALL, RET). */
+	if (!(sel & ~3u) || ((sel & X86_SEL_TI) && (sregs->ldt.unusable || !sregs->ldt.present)) ||
+	    (sel | 7u) > (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit)) {
+		*b = (struct step_branch){ .faults = true };
 		return;
 	}
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
 	if ((sel | 7u) + (size - 8) > (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) ||
 	    pagewalk_read_as(&m, &p, (sel & X86_SEL_TI ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u),
 			     0, d, size) != size) {

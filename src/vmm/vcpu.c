@@ -272,7 +272,7 @@ static void handle_exit(struct vcpu *v)
 			     v->index, run->mmio.is_write ? "write" : "read", run->mmio.len,
 			     (unsigned long long)run->mmio.phys_addr);
 		if (!run->mmio.is_write)
-			memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+			memset(run->mmio.data, VM_UNBACKED_BYTE, sizeof(run->mmio.data));
 		break;
 	case KVM_EXIT_HLT:
 		if (vm_vcpu_halted(v->vm)) {

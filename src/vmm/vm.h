@@ -27,6 +27,9 @@ struct vm;
 struct boot_layout;
 struct vcpu;
 
+/* Each byte a guest reads where there is no RAM and no device (MMIO). */
+#define VM_UNBACKED_BYTE 0xff
+
 struct vm {
 	enum policy policy; /* --split-lock */
 	int kvm_fd;

@@ -832,6 +832,21 @@ def pinned_real_pm16_split_lock(idx):
     return c
 
 
+def pinned_ljmp_unbacked_pm32_tf(idx):
+    """JMP far through a pointer where there is no RAM (MMIO, no device),
+    in 32-bit protected mode with 32-bit paging at CPL0 and the guest's
+    TF: KVM's emulator reads all-ones, selector 0xffff, past the GDT:
+    #GP(0xfffc). Its handler runs unwatched up to the MOV to CR0 that KVM
+    emulates; the VMM reads the pointer as the guest does (all-ones past
+    RAM), so that step exit is not the JMP completing (item 30)."""
+    c = pinned_legacy_ud_tf(idx, bytes.fromhex("ffaefcfdffff90"))     # ljmp *-0x204(%esi)
+    c.mode = 5
+    c.addr_reg, c.placement, c.target = R_SI, "line", -0x100
+    c.page0 = PG_NORMAL | PG_NORAM
+    c.regs[R_SI] = 0x204
+    return c
+
+
 def pinned_lm_off_split_lock(idx):
     """A mode-switch program that leaves IA-32e mode: PUSHF in
     compatibility mode, CR0.PG cleared for a LOCK ADD split across the
@@ -953,7 +968,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
-          pinned_lm_off_split_lock]
+          pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf]
 
 
 def legacyize(c):

@@ -292,6 +292,27 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "unbacked-read-stops",
+        "what": "a branch's pointer past RAM is not read as the guest reads it (all-ones): "
+                "after JMP far through it raises #GP, KVM's emulator's step exit in the "
+                "handler owes the guest a #DB",
+        "edits": [("src/vmm/pagewalk.c", "if (r != WALK_OK || (fill < 0 && w.gpa >= m->size))",
+                   "if (r != WALK_OK || (w.gpa >= m->size))")],
+        "unit": ["pagewalk", "stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
+        "name": "far-selector-past-table-unknown",
+        "what": "a far branch whose selector is null or past its table is taken for one "
+                "whose target is not known: after its #GP, KVM's emulator's step exit in the "
+                "handler owes the guest a #DB",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\t*b = (struct step_branch){ .faults = true };\n\t\treturn;\n\t}\n\tguest_paging",
+                   "\t\tb->n = 0;\n\t\treturn;\n\t}\n\tguest_paging")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "mmio-access-tf-lost",
         "what": "an MMIO access with the guest's TF gets no fresh single-step: the #PF KVM "
                 "queues from its emulation loses TF from its frame, and the guest's own "

@@ -317,6 +317,22 @@ static void no_paging_and_reads(void **state)
 	set(0x4000, 1, 0x601000 | P | (1ull << 63));
 	assert_int_equal(pagewalk_read(&mem, &p, 0x200ff8, buf, 16), 8);
 	assert_int_equal(pagewalk_read(&mem, &off, RAM - 4, buf, 16), 4);
+	/* Filled: past RAM reads the fill; a walk that faults still stops, and says so. */
+	{
+		enum walk_result why;
+
+		memset(ram + RAM - 4, 0x11, 4);
+		assert_int_equal(pagewalk_read_filled(&mem, &off, RAM - 4, 0, buf, 16, 0xff, &why), 16);
+		assert_int_equal(why, WALK_OK);
+		assert_int_equal(buf[3], 0x11);
+		assert_int_equal(buf[4], 0xff);
+		assert_int_equal(buf[15], 0xff);
+		assert_int_equal(pagewalk_read_filled(&mem, &off, RAM + 0x1000, 0, buf, 4, 0xee, &why), 4);
+		assert_int_equal(buf[0], 0xee);
+		assert_int_equal(pagewalk_read_filled(&mem, &p, 0x200ff8, WALK_FETCH, buf, 16, 0xff, &why), 8);
+		assert_int_equal(why, WALK_FAULT);
+		assert_int_equal(buf[7], 0xaa);
+	}
 }
 
 static void set32(uint64_t table, unsigned idx, uint32_t val)

@@ -1498,6 +1498,43 @@ static void far_branch_call_gate(void **state)
 }
 
 /*
+ * A pointer past RAM, where no device answers, reads as all-ones there
+ * too (KVM's emulator gets them through an MMIO exit): JMP through it
+ * lands at 0xffffffff; JMP far through it gets selector 0xffff, past the
+ * GDT, and cannot complete (#GP); nor can one whose selector is null.
+ */
+static void far_branch_unbacked_pointer(void **state)
+{
+	static const uint8_t jmp_mem[] = { 0xff, 0x25, 0x00, 0x00, 0x40, 0x00 },	/* jmp *0x400000 */
+			     ljmp_mem[] = { 0xff, 0x2d, 0x00, 0x00, 0x40, 0x00 },	/* ljmp *0x400000 */
+			     ljmp_null[] = { 0xff, 0x2d, 0x00, 0x00, 0x11, 0x00 };	/* ljmp *0x110000 */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	const uint8_t ptr[6] = { 0x00, 0x20, 0x10, 0x00, 0x00, 0x00 };		/* 0x0:0x102000 */
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	v->run->s.regs.sregs.cs.limit = 0xffffffff;
+	v->run->s.regs.sregs.ds.limit = 0xffffffff;
+	v->run->s.regs.sregs.ds.db = 1;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	memcpy(ram + CODE, jmp_mem, sizeof(jmp_mem));
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch.n, 1);
+	assert_int_equal(v->step.branch.to[0], 0xffffffff);
+
+	memcpy(ram + CODE, ljmp_mem, sizeof(ljmp_mem));
+	stepping_before_run(v);
+	assert_int_equal(v->step.branch.n, 0);
+	assert_true(v->step.branch.faults);
+
+	memcpy(ram + 0x110000, ptr, sizeof(ptr));
+	memcpy(ram + CODE, ljmp_null, sizeof(ljmp_null));
+	stepping_before_run(v);
+	assert_true(v->step.branch.faults);
+	handler_ran_to_emulated_exit(v, 0x130040);
+}
+
+/*
  * The same for an indirect JMP and a RET in 64-bit code: the target they
  * read (memory, the stack top) is where they complete; a step ending
  * elsewhere at KVM's emulator's exit faulted (the CPU's #GP, say) and its
@@ -1542,10 +1579,12 @@ static void indirect_branch_faulted_to_emulated_exit(void **state)
 	assert_int_equal(v->step.branch.n, 0);
 	assert_true(v->step.branch.faults);
 
-	/* That page is no RAM (MMIO): KVM's emulator reads it, who knows what */
+	/* That page is no RAM: no device answers, KVM's emulator reads all-ones there */
 	memcpy(ram + BOOT_PD_ADDR + 16, &pde2, sizeof(pde2));
+	memcpy(ram + RAM - 4, &(uint32_t){ 0x101040 }, 4);
 	stepping_before_run(v);
-	assert_int_equal(v->step.branch.n, 0);
+	assert_int_equal(v->step.branch.n, 1);
+	assert_int_equal(v->step.branch.to[0], 0xffffffff00101040ull);
 	assert_false(v->step.branch.faults);
 }
 
@@ -2190,6 +2229,7 @@ int main(void)
 						setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(indirect_branch_unreadable, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(far_branch_call_gate, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(far_branch_unbacked_pointer, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(mmio_access_guest_tf_again, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_at_handler, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
