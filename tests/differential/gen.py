@@ -839,12 +839,8 @@ def pinned_ljmp_unbacked_pm32_tf(idx):
     #GP(0xfffc). Its handler runs unwatched up to the MOV to CR0 that KVM
     emulates; the VMM reads the pointer as the guest does (all-ones past
     RAM), so that step exit is not the JMP completing (item 30)."""
-    c = pinned_legacy_ud_tf(idx, bytes.fromhex("ffaefcfdffff90"))     # ljmp *-0x204(%esi)
-    c.mode = 5
-    c.addr_reg, c.placement, c.target = R_SI, "line", -0x100
-    c.page0 = PG_NORMAL | PG_NORAM
-    c.regs[R_SI] = 0x204
-    return c
+    return pinned_paging32_esi(idx, "ffaefcfdffff90", "line", -0x100,      # ljmp *-0x204(%esi)
+                               PG_NORMAL | PG_NORAM, PG_NORMAL)
 
 
 def pinned_lm_off_split_lock(idx):
@@ -924,18 +920,25 @@ def pinned_far_jmp_indirect_pm32_tf(idx):
     return pinned_legacy_ud_tf(idx, bytes.fromhex("ff2d0000000090"))
 
 
+def pinned_paging32_esi(idx, hexbytes, placement, target, page0, page1):
+    """pinned_legacy_ud_tf's record with 32-bit paging, its program's
+    operand at -0x204(%esi), window+0x1000+TARGET, the pages as given."""
+    c = pinned_legacy_ud_tf(idx, bytes.fromhex(hexbytes))
+    c.mode = 5
+    c.addr_reg, c.placement, c.target = R_SI, placement, target
+    c.page0, c.page1 = page0, page1
+    c.regs[R_SI] = 0x204
+    return c
+
+
 def pinned_jmp_unreadable_pm32_tf(idx):
     """JMP through a pointer that runs into a page not present, in 32-bit
     protected mode with 32-bit paging at CPL0 and the guest's TF: #PF on
     the pointer's read. Its handler runs unwatched up to the MOV to CR0
     that KVM emulates; that step exit is not the JMP completing, whose
     target nothing can read (indirect_target()), so no trap is owed."""
-    c = pinned_legacy_ud_tf(idx, bytes.fromhex("ffa6fcfdffff90"))     # jmp *-0x204(%esi)
-    c.mode = 5
-    c.addr_reg, c.placement, c.target = R_SI, "page", -2
-    c.page1 = PG_W | PG_U
-    c.regs[R_SI] = 0x204
-    return c
+    return pinned_paging32_esi(idx, "ffa6fcfdffff90", "page", -2,            # jmp *-0x204(%esi)
+                               PG_NORMAL, PG_W | PG_U)
 
 
 def pinned_mmio_pf_guest_tf(idx):
