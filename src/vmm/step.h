@@ -101,8 +101,8 @@ struct step_debug_state {
 
 /*
  * Where a branch can complete: at one of to[0..n), or nowhere (`faults`:
- * its target cannot be read, so the CPU faults); n 0 and not `faults`:
- * not known.
+ * the CPU faults on it, its target unreadable or its selector one it
+ * cannot go through); n 0 and not `faults`: not known.
  */
 struct step_branch {
 	uint64_t to[2];
