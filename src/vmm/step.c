@@ -628,7 +628,7 @@ static int selector_fault(uint16_t sel, int64_t gdt_limit, int64_t ldt_limit, ui
 	return -1;
 }
 
-int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
+int step_code_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
 			     const struct kvm_segment *ldt, uint32_t *err)
 {
 	int64_t ldt_limit = ldt->unusable || !ldt->present ? -1 : (int64_t)ldt->limit;

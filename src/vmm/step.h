@@ -416,11 +416,12 @@ void step_syscall_plan(uint64_t next_rip, uint64_t rflags, uint64_t star, uint64
 		       uint64_t fmask, struct step_syscall *out);
 
 /*
- * An IRET certain to fault on the CS selector its frame holds, before
- * anything is loaded (SDM vol. 2 IRET): a null selector, or one beyond the
- * GDT's (LDT's) limit, is #GP(selector). The vector, or -1.
+ * An IRET, or a far JMP, CALL or RET, certain to fault on the CS selector
+ * it loads, before anything is loaded (SDM vol. 2 IRET, JMP, CALL, RET): a
+ * null selector, or one beyond the GDT's (LDT's) limit, is
+ * #GP(selector). The vector, or -1.
  */
-int step_iret_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
+int step_code_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
 			     const struct kvm_segment *ldt, uint32_t *err);
 
 /*

@@ -1076,6 +1076,7 @@ static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struc
 	uint16_t sel = 0;
 	uint8_t d[16];
 	struct paging p;
+	uint32_t err;
 
 	*b = (struct step_branch){ .n = 0 };
 	if (!decode_branch(guest_mode(v), bytes, n, v->run->s.regs.regs.rip, &br))
@@ -1092,9 +1093,7 @@ static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struc
 	if (!br.far || !b->n || !(sregs->cr0 & X86_CR0_PE) ||
 	    (v->run->s.regs.regs.rflags & X86_RFLAGS_VM))
 		return;
-	/* A null selector, one in no LDT or past its table: #GP (SDM vol. 2, JMP, CALL, RET). */
-	if (!(sel & ~3u) || ((sel & X86_SEL_TI) && (sregs->ldt.unusable || !sregs->ldt.present)) ||
-	    (sel | 7u) > (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit)) {
+	if (step_code_selector_fault(sel, &sregs->gdt, &sregs->ldt, &err) >= 0) {
 		*b = (struct step_branch){ .faults = true };
 		return;
 	}
@@ -1165,7 +1164,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l ||
 		    read_linear(v, regs->rsp + s->insn.opsize, 0, b, 2) != 2)
 			return 0;
-		vector = step_iret_selector_fault((uint16_t)(b[0] | b[1] << 8), &sr->gdt, &sr->ldt,
+		vector = step_code_selector_fault((uint16_t)(b[0] | b[1] << 8), &sr->gdt, &sr->ldt,
 						  &err);
 		return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 	}

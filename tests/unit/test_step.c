@@ -622,18 +622,18 @@ static void test_iret_selector_fault(void **state)
 	uint32_t err = 7;
 
 	(void)state;
-	assert_int_equal(step_iret_selector_fault(0x3b, &gdt, &ldt, &err), -1);	/* the last entry */
-	assert_int_equal(step_iret_selector_fault(0x43, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(step_code_selector_fault(0x3b, &gdt, &ldt, &err), -1);	/* the last entry */
+	assert_int_equal(step_code_selector_fault(0x43, &gdt, &ldt, &err), X86_VEC_GP);
 	assert_int_equal(err, 0x40);					/* RPL gone */
-	assert_int_equal(step_iret_selector_fault(0xfff8, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(step_code_selector_fault(0xfff8, &gdt, &ldt, &err), X86_VEC_GP);
 	assert_int_equal(err, 0xfff8);
-	assert_int_equal(step_iret_selector_fault(0x3, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(step_code_selector_fault(0x3, &gdt, &ldt, &err), X86_VEC_GP);
 	assert_int_equal(err, 0);
-	assert_int_equal(step_iret_selector_fault(0xc, &gdt, &ldt, &err), -1);	/* LDT entry 1 */
-	assert_int_equal(step_iret_selector_fault(0x14, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(step_code_selector_fault(0xc, &gdt, &ldt, &err), -1);	/* LDT entry 1 */
+	assert_int_equal(step_code_selector_fault(0x14, &gdt, &ldt, &err), X86_VEC_GP);
 	assert_int_equal(err, 0x14);					/* TI kept */
 	ldt.unusable = 1;
-	assert_int_equal(step_iret_selector_fault(0xc, &gdt, &ldt, &err), X86_VEC_GP);
+	assert_int_equal(step_code_selector_fault(0xc, &gdt, &ldt, &err), X86_VEC_GP);
 }
 
 /* INT n's own faults through the gate (SDM vol. 2 INT n, IA-32e mode), in their order. */
