@@ -494,7 +494,9 @@ def switch_lm_off_program(parts):
     32-bit protected mode without paging, EFER.LMA clear), ESI added to
     EBX (the window where its RAM is: ENV_LM_OFF), part B, ESI taken off
     again, MOV EDI to CR0 (PG set with EFER.LME: compatibility mode
-    again), part Z; 32-bit code throughout."""
+    again), part Z; 32-bit code throughout. The IDT has a #DB gate in both
+    formats (ENV_LM_OFF) but a #BP gate in IA-32e mode's only: no INT3 in
+    part B."""
     a, b, z = (p32 for _, p32, _, _ in parts)
     return a + b"\x0f\x22\xc5\x01\xf3" + b + b"\x29\xf3\x0f\x22\xc7" + z
 
@@ -861,6 +863,23 @@ def pinned_lm_off_split_lock(idx):
     return c
 
 
+def pinned_lm_off_tf(idx):
+    """The same with the guest's TF from part A to part Z: POPF sets it in
+    compatibility mode, the MOV to CR0 that clears PG traps through the
+    IDT's 32-bit #DB gate (ENV_LM_OFF), PUSHF and a LOCK ADD split across
+    the window's page boundary trap there too, the MOV that sets PG again
+    through the 64-bit one, and POPF clears it. emulate must deliver each
+    trap with the guest's EFLAGS and detect the split lock between them."""
+    c = pinned_lm_off_split_lock(idx)
+    c.parts = (switch_part("tf-on", b"\x9c\x80\x4c\x24\x01\x01\x9d"),
+               ("pushf-locked", b"\x9c\x58\xf0\x01\x43\x06", None, None),
+               switch_part("tf-off", b"\x9c\x80\x64\x24\x01\xfe\x9d"))
+    c.insn = switch_lm_off_program(c.parts)
+    c.events = ["leaves-ia32e", "leaves-ia32e-with-tf", "switch-with-tf", "pinned",
+                "locked-split", "compat-pm32-compat: tf-on/pushf-locked/tf-off"]
+    return c
+
+
 def pinned_legacy_ud_tf(idx, insn):
     """A 32-bit protected mode record at CPL0 with the guest's TF whose
     program faults at once: normal pages, registers 0."""
@@ -971,7 +990,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
-          pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf]
+          pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf]
 
 
 def legacyize(c):
@@ -1047,8 +1066,8 @@ def legacyize(c):
 def legacy_switch(c, r):
     """Moves 40% of the mode-switch records that have a 16-bit and a 32-bit
     encoding of each part out of IA-32e mode (of the others, 70% of those
-    at CPL0 that raise no event between the two switches leave it inside
-    the program instead: switch_lm_off_program): to pm16-pae, 16-bit to
+    at CPL0 without INT3 between the two switches leave it inside the
+    program instead: switch_lm_off_program): to pm16-pae, 16-bit to
     32-bit protected mode and back inside the program (switch16_program),
     at the record's CPL; or, half of those at CPL0 whose 16-bit protected
     mode part raises no event (no INT3, TF clear: real mode's IVT is still
@@ -1059,16 +1078,18 @@ def legacy_switch(c, r):
     names = [p[0] for p in c.parts]
     quiet = not c.flags & GEN_TF and not {"int3", "tf-on"} & set(names[:2])
     if r.random() >= 0.4:
-        # Or, at CPL0 where nothing raises an event from the first switch
-        # to the second (the IDT is IA-32e mode's throughout), out of
-        # IA-32e mode and back.
-        calm = not c.flags & GEN_TF and names[0] != "tf-on" and names[1] not in ("int3", "tf-on")
-        if c.cpl == 0 and calm and r.random() < 0.7 and len(switch_lm_off_program(c.parts)) <= 32:
+        # Or, at CPL0 without INT3 between the two switches (the IDT has
+        # IA-32e mode's #BP gate only), out of IA-32e mode and back.
+        if c.cpl == 0 and names[1] != "int3" and r.random() < 0.7 and \
+                len(switch_lm_off_program(c.parts)) <= 32:
             c.env, c.env_reg, c.regs[R_SI] = ENV_LM_OFF, 0xff, 0
             c.regs[R_BP] = c.regs[R_DI] = 0
             c.insn = switch_lm_off_program(c.parts)
             c.events = [e.replace("compat-64-compat", "compat-pm32-compat") for e in c.events]
             c.events.append("leaves-ia32e")
+            tf = names[0] == "tf-on" or (bool(c.flags & GEN_TF) and names[0] != "tf-off")
+            if tf or names[1] == "tf-on":
+                c.events.append("leaves-ia32e-with-tf")     # traps outside IA-32e mode
         return c
     if c.cpl == 0 and quiet and r.random() < 0.5 and len(switch_real_program(c.parts)) <= 32:
         c.mode, c.env, c.env_reg = 8, ENV_REAL_PE, 0xff
@@ -1210,6 +1231,8 @@ def missing_coverage(cov):
     for kind in ("compat-64-compat", "pm16-32-pm16", "real-pm16-real", "compat-pm32-compat"):
         if not any(e.startswith(kind + ":") for e in cov["event"]):
             miss.append(f"a {kind} switch inside a program")
+    if "leaves-ia32e-with-tf" not in cov["event"]:
+        miss.append("the guest's TF across a switch out of IA-32e mode")
     return miss
 
 

@@ -81,7 +81,12 @@ struct gen_record {
  *   = CR0 and ESI = WIN_PHYS - WIN_BASE (mod 2^32) are added at the
  *   program's start, for a program that leaves IA-32e mode by clearing
  *   CR0.PG (its code and stack are identity-mapped), reaches the window
- *   where its RAM is, and sets PG again (EFER.LME stays set).
+ *   where its RAM is, and sets PG again (EFER.LME stays set). IDTR stays
+ *   put, so the IDT serves both formats for #DB: the upper half of gate 0
+ *   (bytes 8-15, the 8-byte gate of vector 1 outside IA-32e mode) becomes
+ *   legacy_exec's 32-bit #DB gate, and the guest's TF may be set across
+ *   both switches. Vector 3's 8-byte gate would be the upper half of 64-bit
+ *   gate 1: no INT3 while paging is off.
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
@@ -296,11 +301,16 @@ static int gen(const struct boot_info *bi)
 		case ENV_REAL_PE:
 			lg_x_real_pe = 1;
 			break;
-		case ENV_LM_OFF:
+		case ENV_LM_OFF: {
+			uint64_t db32 = legacy_xidt_gate(X86_VEC_DB);
+
 			req.in.r[R_BP] += read_cr0() & ~(uint64_t)X86_CR0_PG;
 			req.in.r[R_DI] += read_cr0();
 			req.in.r[R_SI] += (uint32_t)(WIN_PHYS - WIN_BASE);
+			saved_gate = idt()[X86_VEC_DE];
+			memcpy((uint8_t *)&idt()[X86_VEC_DE] + 8, &db32, sizeof(db32));
 			break;
+		}
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, r.env_arg & 2 ? 0 : SEL_SE_K_CODE);
 			wrmsr(MSR_SYSENTER_ESP, (uint64_t)gen_se_stack_top);
@@ -334,6 +344,9 @@ static int gen(const struct boot_info *bi)
 			break;
 		case ENV_REAL_PE:
 			lg_x_real_pe = 0;
+			break;
+		case ENV_LM_OFF:
+			idt()[X86_VEC_DE] = saved_gate;
 			break;
 		case ENV_SYSENTER:
 			wrmsr(MSR_SYSENTER_CS, se_cs);

@@ -372,9 +372,14 @@ lg_x_common:
 /*
  * exec.S's dbg_common in 32-bit code: {vector, EIP, DR6 (B0-B3 of the
  * enabled breakpoints only), EFLAGS, CS} into dbg_log, DR6 reset, TF
- * cleared after dbg_tf_limit events, RF set in a #DB's frame.
+ * cleared after dbg_tf_limit events, RF set in a #DB's frame. DS flat
+ * meanwhile: a program that left IA-32e mode (cases_gen.c, ENV_LM_OFF)
+ * keeps compatibility mode's, whose base may not be 0.
  */
 lg_x_db:
+	pushl %ds
+	movl $SEL_K_DATA, %ecx
+	movl %ecx, %ds
 	movl dbg_count, %ecx
 	cmpl $32, %ecx
 	jae 2f
@@ -382,7 +387,7 @@ lg_x_db:
 	addl $dbg_log, %ebx
 	pushl %esi
 	pushl %edi
-	DBG_ENTRY movl, 32(%esp), 40(%esp), 36(%esp)	/* EIP 24, EFLAGS 32, CS 28 before the pushes */
+	DBG_ENTRY movl, 36(%esp), 44(%esp), 40(%esp)	/* EIP 24, EFLAGS 32, CS 28 before the pushes */
 	popl %edi
 	popl %esi
 2:	incl %ecx
@@ -391,11 +396,12 @@ lg_x_db:
 	movl %edx, %dr6
 	cmpl dbg_tf_limit, %ecx
 	jb 3f
-	andl $~TF, 32(%esp)
+	andl $~TF, 36(%esp)
 3:	cmpl $1, %eax
 	jne 4f
-	orl $RF, 32(%esp)
-4:	popl %ebx
+	orl $RF, 36(%esp)
+4:	popl %ds
+	popl %ebx
 	popl %edx
 	popl %ecx
 	popl %eax

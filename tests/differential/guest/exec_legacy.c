@@ -133,6 +133,15 @@ static void legacy_xidt(void)
 	ready = true;
 }
 
+uint64_t legacy_xidt_gate(unsigned v)
+{
+	uint64_t gate;
+
+	legacy_xidt();
+	memcpy(&gate, &lg_xidt[2 * v], 8);
+	return gate;
+}
+
 uint64_t legacy_gate_borrow(unsigned v, uint8_t type)
 {
 	uint64_t old;
