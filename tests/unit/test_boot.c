@@ -141,6 +141,9 @@ static void registers(void **state)
 	assert_int_equal(s.tr.type, 0xb);
 	assert_int_equal(s.idt.limit, 0);
 	assert_int_equal(s.ldt.unusable, 1);
+	/* The GDT ends with the TSS's 16-byte descriptor: its limit is the last byte's offset. */
+	assert_int_equal(s.gdt.base, BOOT_GDT_ADDR);
+	assert_int_equal(s.gdt.limit, BOOT_SEL_TSS + 15);
 
 	boot_init_regs(&r, &l, 1);
 	assert_int_equal(r.rip, BOOT_IMAGE_ADDR);

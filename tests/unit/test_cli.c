@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -76,12 +78,55 @@ static void self_test(void **state)
 static void help_and_version(void **state)
 {
 	struct cli_options o;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
 
 	(void)state;
 	assert_int_equal(PARSE(&o, "--help"), CLI_HELP);
 	assert_int_equal(PARSE(&o, "-h"), CLI_HELP);
 	assert_int_equal(PARSE(&o, "--version"), CLI_VERSION);
 	assert_int_equal(PARSE(&o, "-V", "extra", "args"), CLI_VERSION);
+	/* The usage text: short and long forms, long-only options without a letter. */
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	cli_usage(f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(text, "\n  -c, --cpus N "));
+	assert_non_null(strstr(text, "\n      --split-lock=POLICY "));
+	assert_non_null(strstr(text, "\n      --split-lock-ratelimit=N "));
+	free(text);
+}
+
+/* Each number's limits are in its range: the CLI refuses one past them only. */
+static void limits(void **state)
+{
+	char max_ram[32];
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "-c", "256", "img"), CLI_RUN);
+	assert_int_equal(o.cpus, VMM_MAX_VCPUS);
+	assert_int_equal(PARSE(&o, "-c", "9", "img"), CLI_RUN);
+	assert_int_equal(o.cpus, 9);
+	assert_int_equal(PARSE(&o, "-c", "09", "img"), CLI_RUN);
+	assert_int_equal(o.cpus, 9);
+	assert_int_equal(PARSE(&o, "-m", "4M", "img"), CLI_RUN);
+	assert_int_equal(o.ram_size, VMM_MIN_RAM);
+	snprintf(max_ram, sizeof(max_ram), "%lluM", (unsigned long long)(VMM_MAX_RAM >> 20));
+	assert_int_equal(PARSE(&o, "-m", max_ram, "img"), CLI_RUN);
+	assert_int_equal(o.ram_size, VMM_MAX_RAM);
+	snprintf(max_ram, sizeof(max_ram), "%lluK", (unsigned long long)(VMM_MAX_RAM >> 10) + 1);
+	assert_int_equal(PARSE(&o, "-m", max_ram, "img"), CLI_ERROR);
+	assert_int_equal(PARSE(&o, "-m", "4095K", "img"), CLI_ERROR);
+	assert_int_equal(PARSE(&o, "--split-lock-ratelimit=1000000", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_ratelimit, 1000000);
+	assert_int_equal(PARSE(&o, "--split-lock-ratelimit=1000001", "img"), CLI_ERROR);
+	assert_non_null(strstr(err, "from 1 to 1000000"));
+	assert_int_equal(PARSE(&o, "-t", "604800", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 604800000);
+	assert_int_equal(PARSE(&o, "-t", "9.99", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 9990);
 }
 
 struct bad_case {
@@ -135,13 +180,16 @@ static void bad_input(void **state)
 static void long_append(void **state)
 {
 	struct cli_options o;
-	char text[BOOT_CMDLINE_MAX + 1];
+	char text[BOOT_CMDLINE_MAX + 1], want[80];
 
 	(void)state;
 	memset(text, 'x', sizeof(text) - 1);
 	text[sizeof(text) - 1] = '\0';
 	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_ERROR);
-	assert_non_null(strstr(err, "--append"));
+	snprintf(want, sizeof(want), "--append: text is %u bytes, the limit is %u",
+		 BOOT_CMDLINE_MAX, BOOT_CMDLINE_MAX - 1);
+	if (!strstr(err, want))
+		fail_msg("'%s' does not say '%s'", err, want);
 	text[BOOT_CMDLINE_MAX - 1] = '\0';
 	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_RUN);
 }
@@ -297,6 +345,7 @@ int main(void)
 		cmocka_unit_test(all_options),
 		cmocka_unit_test(self_test),
 		cmocka_unit_test(help_and_version),
+		cmocka_unit_test(limits),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(long_append),
 		cmocka_unit_test(sizes),

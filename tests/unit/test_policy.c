@@ -77,11 +77,38 @@ static void names(void **state)
 	assert_string_equal(policy_name(POLICY_OFF), "off");
 }
 
+/* warn is the kernel's default: said so unless the command line chose it. */
+static void warn_default_named(void **state)
+{
+	static const struct {
+		bool has, malformed, dflt;
+	} cases[] = {
+		{ false, false, true }, { true, true, true }, { true, false, false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct hostinfo hi;
+		struct policy_decision d;
+
+		memset(&hi, 0, sizeof(hi));
+		hi.mode = HOSTINFO_MODE_WARN;
+		hi.sld_flag = true;
+		hi.cmdline_has_sld = cases[i].has;
+		hi.cmdline_malformed = cases[i].malformed;
+		policy_decide(POLICY_INHERIT, &hi, &d);
+		if (!strstr(d.line, "split_lock_detect=warn") ||
+		    !strstr(d.line, " (the default)") != !cases[i].dflt)
+			fail_msg("case %zu: '%s'", i, d.line);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decision_table),
 		cmocka_unit_test(names),
+		cmocka_unit_test(warn_default_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 
 #include "boot.h"
 #include "capture.h"
+#include "event.h"
 #include "fake_kvm.h"
 #include "vmm_boot.h"
 #include "splitlock.h"
@@ -23,6 +24,7 @@
 #include "vmm_msr.h"
 #include "x86.h"
 #include "vmm_status.h"
+#include "array_size.h"
 
 #define RAM (4ull << 20)
 
@@ -690,6 +692,41 @@ static void injection_failure_stops(void **state)
 	free(out);
 }
 
+/* event_inject: RF in RFLAGS for a fault's frame only; CR2 for a #PF; injected, not pending. */
+static void injected_events(void **state)
+{
+	static const struct {
+		struct emulate_exception ex;
+		bool rf;
+	} cases[] = {
+		{ { .vector = X86_VEC_DB }, false },
+		{ { .vector = X86_VEC_BP }, false },
+		{ { .vector = X86_VEC_GP, .has_error_code = true, .error_code = 0x18 }, true },
+		{ { .vector = X86_VEC_AC, .has_error_code = true }, true },
+		{ { .vector = X86_VEC_PF, .has_error_code = true, .error_code = 2, .has_cr2 = true,
+		    .cr2 = 0xdead000 }, true },
+	};
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		f->regs.rflags = X86_RFLAGS_FIXED;
+		f->sregs.cr2 = 0x1234;
+		f->events.exception.pending = 1;
+		assert_int_equal(event_inject(v, &cases[i].ex), 0);
+		if (!(f->regs.rflags & X86_RFLAGS_RF) != !cases[i].rf)
+			fail_msg("vector %u: RFLAGS %#llx", cases[i].ex.vector,
+				 (unsigned long long)f->regs.rflags);
+		assert_int_equal(f->sregs.cr2, cases[i].ex.has_cr2 ? cases[i].ex.cr2 : 0x1234);
+		assert_int_equal(f->events.exception.injected, 1);
+		assert_int_equal(f->events.exception.pending, 0);
+		assert_int_equal(f->events.exception.nr, cases[i].ex.vector);
+		assert_int_equal(f->events.exception.has_error_code, cases[i].ex.has_error_code);
+		assert_int_equal(f->events.exception.error_code, cases[i].ex.error_code);
+	}
+}
+
 static void decision(void **state)
 {
 	struct msr_state s = { 0 };
@@ -725,6 +762,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(software_check, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(injection_failure_stops, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(injected_events, setup_enumerated, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
