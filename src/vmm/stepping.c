@@ -1000,8 +1000,9 @@ static int perform_sysret(struct vcpu *v)
  * Reads len bytes at la for the target of a branch as the guest sees
  * them: past RAM, where no device answers, KVM's emulator gets
  * VM_UNBACKED_BYTE through an MMIO exit (vcpu.c). 1 done; 0 the CPU
- * faults on that read (#PF, a non-canonical address); -1 not known (a
- * paging-structure entry outside RAM).
+ * faults on that read (#PF, a non-canonical address; a paging-structure
+ * entry outside RAM too: KVM emulates the access, and its walker raises
+ * #PF where no memory slot holds a table); -1 not known.
  */
 static int read_target(struct vcpu *v, uint64_t la, uint8_t *buf, size_t len)
 {
@@ -1012,7 +1013,7 @@ static int read_target(struct vcpu *v, uint64_t la, uint8_t *buf, size_t len)
 	guest_paging(v, &p);
 	if (pagewalk_read_filled(&m, &p, la, 0, buf, len, VM_UNBACKED_BYTE, &r) == len)
 		return 1;
-	return r == WALK_FAULT || r == WALK_NONCANONICAL ? 0 : -1;
+	return r == WALK_FAULT || r == WALK_NONCANONICAL || r == WALK_OUTSIDE_RAM ? 0 : -1;
 }
 
 /*

@@ -40,6 +40,7 @@ from vmmlib import (Failure, kvm_usable, lacks, report, run_vmm, scaled, scaled_
 R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI = range(8)
 R_FLAGS, R_COUNT = 16, 17
 PG_P, PG_W, PG_U, PG_XD, PG_RSVD, PG_NORAM = 1, 2, 4, 8, 0x10, 0x20
+PG_PTNORAM = 0x80       # 32-bit paging only: the window's page table where no RAM is
 PG_NORMAL = PG_P | PG_W | PG_U
 GEN_AC, GEN_WP, GEN_NXE, GEN_EQUAL, GEN_TF, GEN_LOG, GEN_IOPL3 = 1, 2, 4, 8, 0x10, 0x20, 0x40
 MODE_NAMES = ["64-bit", "compat", "16-bit", "compat-cs-base", "pm32", "pm32-paging32", "pm32-pae",
@@ -975,6 +976,15 @@ def pinned_jmp_unreadable_pm32_tf(idx):
                                PG_NORMAL, PG_W | PG_U)
 
 
+def pinned_jmp_pt_noram_pm32_tf(idx):
+    """The same JMP with its pointer's page table where no RAM is (the
+    PDE of the window's 4 MiB points past RAM): KVM's walker finds no
+    memory slot there and raises #PF on the pointer's read, whose handler
+    runs up to the MOV to CR0 that KVM emulates, as above."""
+    return pinned_paging32_esi(idx, "ffa6fcfdffff90", "line", -0x100,       # jmp *-0x204(%esi)
+                               PG_NORMAL | PG_PTNORAM, PG_NORMAL)
+
+
 def pinned_mmio_pf_guest_tf(idx):
     """Seed 45 record 283 of the long run (docs/reliability.md item 28):
     MOV to memory in 64-bit code at CPL0 with the guest's TF, its first
@@ -1005,7 +1015,8 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_far_jmp_tss_clears_tf, pinned_real_pm16_split_lock, pinned_lock_cmp_pm32_tf,
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
-          pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf]
+          pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf,
+          pinned_jmp_pt_noram_pm32_tf]
 
 
 def legacyize(c):
@@ -1423,7 +1434,8 @@ def pack(c):
 
 def describe(c):
     states = lambda s: "|".join(n for b, n in ((PG_P, "P"), (PG_W, "W"), (PG_U, "U"), (PG_XD, "XD"),
-                                               (PG_RSVD, "RSVD"), (PG_NORAM, "NORAM")) if s & b) or "0"
+                                               (PG_RSVD, "RSVD"), (PG_NORAM, "NORAM"),
+                                               (PG_PTNORAM, "PTNORAM")) if s & b) or "0"
     flags = ",".join(n for b, n in ((GEN_AC, "AC"), (GEN_WP, "WP"), (GEN_NXE, "NXE"), (GEN_EQUAL, "EQ"),
                                     (GEN_TF, "TF"), (GEN_IOPL3, "IOPL3")) if c.flags & b)
     env = ""

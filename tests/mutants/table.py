@@ -292,6 +292,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "pt-outside-ram-target-unknown",
+        "what": "a branch whose pointer's page table is where no RAM is is taken for one whose "
+                "target is not known, where KVM's walker raises #PF: KVM's emulator's step exit "
+                "in the handler owes the guest a #DB",
+        "edits": [("src/vmm/stepping.c", "r == WALK_NONCANONICAL || r == WALK_OUTSIDE_RAM ? 0 : -1;",
+                   "r == WALK_NONCANONICAL ? 0 : -1;")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "unbacked-read-stops",
         "what": "a branch's pointer past RAM is not read as the guest reads it (all-ones): "
                 "after JMP far through it raises #GP, KVM's emulator's step exit in the "

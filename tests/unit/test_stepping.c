@@ -1590,9 +1590,10 @@ static void indirect_branch_faulted_to_emulated_exit(void **state)
 
 /*
  * An indirect JMP whose target read faults (the page is not present, the
- * address non-canonical) completes nowhere: its #PF or #GP handler ran up
- * to KVM's emulator's exit, and no trap is owed there. Before, nothing
- * was known of such a target and that exit was taken for the JMP's.
+ * address non-canonical, a page table outside RAM) completes nowhere:
+ * its #PF or #GP handler ran up to KVM's emulator's exit, and no trap is
+ * owed there. Before, nothing was known of such a target and that exit
+ * was taken for the JMP's.
  */
 static void indirect_branch_unreadable(void **state)
 {
@@ -1615,6 +1616,17 @@ static void indirect_branch_unreadable(void **state)
 	stepping_before_run(v);
 	assert_true(v->step.branch.faults);
 	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_GP) + 0x20);
+
+	/* Its page table where no RAM is: KVM's walker raises #PF there too (item 31) */
+	memcpy(ram + BOOT_PD_ADDR + 16, &(uint64_t){ (RAM + 0x10000) | 3 }, 8);
+	memcpy(ram + CODE, jmp_mem, sizeof(jmp_mem));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_true(v->step.branch.faults);
+	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_PF) + 0x20);
+	memcpy(ram + CODE, jmp_rax, sizeof(jmp_rax));
 
 	/* Readable again: the JMP's own step exit at its target owes the guest's trap */
 	regs(v)->rip = CODE;

@@ -82,11 +82,14 @@ void wrpkru(uint32_t v);
 #define PG_RSVD    0x010  /* a reserved address bit (51) set */
 #define PG_NORAM   0x020  /* backed by guest-physical space without RAM */
 #define PG_LASTRAM 0x040  /* backed by the last page of RAM */
+/* 32-bit paging (legacy_exec) only: the window's page table in guest-physical space without RAM. */
+#define PG_PTNORAM 0x080
 #define PG_PKEY(k) ((unsigned)(k) << 8)  /* protection key 0-15 */
 #define PG_NORMAL  (PG_P | PG_W | PG_U)
 
 void win_init(const struct boot_info *bi);
 void win_set(unsigned page, unsigned state);
+unsigned win_get(unsigned page);
 /* The PTE of window page `page`, to look at its A and D bits. */
 uint64_t *win_pte(unsigned page);
 /* Guest-physical address behind window page `page` (RAM or not). */

@@ -125,6 +125,11 @@ void win_set(unsigned page, unsigned state)
 	flush_tlb();
 }
 
+unsigned win_get(unsigned page)
+{
+	return win_state[page];
+}
+
 uint64_t *win_pte(unsigned page)
 {
 	return &win_pt[page];

@@ -194,6 +194,7 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 	bool code16 = req->mode == MODE_16;
 	uint8_t *buf = code16 ? exec_page16 : exec_buf32;
 	unsigned n = req->len;
+	uint32_t pde = lg_pd32[WIN_BASE >> 22];
 	int32_t rel;
 
 	legacy_xidt();
@@ -201,6 +202,9 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 		legacy_tss_a_clear();	/* IN above IOPL faults */
 	for (unsigned i = 0; i < WIN_PAGES; i++)
 		lg_pt32[i] = (uint32_t)*win_pte(i);
+	/* KVM's walker finds no RAM behind that PDE's table: a #PF for any access there. */
+	if ((win_get(0) | win_get(1)) & PG_PTNORAM)
+		lg_pd32[WIN_BASE >> 22] = 0x80010000u | 7;
 	/*
 	 * PAE's PDPTEs again: in the lab (--split-lock=inherit too) bit 5 of
 	 * the PDPTEs a walk used comes back set, as if an accessed bit (a
@@ -249,6 +253,7 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 	barrier();
 	legacy_run(14);
 	barrier();
+	lg_pd32[WIN_BASE >> 22] = pde;
 	lg_pdpae[0] = pae_identity_pde(0);	/* vm86_setup's table off again */
 	if (req->cpl || lg_x_task_on)
 		gdt_tss_reset();	/* TR back to long mode's TSS, TSS A and B available */
