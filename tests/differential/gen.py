@@ -1085,6 +1085,11 @@ def legacyize(c):
         c.page0 = c.page1 = PG_NORMAL
     elif c.mode == 5:
         c.page0, c.page1 = c.page0 & ~(PG_XD | PG_RSVD), c.page1 & ~(PG_XD | PG_RSVD)
+        if c.addr_reg != 0xff and r.random() < 0.3:
+            # The window's page table where no RAM is: KVM emulates every
+            # access there, and its walker raises #PF (item 31).
+            c.page0 |= PG_PTNORAM
+            c.events = list(c.events) + ["page-table-outside-ram"]
     c.events = list(c.events) + ["outside-ia32e"] + (["gate-outside-ia32e"] if gate else [])
     return c
 
