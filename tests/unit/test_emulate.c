@@ -773,6 +773,13 @@ static void real_mode_cached_limits(void **state)
 	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(hw.ex.vector, 13);
 	assert_false(hw.ex.has_error_code);
+	/* The limit is the last byte's offset: a dword ending on it is inside. */
+	snap.sregs.ds.limit = 0x200041;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
+	snap.sregs.ds.limit = 0x200040;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.ex.vector, 13);
 }
 
 int main(void)

@@ -100,6 +100,21 @@ static void test_classify_events(void **state)
 	assert_int_equal(CLASSIFY(m64, 0xff, 0xe0).kind, STEP_BRANCH);	/* jmp *%rax */
 	assert_int_equal(CLASSIFY(m64, 0xff, 0xc0).kind, STEP_OTHER);	/* inc %eax */
 	assert_int_equal(CLASSIFY(m64, 0x0f, 0x23, 0xf8).kind, STEP_MOV_DR);	/* mov %rax, %dr7 */
+	/* Each end of the Jcc rel8 and LOOP/JrCXZ ranges is a jump; the bytes past them are not. */
+	for (unsigned op = 0x6f; op <= 0x80; op++) {
+		uint8_t b[] = { (uint8_t)op, 0x10 };
+
+		assert_int_equal(classify(b, sizeof(b), m64).jump, op >= 0x70 && op <= 0x7f);
+	}
+	for (unsigned op = 0xdf; op <= 0xe4; op++) {
+		uint8_t b[] = { (uint8_t)op, 0x10 };
+
+		i = classify(b, sizeof(b), m64);
+		assert_int_equal(i.jump, op >= 0xe0 && op <= 0xe3);
+		assert_int_equal(i.kind == STEP_BRANCH, op >= 0xe0 && op <= 0xe3);
+	}
+	assert_int_equal(CLASSIFY(m64, 0x7f, 0x10).kind, STEP_BRANCH);
+	assert_int_equal(CLASSIFY(m64, 0x70, 0x10).kind, STEP_BRANCH);
 }
 
 static void test_tf_model(void **state)
