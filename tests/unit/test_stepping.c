@@ -2005,6 +2005,64 @@ static void legacy_int3_dpl0_gate_gp(void **state)
  * segment). Every frame holds the guest's TF; its handler is stepped, and
  * no #DB is owed for INT3 or after the handler's first instruction.
  */
+/*
+ * 32-bit paging, 4 KiB pages identity-mapping RAM (PD at 0x200000, page
+ * tables from 0x201000), none accessed or dirty yet.
+ */
+static void paging32(struct vcpu *v)
+{
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	for (uint32_t t = 0; t < RAM >> 22; t++) {
+		uint32_t pde = (0x201000 + 0x1000 * t) | X86_PTE_P | X86_PTE_RW;
+
+		memcpy(ram + 0x200000 + 4 * t, &pde, 4);
+		for (uint32_t i = 0; i < 1024; i++) {
+			uint32_t pte = ((t << 22) | (i << 12)) | X86_PTE_P | X86_PTE_RW;
+
+			memcpy(ram + 0x201000 + 0x1000 * t + 4 * i, &pte, 4);
+		}
+	}
+	sr->cr3 = 0x200000;
+	sr->cr4 &= ~(uint64_t)(X86_CR4_PAE | X86_CR4_PSE);
+	sr->cr0 |= X86_CR0_PG;
+}
+
+static uint32_t pte32(uint64_t la)
+{
+	uint32_t pte;
+
+	memcpy(&pte, ram + 0x201000 + 4 * (la >> 12), 4);
+	return pte;
+}
+
+/*
+ * The frame the VMM pushes for an INT3 across a page boundary under
+ * 32-bit paging: both pages' PTEs get their accessed and dirty bits, as
+ * the CPU's pushes give them; the page past the frame gets neither.
+ */
+static void legacy_frame_across_pages(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	flat32_gate(v, X86_VEC_BP);
+	paging32(v);
+	memset(ram + 0x130000, 0x90, 16);
+	ram[CODE] = 0xcc;
+	regs(v)->rsp = 0x160004;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, 0x15fff8);
+	assert_int_equal(pte32(0x15f000) & (X86_PTE_A | X86_PTE_D), X86_PTE_A | X86_PTE_D);
+	assert_int_equal(pte32(0x160000) & (X86_PTE_A | X86_PTE_D), X86_PTE_A | X86_PTE_D);
+	assert_int_equal(pte32(0x161000) & (X86_PTE_A | X86_PTE_D), 0);
+	assert_int_equal(pte32(0x15e000) & (X86_PTE_A | X86_PTE_D), 0);
+	/* The IDT's page was read, not written. */
+	assert_int_equal(pte32(IDT) & (X86_PTE_A | X86_PTE_D), X86_PTE_A);
+}
+
 static void legacy_int3_delivered(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
@@ -2251,6 +2309,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_frame_across_pages, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_tss_limit, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_sce0_legacy_ud, setup_no_hwbp, teardown),
 	};
