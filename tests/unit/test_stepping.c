@@ -773,6 +773,49 @@ static void int3_delivered(void **state)
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
 }
 
+/*
+ * INT3's frame across the 2 MiB boundary of the boot's page tables: both
+ * PDEs get their accessed and dirty bits, as the CPU's pushes give them.
+ */
+static void frame_across_pages(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t pde[2];
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		memcpy(&pde[i], ram + BOOT_PD_ADDR + 8 * i, 8);
+		pde[i] &= ~(uint64_t)(X86_PTE_A | X86_PTE_D);
+		memcpy(ram + BOOT_PD_ADDR + 8 * i, &pde[i], 8);
+	}
+	ram[CODE] = 0xcc;
+	regs(v)->rsp = 0x200010;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(regs(v)->rsp, 0x200010 - 40);
+	for (unsigned i = 0; i < 2; i++) {
+		memcpy(&pde[i], ram + BOOT_PD_ADDR + 8 * i, 8);
+		assert_int_equal(pde[i] & (X86_PTE_A | X86_PTE_D), X86_PTE_A | X86_PTE_D);
+	}
+
+	/* A frame ending on the boundary leaves the page above it alone. */
+	for (unsigned i = 0; i < 2; i++) {
+		pde[i] &= ~(uint64_t)(X86_PTE_A | X86_PTE_D);
+		memcpy(ram + BOOT_PD_ADDR + 8 * i, &pde[i], 8);
+	}
+	regs(v)->rip = CODE;
+	regs(v)->rsp = 0x200000;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	v->step.inject_vector = -1;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rsp, 0x200000 - 40);
+	memcpy(&pde[0], ram + BOOT_PD_ADDR, 8);
+	memcpy(&pde[1], ram + BOOT_PD_ADDR + 8, 8);
+	assert_int_equal(pde[0] & (X86_PTE_A | X86_PTE_D), X86_PTE_A | X86_PTE_D);
+	assert_int_equal(pde[1] & (X86_PTE_A | X86_PTE_D), 0);
+}
+
 /* UD2 at CPL3: delivered on RSP0 with a privilege change, SS null, RF in the image. */
 static void ud2_cpl3_delivered(void **state)
 {
@@ -2262,6 +2305,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(debug_exit_unarmed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(frame_across_pages, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
