@@ -532,6 +532,44 @@ static void branch_fault_at_handler(void **state)
 }
 
 /*
+ * Without breakpoints, a data access certain to fault on its address (a
+ * non-canonical one) is delivered by the VMM, not left to the CPU: #GP(0)
+ * through a general register, #SS(0) through RBP (SS's), RIP at the
+ * instruction, RF and the guest's TF in the frame, the handler checked.
+ */
+static void certain_segment_faults_delivered(void **state)
+{
+	static const uint8_t load[] = { 0x48, 0x8b, 0x18 },	/* mov (%rax), %rbx */
+			     load_bp[] = { 0x48, 0x8b, 0x45, 0x00 };	/* mov 0(%rbp), %rax */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame = STACK - 48;
+
+	(void)state;
+	memcpy(ram + CODE, load, sizeof(load));
+	regs(v)->rax = 0x0000800000000000ull;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(regs(v)->rsp, frame);
+	assert_int_equal(word_at(frame), 0);				/* the error code */
+	assert_int_equal(word_at(frame + 8), CODE);
+	assert_int_equal(word_at(frame + 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, HANDLER(X86_VEC_GP));
+
+	memcpy(ram + CODE, load_bp, sizeof(load_bp));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rbp = 0x0000800000000000ull;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	v->step.guest_tf = false;
+	stepping_before_run(v);
+	assert_int_equal(v->stats.faults_delivered, 2);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_SS));
+}
+
+/*
  * The step of the instruction at CODE (the guest's TF set) ends at the #UD
  * handler with a fault frame of CODE at `frame`: it faulted, the frame
  * keeps the guest's TF, the handler runs with TF clear, nothing is owed or
@@ -2306,6 +2344,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(frame_across_pages, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(certain_segment_faults_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
