@@ -444,6 +444,19 @@ def switch_part(name, enc):
     return name, enc, enc, enc.replace(b"\x80", b"\x67\x80")
 
 
+def named_part(name):
+    """switch_part() of SWITCH_PARTS' entry NAME."""
+    return switch_part(name, dict(SWITCH_PARTS)[name])
+
+
+def pinned_switch_parts():
+    """The pinned mode-switch records' parts: PUSHF, a LOCK ADD split
+    across the window's page boundary (8 bytes below it, through EBX), a
+    LOCK OR that is not split."""
+    return (named_part("pushf"), switch_part("locked", b"\xf0\x01\x43\x06"),
+            switch_part("locked", b"\xf0\x09\x53\x08"))
+
+
 def push_sel(sel):
     """PUSH of a selector: imm8 is sign-extended, so those above 0x7f take imm32."""
     return b"\x6a" + bytes([sel]) if sel < 0x80 else b"\x68" + struct.pack("<I", sel)
@@ -842,8 +855,7 @@ def pinned_real_pm16_split_lock(idx):
     c = pinned_gate(idx, 8, 0, "mode-switch", b"", 0, 0, tf=False)
     c.env, c.env_arg, c.env_reg, c.aux = ENV_REAL_PE, 0, 0xff, 0
     c.addr_reg, c.placement, c.target, c.lock = R_BX, "page", -8, True
-    c.parts = (switch_part("pushf", b"\x9c\x58"), switch_part("locked", b"\xf0\x01\x43\x06"),
-               switch_part("locked", b"\xf0\x09\x53\x08"))
+    c.parts = pinned_switch_parts()
     c.insn = switch_real_program(c.parts)
     c.events = ["outside-ia32e", "pinned", "locked-split", "locked-not-split",
                 "real-pm16-real: pushf/locked/locked"]
@@ -871,8 +883,7 @@ def pinned_lm_off_split_lock(idx):
     c.env, c.env_arg, c.env_reg, c.aux = ENV_LM_OFF, 0, 0xff, 0
     c.regs[R_BP] = c.regs[R_SI] = c.regs[R_DI] = 0
     c.addr_reg, c.placement, c.target, c.lock = R_BX, "page", -8, True
-    c.parts = (switch_part("pushf", b"\x9c\x58"), switch_part("locked", b"\xf0\x01\x43\x06"),
-               switch_part("locked", b"\xf0\x09\x53\x08"))
+    c.parts = pinned_switch_parts()
     c.insn = switch_lm_off_program(c.parts) + b"\xcc"
     c.events = ["leaves-ia32e", "pinned", "locked-split", "locked-not-split",
                 "compat-pm32-compat: pushf/locked/locked"]
@@ -887,9 +898,9 @@ def pinned_lm_off_tf(idx):
     through the 64-bit one, and POPF clears it. emulate must deliver each
     trap with the guest's EFLAGS and detect the split lock between them."""
     c = pinned_lm_off_split_lock(idx)
-    c.parts = (switch_part("tf-on", b"\x9c\x80\x4c\x24\x01\x01\x9d"),
-               ("pushf-locked", b"\x9c\x58\xf0\x01\x43\x06", None, None),
-               switch_part("tf-off", b"\x9c\x80\x64\x24\x01\xfe\x9d"))
+    pushf, split, _ = pinned_switch_parts()
+    c.parts = (named_part("tf-on"), ("pushf-locked", pushf[1] + split[1], None, None),
+               named_part("tf-off"))
     c.insn = switch_lm_off_program(c.parts)
     c.events = ["leaves-ia32e", "leaves-ia32e-with-tf", "switch-with-tf", "pinned",
                 "locked-split", "compat-pm32-compat: tf-on/pushf-locked/tf-off"]
