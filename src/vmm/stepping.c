@@ -24,6 +24,18 @@ static bool stepping_fail(struct vcpu *v, const char *call, int err)
 	return false;
 }
 
+/* One of the guest's MSRs, as KVM holds it; false (the VM stopped) where KVM cannot read it. */
+static bool guest_msr(struct vcpu *v, uint32_t index, uint64_t *value)
+{
+	char call[48];
+	int r = v->kvm->get_msr(v, index, value);
+
+	if (!r)
+		return true;
+	snprintf(call, sizeof(call), "KVM_GET_MSRS (MSR 0x%x)", index);
+	return stepping_fail(v, call, -r);
+}
+
 /* The guest's paging as it stands, for accesses made on its behalf. */
 static void guest_paging(struct vcpu *v, struct paging *p)
 {
@@ -363,13 +375,15 @@ static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *
 static bool delivered(struct vcpu *v)
 {
 	struct kvm_vcpu_events ev;
+	int r;
 
 	v->step.guest_tf = false;
 	v->step.iret_rf = false;
 	/* Delivery ends an interrupt shadow (STI, MOV SS) the instruction sat in. */
-	if (!v->kvm->get_events(v, &ev) && ev.interrupt.shadow) {
-		int r;
-
+	r = v->kvm->get_events(v, &ev);
+	if (r)
+		return stepping_fail(v, "KVM_GET_VCPU_EVENTS", -r);
+	if (ev.interrupt.shadow) {
 		ev.interrupt.shadow = 0;
 		ev.flags = (ev.flags & KVM_VCPUEVENT_VALID_NMI_PENDING) | KVM_VCPUEVENT_VALID_SHADOW;
 		r = v->kvm->set_events(v, &ev);
@@ -689,15 +703,18 @@ static bool took_back_gp(struct vcpu *v)
 	struct kvm_vcpu_events ev, none;
 	int r;
 
-	if (v->kvm->get_events(v, &ev) ||
-	    !(ev.exception.injected || ev.exception.pending) || ev.exception.nr != X86_VEC_GP ||
+	r = v->kvm->get_events(v, &ev);
+	if (r)
+		return stepping_fail(v, "KVM_GET_VCPU_EVENTS", -r);
+	if (!(ev.exception.injected || ev.exception.pending) || ev.exception.nr != X86_VEC_GP ||
 	    v->run->s.regs.regs.rip != v->step.rip)
 		return false;
 	none = ev;
 	none.exception.injected = 0;
 	none.exception.pending = 0;
-	if (v->kvm->set_events(v, &none))
-		return false;
+	r = v->kvm->set_events(v, &none);
+	if (r)
+		return stepping_fail(v, "KVM_SET_VCPU_EVENTS (#GP)", -r);
 	/* watch_handler() took the guest's TF as delivery would: the frame wants it back. */
 	v->step.guest_tf = v->step.frame_tf;
 	if (deliver_fault(v, X86_VEC_GP, ev.exception.has_error_code ? ev.exception.error_code : 0)) {
@@ -793,8 +810,8 @@ static uint64_t read_fmask(struct vcpu *v)
 {
 	uint64_t fmask;
 
-	/* Not readable: assume TF masked, as every 64-bit kernel does. */
-	if (v->kvm->get_msr(v, MSR_SYSCALL_MASK, &fmask))
+	/* Not readable (the VM stops): TF masked, as every 64-bit kernel has it. */
+	if (!guest_msr(v, MSR_SYSCALL_MASK, &fmask))
 		return X86_RFLAGS_TF;
 	return fmask;
 }
@@ -818,7 +835,7 @@ static bool tf_after(struct vcpu *v)
 	switch (insn->kind) {
 	case STEP_SYSENTER:
 		/* RIP = IA32_SYSENTER_EIP, its low half outside long mode. */
-		v->step.to_known = !v->kvm->get_msr(v, MSR_IA32_SYSENTER_EIP, &v->step.to);
+		v->step.to_known = guest_msr(v, MSR_IA32_SYSENTER_EIP, &v->step.to);
 		if (!(sregs->efer & X86_EFER_LMA))
 			v->step.to = (uint32_t)v->step.to;
 		break;
@@ -965,9 +982,8 @@ static int perform_syscall(struct vcpu *v, uint64_t next)
 	uint64_t star, target, fmask;
 
 	/* Compatibility mode: #UD on Intel, CSTAR on AMD; the CPU's. */
-	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
-	    v->kvm->get_msr(v, MSR_STAR, &star) || v->kvm->get_msr(v, MSR_LSTAR, &target) ||
-	    v->kvm->get_msr(v, MSR_SYSCALL_MASK, &fmask))
+	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || !guest_msr(v, MSR_STAR, &star) ||
+	    !guest_msr(v, MSR_LSTAR, &target) || !guest_msr(v, MSR_SYSCALL_MASK, &fmask))
 		return 0;
 	step_syscall_plan(next, (regs->rflags & ~X86_RFLAGS_TF) |
 			  (v->step.guest_tf ? X86_RFLAGS_TF : 0), star, target, fmask, &sc);
@@ -989,7 +1005,7 @@ static int perform_sysret(struct vcpu *v)
 	if ((sregs->efer & X86_EFER_LMA) && sregs->cs.l && emulate_cpl(sregs, regs->rflags) != 0)
 		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
 	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l ||
-	    emulate_cpl(sregs, regs->rflags) != 0 || v->kvm->get_msr(v, MSR_STAR, &star) ||
+	    emulate_cpl(sregs, regs->rflags) != 0 || !guest_msr(v, MSR_STAR, &star) ||
 	    !step_sysret_plan(regs->rcx, regs->r11, star, v->step.insn.opsize == 8,
 			      (sregs->cr4 & X86_CR4_LA57) != 0, &sc))
 		return 0;

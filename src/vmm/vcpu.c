@@ -148,7 +148,7 @@ static int ioctl_get_msr(struct vcpu *v, uint32_t index, uint64_t *value)
 	m.hdr.entries[0].index = index;
 	r = ioctl(v->fd, KVM_GET_MSRS, &m);
 	if (r != 1)
-		return r < 0 ? -errno : -EIO;
+		return r < 0 ? -errno : -ENODATA;	/* it read none: KVM does not know the MSR */
 	*value = m.hdr.entries[0].data;
 	return 0;
 }

@@ -60,7 +60,7 @@ FAKE_SET(set_guest_debug, struct kvm_guest_debug, debug)
 FAKE_GET(get_debugregs, struct kvm_debugregs, debugregs)
 FAKE_SET(set_debugregs, struct kvm_debugregs, debugregs)
 
-/* An MSR from the vCPU's table; -EIO (KVM_GET_MSRS reads 0 of 1) for any other. */
+/* An MSR from the vCPU's table; -ENODATA (KVM_GET_MSRS reads 0 of 1) for any other. */
 static int fake_get_msr(struct vcpu *v, uint32_t index, uint64_t *value)
 {
 	struct fake_vcpu *fc = fake_vcpu(v);
@@ -73,7 +73,7 @@ static int fake_get_msr(struct vcpu *v, uint32_t index, uint64_t *value)
 			*value = fc->msrs[i].value;
 			return 0;
 		}
-	return -EIO;
+	return -ENODATA;
 }
 
 /* A new member of struct vcpu_ops: its fake above, and one line here. */

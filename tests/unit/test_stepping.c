@@ -22,6 +22,7 @@
 #include "vcpu.h"
 #include "vmm_boot.h"
 #include "vmm_msr.h"
+#include "vmm_status.h"
 #include "x86.h"
 
 #define RAM      (4ull << 20)
@@ -1250,6 +1251,89 @@ static void syscall_trap_owed(void **state)
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_DB));
 }
 
+/* What the VM said as it stopped; the status must be VMM_EXIT_HOST. */
+static void assert_stopped_saying(struct capture *c, const char *what)
+{
+	assert_int_equal(capture_close(c), 0);
+	assert_true(vm_stopping(&fv.vm));
+	assert_int_equal(fv.vm.status, VMM_EXIT_HOST);
+	assert_non_null(strstr(c->buf, what));
+	free(c->buf);
+}
+
+/* The #GP KVM queued cannot be taken back: the VM stops, naming the call. */
+static void msr_fault_events_fail(void **state)
+{
+	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct capture c;
+
+	(void)state;
+	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
+	stepping_before_run(v);
+	test_ctrl_reserved_write(v);
+	fc->events.exception.injected = 1;
+	fc->events.exception.nr = X86_VEC_GP;
+	FAKE_FAIL(fc, set_events) = EIO;
+	assert_int_equal(capture_stderr(&c), 0);
+	stepping_interrupted(v);
+	assert_stopped_saying(&c, "vCPU 0: KVM_SET_VCPU_EVENTS (#GP) failed: Input/output error (errno 5)");
+	assert_int_equal(fc->events.exception.injected, 1);	/* left as KVM had it */
+	assert_int_equal(v->stats.faults_delivered, 0);
+}
+
+static void msr_fault_get_events_fails(void **state)
+{
+	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct capture c;
+
+	(void)state;
+	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
+	stepping_before_run(v);
+	test_ctrl_reserved_write(v);
+	FAKE_FAIL(fake_vcpu(v), get_events) = ENOMEM;
+	assert_int_equal(capture_stderr(&c), 0);
+	stepping_interrupted(v);
+	assert_stopped_saying(&c, "vCPU 0: KVM_GET_VCPU_EVENTS failed: Cannot allocate memory (errno 12)");
+}
+
+/* A delivery that cannot read the interrupt shadow it must end stops the VM. */
+static void delivery_events_unreadable(void **state)
+{
+	static const uint8_t ud2[] = { 0x0f, 0x0b };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct capture c;
+
+	(void)state;
+	memcpy(ram + CODE, ud2, sizeof(ud2));
+	FAKE_FAIL(fake_vcpu(v), get_events) = EIO;
+	assert_int_equal(capture_stderr(&c), 0);
+	stepping_before_run(v);
+	assert_stopped_saying(&c, "vCPU 0: KVM_GET_VCPU_EVENTS failed: Input/output error (errno 5)");
+}
+
+/* SYSCALL with an MSR KVM cannot read: stopped, never performed on a guess. */
+static void syscall_msr_unreadable(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct capture c;
+
+	(void)state;
+	syscall_msrs(fc, 0);
+	fc->msrs[1].valid = false;	/* LSTAR */
+	v->run->s.regs.sregs.efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, syscall, sizeof(syscall));
+	assert_int_equal(capture_stderr(&c), 0);
+	stepping_before_run(v);
+	assert_stopped_saying(&c, "vCPU 0: KVM_GET_MSRS (MSR 0xc0000082) failed: No data available");
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(regs(v)->rcx, 0);
+}
+
 /* SYSRETQ with R11.TF clear: performed, so the CPL3 code after it is stepped too. */
 static void sysret_performed(void **state)
 {
@@ -2336,6 +2420,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(plain_step, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(split_lock_emulated, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(msr_fault_restep, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(msr_fault_events_fail, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(msr_fault_get_events_fails, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(delivery_events_unreadable, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(syscall_msr_unreadable, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(watch_breakpoint_on_handler, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(frame_fix, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(resync_after_completed_exit, setup_hwbp, teardown),
