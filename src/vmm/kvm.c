@@ -60,7 +60,7 @@ int __kvm_open(char *err, size_t errlen)
 		return fd;
 	e = version < 0 ? errno : EPROTO;
 	if (version < 0)
-		snprintf(err, errlen, "KVM_GET_API_VERSION: %s", strerror(e));
+		snprintf(err, errlen, "KVM_GET_API_VERSION failed: %s (errno %d)", strerror(e), e);
 	else
 		snprintf(err, errlen, "/dev/kvm speaks KVM API %d, this vmm needs %d",
 			 version, KVM_API_VERSION);
@@ -94,7 +94,7 @@ int kvm_open(void)
 
 int __kvm_cap(int fd, long cap)
 {
-	return ioctl(fd, KVM_CHECK_EXTENSION, cap);
+	return __kvm_ioctl(fd, KVM_CHECK_EXTENSION, (void *)cap);
 }
 
 int kvm_cap(int fd, long cap)
