@@ -49,6 +49,17 @@ static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILIT
  * Without CPL3 stepping the guest is told, in boot_info, that split locks at
  * CPL3 go unseen.
  */
+/*
+ * A probe's answer (1: yes); one KVM could not run is a no, said in a
+ * warning: the feature is optional, the KVM's failure worth knowing.
+ */
+static bool probed(int r, const char *err, const char *what, const char *instead)
+{
+	if (r < 0)
+		warn("split-lock emulation: probing %s failed (%s); going on %s", what, err, instead);
+	return r == 1;
+}
+
 static int probe_stepping(int kvm_fd, struct vm_probes *p)
 {
 	const int sync = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
@@ -72,12 +83,16 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	}
 	/* VMM_TEST_NO_CPL3_STEP: the path of hosts that cannot (this project's), for tests. */
 	p->step_cpl3 = !getenv("VMM_TEST_NO_CPL3_STEP") &&
-		       hostinfo_probe_singlestep(kvm_fd, 3, NULL, 0) == 1;
+		       probed(hostinfo_probe_singlestep(kvm_fd, 3, err, sizeof(err)), err,
+			      "single-stepping at CPL3", "without stepping CPL3 code");
 	if (!p->step_cpl3)
 		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
 	/* Tests take the path of hosts without working breakpoints (the lab's) here too. */
-	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") && hostinfo_probe_hwbp(kvm_fd, NULL, 0) == 1;
-	p->guest_databp = hostinfo_probe_databp(kvm_fd, NULL, 0) == 1;
+	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") &&
+		       probed(hostinfo_probe_hwbp(kvm_fd, err, sizeof(err)), err,
+			      "hardware breakpoints", "without breakpoints");
+	p->guest_databp = probed(hostinfo_probe_databp(kvm_fd, err, sizeof(err)), err,
+				 "the guest's data breakpoints", "as if they never fire at CPL0");
 	return 0;
 }
 
