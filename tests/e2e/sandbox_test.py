@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import REGS_LOST, case_main, kvm_on_svm, run, scaled, scaled_str, start, target  # noqa: E402
+from vmmlib import REGS_LOST, case_main, image, kvm_on_svm, run, scaled, scaled_str, start, target  # noqa: E402
 
 EXIT_SOFTWARE = 70
 
@@ -38,13 +38,6 @@ MMIO = ("c7042500005000" "01000000"              # mov dword [0x500000], 1
 NONE = "0" * 16
 REFUSAL = re.compile(r"^vmm: error: seccomp: forbidden system call \d+ \(socket\); "
                      r"this is a bug in vmm, please report it$", re.M)
-
-
-def image(tmp, hexcode, name="guest.img"):
-    path = os.path.join(tmp, name)
-    with open(path, "wb") as f:
-        f.write(bytes.fromhex(hexcode))
-    return path
 
 
 def task_status(pid):

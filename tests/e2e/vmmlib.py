@@ -459,6 +459,14 @@ def run(cmd, timeout=120, sig=None, signal_after=1.0, env=None, close_fds=(),
         timeout, sig, signal_after, sample_rss)
 
 
+def image(tmp, hexcode, name="guest.img"):
+    """A guest image of the machine code in hexcode, written in tmp; its path."""
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(bytes.fromhex(hexcode))
+    return path
+
+
 def run_vmm(vmm, args, **kw):
     """run() for vmm and its arguments."""
     return run([vmm] + list(args), **kw)

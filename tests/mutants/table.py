@@ -333,6 +333,30 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "kvm-run-error-retried",
+        "what": "any error from KVM_RUN is taken for EINTR and the vCPU runs again",
+        "edits": [("src/vmm/vcpu.c", "\t\tif (r == -EINTR || r == -EAGAIN) {", "\t\tif (r) {")],
+        "tests": ["ioctlfail-run"],
+    },
+    {
+        "name": "events-unreadable-ignored",
+        "what": "under emulate, a KVM_GET_VCPU_EVENTS that fails at a delivery is passed over",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (r)\n\t\treturn stepping_fail(v, \"KVM_GET_VCPU_EVENTS\", -r);\n\tif (ev.interrupt.shadow) {",
+                   "\tif (!r && ev.interrupt.shadow) {")],
+        "unit": ["stepping"],
+        "tests": ["ioctlfail-emulate"],
+    },
+    {
+        "name": "msr-unreadable-guessed",
+        "what": "under emulate, an MSR KVM cannot read (SYSCALL's, SYSENTER's) is guessed at "
+                "instead of stopping the VM",
+        "edits": [("src/vmm/stepping.c", "\treturn stepping_fail(v, call, -r);\n}",
+                   "\treturn false;\n}")],
+        "unit": ["stepping"],
+        "tests": ["ioctlfail-emulate"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""A KVM that fails: each KVM ioctl vmm makes, made to fail by the
+LD_PRELOAD shim ioctlfail.c, as a host's KVM may.
+
+  ioctlfail_test.py --vmm build/vmm --guest build/guest.bin \\
+      --shim build/tests/e2e/libioctlfail.so CASE
+
+CASE is one of:
+  setup     each ioctl that builds the VM fails once (EIO; ENOMEM for
+            KVM_CREATE_VM): vmm ends with status 69 and one line naming
+            the call, its error and errno, before the guest runs
+  retried   an EINTR from any of them is retried, and KVM_GET_SUPPORTED_CPUID's
+            E2BIG grows the table: the VM runs as without the shim
+  run DIFFGUEST
+            KVM_RUN returns EINTR every other time, under inherit and
+            emulate: the guest's status and output are those of a run
+            without the shim; an EIO from it stops the VM with status 69
+            and one line (on 2 vCPUs, and under emulate)
+  emulate DIFFGUEST
+            emulate's start-up probes fail (the one it needs: 69; an
+            optional one: a warning), then each ioctl it makes while it
+            watches a guest: status 69 and one line naming it, no hang
+DIFFGUEST is the differential guest (tests/differential), whose cases make
+emulate ask KVM for each thing.
+Each case checks that the shim made the failure (its "ioctlfail:" line).
+Exits 0 on success, 1 on failure, 77 when no KVM is to be had.
+"""
+import argparse
+import errno
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmmlib import case_main, image, run, scaled, scaled_str  # noqa: E402
+
+EXIT_HOST = 69
+SHIM = None
+
+# 64-bit machine code, loaded at 1 MiB: mov dx,0xf4; mov eax,0; out dx,eax.
+EXIT_0 = "66baf400" "b800000000" "ef"
+
+
+def run_failing(ctx, spec, args, timeout=60):
+    env = dict(os.environ, LD_PRELOAD=SHIM, VMM_TEST_IOCTLFAIL=spec,
+               ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
+    r = run([ctx.vmm, *args], env=env, timeout=scaled(timeout))
+    print(r.out[-2000:] + "--- stderr ---\n" + r.err)
+    return r
+
+
+def split_err(r):
+    """(the shim's lines, vmm's lines) of stderr."""
+    lines = r.err.splitlines()
+    shim = [l for l in lines if l.startswith("ioctlfail: ")]
+    return shim, [l for l in lines if not l.startswith("ioctlfail: ")]
+
+
+def failed_as(call, errno_, rest=""):
+    """vmm's one line for a failed call: 'CALL failed: STRERROR (errno N)REST'."""
+    return r"%s failed: %s \(errno %d\)%s" % (call, re.escape(os.strerror(errno_)), errno_, rest)
+
+
+def expect_failure(r, spec, want):
+    """Status 69 and one line of vmm's: 'vmm: error: ' and the regex want."""
+    if r.hung:
+        return [f"{spec}: vmm did not end"]
+    shim, vmm = split_err(r)
+    fails = []
+    if not shim:
+        fails.append(f"{spec}: the shim made no failure: vmm never made that call")
+    if r.status != EXIT_HOST:
+        fails.append(f"{spec}: exit status {r.status}, want {EXIT_HOST}")
+    if len(vmm) != 1 or not re.match("vmm: error: " + want, vmm[0]):
+        fails.append(f"{spec}: stderr {vmm}, want one line matching /vmm: error: {want}/")
+    return fails
+
+
+def expect_clean(r, spec):
+    """The failure made, retried, and the VM run to its end as without it."""
+    if r.hung:
+        return [f"{spec}: vmm did not end"]
+    shim, vmm = split_err(r)
+    fails = []
+    if not shim:
+        fails.append(f"{spec}: the shim made no failure: vmm never made that call")
+    if vmm:
+        fails.append(f"{spec}: stderr {vmm}, want none")
+    if r.status != 0:
+        fails.append(f"{spec}: exit status {r.status}, want 0")
+    return fails
+
+
+EIO, ENOMEM, ENODATA = errno.EIO, errno.ENOMEM, errno.ENODATA
+# Split locks at CPL0, and a #GP KVM queues (a differential guest's case).
+RUN_CASE = "step-split-lock-after-kvm-gp"
+
+# Each ioctl that builds the VM, failed at its first call (KVM_CREATE_VCPU
+# at its second: the VM has 2 vCPUs, the first one made).
+SETUP = [("KVM_GET_API_VERSION", 1), ("KVM_CHECK_EXTENSION", 1), ("KVM_GET_SUPPORTED_CPUID", 1),
+         ("KVM_GET_VCPU_MMAP_SIZE", 1), ("KVM_CREATE_VM", 1), ("KVM_SET_USER_MEMORY_REGION", 1),
+         ("KVM_CREATE_VCPU", 2), ("KVM_SET_CPUID2", 1), ("KVM_GET_SREGS", 1), ("KVM_SET_SREGS", 2),
+         ("KVM_SET_REGS", 1), ("KVM_ENABLE_CAP", 1), ("KVM_X86_SET_MSR_FILTER", 1)]
+
+
+def case_setup(ctx):
+    img = image(ctx.tmp, EXIT_0)
+    fails = []
+    for name, nth in SETUP:
+        err, num = ("ENOMEM", ENOMEM) if name == "KVM_CREATE_VM" else ("EIO", EIO)
+        spec = f"{name}:{nth}:{err}"
+        r = run_failing(ctx, spec, ["-q", "-c", "2", "--timeout", scaled_str(30), img])
+        fails += expect_failure(r, spec, failed_as(name, num))
+    return fails
+
+
+# Retried by vmm: EINTR from any setup ioctl; E2BIG, the CPUID table too small.
+RETRIED = [f"{name}:{nth}:EINTR" for name, nth in SETUP] + ["KVM_GET_SUPPORTED_CPUID:1:E2BIG"]
+
+
+def case_retried(ctx):
+    img = image(ctx.tmp, EXIT_0)
+    fails = []
+    for spec in RETRIED:
+        r = run_failing(ctx, spec, ["-q", "-c", "2", "--timeout", scaled_str(30), img])
+        fails += expect_clean(r, spec)
+    return fails
+
+
+def case_run(ctx, diffguest):
+    """Spurious EINTRs from KVM_RUN change nothing the guest sees, watched or
+    not; an EIO stops the VM, however many vCPUs run."""
+    fails = []
+    for policy in ("inherit", "emulate"):
+        args = ["-q", "--split-lock=" + policy, "--timeout", scaled_str(120),
+                "--append", "case=" + RUN_CASE, diffguest]
+        base = run([ctx.vmm, *args], timeout=scaled(120))
+        print(base.out[-2000:] + "--- stderr ---\n" + base.err)
+        if base.hung or base.status != 0:
+            fails.append(f"{policy}: {RUN_CASE} without the shim: exit status {base.status}, want 0")
+            continue
+        spec = "KVM_RUN:%2:EINTR"
+        r = run_failing(ctx, spec, args, timeout=120)
+        shim, vmm = split_err(r)
+        if not shim:
+            fails.append(f"{policy}: {spec}: the shim made no failure")
+        if r.status != base.status or r.out != base.out:
+            fails.append(f"{policy}: {spec}: exit status {r.status} and the guest's output "
+                         f"differ from the run without EINTRs (status {base.status})")
+        if [l for l in vmm if l.startswith("vmm: error")]:
+            fails.append(f"{policy}: {spec}: {vmm}")
+        if policy == "emulate" and "split lock" not in r.err:
+            fails.append(f"{policy}: {spec}: no split lock detected")
+        # Past the start-up probes' runs (at most 9) under emulate.
+        spec, cpus = ("KVM_RUN:5:EIO", ["-c", "2"]) if policy == "inherit" else ("KVM_RUN:40+:EIO", [])
+        r = run_failing(ctx, spec, cpus + args, timeout=120)
+        want = r"vCPU \d: " + failed_as("KVM_RUN", EIO, "$")
+        fails += [f"{policy}: {f}" for f in expect_failure(r, spec, want)]
+    return fails
+
+
+# What --split-lock=emulate asks of KVM while it watches a guest, and a
+# differential guest's case that makes it ask: the first call past those
+# of the start-up probes fails ("N+": every call from the Nth).
+WATCHING = [
+    ("KVM_GET_VCPU_EVENTS:1+:EIO", "step-tf-sti-shadow", r"KVM_GET_VCPU_EVENTS"),
+    ("KVM_GET_VCPU_EVENTS:1+:EIO", "step-split-lock-after-kvm-gp", r"KVM_GET_VCPU_EVENTS"),
+    ("KVM_SET_VCPU_EVENTS:1+:EIO", "step-split-lock-after-kvm-gp", r"KVM_SET_VCPU_EVENTS \(#GP\)"),
+    ("KVM_GET_DEBUGREGS:1+:EIO", "step-tf-cpl0", r"KVM_GET_DEBUGREGS"),
+    ("KVM_SET_DEBUGREGS:1+:EIO", "step-tf-cpl0", r"KVM_SET_DEBUGREGS"),
+    ("KVM_GET_MSRS:1+:short", "event-syscall-r11-fmask0", r"KVM_GET_MSRS \(MSR 0x[0-9a-f]+\)"),
+    ("KVM_GET_MSRS:1+:EIO", "event-syscall-r11-fmask0", r"KVM_GET_MSRS \(MSR 0x[0-9a-f]+\)"),
+]
+
+
+# The start-up probes of --split-lock=emulate: single-stepping at CPL0 is
+# needed (its KVM_SET_GUEST_DEBUG is the first); a failed probe of an
+# optional feature (CPL3 stepping: the second KVM_RUN) is a warning.
+PROBES = [
+    ("KVM_SET_GUEST_DEBUG:1:EIO", EXIT_HOST, "error: --split-lock=emulate needs KVM single-stepping, "
+     "and on this host it could not be probed: KVM_SET_GUEST_DEBUG: " + os.strerror(EIO)),
+    ("KVM_RUN:2:EIO", 0, "warning: split-lock emulation: probing single-stepping at CPL3 failed "
+     "(KVM_RUN: " + os.strerror(EIO) + f" (errno {EIO})); going on without stepping CPL3 code"),
+]
+
+
+def case_emulate(ctx, diffguest):
+    fails = []
+    for spec, status, line in PROBES:
+        r = run_failing(ctx, spec, ["-q", "--split-lock=emulate", "--timeout", scaled_str(60),
+                                    "--append", "case=" + RUN_CASE, diffguest], timeout=120)
+        shim, vmm = split_err(r)
+        if r.hung or r.status != status:
+            fails.append(f"{spec}: exit status {r.status}, want {status}")
+        if not shim:
+            fails.append(f"{spec}: the shim made no failure")
+        if not vmm or not vmm[0].startswith("vmm: " + line) or \
+                any(l.startswith("vmm: error") for l in vmm[1:]):
+            fails.append(f"{spec}: stderr {vmm}, want 'vmm: {line}' first, and no other error")
+    for spec, case, call in WATCHING:
+        num = ENODATA if spec.endswith("short") else EIO
+        r = run_failing(ctx, spec, ["-q", "--split-lock=emulate", "--timeout", scaled_str(60),
+                                    "--append", "case=" + case, diffguest], timeout=120)
+        want = r"vCPU 0: " + failed_as(call, num,
+                                       "; --split-lock=emulate cannot go on watching this guest$")
+        fails += [f"{case}: {f}" for f in expect_failure(r, spec, want)]
+    return fails
+
+
+def main():
+    global SHIM
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--shim", required=True)
+    a, rest = ap.parse_known_args()
+    SHIM = os.path.abspath(a.shim)
+    return case_main({"setup": case_setup, "retried": case_retried, "run": case_run,
+                      "emulate": case_emulate}, __doc__, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
