@@ -73,13 +73,16 @@ void dump_vcpu(struct vcpu *v)
 	char bytes[64];
 	size_t n;
 
+	const char *call = "KVM_GET_REGS";
 	int r = v->ops->get_regs(v, &regs);
 
-	if (!r)
+	if (!r) {
+		call = "KVM_GET_SREGS";
 		r = v->ops->get_sregs(v, &sregs);
+	}
 	if (r) {
-		warn("vCPU %u: reading registers for the dump failed: %s", v->index,
-		     strerror(-r));
+		warn("vCPU %u: no register dump: %s failed: %s (errno %d)", v->index, call,
+		     strerror(-r), -r);
 		return;
 	}
 	if (dump_is_reset_state(&regs, &sregs)) {

@@ -158,15 +158,23 @@ static void pay_ratelimit(struct vcpu *v)
 	v->stats.split_lock_delay_ns += waited;
 }
 
-/* The decision's inputs, read from the vCPU. false if KVM failed. */
-static bool snapshot(struct vcpu *v, enum emulate_source source, struct emulate_snapshot *s)
+/* The decision's inputs, read from the vCPU: 0, or KVM's -errno (*call names the ioctl). */
+static int snapshot(struct vcpu *v, enum emulate_source source, struct emulate_snapshot *s,
+		    const char **call)
 {
+	int r;
+
 	memset(s, 0, sizeof(*s));
 	s->source = source;
 	s->ac_requested = splitlock_decide_ac(&v->msrs) == SPLITLOCK_AC_INJECT;
 	s->maxphyaddr = v->maxphyaddr;
 	s->mem = (struct guest_mem){ v->vm->mem, v->vm->ram_size };
-	return v->ops->get_regs(v, &s->regs) == 0 && v->ops->get_sregs(v, &s->sregs) == 0;
+	*call = "KVM_GET_REGS";
+	r = v->ops->get_regs(v, &s->regs);
+	if (r)
+		return r;
+	*call = "KVM_GET_SREGS";
+	return v->ops->get_sregs(v, &s->sregs);
 }
 
 /*
@@ -265,8 +273,10 @@ enum splitlock_outcome splitlock_check(struct vcpu *v)
 {
 	struct emulate_snapshot s;
 	struct emulate_plan p;
+	const char *call;
 
-	if (!snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))
+	/* Under emulate the registers are the run page's: nothing to fail. */
+	if (snapshot(v, EMULATE_SOURCE_SOFTWARE, &s, &call))
 		return SPLITLOCK_NONE;
 	decide(v, &s, &p);
 	return act(v, &s, &p, false);
@@ -276,8 +286,9 @@ bool splitlock_still_left_to_cpu(struct vcpu *v)
 {
 	struct emulate_snapshot s;
 	struct emulate_plan p;
+	const char *call;
 
-	if (!snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))
+	if (snapshot(v, EMULATE_SOURCE_SOFTWARE, &s, &call))
 		return false;
 	decide(v, &s, &p);
 	return p.kind == EMULATE_PLAN_NATIVE && p.split;
@@ -289,6 +300,8 @@ void splitlock_handle_exception(struct vcpu *v)
 	struct emulate_plan p;
 	bool sigbus = v->sigbus != 0;
 	uint32_t vector = v->run->ex.exception;
+	const char *call;
+	int r;
 
 	v->sigbus = 0;
 	if (sigbus)
@@ -299,9 +312,11 @@ void splitlock_handle_exception(struct vcpu *v)
 			v->index, vector, v->run->ex.error_code);
 		return;
 	}
-	if (!snapshot(v, EMULATE_SOURCE_HARDWARE, &s)) {
-		vm_fail(v->vm, VMM_EXIT_HOST, "vCPU %u: reading registers after a split-lock #AC failed",
-			v->index);
+	r = snapshot(v, EMULATE_SOURCE_HARDWARE, &s, &call);
+	if (r) {
+		vm_fail(v->vm, VMM_EXIT_HOST,
+			"vCPU %u: reading registers after a split-lock #AC failed: %s: %s (errno %d)",
+			v->index, call, strerror(-r), -r);
 		return;
 	}
 	decide(v, &s, &p);
