@@ -11,6 +11,9 @@ CASE is one of:
             the call, its error and errno, before the guest runs
   retried   an EINTR from any of them is retried, and KVM_GET_SUPPORTED_CPUID's
             E2BIG grows the table: the VM runs as without the shim
+  dump      a triple fault's register dump cannot read the registers
+            (KVM_GET_REGS, KVM_GET_SREGS): status 80, its error line, and
+            a warning naming the call instead of the dump
   run DIFFGUEST
             KVM_RUN returns EINTR every other time, under inherit and
             emulate: the guest's status and output are those of a run
@@ -35,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmmlib import case_main, image, run, scaled, scaled_str  # noqa: E402
 
 EXIT_HOST = 69
+EXIT_SHUTDOWN = 80
 SHIM = None
 
 # 64-bit machine code, loaded at 1 MiB: mov dx,0xf4; mov eax,0; out dx,eax.
@@ -127,6 +131,25 @@ def case_retried(ctx):
     return fails
 
 
+def case_dump(ctx):
+    img = image(ctx.tmp, "0f0b")        # ud2 without an IDT: a triple fault
+    fails = []
+    for spec, call in (("KVM_GET_REGS:1:EIO", "KVM_GET_REGS"), ("KVM_GET_SREGS:2:EIO", "KVM_GET_SREGS")):
+        r = run_failing(ctx, spec, ["-q", "--timeout", scaled_str(30), img])
+        shim, vmm = split_err(r)
+        want = ["vmm: error: vCPU 0: triple fault (KVM_EXIT_SHUTDOWN): an exception the guest "
+                "could not handle, often a missing IDT, GDT or stack",
+                f"vmm: warning: vCPU 0: no register dump: {call} failed: {os.strerror(EIO)} "
+                f"(errno {EIO})"]
+        if r.hung or r.status != EXIT_SHUTDOWN:
+            fails.append(f"{spec}: exit status {r.status}, want {EXIT_SHUTDOWN}")
+        if not shim:
+            fails.append(f"{spec}: the shim made no failure")
+        if vmm != want:
+            fails.append(f"{spec}: stderr {vmm}, want {want}")
+    return fails
+
+
 def case_run(ctx, diffguest):
     """Spurious EINTRs from KVM_RUN change nothing the guest sees, watched or
     not; an EIO stops the VM, however many vCPUs run."""
@@ -215,8 +238,8 @@ def main():
     ap.add_argument("--shim", required=True)
     a, rest = ap.parse_known_args()
     SHIM = os.path.abspath(a.shim)
-    return case_main({"setup": case_setup, "retried": case_retried, "run": case_run,
-                      "emulate": case_emulate}, __doc__, rest)
+    return case_main({"setup": case_setup, "retried": case_retried, "dump": case_dump,
+                      "run": case_run, "emulate": case_emulate}, __doc__, rest)
 
 
 if __name__ == "__main__":
