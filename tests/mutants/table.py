@@ -62,8 +62,8 @@ MUTANTS = [
         "name": "emulate-blind",
         "what": "stepping goes on, but no instruction is ever judged a split lock",
         "edits": [("src/vmm/splitlock.c",
-                   "\tif (!snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))\n\t\treturn SPLITLOCK_NONE;",
-                   "\tif (1 || !snapshot(v, EMULATE_SOURCE_SOFTWARE, &s))\n\t\treturn SPLITLOCK_NONE;")],
+                   "\tif (snapshot(v, EMULATE_SOURCE_SOFTWARE, &s, &call))\n\t\treturn SPLITLOCK_NONE;",
+                   "\tif (1 || snapshot(v, EMULATE_SOURCE_SOFTWARE, &s, &call))\n\t\treturn SPLITLOCK_NONE;")],
         "tests": ["split-lock-unasked-emulate", "split-lock-ac-emulate"],
     },
     {
@@ -337,6 +337,20 @@ MUTANTS = [
         "what": "any error from KVM_RUN is taken for EINTR and the vCPU runs again",
         "edits": [("src/vmm/vcpu.c", "\t\tif (r == -EINTR || r == -EAGAIN) {", "\t\tif (r) {")],
         "tests": ["ioctlfail-run"],
+    },
+    {
+        "name": "set-debugregs-error-dropped",
+        "what": "a KVM_SET_DEBUGREGS that fails is taken for one that worked",
+        "edits": [("src/vmm/vcpu.c", "\treturn ioctl(v->fd, KVM_SET_DEBUGREGS, dr) < 0 ? -errno : 0;",
+                   "\t(void)ioctl(v->fd, KVM_SET_DEBUGREGS, dr);\n\treturn 0;")],
+        "tests": ["ioctlfail-emulate"],
+    },
+    {
+        "name": "mmio-warnings-unbounded",
+        "what": "every MMIO access to where there is no RAM gets its own warning",
+        "edits": [("src/vmm/vcpu.c", "atomic_fetch_add(&v->vm->mmio_warned, 1) < 8",
+                   "atomic_fetch_add(&v->vm->mmio_warned, 1) < 1000")],
+        "tests": ["hostile-unmapped-memory"],
     },
     {
         "name": "events-unreadable-ignored",
