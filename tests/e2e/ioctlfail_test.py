@@ -11,6 +11,8 @@ CASE is one of:
             the call, its error and errno, before the guest runs
   retried   an EINTR from any of them is retried, and KVM_GET_SUPPORTED_CPUID's
             E2BIG grows the table: the VM runs as without the shim
+  hostinfo  --host-info with /dev/kvm's API version unreadable, or a probe
+            guest that cannot run: status 0, the failure named in its line
   dump      a triple fault's register dump cannot read the registers
             (KVM_GET_REGS, KVM_GET_SREGS): status 80, its error line, and
             a warning naming the call instead of the dump
@@ -129,6 +131,26 @@ def case_retried(ctx):
     return fails
 
 
+# --host-info reports what it could not find out, in the line it belongs to.
+HOSTINFO = [
+    ("KVM_GET_API_VERSION:1:EIO", r"^KVM: +unavailable: " + failed_as("KVM_GET_API_VERSION", EIO, "$")),
+    ("KVM_RUN:1:EIO", r"^CPUID probe: +not run: KVM_RUN: %s \(errno %d\)$" % (re.escape(os.strerror(EIO)), EIO)),
+]
+
+
+def case_hostinfo(ctx):
+    fails = []
+    for spec, want in HOSTINFO:
+        r = run_failing(ctx, spec, ["--host-info"])
+        got, vmm = judged(r, spec, 0)
+        fails += got
+        if not r.hung and not re.search(want, r.out, re.M):
+            fails.append(f"{spec}: no line of the report matches /{want}/")
+        if vmm:
+            fails.append(f"{spec}: stderr {vmm}, want none")
+    return fails
+
+
 def case_dump(ctx):
     img = image(ctx.tmp, "0f0b")        # ud2 without an IDT: a triple fault
     fails = []
@@ -230,7 +252,8 @@ def main():
     ap.add_argument("--shim", required=True)
     a, rest = ap.parse_known_args()
     SHIM = os.path.abspath(a.shim)
-    return case_main({"setup": case_setup, "retried": case_retried, "dump": case_dump,
+    return case_main({"setup": case_setup, "retried": case_retried, "hostinfo": case_hostinfo,
+                      "dump": case_dump,
                       "run": case_run, "emulate": case_emulate}, __doc__, rest)
 
 
