@@ -253,8 +253,7 @@ def main():
     a, rest = ap.parse_known_args()
     SHIM = os.path.abspath(a.shim)
     return case_main({"setup": case_setup, "retried": case_retried, "hostinfo": case_hostinfo,
-                      "dump": case_dump,
-                      "run": case_run, "emulate": case_emulate}, __doc__, rest)
+                      "dump": case_dump, "run": case_run, "emulate": case_emulate}, __doc__, rest)
 
 
 if __name__ == "__main__":
