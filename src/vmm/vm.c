@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "vm.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,14 +26,16 @@ static uint64_t mono_ns(void)
 }
 
 int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
-		   int console_fd)
+		   int console_fd, const char **what)
 {
 	pthread_condattr_t attr;
+	int r;
 
 	memset(vm, 0, sizeof(*vm));
 	vm->policy = policy;
 	vm->ncpus = ncpus;
 	vm->kvm_fd = vm->vm_fd = vm->stop_fd = -1;
+	*what = "calloc of the vCPUs";
 	vm->vcpus = calloc(ncpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return -1;
@@ -41,16 +44,25 @@ int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
 		vm->vcpus[i].index = i;
 		vm->vcpus[i].fd = -1;
 	}
+	*what = "calloc of the console's lines";
 	if (serial_init(&vm->serial, console_fd, ncpus))
 		return -1;
 	vm->serial.stopping = &vm->stopping;
 	pthread_mutex_init(&vm->lock, NULL);
 	/* Ratelimit deadlines are monotonic: a clock step must not stretch them. */
-	if (pthread_condattr_init(&attr) ||
-	    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
-	    pthread_cond_init(&vm->cond, &attr))
+	*what = "pthread_cond_init";
+	r = pthread_condattr_init(&attr);
+	if (!r) {
+		r = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		if (!r)
+			r = pthread_cond_init(&vm->cond, &attr);
+		pthread_condattr_destroy(&attr);
+	}
+	if (r) {
+		errno = r;	/* pthread calls return the error instead */
 		return -1;
-	pthread_condattr_destroy(&attr);
+	}
+	*what = "eventfd";
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return vm->stop_fd < 0 ? -1 : 0;
 }

@@ -62,10 +62,11 @@ struct vm {
 
 /*
  * The parts that need no KVM: locks, serial, stop state. -1 and errno on
- * failure; vm_destroy_common() then gives back what was made, as always.
+ * failure, *what naming the call; vm_destroy_common() then gives back what
+ * was made, as always.
  */
 int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
-		   int console_fd);
+		   int console_fd, const char **what);
 void vm_destroy_common(struct vm *vm);
 
 /* ---- vm_kvm.c, in the KVM library: the VM's whole lifetime */

@@ -126,10 +126,11 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	unsigned max;
 	void *mem;
 	long run_size;
+	const char *what;
 	int r;
 
-	if (vm_init_common(vm, c->policy, layout.cpus, c->console_fd)) {
-		errmsg_errno("setting up the VM", errno, NULL);
+	if (vm_init_common(vm, c->policy, layout.cpus, c->console_fd, &what)) {
+		errmsg_errno(what, errno, NULL);
 		return give_back(vm, VMM_EXIT_HOST);
 	}
 	vm->split_lock_enumerated = c->split_lock_enumerated;

@@ -113,7 +113,8 @@ int fake_vm_init(struct fake_vm *f, unsigned ncpus, uint64_t ram_size)
 	if (check_ops())
 		return -1;
 	f->console_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (f->console_fd < 0 || vm_init_common(&f->vm, f->opts.split_lock, ncpus, f->console_fd))
+	if (f->console_fd < 0 || vm_init_common(&f->vm, f->opts.split_lock, ncpus, f->console_fd,
+						  &(const char *){ NULL }))
 		return -1;
 	f->runs = calloc(ncpus, sizeof(*f->runs));
 	f->cpus = calloc(ncpus, sizeof(*f->cpus));

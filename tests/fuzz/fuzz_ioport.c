@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	m.status = -1;
 	m.open_cpu = -1;
 	FUZZ_SETUP(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0);
-	FUZZ_SETUP(vm_init_common(&vm, opts.split_lock, ncpus, fd) == 0);
+	FUZZ_SETUP(vm_init_common(&vm, opts.split_lock, ncpus, fd, &(const char *){ NULL }) == 0);
 
 	while (in.n) {
 		uint8_t a = fuzz_u8(&in), p = fuzz_u8(&in), sc = fuzz_u8(&in);

@@ -65,7 +65,7 @@ static int setup(void **state)
 	if (sigaction(VM_KICK_SIGNAL, &sa, NULL) < 0)
 		return -1;
 	devnull = open("/dev/null", O_WRONLY);
-	if (devnull < 0 || vm_init_common(&vm, opts.split_lock, 3, devnull))
+	if (devnull < 0 || vm_init_common(&vm, opts.split_lock, 3, devnull, &(const char *){ NULL }))
 		return -1;
 	return 0;
 }
