@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An LD_PRELOAD shim that makes chosen calls of one KVM ioctl fail, as a
- * host's KVM may, so that ioctlfail_test.py sees what vmm does then.
+ * host's KVM may, or of one of the calls that set up the VM around them
+ * (guest RAM's mmap, the vCPU threads), so that ioctlfail_test.py sees
+ * what vmm does then.
  *
  *   VMM_TEST_IOCTLFAIL=NAME:WHICH:ERR
  *
- * NAME  the ioctl, e.g. KVM_SET_SREGS (the table below)
+ * NAME  the ioctl, e.g. KVM_SET_SREGS, or the call, e.g. pthread_create
+ *       (the tables below)
  * WHICH N: its Nth call only; N+: the Nth and every later one;
  *       %K: every Kth
  * ERR   an errno name of the table below: the call returns -1 with it,
@@ -20,11 +23,16 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/kvm.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #define ENTRY(x) { #x, x }
@@ -43,18 +51,26 @@ static const struct {
 	ENTRY(KVM_SET_MSRS),
 };
 
+/* The other calls, by name; their wrappers are at the end. */
+enum { CALL_MMAP, CALL_EVENTFD, CALL_SIGNALFD, CALL_PTHREAD_CREATE };
+static const char *const calls[] = {
+	[CALL_MMAP] = "mmap", [CALL_EVENTFD] = "eventfd", [CALL_SIGNALFD] = "signalfd",
+	[CALL_PTHREAD_CREATE] = "pthread_create",
+};
+
 static const struct {
 	const char *name;
 	int err;
 } errnos[] = {
 	ENTRY(EINTR), ENTRY(EAGAIN), ENTRY(EIO), ENTRY(EINVAL), ENTRY(EFAULT), ENTRY(ENOMEM),
-	ENTRY(EBUSY), ENTRY(ENXIO), ENTRY(E2BIG), ENTRY(EPERM), ENTRY(ENOSPC),
+	ENTRY(EBUSY), ENTRY(ENXIO), ENTRY(E2BIG), ENTRY(EPERM), ENTRY(ENOSPC), ENTRY(EMFILE),
 };
 
 #define SHORT (-1)
 
 static struct {
 	const char *name;
+	bool ioctl;
 	unsigned long req;
 	unsigned long nth, every;
 	int err;
@@ -88,10 +104,16 @@ __attribute__((constructor)) static void ioctlfail_init(void)
 	for (i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
 		if (!strcmp(name, requests[i].name))
 			break;
-	if (i == sizeof(requests) / sizeof(requests[0]))
-		die("unknown ioctl", spec);
-	plan.name = requests[i].name;
-	plan.req = requests[i].req;
+	if (i < sizeof(requests) / sizeof(requests[0])) {
+		plan.name = requests[i].name;
+		plan.ioctl = true;
+		plan.req = requests[i].req;
+	}
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (!strcmp(name, calls[i]))
+			plan.name = calls[i];
+	if (!plan.name)
+		die("unknown ioctl or call", spec);
 
 	if (which[0] == '%') {
 		plan.every = strtoul(which + 1, &end, 10);
@@ -106,6 +128,8 @@ __attribute__((constructor)) static void ioctlfail_init(void)
 	}
 
 	if (!strcmp(err, "short")) {
+		if (!plan.ioctl)
+			die("\"short\" is for ioctls", spec);
 		plan.err = SHORT;
 		plan.err_name = "short";
 		return;
@@ -128,22 +152,18 @@ static int chosen(unsigned long n)
 	return plan.every && (n - plan.nth) % plan.every == 0;
 }
 
-int ioctl(int fd, unsigned long req, ...)
+/* Is this call of `name` to fail? Counts it, and says so the first time. */
+static bool fail_now(const char *name)
 {
-	va_list ap;
-	void *arg;
 	unsigned long n;
 	char line[128];
 	int len;
 
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if (!plan.name || req != plan.req)
-		return real_ioctl(fd, req, arg);
+	if (!plan.name || name != plan.name)
+		return false;
 	n = atomic_fetch_add(&plan.calls, 1) + 1;
 	if (!chosen(n))
-		return real_ioctl(fd, req, arg);
+		return false;
 	/* write(2) alone: vmm's seccomp filter lets it through from any thread. */
 	if (!atomic_flag_test_and_set(&plan.said)) {
 		len = snprintf(line, sizeof(line), "ioctlfail: %s call %lu: %s\n", plan.name, n,
@@ -151,8 +171,65 @@ int ioctl(int fd, unsigned long req, ...)
 		if (write(STDERR_FILENO, line, (size_t)len) < 0)
 			_exit(2);
 	}
+	return true;
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!plan.ioctl || req != plan.req || !fail_now(plan.name))
+		return real_ioctl(fd, req, arg);
 	if (plan.err == SHORT)
 		return 0;
 	errno = plan.err;
 	return -1;
+}
+
+/* The real call, looked up on first use: a library may call it before our constructor. */
+#define REAL(fn) \
+	static __typeof__(fn) *real; \
+	if (!real) \
+		real = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn)
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	REAL(mmap);
+	if (fail_now(calls[CALL_MMAP])) {
+		errno = plan.err;
+		return MAP_FAILED;
+	}
+	return real(addr, len, prot, flags, fd, off);
+}
+
+int eventfd(unsigned int initval, int flags)
+{
+	REAL(eventfd);
+	if (fail_now(calls[CALL_EVENTFD])) {
+		errno = plan.err;
+		return -1;
+	}
+	return real(initval, flags);
+}
+
+int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	REAL(signalfd);
+	if (fail_now(calls[CALL_SIGNALFD])) {
+		errno = plan.err;
+		return -1;
+	}
+	return real(fd, mask, flags);
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	REAL(pthread_create);
+	if (fail_now(calls[CALL_PTHREAD_CREATE]))
+		return plan.err;
+	return real(thread, attr, fn, arg);
 }

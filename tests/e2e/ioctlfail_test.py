@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """A KVM that fails: each KVM ioctl vmm makes, made to fail by the
-LD_PRELOAD shim ioctlfail.c, as a host's KVM may.
+LD_PRELOAD shim ioctlfail.c, as a host's KVM may; and the few calls that
+set up the VM around them.
 
   ioctlfail_test.py --vmm build/vmm --guest build/guest.bin \\
       --shim build/tests/e2e/libioctlfail.so CASE
 
 CASE is one of:
   setup     each ioctl that builds the VM fails once (EIO; ENOMEM for
-            KVM_CREATE_VM): vmm ends with status 69 and one line naming
-            the call, its error and errno, before the guest runs
+            KVM_CREATE_VM), then each call around them (mmap, eventfd,
+            signalfd, pthread_create): vmm ends with status 69 and one
+            line naming the call, its error and errno
   retried   an EINTR from any of them is retried, and KVM_GET_SUPPORTED_CPUID's
             E2BIG grows the table: the VM runs as without the shim
   hostinfo  --host-info with /dev/kvm's API version unreadable, or a probe
@@ -95,7 +97,7 @@ def expect_clean(r, spec):
     return fails
 
 
-EIO, ENOMEM, ENODATA = errno.EIO, errno.ENOMEM, errno.ENODATA
+EIO, ENOMEM, ENODATA, EMFILE, EAGAIN = errno.EIO, errno.ENOMEM, errno.ENODATA, errno.EMFILE, errno.EAGAIN
 # Split locks at CPL0, and a #GP KVM queues (a differential guest's case).
 RUN_CASE = "step-split-lock-after-kvm-gp"
 
@@ -107,6 +109,17 @@ SETUP = [("KVM_GET_API_VERSION", 1), ("KVM_CHECK_EXTENSION", 1), ("KVM_GET_SUPPO
          ("KVM_SET_REGS", 1), ("KVM_ENABLE_CAP", 1), ("KVM_X86_SET_MSR_FILTER", 1)]
 
 
+# The calls around them, on 2 vCPUs whose guest loops (so that only the
+# failure can end the VM): the first mmap is guest RAM's, the third the
+# second vCPU's run page; the second vCPU's thread fails to start while
+# the first one runs.
+CALLS = [("mmap:1:ENOMEM", failed_as("mmap of guest RAM", ENOMEM, "; try a smaller -m$")),
+         ("mmap:3:ENOMEM", failed_as("mmap of the vCPU run page", ENOMEM, "$")),
+         ("eventfd:1:EMFILE", failed_as("eventfd", EMFILE, "$")),
+         ("signalfd:1:EMFILE", failed_as("signalfd", EMFILE, "$")),
+         ("pthread_create:2:EAGAIN", failed_as("starting the thread of vCPU 1", EAGAIN, "$"))]
+
+
 def case_setup(ctx):
     img = image(ctx.tmp, EXIT_0)
     fails = []
@@ -115,6 +128,10 @@ def case_setup(ctx):
         spec = f"{name}:{nth}:{err}"
         r = run_failing(ctx, spec, ["-q", "-c", "2", "--timeout", scaled_str(30), img])
         fails += expect_failure(r, spec, failed_as(name, num))
+    loop = image(ctx.tmp, "ebfe", "loop.img")
+    for spec, want in CALLS:
+        r = run_failing(ctx, spec, ["-q", "-c", "2", "--timeout", scaled_str(30), loop])
+        fails += expect_failure(r, spec, want)
     return fails
 
 
