@@ -72,7 +72,6 @@ void dump_vcpu(struct vcpu *v)
 	uint8_t insn[16];
 	char bytes[64];
 	size_t n;
-
 	const char *call = "KVM_GET_REGS";
 	int r = v->ops->get_regs(v, &regs);
 

@@ -45,11 +45,6 @@ static const struct kvm_cap_need singlestep_caps[] = {
 static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILITIES };
 
 /*
- * --split-lock=emulate single-steps the guest: find out where this KVM can.
- * Without CPL3 stepping the guest is told, in boot_info, that split locks at
- * CPL3 go unseen.
- */
-/*
  * A probe's answer (1: yes); one KVM could not run is a no, said in a
  * warning: the feature is optional, the KVM's failure worth knowing.
  */
@@ -59,6 +54,12 @@ static bool probed(int r, const char *err, const char *what, const char *instead
 		warn("split-lock emulation: probing %s failed (%s); going on %s", what, err, instead);
 	return r == 1;
 }
+
+/*
+ * --split-lock=emulate single-steps the guest: find out where this KVM can.
+ * Without CPL3 stepping the guest is told, in boot_info, that split locks at
+ * CPL3 go unseen.
+ */
 
 static int probe_stepping(int kvm_fd, struct vm_probes *p)
 {
