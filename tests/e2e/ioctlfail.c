@@ -35,6 +35,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "array_size.h"
+
 #define ENTRY(x) { #x, x }
 
 static const struct {
@@ -79,8 +81,6 @@ static struct {
 	atomic_flag said;
 } plan = { .said = ATOMIC_FLAG_INIT };
 
-static int (*real_ioctl)(int, unsigned long, ...);
-
 static void die(const char *what, const char *spec)
 {
 	fprintf(stderr, "ioctlfail: %s in VMM_TEST_IOCTLFAIL=%s\n", what, spec);
@@ -94,22 +94,19 @@ __attribute__((constructor)) static void ioctlfail_init(void)
 	char name[64], which[32], err[32], *end;
 	size_t i;
 
-	real_ioctl = (int (*)(int, unsigned long, ...))dlsym(RTLD_NEXT, "ioctl");
-	if (!real_ioctl)
-		die("no ioctl to wrap", "");
 	if (!spec || !*spec)
 		return;
 	if (sscanf(spec, "%63[^:]:%31[^:]:%31s", name, which, err) != 3)
 		die("want NAME:WHICH:ERR", spec);
-	for (i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(requests); i++)
 		if (!strcmp(name, requests[i].name))
 			break;
-	if (i < sizeof(requests) / sizeof(requests[0])) {
+	if (i < ARRAY_SIZE(requests)) {
 		plan.name = requests[i].name;
 		plan.ioctl = true;
 		plan.req = requests[i].req;
 	}
-	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(calls); i++)
 		if (!strcmp(name, calls[i]))
 			plan.name = calls[i];
 	if (!plan.name)
@@ -134,10 +131,10 @@ __attribute__((constructor)) static void ioctlfail_init(void)
 		plan.err_name = "short";
 		return;
 	}
-	for (i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(errnos); i++)
 		if (!strcmp(err, errnos[i].name))
 			break;
-	if (i == sizeof(errnos) / sizeof(errnos[0]))
+	if (i == ARRAY_SIZE(errnos))
 		die("unknown errno", spec);
 	plan.err = errnos[i].err;
 	plan.err_name = errnos[i].name;
@@ -174,27 +171,28 @@ static bool fail_now(const char *name)
 	return true;
 }
 
-int ioctl(int fd, unsigned long req, ...)
-{
-	va_list ap;
-	void *arg;
-
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if (!plan.ioctl || req != plan.req || !fail_now(plan.name))
-		return real_ioctl(fd, req, arg);
-	if (plan.err == SHORT)
-		return 0;
-	errno = plan.err;
-	return -1;
-}
-
 /* The real call, looked up on first use: a library may call it before our constructor. */
 #define REAL(fn) \
 	static __typeof__(fn) *real; \
 	if (!real) \
 		real = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn)
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	REAL(ioctl);
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!plan.ioctl || req != plan.req || !fail_now(plan.name))
+		return real(fd, req, arg);
+	if (plan.err == SHORT)
+		return 0;
+	errno = plan.err;
+	return -1;
+}
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
