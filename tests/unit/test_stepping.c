@@ -812,6 +812,27 @@ static void int3_delivered(void **state)
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
 }
 
+/* The accessed and dirty bits of the boot map's PDE i (the 2 MiB page at i * 2 MiB). */
+static uint64_t pde_ad(unsigned i)
+{
+	uint64_t pde;
+
+	memcpy(&pde, ram + BOOT_PD_ADDR + 8 * i, 8);
+	return pde & (X86_PTE_A | X86_PTE_D);
+}
+
+/* Clears them in PDEs 0 and 1. */
+static void clear_pde_ad(void)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t pde;
+
+		memcpy(&pde, ram + BOOT_PD_ADDR + 8 * i, 8);
+		pde &= ~(uint64_t)(X86_PTE_A | X86_PTE_D);
+		memcpy(ram + BOOT_PD_ADDR + 8 * i, &pde, 8);
+	}
+}
+
 /*
  * INT3's frame across the 2 MiB boundary of the boot's page tables: both
  * PDEs get their accessed and dirty bits, as the CPU's pushes give them.
@@ -819,40 +840,28 @@ static void int3_delivered(void **state)
 static void frame_across_pages(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
-	uint64_t pde[2];
 
 	(void)state;
-	for (unsigned i = 0; i < 2; i++) {
-		memcpy(&pde[i], ram + BOOT_PD_ADDR + 8 * i, 8);
-		pde[i] &= ~(uint64_t)(X86_PTE_A | X86_PTE_D);
-		memcpy(ram + BOOT_PD_ADDR + 8 * i, &pde[i], 8);
-	}
+	clear_pde_ad();
 	ram[CODE] = 0xcc;
 	regs(v)->rsp = 0x200010;
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
 	assert_int_equal(regs(v)->rsp, 0x200010 - 40);
-	for (unsigned i = 0; i < 2; i++) {
-		memcpy(&pde[i], ram + BOOT_PD_ADDR + 8 * i, 8);
-		assert_int_equal(pde[i] & (X86_PTE_A | X86_PTE_D), X86_PTE_A | X86_PTE_D);
-	}
+	assert_int_equal(pde_ad(0), X86_PTE_A | X86_PTE_D);
+	assert_int_equal(pde_ad(1), X86_PTE_A | X86_PTE_D);
 
 	/* A frame ending on the boundary leaves the page above it alone. */
-	for (unsigned i = 0; i < 2; i++) {
-		pde[i] &= ~(uint64_t)(X86_PTE_A | X86_PTE_D);
-		memcpy(ram + BOOT_PD_ADDR + 8 * i, &pde[i], 8);
-	}
+	clear_pde_ad();
 	regs(v)->rip = CODE;
 	regs(v)->rsp = 0x200000;
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	v->step.inject_vector = -1;
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rsp, 0x200000 - 40);
-	memcpy(&pde[0], ram + BOOT_PD_ADDR, 8);
-	memcpy(&pde[1], ram + BOOT_PD_ADDR + 8, 8);
-	assert_int_equal(pde[0] & (X86_PTE_A | X86_PTE_D), X86_PTE_A | X86_PTE_D);
-	assert_int_equal(pde[1] & (X86_PTE_A | X86_PTE_D), 0);
+	assert_int_equal(pde_ad(0), X86_PTE_A | X86_PTE_D);
+	assert_int_equal(pde_ad(1), 0);
 }
 
 /* UD2 at CPL3: delivered on RSP0 with a privilege change, SS null, RF in the image. */
@@ -1261,18 +1270,25 @@ static void assert_stopped_saying(struct capture *c, const char *what)
 	free(c->buf);
 }
 
+/* msr_fault_restep()'s WRMSR, up to the KVM_RUN that completes it. */
+static void reserved_wrmsr_refused(struct vcpu *v)
+{
+	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
+
+	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
+	stepping_before_run(v);
+	test_ctrl_reserved_write(v);
+}
+
 /* The #GP KVM queued cannot be taken back: the VM stops, naming the call. */
 static void msr_fault_events_fail(void **state)
 {
-	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct fake_vcpu *fc = fake_vcpu(v);
 	struct capture c;
 
 	(void)state;
-	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
-	stepping_before_run(v);
-	test_ctrl_reserved_write(v);
+	reserved_wrmsr_refused(v);
 	fc->events.exception.injected = 1;
 	fc->events.exception.nr = X86_VEC_GP;
 	FAKE_FAIL(fc, set_events) = EIO;
@@ -1285,14 +1301,11 @@ static void msr_fault_events_fail(void **state)
 
 static void msr_fault_get_events_fails(void **state)
 {
-	static const uint8_t wrmsr[] = { 0x0f, 0x30 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct capture c;
 
 	(void)state;
-	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
-	stepping_before_run(v);
-	test_ctrl_reserved_write(v);
+	reserved_wrmsr_refused(v);
 	FAKE_FAIL(fake_vcpu(v), get_events) = ENOMEM;
 	assert_int_equal(capture_stderr(&c), 0);
 	stepping_interrupted(v);
@@ -2162,15 +2175,6 @@ static void legacy_int3_dpl0_gate_gp(void **state)
 }
 
 /*
- * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
- * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
- * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
- * the 32-bit TSS), into a conforming segment (staying at CPL3) or a DPL1
- * one (SS1:ESP1); in real mode through the IVT (2-byte slots, CS the
- * segment). Every frame holds the guest's TF; its handler is stepped, and
- * no #DB is owed for INT3 or after the handler's first instruction.
- */
-/*
  * 32-bit paging, 4 KiB pages identity-mapping RAM (PD at 0x200000, page
  * tables from 0x201000), none accessed or dirty yet.
  */
@@ -2228,6 +2232,15 @@ static void legacy_frame_across_pages(void **state)
 	assert_int_equal(pte32(IDT) & (X86_PTE_A | X86_PTE_D), X86_PTE_A);
 }
 
+/*
+ * INT3 with the guest's TF outside IA-32e mode, delivered by the VMM: in
+ * 32-bit protected mode through a 32-bit interrupt gate (a frame of 4-byte
+ * slots, CS reloaded as 32-bit code), from CPL0 and from CPL3 (SS0:ESP0 of
+ * the 32-bit TSS), into a conforming segment (staying at CPL3) or a DPL1
+ * one (SS1:ESP1); in real mode through the IVT (2-byte slots, CS the
+ * segment). Every frame holds the guest's TF; its handler is stepped, and
+ * no #DB is owed for INT3 or after the handler's first instruction.
+ */
 static void legacy_int3_delivered(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
