@@ -138,6 +138,7 @@
 #define X86_PTE_D    X86_BIT(6)
 #define X86_PTE_PS   X86_BIT(7)
 #define X86_PTE_XD   X86_BIT(63)
+#define X86_PTE_PKEY_SHIFT 59     /* bits 62:59 of a leaf entry: its protection key */
 #define X86_PTE_ADDR 0x000ffffffffff000ull
 
 /* #PF error code. */

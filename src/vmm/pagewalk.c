@@ -221,7 +221,7 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 	}
 	/* Protection keys exist in long mode only. */
 	if (!permitted(p, access, user_page, writable, nx,
-		       p->long_mode ? (unsigned)(e >> 59) & 15 : 0, &pk)) {
+		       p->long_mode ? (unsigned)(e >> X86_PTE_PKEY_SHIFT) & 15 : 0, &pk)) {
 		w->error_code = access_bits(p, access) | X86_PF_P | (pk ? X86_PF_PK : 0);
 		return WALK_FAULT;
 	}

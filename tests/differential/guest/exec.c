@@ -120,7 +120,7 @@ void win_set(unsigned page, unsigned state)
 		e |= 1ull << 63;
 	if (state & PG_RSVD)
 		e |= 1ull << 51;
-	e |= (uint64_t)(state >> 8 & 0xf) << 59;
+	e |= (uint64_t)(state >> 8 & 0xf) << X86_PTE_PKEY_SHIFT;
 	win_pt[page] = e;
 	flush_tlb();
 }
