@@ -90,24 +90,22 @@ static int ioctl_set_sregs(struct vcpu *v, const struct kvm_sregs *sregs)
 
 /*
  * KVM_GET_XSAVE's buffer is the standard (non-compacted) XSAVE layout at
- * the host's offsets: PKRU sits where CPUID.(0xd,9):EBX says, and is in its
- * init state, 0, when XSTATE_BV bit 9 is clear.
+ * the host's offsets: PKRU sits where CPUID.(0xd,9):EBX says. KVM keeps
+ * the guest's PKRU apart from its XSAVE image and fills that slot from its
+ * own copy, while XSTATE_BV comes from the image (Linux 6.1), so the slot
+ * is read whatever bit 9 says, as QEMU reads it.
  */
 static int ioctl_get_pkru(struct vcpu *v, uint32_t *pkru)
 {
 	struct kvm_xsave xs;
 	uint32_t a = 0xd, b, c = 9, d;
-	uint64_t bv;
 
 	asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
 	if (!a || b + 4 > sizeof(xs.region))
 		return -ENOTSUP;
 	if (ioctl(v->fd, KVM_GET_XSAVE, &xs) < 0)
 		return -errno;
-	memcpy(&bv, (uint8_t *)xs.region + 512, sizeof(bv));
-	*pkru = 0;
-	if (bv & (1ull << 9))
-		memcpy(pkru, (uint8_t *)xs.region + b, sizeof(*pkru));
+	memcpy(pkru, (uint8_t *)xs.region + b, sizeof(*pkru));
 	return 0;
 }
 
