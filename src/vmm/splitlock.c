@@ -177,23 +177,32 @@ static int snapshot(struct vcpu *v, enum emulate_source source, struct emulate_s
 	return v->ops->get_sregs(v, &s->sregs);
 }
 
-/*
- * emulate_plan(), reading PKRU (an XSAVE read, too dear for every step) only
- * when the decision needs it.
- */
-static void decide(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
-{
-	emulate_plan(s, p);
-	if (p->needs_pkru && v->ops->get_pkru && v->ops->get_pkru(v, &s->pkru) == 0) {
-		s->pkru_known = true;
-		emulate_plan(s, p);
-	}
-}
-
 static void fail_host(struct vcpu *v, const char *call, int r)
 {
 	vm_fail(v->vm, VMM_EXIT_HOST, "vCPU %u: %s failed: %s (errno %d)",
 		v->index, call, strerror(-r), -r);
+}
+
+/*
+ * emulate_plan(), reading PKRU (an XSAVE read, too dear for every step) only
+ * when the decision needs it. False when that read failed and the VM stops:
+ * a guessed PKRU would let a split lock through or fault where the CPU doesn't.
+ */
+static bool decide(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
+{
+	int r;
+
+	emulate_plan(s, p);
+	if (!p->needs_pkru)
+		return true;
+	r = v->ops->get_pkru(v, &s->pkru);
+	if (r) {
+		fail_host(v, "reading PKRU with KVM_GET_XSAVE", r);
+		return false;
+	}
+	s->pkru_known = true;
+	emulate_plan(s, p);
+	return true;
 }
 
 static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
@@ -213,7 +222,10 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 	pay_ratelimit(v);
 	if (!vm_pause_others(vm, v))
 		return SPLITLOCK_STOPPED;
-	decide(v, s, p);
+	if (!decide(v, s, p)) {
+		vm_resume_others(vm);
+		return SPLITLOCK_STOPPED;
+	}
 	if (p->kind != EMULATE_PLAN_EMULATE) {
 		vm_resume_others(vm);
 		return act(v, s, p, true);
@@ -278,7 +290,8 @@ enum splitlock_outcome splitlock_check(struct vcpu *v)
 	/* Under emulate the registers are the run page's: nothing to fail. */
 	if (snapshot(v, EMULATE_SOURCE_SOFTWARE, &s, &call))
 		return SPLITLOCK_NONE;
-	decide(v, &s, &p);
+	if (!decide(v, &s, &p))
+		return SPLITLOCK_STOPPED;
 	return act(v, &s, &p, false);
 }
 
@@ -290,8 +303,7 @@ bool splitlock_still_left_to_cpu(struct vcpu *v)
 
 	if (snapshot(v, EMULATE_SOURCE_SOFTWARE, &s, &call))
 		return false;
-	decide(v, &s, &p);
-	return p.kind == EMULATE_PLAN_NATIVE && p.split;
+	return decide(v, &s, &p) && p.kind == EMULATE_PLAN_NATIVE && p.split;
 }
 
 void splitlock_handle_exception(struct vcpu *v)
@@ -319,6 +331,6 @@ void splitlock_handle_exception(struct vcpu *v)
 			v->index, call, strerror(-r), -r);
 		return;
 	}
-	decide(v, &s, &p);
-	act(v, &s, &p, false);
+	if (decide(v, &s, &p))
+		act(v, &s, &p, false);
 }

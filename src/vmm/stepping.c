@@ -1479,6 +1479,8 @@ static bool hold_others(struct vcpu *v, enum splitlock_outcome *o)
 		return true;
 	}
 	vm_resume_others(vm);
+	if (vm_stopping(vm))
+		return false;
 	*o = splitlock_check(v);
 	return true;
 }

@@ -264,6 +264,12 @@ static void ac_exit(struct vm *vm, struct vcpu *v, struct model *m, const struct
 			FUZZ_CHECK(strstr(cap->buf, "reading registers after a split-lock #AC failed"),
 				   "message: %s", cap->buf);
 		p.kind = EMULATE_PLAN_NONE;	/* nothing else may happen */
+	} else if (p.needs_pkru && a->fail == FAKE_OP(get_pkru)) {
+		host = true;
+		if (first)
+			FUZZ_CHECK(strstr(cap->buf, "reading PKRU with KVM_GET_XSAVE failed"),
+				   "message: %s", cap->buf);
+		p.kind = EMULATE_PLAN_NONE;
 	}
 	/* The architecture, whatever the plan says. */
 	if (!host && (asked || legacy))

@@ -371,6 +371,15 @@ MUTANTS = [
         "tests": ["ioctlfail-emulate"],
     },
     {
+        "name": "pkru-unreadable-guessed",
+        "what": "a PKRU KVM_GET_XSAVE cannot give is taken for 0 (every key allowed) "
+                "instead of stopping the VM",
+        "edits": [("src/vmm/splitlock.c", "\tr = v->ops->get_pkru(v, &s->pkru);\n\tif (r) {",
+                   "\tr = v->ops->get_pkru(v, &s->pkru);\n\tif (r)\n\t\ts->pkru = 0;\n\tif (0) {")],
+        "unit": ["splitlock"],
+        "tests": ["ioctlfail-emulate"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

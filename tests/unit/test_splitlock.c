@@ -476,15 +476,43 @@ static void pkru_unreadable(void)
 	ac_exit(v, 17, false);
 }
 
-static void ac_stops_without_pkru(void **state)
+/* A PKRU KVM cannot give stops the VM: guessed keys could let a split lock through. */
+static void ac_stops_when_pkru_unreadable(void **state)
 {
 	char *out;
 
 	(void)state;
 	out = caught(pkru_unreadable);
-	assert_int_equal(fv.vm.status, VMM_EXIT_SPLIT_LOCK);
-	assert_non_null(strstr(out, "cannot complete it: PKRU could not be read"));
+	assert_int_equal(fv.vm.status, VMM_EXIT_HOST);
+	assert_non_null(strstr(out, "vCPU 0: reading PKRU with KVM_GET_XSAVE failed: "));
+	assert_non_null(strstr(out, "(errno 5)"));
 	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	free(out);
+}
+
+static void software_pkru_unreadable(void)
+{
+	struct vcpu *v = &fv.vm.vcpus[1];
+	struct fake_vcpu *f = fake_vcpu(v);
+
+	place_split_xadd(v, 0x20003e);
+	f->sregs.cr4 |= 1ull << 22;
+	FAKE_FAIL(f, get_pkru) = 5;
+	assert_int_equal(splitlock_check(v), SPLITLOCK_STOPPED);
+	assert_int_equal(FAKE_CALLS(f, get_pkru), 1);
+}
+
+/* Under emulate too: the CPU would not be left to check the keys of an undetected split lock. */
+static void software_stops_when_pkru_unreadable(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = caught(software_pkru_unreadable);
+	assert_int_equal(fv.vm.status, VMM_EXIT_HOST);
+	assert_non_null(strstr(out, "vCPU 1: reading PKRU with KVM_GET_XSAVE failed: "));
+	assert_int_equal(operand_at(0x20003e), 0x11223344);
+	assert_int_equal(fv.vm.vcpus[1].stats.split_locks_detected, 0);
 	free(out);
 }
 
@@ -753,7 +781,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ac_becomes_the_page_fault, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_becomes_smap_and_gp_faults, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_becomes_the_key_fault, setup_enumerated, teardown),
-		cmocka_unit_test_setup_teardown(ac_stops_without_pkru, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_stops_when_pkru_unreadable, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(software_stops_when_pkru_unreadable, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_becomes_reserved_and_user_faults, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_in_compatibility_mode, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(legacy_alignment_check, setup_enumerated, teardown),
