@@ -256,12 +256,14 @@ bool step_delivers(const struct step_insn *insn, uint64_t rflags)
 	}
 }
 
+static uint64_t exec_bps(uint64_t dr7);
+
 struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7,
 			       uint64_t disabled_matches)
 {
 	uint64_t hit = (exit_dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct step_db d = { .completed = (hit & X86_DR6_BS) != 0 };
-	uint64_t enabled = step_enabled_bps(guest_dr7);
+	uint64_t enabled = step_enabled_bps(guest_dr7), cause;
 
 	/*
 	 * KVM's own TF makes BS on every step; it is the guest's only when the
@@ -274,8 +276,15 @@ struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t gue
 	 * cause a #DB.
 	 */
 	hit &= ~(X86_DR6_B0_3 & ~enabled);
-	d.inject = (d.completed && tf_at_start) || (hit & X86_DR6_B0_3) ||
-		   (hit & (X86_DR6_BD | X86_DR6_BT | X86_DR6_RTM));
+	/*
+	 * An instruction breakpoint at the next instruction, reported beside
+	 * a completed step (QEMU's TCG does, RF set or not), is that
+	 * instruction's fault: the caller raises it before the instruction
+	 * runs, unless RF holds it (step_exec_hits). It rides along only.
+	 */
+	cause = d.completed ? hit & ~exec_bps(guest_dr7) : hit;
+	d.inject = (d.completed && tf_at_start) ||
+		   (cause & (X86_DR6_B0_3 | X86_DR6_BD | X86_DR6_BT | X86_DR6_RTM));
 	if (d.inject)
 		d.payload = (hit | (disabled_matches & X86_DR6_B0_3 & ~enabled)) &
 			    ~(tf_at_start ? 0 : X86_DR6_BS);
@@ -899,6 +908,17 @@ static uint64_t bp_len(uint64_t dr7, unsigned i)
 	static const uint64_t len[4] = { 1, 2, 8, 4 };
 
 	return len[(dr7 >> (18 + 4 * i)) & 3];
+}
+
+/* The enabled instruction breakpoints (R/W 00). */
+static uint64_t exec_bps(uint64_t dr7)
+{
+	uint64_t bps = 0;
+
+	for (unsigned i = 0; i < 4; i++)
+		if (bp_enabled(dr7, i) && bp_rw(dr7, i) == 0)
+			bps |= 1ull << i;
+	return bps;
 }
 
 uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags)

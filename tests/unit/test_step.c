@@ -198,7 +198,7 @@ static void test_debug_exit(void **state)
 	assert_true(d.inject);
 	assert_int_equal(d.payload, X86_DR6_BS);
 	/* A data breakpoint of the guest's, hit in a step of the VMM's. */
-	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x4 /* L1 */, 0);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 2, false, 0x100004 /* L1, write */, 0);
 	assert_true(d.inject);
 	assert_int_equal(d.payload, 2);
 	/* B1 for a disabled breakpoint never causes a #DB on its own. */
@@ -217,6 +217,22 @@ static void test_debug_exit(void **state)
 	assert_int_equal(d.payload, X86_DR6_BS | 4);
 	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0x400, 4);
 	assert_false(d.inject);
+	/*
+	 * The guest's enabled instruction breakpoint at the next instruction,
+	 * reported beside a step of the VMM's (the lab's TCG does, even with
+	 * RF set): the caller raises it before that instruction, unless RF
+	 * holds it, never here. Beside the guest's own trap it rides along.
+	 */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 1, false, 0x401 /* L0, execute */, 0);
+	assert_true(d.completed);
+	assert_false(d.inject);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 1, true, 0x401, 0);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, X86_DR6_BS | 1);
+	/* A data breakpoint (DR0 write) hit by the step still raises one. */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS | 1, false, 0x10401 /* L0, R/W 01 */, 0);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, 1);
 	/* An instruction breakpoint: a fault, nothing completed. */
 	d = step_debug_exit(X86_DR6_ACTIVE_LOW | 1, true, 0x2 /* G0 */, 0);
 	assert_false(d.completed);
