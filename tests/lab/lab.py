@@ -317,7 +317,12 @@ class Result:
 
 
 def qemu_config():
+    qemu = os.environ.get("VMM_LAB_QEMU", "")
+    # A QEMU built apart (tests/lab/qemu-hwbp.sh) finds the installed
+    # package's firmware only when told where.
+    firmware = ["-L", "/usr/share/seabios", "-L", "/usr/share/qemu", "-L", "/usr/lib/ipxe/qemu"] if qemu else []
     return {
+        "qemu": qemu or "qemu-system-x86_64",
         "smp": os.environ.get("VMM_LAB_SMP", "2"),
         "cpu": os.environ.get("VMM_LAB_CPU", "max"),
         # One host thread for every vCPU: QEMU 7.2's multi-threaded TCG
@@ -325,7 +330,7 @@ def qemu_config():
         "accel": os.environ.get("VMM_LAB_ACCEL", "tcg,thread=single"),
         "mem": os.environ.get("VMM_LAB_MEM", "2G"),
         "append": os.environ.get("VMM_LAB_APPEND", ""),
-        "qemu_args": os.environ.get("VMM_LAB_QEMU_ARGS", "").split(),
+        "qemu_args": firmware + os.environ.get("VMM_LAB_QEMU_ARGS", "").split(),
     }
 
 
@@ -443,7 +448,7 @@ def boot(build, extra_dir, script, timeout=600, stall=30, boot_stall=120,
             mon = os.path.join(run, "mon.sock")
             append = f"console=ttyS0 loglevel=5 panic=-1 nokaslr {cfg['append']}".strip()
             cmd = ["timeout", "-s", "KILL", str(int(timeout + boot_stall + 30)),
-                   "qemu-system-x86_64", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
+                   cfg["qemu"], "-accel", cfg["accel"], "-cpu", cfg["cpu"],
                    "-smp", cfg["smp"], "-m", cfg["mem"], "-kernel", vmlinuz,
                    "-initrd", initrd, "-append", append, "-display", "none",
                    "-nodefaults", "-no-reboot",
