@@ -923,12 +923,12 @@ static uint64_t exec_bps(uint64_t dr7)
 
 uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags)
 {
-	uint64_t hits = 0;
+	uint64_t hits = 0, bps = exec_bps(dr7);
 
 	if (rflags & X86_RFLAGS_RF)
 		return 0;
 	for (unsigned i = 0; i < 4; i++)
-		if (bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == rip)
+		if ((bps >> i & 1) && db[i] == rip)
 			hits |= 1ull << i;
 	return hits;
 }
