@@ -9,6 +9,10 @@
 # without cpu_x86_update_dr7(), so TCG inserts none of the nested guest's
 # breakpoints: KVM_GUESTDBG_USE_HW_BP and the guest's own DR0-3 never fire
 # there. The patch makes both loads go through cpu_x86_update_dr7().
+# It also makes the instruction-breakpoint checks of bpt_helper.c compare
+# DR0-3 with CS.base + EIP, the linear address TCG inserted them at: with
+# EIP alone, a breakpoint hit where CS.base is not 0 (real mode) finds no
+# match and is handed to the gdbstub, which is not there (SIGSEGV).
 #
 # Needs root (apt-get) the first time; the result is cached in
 # $VMM_LAB_CACHE (default ~/.cache/vmm-lab) and reused. About 15 minutes
@@ -21,7 +25,8 @@ die() { log "error: $*"; exit 1; }
 cache=${VMM_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vmm-lab}
 version=$(dpkg-query -W -f='${source:Version}' qemu-system-x86 2>/dev/null) ||
 	die "qemu-system-x86 is not installed (the lab installs it: tests/lab/lab.sh fetch)"
-out=$cache/qemu-hwbp-${version//[:+~]/_}
+# -r2: the patch changed (CS.base); a binary built with the old one is not used.
+out=$cache/qemu-hwbp-${version//[:+~]/_}-r2
 bin=$out/qemu-system-x86_64
 if [ -x "$bin" ]; then
 	echo "$bin"
@@ -75,6 +80,17 @@ if n != 2:
     sys.exit(1)
 open(p, "w").write(s)
 EOF
+python3 - "$work/src/target/i386/tcg/sysemu/bpt_helper.c" <<'EOF' ||
+import sys
+p = sys.argv[1]
+s = open(p).read()
+for a in ("if (env->dr[reg] == env->eip) {", "cpu_breakpoint_test(cs, env->eip, BP_CPU)"):
+    if s.count(a) != 1:
+        sys.exit(1)
+    s = s.replace(a, a.replace("env->eip", "env->segs[R_CS].base + env->eip"))
+open(p, "w").write(s)
+EOF
+	die "the instruction-breakpoint checks were not found in bpt_helper.c"
 
 log "configuring and building qemu-system-x86_64 (about 15 minutes)"
 mkdir -p "$work/src/b"
