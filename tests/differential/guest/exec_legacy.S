@@ -414,7 +414,7 @@ lg_x_db:
  * The program is entered by IRET (its FLAGS: a trap after its first
  * instruction), ends with a far jump to rx_back, or faults: IVT entries
  * 0-31 lead to rx_stub_N, #DB and #BP are logged as lg_x_db does (IP
- * for EIP; a real-mode frame has no RF), any other vector ends it.
+ * for EIP) and return with RF set, any other vector ends it.
  */
 	.code16
 	.p2align 4
@@ -526,15 +526,32 @@ rx_db:
 	cmpl (%edi), %ecx
 	jb 3f
 	andw $~TF, 10(%bp)
-3:	popl %edi
+	/*
+	 * Back by IRETD with RF set, as lg_x_db: a 16-bit IRET cannot set
+	 * RF, and an instruction breakpoint would fault again for ever.
+	 * The 12 bytes from BP (EBP, vector, IP, CS, FLAGS) become EIP, CS
+	 * and EFLAGS: FLAGS, the handler's upper EFLAGS (what a 16-bit
+	 * IRET keeps) and RF.
+	 */
+3:	movzwl 6(%bp), %eax
+	movzwl 8(%bp), %ebx
+	pushfl
+	popl %ecx
+	andl $0xffff0000, %ecx
+	movw 10(%bp), %cx
+	orl $RF, %ecx
+	movl 0(%bp), %edx
+	movl %eax, 0(%bp)
+	movl %ebx, 4(%bp)
+	movl %ecx, 8(%bp)
+	movl %edx, %ebp
+	popl %edi
 	popl %esi
 	popl %edx
 	popl %ecx
 	popl %ebx
 	popl %eax
-	popl %ebp
-	addw $2, %sp			/* the vector */
-	iret
+	iretl
 /*
  * The generator's 16-bit IDT gate (ENV_GATE, types 6 and 7), lg_x_gate's
  * twin for 16-bit code: CPL0 at SEL_K_CODE16R:RX(rx_gate16), so in the
