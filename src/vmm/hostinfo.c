@@ -28,6 +28,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->singlestep_cpl3 = -1;
 	hi->hwbp = -1;
 	hi->databp_cpl0 = -1;
+	hi->exec_bp_beside_step = -1;
 	hi->dr7_gd = -1;
 	hi->cs_write_gp = -1;
 	hi->intn_error_code = -1;
@@ -397,6 +398,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
 	fprintf(out, LABEL "%s%s\n", "guest data breakpoint:", tristate(hi->databp_cpl0),
 		hi->databp_cpl0 == 0 ? " (at CPL0 this KVM never fires one)" : "");
+	fprintf(out, LABEL "%s%s\n", "breakpoint beside a step:", tristate(hi->exec_bp_beside_step),
+		hi->exec_bp_beside_step == 0 ? " (this CPU reports no instruction breakpoint with a step trap)" : "");
 	fprintf(out, LABEL "%s%s\n", "DR7.GD #DB:", tristate(hi->dr7_gd),
 		hi->dr7_gd == 0 ? " (this CPU ignores DR7.GD; emulate raises the #DB as the SDM says)" : "");
 	fprintf(out, LABEL "%s%s\n", "CS write #GP:", tristate(hi->cs_write_gp),
@@ -553,6 +556,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 	json_bool_or_null(out, hi->hwbp >= 0, hi->hwbp > 0);
 	fputs(",\"guest_data_breakpoint_cpl0\":", out);
 	json_bool_or_null(out, hi->databp_cpl0 >= 0, hi->databp_cpl0 > 0);
+	fputs(",\"exec_bp_beside_step\":", out);
+	json_bool_or_null(out, hi->exec_bp_beside_step >= 0, hi->exec_bp_beside_step > 0);
 	fputs(",\"dr7_gd\":", out);
 	json_bool_or_null(out, hi->dr7_gd >= 0, hi->dr7_gd > 0);
 	fputs(",\"cs_write_gp\":", out);

@@ -68,6 +68,9 @@ struct hostinfo {
 	char hwbp_detail[96];        /* what happened instead, when not 1 */
 	/* probe guest: 1 = the guest's own data breakpoint fires at CPL0 */
 	int databp_cpl0;
+	/* the same probe guest: 1 = an enabled instruction breakpoint at the next
+	 * instruction is reported (B0-3) beside the single-step trap */
+	int exec_bp_beside_step;
 	/* probe guest, unwatched: 1 = MOV DR with DR7.GD set raises #DB */
 	int dr7_gd;
 	/* probe guest, unwatched: 1 = a write through CS in compatibility mode raises #GP */
@@ -105,8 +108,13 @@ void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe);
 int hostinfo_probe_singlestep(int kvm_fd, unsigned cpl, char *err, size_t errlen);
 /* Likewise for a hardware execute breakpoint (KVM_GUESTDBG_USE_HW_BP) at CPL0. */
 int hostinfo_probe_hwbp(int kvm_fd, char *err, size_t errlen);
-/* Likewise for the guest's own data breakpoint at CPL0. */
-int hostinfo_probe_databp(int kvm_fd, char *err, size_t errlen);
+/*
+ * Likewise for the guest's own data breakpoint at CPL0; *exec_beside_step
+ * gets 1 when the CPU reports an enabled instruction breakpoint at the next
+ * instruction beside a single-step trap, 0 when it does not, -1 (with err)
+ * when the probe could not tell.
+ */
+int hostinfo_probe_guest_bps(int kvm_fd, int *exec_beside_step, char *err, size_t errlen);
 /*
  * Does MOV DR with DR7.GD set raise #DB in a guest nobody watches, as the
  * architecture says (SDM vol. 3 17.2.4)? 1, 0 (QEMU's TCG: it ignores GD),

@@ -373,52 +373,84 @@ int hostinfo_probe_hwbp(int kvm, char *err, size_t errlen)
 }
 
 /*
- * Does the guest's own data breakpoint fire at CPL0 while KVM single-steps
- * it, as under --split-lock=emulate? mov $0x200000, %eax; mov %rax, %dr1;
- * DR7 = L1, write, 4 bytes; movl $1, 0x200000; hlt. Single-stepped, every
- * #DB comes to userspace: one with B1 set means it fired. Some KVMs (the
- * project's, which emulates CPL0 code) never fire it; emulate then must not
- * raise one for the split locks it completes either.
+ * The guest's own breakpoints while KVM single-steps it at CPL0, as under
+ * --split-lock=emulate. DR1 = 0x200000 (write, 4 bytes), DR0 = the second
+ * NOP below (execute), DR7 = L0 | L1; movl $1, 0x200000; nop; nop; hlt.
+ * Every #DB comes to userspace.
+ * - A data breakpoint fires if a #DB has B1: some KVMs (the project's,
+ *   which emulates CPL0 code) never fire one; emulate then must not raise
+ *   one for the split locks it completes either.
+ * - The step trap of the first NOP, which the CPU runs itself, lands on
+ *   DR0's instruction: B0 beside BS says the CPU reports an enabled
+ *   instruction breakpoint at the next instruction with the step trap
+ *   (QEMU's TCG does). A step whose #DB KVM or the VMM makes up (MOV DR,
+ *   an emulated split lock) must then report it too.
  */
-static const uint8_t databp_code[] = {
-	0xb8, 0x00, 0x00, 0x20, 0x00,
-	0x0f, 0x23, 0xc8,
-	0xb8, 0x04, 0x04, 0xd0, 0x00,
-	0x0f, 0x23, 0xf8,
-	0xc7, 0x04, 0x25, 0x00, 0x00, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00,
+#define BPS_MOVL_OFF 24u
+#define BPS_EXEC_OFF 36u
+static const uint8_t bps_code[] = {
+	0xb8, 0x00, 0x00, 0x20, 0x00,			/* mov $0x200000, %eax */
+	0x0f, 0x23, 0xc8,				/* mov %rax, %dr1 */
+	0xb8, (BOOT_IMAGE_ADDR + BPS_EXEC_OFF) & 0xff,	/* mov $exec, %eax */
+	(BOOT_IMAGE_ADDR + BPS_EXEC_OFF) >> 8 & 0xff,
+	(BOOT_IMAGE_ADDR + BPS_EXEC_OFF) >> 16 & 0xff,
+	(BOOT_IMAGE_ADDR + BPS_EXEC_OFF) >> 24 & 0xff,
+	0x0f, 0x23, 0xc0,				/* mov %rax, %dr0 */
+	0xb8, 0x05, 0x04, 0xd0, 0x00,			/* mov $0xd00405, %eax */
+	0x0f, 0x23, 0xf8,				/* mov %rax, %dr7 */
+	0xc7, 0x04, 0x25, 0x00, 0x00, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00,	/* BPS_MOVL_OFF */
+	0x90,
+	0x90,						/* BPS_EXEC_OFF */
 	0xf4,
 };
+_Static_assert(sizeof(bps_code) == BPS_EXEC_OFF + 2, "bps_code's DR0 is its second NOP");
 
-int hostinfo_probe_databp(int kvm, char *err, size_t errlen)
+int hostinfo_probe_guest_bps(int kvm, int *exec_beside_step, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	struct hostinfo scratch;
 	struct kvm_guest_debug dbg = {
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
 	};
-	int result = -1;
+	int data = -1, exec = -1, fired = 0;
 
 	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, databp_code, sizeof(databp_code), 0) == 0) {
+	if (probe_setup_code(&scratch, kvm, &p, true, bps_code, sizeof(bps_code), 0) == 0) {
 		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0)
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
-		for (int i = 0; i < PROBE_MAX_EXITS && result < 0 && !scratch.probe_error[0]; i++) {
-			if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0)
+		for (int i = 0; i < PROBE_MAX_EXITS && data < 0 && !scratch.probe_error[0]; i++) {
+			const struct kvm_debug_exit_arch *d = &p.run->debug.arch;
+
+			/*
+			 * Again at the MOVL: the MOV to DR7 before it, which KVM
+			 * emulates while it steps the guest, ended its TF (the
+			 * lab's KVM steps on only at the next exit).
+			 */
+			if (i && d->pc == BOOT_IMAGE_ADDR + BPS_MOVL_OFF &&
+			    __kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+				probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
+			} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
 				probe_fail(&scratch, "KVM_RUN", errno);
-			else if (p.run->exit_reason == KVM_EXIT_DEBUG && (p.run->debug.arch.dr6 & 2))
-				result = 1;
-			else if (p.run->exit_reason == KVM_EXIT_HLT ||
-				 (p.run->exit_reason == KVM_EXIT_DEBUG &&
-				  p.run->debug.arch.pc >= BOOT_IMAGE_ADDR + sizeof(databp_code) - 1))
-				result = 0;
-			else if (p.run->exit_reason != KVM_EXIT_DEBUG)
+			} else if (p.run->exit_reason == KVM_EXIT_HLT) {
+				data = fired;	/* no step trap at the second NOP: exec unknown */
+			} else if (p.run->exit_reason != KVM_EXIT_DEBUG) {
 				probe_fail(&scratch, exit_name(p.run->exit_reason), 0);
+			} else {
+				fired |= (d->dr6 & 2) != 0;
+				if (d->pc == BOOT_IMAGE_ADDR + BPS_EXEC_OFF && (d->dr6 & X86_DR6_BS)) {
+					exec = (d->dr6 & 1) != 0;
+					data = fired;
+				}
+			}
 		}
 		/* Leave no breakpoint armed behind the probe (the lab's QEMU minds). */
 		dbg.control = 0;
 		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
 	}
-	return probe_finish(&scratch, &p, result, err, errlen);
+	*exec_beside_step = exec;
+	if (data >= 0 && exec < 0 && err)
+		snprintf(err, errlen, "the guest reached HLT without a step trap at its second NOP");
+	return probe_finish(&scratch, &p, data, err, errlen);
 }
 
 /* Runs a probe guest to a triple fault (1) or a HLT (0); -1 with probe_error. */
@@ -607,7 +639,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
 	hi->singlestep_cpl3 = hostinfo_probe_singlestep(kvm, 3, NULL, 0);
 	hi->hwbp = hostinfo_probe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
-	hi->databp_cpl0 = hostinfo_probe_databp(kvm, NULL, 0);
+	hi->databp_cpl0 = hostinfo_probe_guest_bps(kvm, &hi->exec_bp_beside_step, NULL, 0);
 	hi->dr7_gd = hostinfo_probe_dr7_gd(kvm, NULL, 0);
 	hi->cs_write_gp = hostinfo_probe_cs_write(kvm, NULL, 0);
 	hi->intn_error_code = hostinfo_probe_intn_error_code(kvm, NULL, 0);

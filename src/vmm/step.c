@@ -259,7 +259,7 @@ bool step_delivers(const struct step_insn *insn, uint64_t rflags)
 static uint64_t exec_bps(uint64_t dr7);
 
 struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7,
-			       uint64_t disabled_matches)
+			       uint64_t beside)
 {
 	uint64_t hit = (exit_dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	struct step_db d = { .completed = (hit & X86_DR6_BS) != 0 };
@@ -286,7 +286,7 @@ struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t gue
 	d.inject = (d.completed && tf_at_start) ||
 		   (cause & (X86_DR6_B0_3 | X86_DR6_BD | X86_DR6_BT | X86_DR6_RTM));
 	if (d.inject)
-		d.payload = (hit | (disabled_matches & X86_DR6_B0_3 & ~enabled)) &
+		d.payload = (hit | (beside & X86_DR6_B0_3)) &
 			    ~(tf_at_start ? 0 : X86_DR6_BS);
 	return d;
 }
@@ -933,12 +933,12 @@ uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64
 	return hits;
 }
 
-uint64_t step_exec_matches_disabled(const uint64_t db[4], uint64_t dr7, uint64_t la)
+uint64_t step_exec_beside(const uint64_t db[4], uint64_t dr7, uint64_t la, bool made_up)
 {
 	uint64_t hits = 0;
 
 	for (unsigned i = 0; i < 4; i++)
-		if (!bp_enabled(dr7, i) && bp_rw(dr7, i) == 0 && db[i] == la)
+		if ((made_up || !bp_enabled(dr7, i)) && bp_rw(dr7, i) == 0 && db[i] == la)
 			hits |= 1ull << i;
 	return hits;
 }

@@ -170,9 +170,10 @@ struct step_db {
  * exit_dr6: run->debug.arch.dr6. tf_at_start: the guest's TF when the
  * instruction began. guest_dr7: to tell the guest's enabled breakpoints from
  * bits the CPU sets for disabled ones (only consulted when B0-3 are set).
+ * beside: step_exec_beside()'s bits, added to the payload of a #DB.
  */
 struct step_db step_debug_exit(uint64_t exit_dr6, bool tf_at_start, uint64_t guest_dr7,
-			       uint64_t disabled_matches);
+			       uint64_t beside);
 
 /* The guest's DR6 once a #DB with this payload is delivered (as the CPU does). */
 uint64_t step_dr6_deliver(uint64_t dr6, uint64_t payload);
@@ -484,11 +485,15 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
  */
 uint64_t step_exec_hits(const uint64_t db[4], uint64_t dr7, uint64_t rip, uint64_t rflags);
 /*
- * The B0-3 bits of execute breakpoints DR7 leaves disabled whose address is
- * la: the CPU reports those alongside a #DB (SDM vol. 3 17.2.3), and while
- * KVM steps the guest only the VMM can compute them from the guest's DR0-3.
+ * The B0-3 bits the CPU reports beside a #DB (SDM vol. 3 17.2.3) for the
+ * execute breakpoints at la, the next instruction, that the hardware could
+ * not: those DR7 leaves disabled (while KVM steps the guest only enabled ones
+ * are in the hardware), and the enabled ones too where the step's #DB was
+ * made up by KVM or the VMM (made_up: a MOV DR KVM emulated, a split lock
+ * the VMM completed) on a CPU that reports them beside a step trap (the
+ * probe's exec_bp_beside_step).
  */
-uint64_t step_exec_matches_disabled(const uint64_t db[4], uint64_t dr7, uint64_t la);
+uint64_t step_exec_beside(const uint64_t db[4], uint64_t dr7, uint64_t la, bool made_up);
 uint64_t step_data_hits(const uint64_t db[4], uint64_t dr7, uint64_t la, unsigned size);
 bool step_has_data_bp(uint64_t dr7);
 /* The DR6 B0-3 bits of the breakpoints DR7 enables (L or G). */

@@ -1381,10 +1381,13 @@ bool stepping_debug_exit(struct vcpu *v)
 						 : step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after))
 					    : s->resume_tf,
 			    dr.dr7,
-			    step_exec_matches_disabled(db, dr.dr7,
-						       emulate_code_la(&v->run->s.regs.sregs,
-								       v->run->s.regs.regs.rflags,
-								       v->run->s.regs.regs.rip)));
+			    step_exec_beside(db, dr.dr7,
+					     emulate_code_la(&v->run->s.regs.sregs,
+							     v->run->s.regs.regs.rflags,
+							     v->run->s.regs.regs.rip),
+					     /* KVM emulates MOV DR while it steps the guest */
+					     s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&
+					     v->vm->exec_bp_beside_step));
 	if (in_handler)
 		s->guest_tf = false;
 	if (escaped || !s->checked)
@@ -1554,7 +1557,13 @@ static bool check_split_locks(struct vcpu *v)
 			return s->inject_vector < 0;
 		regs->rflags &= ~X86_RFLAGS_RF;
 		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
-		payload = (tf ? X86_DR6_BS : 0) | (data ? step_data_hits(s->db, s->dr7, acc.la, acc.size) : 0);
+		payload = (data ? step_data_hits(s->db, s->dr7, acc.la, acc.size) : 0);
+		if (tf)
+			payload |= X86_DR6_BS |
+				   step_exec_beside(s->db, s->dr7,
+						    emulate_code_la(&v->run->s.regs.sregs, regs->rflags,
+								    regs->rip),
+						    v->vm->exec_bp_beside_step);
 		if (payload && (!reinject_db(v, payload) || vm_stopping(v->vm)))
 			return false;
 		vm_pause_point(v->vm, v);

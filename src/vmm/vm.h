@@ -45,6 +45,7 @@ struct vm {
 	bool step_cpl3;                /* this KVM can single-step CPL3 code */
 	bool step_hwbp;                /* ... and stop on a KVM_GUESTDBG_USE_HW_BP breakpoint */
 	bool guest_databp;             /* the guest's own data breakpoints fire (CPL0 probe) */
+	bool exec_bp_beside_step;      /* the CPU reports instruction breakpoints beside a step trap */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
 	pthread_mutex_t lock;          /* guards halted and the cond */
@@ -76,6 +77,7 @@ struct vm_probes {
 	bool step_cpl3;                /* single-steps CPL3 code */
 	bool step_hwbp;                /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
 	bool guest_databp;             /* the guest's own data breakpoints fire at CPL0 */
+	bool exec_bp_beside_step;      /* reports instruction breakpoints beside a step trap */
 };
 
 /*

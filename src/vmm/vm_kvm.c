@@ -65,7 +65,7 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 {
 	const int sync = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	char err[160] = "";
-	int cpl0, r;
+	int cpl0, exec, r;
 
 	if (kvm_require(kvm_fd, singlestep_caps, ARRAY_SIZE(singlestep_caps)))
 		return VMM_EXIT_HOST;
@@ -92,8 +92,11 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") &&
 		       probed(hostinfo_probe_hwbp(kvm_fd, err, sizeof(err)), err,
 			      "hardware breakpoints", "without breakpoints");
-	p->guest_databp = probed(hostinfo_probe_databp(kvm_fd, err, sizeof(err)), err,
-				 "the guest's data breakpoints", "as if they never fire at CPL0");
+	r = hostinfo_probe_guest_bps(kvm_fd, &exec, err, sizeof(err));
+	p->guest_databp = probed(r, err, "the guest's data breakpoints", "as if they never fire at CPL0");
+	/* One failed probe, one warning. */
+	p->exec_bp_beside_step = r >= 0 && probed(exec, err, "the guest's instruction breakpoints",
+						  "as if the CPU never reports one beside a step trap");
 	return 0;
 }
 
@@ -139,6 +142,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->step_cpl3 = c->probes.step_cpl3;
 	vm->step_hwbp = c->probes.step_hwbp;
 	vm->guest_databp = c->probes.guest_databp;
+	vm->exec_bp_beside_step = c->probes.exec_bp_beside_step;
 	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
 
 	mem = mmap(NULL, layout.ram_size, PROT_READ | PROT_WRITE,

@@ -692,6 +692,31 @@ def pinned_movdr7_reserved_tf(idx):
     return c
 
 
+def pinned_split_lock_dr0_beside_tf(idx):
+    """MOV to DR0 and DR7 arming an instruction breakpoint on the NOP after
+    the LOCK XOR, then that LOCK XOR split across a cache line, in 64-bit
+    code at CPL0 with the guest's TF. A CPU that reports an enabled
+    instruction breakpoint beside the step trap (QEMU's TCG) gives the
+    LOCK XOR's trap B0 and BS; so must the #DB emulate makes for the split
+    lock it completes (docs/reliability.md item 33). The #DB handler sets
+    RF, so the NOP then runs. Needs a host whose breakpoints fire."""
+    c = Case()
+    c.idx, c.mode, c.cpl = idx, 0, 0
+    c.form, c.size, c.lock = "xor", 4, True
+    # mov %rax,%dr0; mov %rbx,%dr7; lock xor %eax,-0x204(%rsi); nop; nop
+    c.insn = bytes.fromhex("0f23c0 0f23fb f03186fcfdffff 90 90")
+    c.addr_reg, c.seg, c.placement, c.target = R_SI, 0, "line", 64 * 5 - 2
+    c.page0 = c.page1 = PG_NORMAL
+    c.flags, c.seed, c.ds_base = GEN_TF, 0x5eed0d08, 0
+    c.regs = [0] * R_COUNT
+    c.regs[R_BX] = 0x401                            # L0, execute
+    c.regs[R_SI] = 0x204
+    c.env, c.env_reg, c.aux = ENV_DR, R_AX, 13     # DR0: the NOP behind the LOCK XOR
+    c.dr, c.needs = (0, "next", False), ["hw_breakpoint"]
+    c.events = ["locked-split", "dr0-exec-bp-next", "pinned"]
+    return c
+
+
 def pinned_vm86(idx, form, insn, iopl3):
     """A virtual-8086 mode record with the guest's TF, normal pages, registers 0."""
     c = Case()
@@ -1027,7 +1052,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
           pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf,
-          pinned_jmp_pt_noram_pm32_tf]
+          pinned_jmp_pt_noram_pm32_tf, pinned_split_lock_dr0_beside_tf]
 
 
 def legacyize(c):

@@ -228,8 +228,9 @@ WATCHING = [
     ("KVM_GET_VCPU_EVENTS:1+:EIO", "step-tf-sti-shadow", r"KVM_GET_VCPU_EVENTS", WATCH),
     ("KVM_GET_VCPU_EVENTS:1+:EIO", "step-split-lock-after-kvm-gp", r"KVM_GET_VCPU_EVENTS", WATCH),
     ("KVM_SET_VCPU_EVENTS:1+:EIO", "step-split-lock-after-kvm-gp", r"KVM_SET_VCPU_EVENTS \(#GP\)", WATCH),
-    # Calls 1-8 are the four probes' (each sets, then clears, what it probed).
-    ("KVM_SET_GUEST_DEBUG:9+:EIO", "step-tf-cpl0", r"KVM_SET_GUEST_DEBUG", WATCH),
+    # Calls 1-9 are the four probes' (each sets, then clears, what it probed;
+    # the guest's breakpoints probe sets it again after its MOV to DR7).
+    ("KVM_SET_GUEST_DEBUG:10+:EIO", "step-tf-cpl0", r"KVM_SET_GUEST_DEBUG", WATCH),
     ("KVM_GET_DEBUGREGS:1+:EIO", "step-tf-cpl0", r"KVM_GET_DEBUGREGS", WATCH),
     ("KVM_SET_DEBUGREGS:1+:EIO", "step-tf-cpl0", r"KVM_SET_DEBUGREGS", WATCH),
     ("KVM_GET_MSRS:1+:short", "event-syscall-r11-fmask0", r"KVM_GET_MSRS \(MSR 0x[0-9a-f]+\)", WATCH),

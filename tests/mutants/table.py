@@ -383,6 +383,31 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "split-lock-db-without-beside",
+        "what": "the #DB emulate makes for a split lock it completes with the guest's TF "
+                "lacks the B0-3 bit the CPU reports beside the step trap for the guest's "
+                "instruction breakpoint at the next instruction",
+        "edits": [("src/vmm/stepping.c", "\t\t\tpayload |= X86_DR6_BS |\n",
+                   "\t\t\tpayload |= X86_DR6_BS | 0 *\n")],
+        "unit": ["stepping"],
+        # In a VM only where the guest's breakpoints fire (pinned
+        # pinned_split_lock_dr0_beside_tf on the breakpoint-arming lab).
+        "tests": [],
+    },
+    {
+        "name": "exec-bp-beside-mov-dr-lost",
+        "what": "after a MOV DR that KVM emulates while it steps the guest, the guest's "
+                "enabled instruction breakpoint at the next instruction is missing from the "
+                "step trap's DR6, where the CPU reports it",
+        "edits": [("src/vmm/stepping.c", "\t\t\t\t\t     s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&",
+                   "\t\t\t\t\t     false && s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&")],
+        "unit": ["stepping"],
+        # In a VM only a host whose KVM arms the guest's breakpoints runs such
+        # records (the stock lab disarms them): seed 178's records 12 and 81
+        # on the breakpoint-arming lab (docs/lab.md, "Hardware breakpoints").
+        "tests": [],
+    },
+    {
         "name": "pkru-unreadable-guessed",
         "what": "a PKRU KVM_GET_XSAVE cannot give is taken for 0 (every key allowed) "
                 "instead of stopping the VM",

@@ -488,6 +488,7 @@ static void machine_like_here(struct hostinfo *hi)
 	hi->singlestep_cpl3 = 0;
 	hi->hwbp = 1;
 	hi->databp_cpl0 = 0;
+	hi->exec_bp_beside_step = 0;
 	hi->dr7_gd = 1;
 	hi->cs_write_gp = 1;
 	hi->intn_error_code = 0;
@@ -513,7 +514,7 @@ static void json_here(void **state)
 		"\"vcpu_events\":1,\"set_guest_debug\":1,\"bus_lock_exit\":0,\"immediate_exit\":1,"
 		"\"nr_vcpus\":2,\"max_vcpus\":1024},"
 		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"singlestep_cpl0\":true,"
-		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"dr7_gd\":true,\"cs_write_gp\":true,\"intn_error_code\":false,\"lock_ud\":false,\"error\":null}}}\n");
+		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"exec_bp_beside_step\":false,\"dr7_gd\":true,\"cs_write_gp\":true,\"intn_error_code\":false,\"lock_ud\":false,\"error\":null}}}\n");
 	free(out);
 }
 
@@ -574,7 +575,7 @@ static void json_escaping(void **state)
 	assert_has(out, "\"caps\":{\"user_space_msr\":null,");
 	assert_has(out, "\"max_vcpus\":null}");
 	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"singlestep_cpl0\":null,"
-		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"dr7_gd\":null,\"cs_write_gp\":null,\"intn_error_code\":null,\"lock_ud\":null,\"error\":\"no usable /dev/kvm\"}");
+		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"exec_bp_beside_step\":null,\"dr7_gd\":null,\"cs_write_gp\":null,\"intn_error_code\":null,\"lock_ud\":null,\"error\":\"no usable /dev/kvm\"}");
 	free(out);
 
 	/* Bytes that are not UTF-8 (or cut mid-character) must not break it. */
@@ -606,6 +607,7 @@ static void text_report(void **state)
 	assert_has(out, "single-step probe:            CPL0 yes, CPL3 no (--split-lock=emulate sees split locks at CPL0 only)\n");
 	assert_has(out, "breakpoint probe:             yes\n");
 	assert_has(out, "guest data breakpoint:        no (at CPL0 this KVM never fires one)\n");
+	assert_has(out, "breakpoint beside a step:     no (this CPU reports no instruction breakpoint with a step trap)\n");
 	/* What emulate cannot watch is said, never hidden. */
 	assert_has(out, "emulate runs unchecked:       handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) that emulate did not foresee\n");
 	assert_has(out, "(a handler that returns to retry the faulting instruction is not even counted)\n");

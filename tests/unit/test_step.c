@@ -218,6 +218,16 @@ static void test_debug_exit(void **state)
 	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0x400, 4);
 	assert_false(d.inject);
 	/*
+	 * The guest's enabled DR0 at the next instruction after a MOV DR that
+	 * KVM emulated: its BS-only #DB gets B0 from the caller, as the CPU
+	 * reports it beside the step trap; it causes no #DB by itself.
+	 */
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, true, 0x401, 1);
+	assert_true(d.inject);
+	assert_int_equal(d.payload, X86_DR6_BS | 1);
+	d = step_debug_exit(X86_DR6_ACTIVE_LOW | X86_DR6_BS, false, 0x401, 1);
+	assert_false(d.inject);
+	/*
 	 * The guest's enabled instruction breakpoint at the next instruction,
 	 * reported beside a step of the VMM's (the lab's TCG does, even with
 	 * RF set): the caller raises it before that instruction, unless RF
@@ -1032,9 +1042,14 @@ static void test_breakpoints(void **state)
 	assert_int_equal(step_exec_hits(db, dr7, 0x1000, X86_RFLAGS_RF), 0);	/* RF suppresses it */
 	assert_int_equal(step_exec_hits(db, dr7, 0x1001, 0), 0);
 	assert_int_equal(step_exec_hits(db, 0, 0x1000, 0), 0);		/* not enabled */
-	assert_int_equal(step_exec_matches_disabled(db, 0, 0x1000), 1);
-	assert_int_equal(step_exec_matches_disabled(db, dr7, 0x1000), 0);	/* enabled */
-	assert_int_equal(step_exec_matches_disabled(db, 0x10000, 0x1000), 0); /* a data one */
+	assert_int_equal(step_exec_beside(db, 0, 0x1000, false), 1);
+	assert_int_equal(step_exec_beside(db, dr7, 0x1000, false), 0);	/* enabled: the CPU's */
+	assert_int_equal(step_exec_beside(db, 0x10000, 0x1000, false), 0); /* a data one */
+	/* A #DB KVM or the VMM made up: the enabled one too, where the CPU reports it. */
+	assert_int_equal(step_exec_beside(db, dr7, 0x1000, true), 1);
+	assert_int_equal(step_exec_beside(db, dr7, 0x1001, true), 0);
+	assert_int_equal(step_exec_beside(db, dr7, 0x2003, true), 0);	/* DR1: a write one */
+	assert_int_equal(step_exec_beside(db, 0x10000, 0x1000, true), 0);
 	/* DR1 covers 0x2000-0x2003 (aligned down); a split write reaching it hits. */
 	assert_int_equal(step_data_hits(db, dr7, 0x1ffe, 4), 2);
 	assert_int_equal(step_data_hits(db, dr7, 0x1ffc, 4), 0);

@@ -234,6 +234,52 @@ static void split_lock_emulated(void **state)
 	assert_false(vm_stopping(&fv.vm));
 }
 
+/* A #DB the guest got for a step trap: BS, and these B0-3 beside it. */
+static void assert_step_trap(uint64_t dr6, uint64_t b0_3)
+{
+	assert_true(dr6 & X86_DR6_BS);
+	assert_int_equal(dr6 & X86_DR6_B0_3, b0_3);
+}
+
+/*
+ * The same with the guest's TF and its DR0 enabled on the instruction
+ * behind: the #DB the VMM makes for the split lock it completed has B0
+ * beside BS where the CPU reports that (the probe's exec_bp_beside_step),
+ * BS alone elsewhere. Returns the guest's DR6.
+ */
+static uint64_t split_lock_tf_dr6(bool cpu_reports)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct capture c;
+
+	fv.vm.exec_bp_beside_step = cpu_reports;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	regs(v)->rdi = 0x20003e;
+	v->step.guest_tf = true;
+	fc->debugregs.db[0] = CODE + sizeof(lock_xadd);
+	fc->debugregs.dr7 = 0x401;	/* L0, execute */
+	assert_int_equal(capture_stderr(&c), 0);
+	stepping_before_run(v);
+	assert_int_equal(capture_close(&c), 0);
+	free(c.buf);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	return fc->debugregs.dr6;
+}
+
+static void split_lock_tf_exec_bp_beside(void **state)
+{
+	(void)state;
+	assert_step_trap(split_lock_tf_dr6(true), 1);
+}
+
+static void split_lock_tf_exec_bp_not_beside(void **state)
+{
+	(void)state;
+	assert_step_trap(split_lock_tf_dr6(false), 0);
+}
+
 /* WRMSR of a reserved TEST_CTRL bit reaches the VMM: #GP for the guest. */
 static void test_ctrl_reserved_write(struct vcpu *v)
 {
@@ -1191,6 +1237,44 @@ static void predict_keeps_guest_breakpoints(void **state)
 	step_to(v, HANDLER(X86_VEC_PF), X86_DR6_ACTIVE_LOW | 2);
 	assert_int_equal(v->stats.db_reinjected, 1);
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_PF));
+}
+
+/*
+ * A MOV to DR7 that KVM emulates while it steps the guest, enabling DR0 on
+ * the next instruction, with the guest's TF: KVM's step exit has BS alone.
+ * Where the CPU reports an enabled instruction breakpoint beside a step
+ * trap (the probe's exec_bp_beside_step; QEMU's TCG does, natively, under
+ * inherit) the guest's #DB has B0 too; elsewhere BS alone. Returns its DR6.
+ */
+static uint64_t mov_dr7_step_dr6(bool cpu_reports)
+{
+	static const uint8_t mov_dr7[] = { 0x0f, 0x23, 0xfb, 0x90 };	/* mov %rbx,%dr7; nop */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	fv.vm.exec_bp_beside_step = cpu_reports;
+	memcpy(ram + CODE, mov_dr7, sizeof(mov_dr7));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	fc->debugregs.db[0] = CODE + 3;
+	fc->debugregs.dr7 = 0x400;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	fc->debugregs.dr7 = 0x401;	/* L0, execute: what KVM's MOV wrote */
+	step_to_emulated(v, CODE + 3);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	return fc->debugregs.dr6;
+}
+
+static void mov_dr7_exec_bp_beside_step(void **state)
+{
+	(void)state;
+	assert_step_trap(mov_dr7_step_dr6(true), 1);
+}
+
+static void mov_dr7_exec_bp_not_beside_step(void **state)
+{
+	(void)state;
+	assert_step_trap(mov_dr7_step_dr6(false), 0);
 }
 
 static void syscall_msrs(struct fake_vcpu *fc, uint64_t fmask)
@@ -2431,7 +2515,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(plain_step, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(mov_dr7_exec_bp_beside_step, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(mov_dr7_exec_bp_not_beside_step, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(split_lock_emulated, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(split_lock_tf_exec_bp_beside, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(split_lock_tf_exec_bp_not_beside, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(msr_fault_restep, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(msr_fault_events_fail, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(msr_fault_get_events_fails, setup_no_hwbp, teardown),
