@@ -15,8 +15,8 @@
 # match and is handed to the gdbstub, which is not there (SIGSEGV).
 #
 # Needs root (apt-get) the first time; the result is cached in
-# $VMM_LAB_CACHE (default ~/.cache/vmm-lab) and reused. About 15 minutes
-# on 2 cores. Messages go to stderr, the path alone to stdout.
+# $VMM_LAB_CACHE (default ~/.cache/vmm-lab) and reused (docs/lab.md has the time
+# it takes). Messages go to stderr, the path alone to stdout.
 set -euo pipefail
 
 log() { echo "qemu-hwbp: $*" >&2; }
@@ -92,7 +92,7 @@ open(p, "w").write(s)
 EOF
 	die "the instruction-breakpoint checks were not found in bpt_helper.c"
 
-log "configuring and building qemu-system-x86_64 (about 15 minutes)"
+log "configuring and building qemu-system-x86_64 (minutes: docs/lab.md has the figure)"
 mkdir -p "$work/src/b"
 (cd "$work/src/b" && ../configure --target-list=x86_64-softmmu --disable-docs --disable-werror \
 	--disable-xen --disable-gtk --disable-sdl --disable-vnc --disable-opengl --disable-curses \
