@@ -503,16 +503,20 @@ def switch_real_program(parts):
             b + b"\x0f\x22\xc5\xea" + struct.pack("<HH", RX_PROG + k2, REAL_SEG) + z)
 
 
-def switch_lm_off_program(parts):
+def switch_lm_off_program(parts, lidt=False):
     """The same leaving IA-32e mode (compatibility mode at CPL0, the
     program and stack identity-mapped): part A, MOV EBP to CR0 (PG clear:
     32-bit protected mode without paging, EFER.LMA clear), ESI added to
     EBX (the window where its RAM is: ENV_LM_OFF), part B, ESI taken off
     again, MOV EDI to CR0 (PG set with EFER.LME: compatibility mode
     again), part Z; 32-bit code throughout. The IDT has a #DB gate in both
-    formats (ENV_LM_OFF) but a #BP gate in IA-32e mode's only: no INT3 in
-    part B."""
+    formats (ENV_LM_OFF) but a #BP gate in IA-32e mode's only. So with
+    LIDT, part B is framed by LIDT (%EDX) and LIDT 8(%EDX), which load
+    legacy_exec's IDT and IA-32e mode's again (ENV_LM_OFF's env_arg 1
+    points EDX at their images): INT3 may come in part B then."""
     a, b, z = (p32 for _, p32, _, _ in parts)
+    if lidt:
+        b = b"\x0f\x01\x1a" + b + b"\x0f\x01\x5a\x08"
     return a + b"\x0f\x22\xc5\x01\xf3" + b + b"\x29\xf3\x0f\x22\xc7" + z
 
 
@@ -932,6 +936,39 @@ def pinned_lm_off_tf(idx):
     return c
 
 
+def pinned_lm_off_int3_lidt(idx):
+    """A program that leaves IA-32e mode and loads legacy_exec's IDT
+    there (ENV_LM_OFF, env_arg 1): PUSHF in compatibility mode, INT3
+    through that IDT's #BP gate and a LOCK ADD split across the window's
+    page boundary with paging off, IA-32e mode's IDT loaded again and PG
+    set, a LOCK OR that is not split. emulate must read the IDT LIDT
+    loaded, and detect the split lock after it."""
+    c = pinned_lm_off_split_lock(idx)
+    pushf, split, whole = pinned_switch_parts()
+    c.env_arg, c.regs[R_DX] = 1, 0
+    c.parts = (pushf, ("int3-locked", b"\xcc" + split[1], None, None), whole)
+    c.insn = switch_lm_off_program(c.parts, lidt=True)
+    c.events = ["leaves-ia32e", "lidt-outside-ia32e", "int3-outside-ia32e", "pinned",
+                "locked-split", "locked-not-split", "compat-pm32-compat: pushf/int3-locked/locked"]
+    return c
+
+
+def pinned_lm_off_int3_tf(idx):
+    """The same with the guest's TF from part A to part Z and INT3 alone in
+    part B: each LIDT traps, the first through IA-32e mode's IDT (its
+    8-byte #DB gate), the second through legacy_exec's, and INT3's frame
+    in between holds the guest's TF. emulate must deliver each event
+    through the IDT the guest loaded last, with the guest's EFLAGS."""
+    c = pinned_lm_off_int3_lidt(idx)
+    c.parts = (named_part("tf-on"), named_part("int3"), named_part("tf-off"))
+    c.insn = switch_lm_off_program(c.parts, lidt=True)
+    c.lock = False
+    c.events = ["leaves-ia32e", "leaves-ia32e-with-tf", "lidt-outside-ia32e",
+                "int3-outside-ia32e", "switch-with-tf", "pinned",
+                "compat-pm32-compat: tf-on/int3/tf-off"]
+    return c
+
+
 def pinned_legacy_ud_tf(idx, insn):
     """A 32-bit protected mode record at CPL0 with the guest's TF whose
     program faults at once: normal pages, registers 0."""
@@ -1052,7 +1089,8 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_undecodable_pm32_tf, pinned_far_jmp_rpl3_pm32_tf, pinned_far_jmp_ldt_pm32_tf,
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
           pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf,
-          pinned_jmp_pt_noram_pm32_tf, pinned_split_lock_dr0_beside_tf]
+          pinned_jmp_pt_noram_pm32_tf, pinned_split_lock_dr0_beside_tf, pinned_lm_off_int3_lidt,
+          pinned_lm_off_int3_tf]
 
 
 def legacyize(c):
@@ -1133,8 +1171,9 @@ def legacyize(c):
 def legacy_switch(c, r):
     """Moves 40% of the mode-switch records that have a 16-bit and a 32-bit
     encoding of each part out of IA-32e mode (of the others, 70% of those
-    at CPL0 without INT3 between the two switches leave it inside the
-    program instead: switch_lm_off_program): to pm16-pae, 16-bit to
+    at CPL0 leave it inside the program instead: switch_lm_off_program,
+    with LIDT around part B where it has INT3 and in 30% of the rest,
+    ENV_LM_OFF's env_arg 1): to pm16-pae, 16-bit to
     32-bit protected mode and back inside the program (switch16_program),
     at the record's CPL; or, half of those at CPL0 whose 16-bit protected
     mode part raises no event (no INT3, TF clear: real mode's IVT is still
@@ -1145,15 +1184,25 @@ def legacy_switch(c, r):
     names = [p[0] for p in c.parts]
     quiet = not c.flags & GEN_TF and not {"int3", "tf-on"} & set(names[:2])
     if r.random() >= 0.4:
-        # Or, at CPL0 without INT3 between the two switches (the IDT has
-        # IA-32e mode's #BP gate only), out of IA-32e mode and back.
-        if c.cpl == 0 and names[1] != "int3" and r.random() < 0.7 and \
-                len(switch_lm_off_program(c.parts)) <= 32:
-            c.env, c.env_reg, c.regs[R_SI] = ENV_LM_OFF, 0xff, 0
+        # Or, at CPL0, out of IA-32e mode and back; INT3 between the two
+        # switches needs legacy_exec's IDT loaded there (the IDT has IA-32e
+        # mode's #BP gate only).
+        if c.cpl == 0 and r.random() < 0.7:
+            lidt = names[1] == "int3" or r.random() < 0.3
+            if len(switch_lm_off_program(c.parts, lidt)) > 32:
+                if names[1] == "int3" or len(switch_lm_off_program(c.parts)) > 32:
+                    return c
+                lidt = False
+            c.env, c.env_arg, c.env_reg, c.regs[R_SI] = ENV_LM_OFF, int(lidt), 0xff, 0
             c.regs[R_BP] = c.regs[R_DI] = 0
-            c.insn = switch_lm_off_program(c.parts)
+            c.insn = switch_lm_off_program(c.parts, lidt)
             c.events = [e.replace("compat-64-compat", "compat-pm32-compat") for e in c.events]
             c.events.append("leaves-ia32e")
+            if lidt:
+                c.regs[R_DX] = 0
+                c.events.append("lidt-outside-ia32e")
+            if names[1] == "int3":
+                c.events.append("int3-outside-ia32e")
             tf = names[0] == "tf-on" or (bool(c.flags & GEN_TF) and names[0] != "tf-off")
             if tf or names[1] == "tf-on":
                 c.events.append("leaves-ia32e-with-tf")     # traps outside IA-32e mode
@@ -1300,6 +1349,8 @@ def missing_coverage(cov):
             miss.append(f"a {kind} switch inside a program")
     if "leaves-ia32e-with-tf" not in cov["event"]:
         miss.append("the guest's TF across a switch out of IA-32e mode")
+    if "int3-outside-ia32e" not in cov["event"]:
+        miss.append("INT3 between switches out of IA-32e mode and back")
     return miss
 
 

@@ -86,7 +86,10 @@ struct gen_record {
  *   (bytes 8-15, the 8-byte gate of vector 1 outside IA-32e mode) becomes
  *   legacy_exec's 32-bit #DB gate, and the guest's TF may be set across
  *   both switches. Vector 3's 8-byte gate would be the upper half of 64-bit
- *   gate 1: no INT3 while paging is off.
+ *   gate 1, so with env_arg 1 EDX also gets the address (from DS's base)
+ *   of two IDTR images, legacy_exec's IDT at 0 and IA-32e mode's at 8,
+ *   for a program that loads them with LIDT while paging is off and then
+ *   may raise #BP there (gen.py switch_lm_off_program).
  */
 #define ENV_NONE     0
 #define ENV_SYSCALL  1
@@ -110,6 +113,8 @@ extern uint64_t gen_se_ret, gen_se_how, gen_se_cs;
 extern uint8_t gen_se_stack_top[];
 extern uint8_t gen_farptr[6];
 extern uint32_t lg_x_real_pe;
+/* ENV_LM_OFF with env_arg 1: the IDTR images its program loads (identity-mapped). */
+static uint8_t lm_off_idtrs[16] __attribute__((aligned(8)));
 extern uint8_t exec_page16[64], exec_buf64[64], exec_buf32[64];
 void gen_sc_entry(void);
 void gen_gate_stub(void);
@@ -309,6 +314,24 @@ static int gen(const struct boot_info *bi)
 			req.in.r[R_SI] += (uint32_t)(WIN_PHYS - WIN_BASE);
 			saved_gate = idt()[X86_VEC_DE];
 			memcpy((uint8_t *)&idt()[X86_VEC_DE] + 8, &db32, sizeof(db32));
+			if (r.env_arg & 1) {
+				uint32_t legacy = legacy_xidt_base(), ia32e;
+				uint16_t limit = 8 * 256 - 1;
+				struct __attribute__((packed)) { uint16_t limit; uint64_t base; } idtr;
+
+				__asm__ volatile("sidt %0" : "=m"(idtr));
+				/* LIDT outside IA-32e mode loads 32 bits of base. */
+				if (idtr.base >> 32) {
+					printf("Bail out! record %u: the IDT is above 4 GiB\n", i);
+					return GUEST_STATUS_FAIL;
+				}
+				ia32e = (uint32_t)idtr.base;
+				memcpy(lm_off_idtrs, &limit, 2);
+				memcpy(lm_off_idtrs + 2, &legacy, 4);
+				memcpy(lm_off_idtrs + 8, &idtr.limit, 2);
+				memcpy(lm_off_idtrs + 10, &ia32e, 4);
+				req.in.r[R_DX] += (uint32_t)((uint64_t)lm_off_idtrs - r.ds_base);
+			}
 			break;
 		}
 		case ENV_SYSENTER:

@@ -257,6 +257,8 @@ void legacy_exec(const struct exec_req *req, unsigned paging, enum legacy_how ho
 uint64_t legacy_gate_borrow(unsigned v, uint8_t type);
 /* legacy_exec's own gate for vector v (0-32): to its stub in 32-bit code. */
 uint64_t legacy_xidt_gate(unsigned v);
+/* The linear (and physical) address of legacy_exec's IDT, 256 8-byte gates. */
+uint32_t legacy_xidt_base(void);
 void legacy_gate_restore(unsigned v, uint64_t gate);
 /* legacy.S's 32-bit TSS B (SEL_TSS_B): CPL0 at eip, flat segments, stack esp, IF clear. */
 extern uint8_t lg_tss_b[104];

@@ -142,6 +142,12 @@ uint64_t legacy_xidt_gate(unsigned v)
 	return gate;
 }
 
+uint32_t legacy_xidt_base(void)
+{
+	legacy_xidt();
+	return (uint32_t)(uint64_t)lg_xidt;
+}
+
 uint64_t legacy_gate_borrow(unsigned v, uint8_t type)
 {
 	uint64_t old;
