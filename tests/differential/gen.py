@@ -955,9 +955,9 @@ def pinned_lm_off_int3_lidt(idx):
 
 def pinned_lm_off_int3_tf(idx):
     """The same with the guest's TF from part A to part Z and INT3 alone in
-    part B: each LIDT traps, the first through IA-32e mode's IDT (its
-    8-byte #DB gate), the second through legacy_exec's, and INT3's frame
-    in between holds the guest's TF. emulate must deliver each event
+    part B: each LIDT traps through the IDT it loads, the first through
+    legacy_exec's, the second through IA-32e mode's (its 8-byte #DB gate),
+    and INT3's frame in between holds the guest's TF. emulate must deliver each event
     through the IDT the guest loaded last, with the guest's EFLAGS."""
     c = pinned_lm_off_int3_lidt(idx)
     c.parts = (named_part("tf-on"), named_part("int3"), named_part("tf-off"))
