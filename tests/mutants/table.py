@@ -417,6 +417,17 @@ MUTANTS = [
         "tests": ["ioctlfail-emulate"],
     },
     {
+        "name": "delivery-format-from-lme",
+        "what": "the VMM delivers events in IA-32e mode's format where EFER.LME is set: "
+                "with paging off (a guest leaving IA-32e mode) through 16-byte gates the "
+                "CPU does not read",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (!(sregs->efer & X86_EFER_LMA))\n\t\treturn deliver_legacy(v, e);",
+                   "\tif (!(sregs->efer & X86_EFER_LME))\n\t\treturn deliver_legacy(v, e);")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",
