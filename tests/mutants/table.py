@@ -428,6 +428,18 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "idt-format-from-lme",
+        "what": "the IDT's gate format follows EFER.LME instead of LMA: with paging off "
+                "and LME still set, a forecast fault's handler breakpoint is read from a "
+                "16-byte gate and the handler runs unwatched",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (sregs->efer & X86_EFER_LMA)\n\t\treturn STEP_IDT_LONG;",
+                   "\tif (sregs->efer & X86_EFER_LME)\n\t\treturn STEP_IDT_LONG;")],
+        "unit": ["stepping"],
+        # Breakpoints only, like the next one: no VM run in the lab can tell.
+        "tests": [],
+    },
+    {
         "name": "legacy-handler-offset-as-linear",
         "what": "outside IA-32e mode the handler breakpoint takes the gate's offset for a "
                 "linear address: a handler in a segment with a base is never stopped at",

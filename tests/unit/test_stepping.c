@@ -2027,22 +2027,31 @@ static void legacy_handler_breakpoints(void **state)
 	memcpy(ram + CODE, mov, sizeof(mov));
 	sr->ds.limit = 0xfff;
 	regs(v)->rbx = 0x2000;
-	regs(v)->rflags = X86_RFLAGS_FIXED;
-	stepping_before_run(v);
-	assert_true(v->step.checked);
-	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
-	assert_int_equal(fc->debug.arch.debugreg[0], 0x140000);
-	/* The CPU delivered #GP(0) with the VMM's TF; the VMM's breakpoint stopped it. */
-	memcpy(ram + frame, f, sizeof(f));
-	regs(v)->rsp = frame;
-	sr->cs.selector = 0x38;
-	sr->cs.base = 0x10000;
-	step_to_la(v, 0x130000, 0x140000, X86_DR6_ACTIVE_LOW | 1);
-	memcpy(f, ram + frame, sizeof(f));
-	assert_int_equal(f[1], CODE);
-	assert_int_equal(f[3], X86_RFLAGS_FIXED);
-	assert_int_equal(v->stats.unchecked_runs, 0);
-	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	/* EFER.LME without LMA too (paging off on the way out of IA-32e mode): 8-byte gates. */
+	for (unsigned lme = 0; lme < 2; lme++) {
+		sr->efer = lme ? X86_EFER_LME : 0;
+		sr->cs.selector = 0x08;
+		sr->cs.base = 0;
+		regs(v)->rip = CODE;
+		regs(v)->rflags = X86_RFLAGS_FIXED;
+		f[3] = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+		stepping_before_run(v);
+		assert_true(v->step.checked);
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+		assert_int_equal(fc->debug.arch.debugreg[0], 0x140000);
+		/* The CPU delivered #GP(0) with the VMM's TF; the VMM's breakpoint stopped it. */
+		memcpy(ram + frame, f, sizeof(f));
+		regs(v)->rsp = frame;
+		sr->cs.selector = 0x38;
+		sr->cs.base = 0x10000;
+		step_to_la(v, 0x130000, 0x140000, X86_DR6_ACTIVE_LOW | 1);
+		memcpy(f, ram + frame, sizeof(f));
+		assert_int_equal(f[1], CODE);
+		assert_int_equal(f[3], X86_RFLAGS_FIXED);
+		assert_int_equal(v->stats.unchecked_runs, 0);
+		assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	}
+	sr->efer = 0;
 
 	/* WRMSR's #GP, left to KVM: its handler watched at 0x140000. */
 	sr->cs.selector = 0x08;
