@@ -33,6 +33,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->cs_write_gp = -1;
 	hi->intn_error_code = -1;
 	hi->lock_ud = -1;
+	hi->leave_long_mode = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -408,6 +409,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->intn_error_code == 0 ? " (this CPU pushes vector * 16 + 2, not vector * 8 + 2)" : "");
 	fprintf(out, LABEL "%s%s\n", "LOCK MOV #UD:", tristate(hi->lock_ud),
 		hi->lock_ud == 0 ? " (this CPU completes a store with a LOCK prefix)" : "");
+	fprintf(out, LABEL "%s%s\n", "leaving long mode:", tristate(hi->leave_long_mode),
+		hi->leave_long_mode == 0 ? " (this KVM stops a guest that clears CR0.PG and EFER.LME)" : "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
@@ -566,6 +569,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 	json_bool_or_null(out, hi->intn_error_code >= 0, hi->intn_error_code > 0);
 	fputs(",\"lock_ud\":", out);
 	json_bool_or_null(out, hi->lock_ud >= 0, hi->lock_ud > 0);
+	fputs(",\"leave_long_mode\":", out);
+	json_bool_or_null(out, hi->leave_long_mode >= 0, hi->leave_long_mode > 0);
 	fputs(",\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);

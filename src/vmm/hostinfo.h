@@ -80,6 +80,8 @@ struct hostinfo {
 	int intn_error_code;
 	/* probe guest, unwatched: 1 = LOCK MOV to memory raises #UD */
 	int lock_ud;
+	/* probe guest, unwatched: 1 = it left IA-32e mode (CR0.PG, EFER.LME off) and came back */
+	int leave_long_mode;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -139,6 +141,12 @@ int hostinfo_probe_intn_error_code(int kvm_fd, char *err, size_t errlen);
  * completes), or -1 with err.
  */
 int hostinfo_probe_lock_ud(int kvm_fd, char *err, size_t errlen);
+/*
+ * Can a guest leave IA-32e mode and come back: CR0.PG cleared, EFER.LME
+ * cleared and set again, PG set again? 1, 0 (the VM stopped: the nested
+ * KVM of some hosts shuts it down at the EFER write), or -1 with err.
+ */
+int hostinfo_probe_leave_long_mode(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

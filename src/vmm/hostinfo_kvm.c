@@ -453,14 +453,19 @@ int hostinfo_probe_guest_bps(int kvm, int *exec_beside_step, char *err, size_t e
 	return probe_finish(&scratch, &p, data, err, errlen);
 }
 
-/* Runs a probe guest to a triple fault (1) or a HLT (0); -1 with probe_error. */
-static int probe_shutdown_or_hlt(struct hostinfo *scratch, struct probe *p)
+/*
+ * Runs a probe guest to a triple fault (1) or a HLT (0); -1 with
+ * probe_error. `stopped`: KVM's internal error or a failed entry is 1 too.
+ */
+static int probe_end(struct hostinfo *scratch, struct probe *p, bool stopped)
 {
 	for (int i = 0; i < PROBE_MAX_EXITS && !scratch->probe_error[0]; i++) {
 		if (__kvm_ioctl(p->vcpu, KVM_RUN, NULL) < 0) {
 			if (errno != EINTR && errno != EAGAIN)
 				probe_fail(scratch, "KVM_RUN", errno);
-		} else if (p->run->exit_reason == KVM_EXIT_SHUTDOWN) {
+		} else if (p->run->exit_reason == KVM_EXIT_SHUTDOWN ||
+			   (stopped && (p->run->exit_reason == KVM_EXIT_INTERNAL_ERROR ||
+					p->run->exit_reason == KVM_EXIT_FAIL_ENTRY))) {
 			return 1;
 		} else if (p->run->exit_reason == KVM_EXIT_HLT) {
 			return 0;
@@ -469,6 +474,11 @@ static int probe_shutdown_or_hlt(struct hostinfo *scratch, struct probe *p)
 		}
 	}
 	return -1;
+}
+
+static int probe_shutdown_or_hlt(struct hostinfo *scratch, struct probe *p)
+{
+	return probe_end(scratch, p, false);
 }
 
 /*
@@ -511,35 +521,43 @@ static const uint8_t cs_write_code[] = {
 };
 _Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "cs_write_code's push of code32");
 
+/*
+ * A probe guest whose code goes to compatibility mode through CS_PROBE_SEL
+ * (added to the GDT here), with RBX at 0x200000; probe_end()'s answer.
+ */
+static int probe_compat(struct hostinfo *scratch, int kvm, struct probe *p, const uint8_t *code,
+			size_t len, bool stopped)
+{
+	uint64_t code32 = 0x00cf9a000000ffffull;	/* base 0, 4 GiB, 32-bit, DPL0 */
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	if (probe_setup_code(scratch, kvm, p, true, code, len, 0))
+		return -1;
+	memcpy(p->mem + BOOT_GDT_ADDR + CS_PROBE_SEL, &code32, sizeof(code32));
+	if (__kvm_ioctl(p->vcpu, KVM_GET_SREGS, &sregs) < 0 ||
+	    __kvm_ioctl(p->vcpu, KVM_GET_REGS, &regs) < 0)
+		return probe_fail(scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
+	sregs.gdt.limit = CS_PROBE_SEL + 7;
+	regs.rbx = 0x200000;
+	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0 ||
+	    __kvm_ioctl(p->vcpu, KVM_SET_REGS, &regs) < 0)
+		return probe_fail(scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+	return probe_end(scratch, p, stopped);
+}
+
 int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	struct hostinfo scratch;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
-	uint64_t code32 = 0x00cf9a000000ffffull;	/* base 0, 4 GiB, 32-bit, DPL0 */
-	int result = -1;
+	int result;
 
 	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, cs_write_code, sizeof(cs_write_code), 0) == 0) {
-		memcpy(p.mem + BOOT_GDT_ADDR + CS_PROBE_SEL, &code32, sizeof(code32));
-		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
-		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
-			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
-		} else {
-			sregs.gdt.limit = CS_PROBE_SEL + 7;
-			regs.rbx = 0x200000;
-			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0 ||
-			    __kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
-				probe_fail(&scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
-			else
-				result = probe_shutdown_or_hlt(&scratch, &p);
-		}
-		/* A halt that did not write is no answer either. */
-		if (result == 0 && p.mem[0x200000] != 1) {
-			probe_fail(&scratch, "the probe guest halted without writing", 0);
-			result = -1;
-		}
+	result = probe_compat(&scratch, kvm, &p, cs_write_code, sizeof(cs_write_code), false);
+	/* A halt that did not write is no answer either. */
+	if (result == 0 && p.mem[0x200000] != 1) {
+		probe_fail(&scratch, "the probe guest halted without writing", 0);
+		result = -1;
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -634,6 +652,49 @@ int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
+/*
+ * Into compatibility mode as cs_write_code goes, then out of IA-32e mode
+ * and back as a guest kernel's mode switch does: CR0.PG cleared (the code
+ * is identity-mapped), EFER.LME cleared and set again, PG set again;
+ * movl $1, (%ebx); hlt.
+ */
+static const uint8_t lm_off_code[] = {
+	0x6a, CS_PROBE_SEL,
+	0x68, 0x09, 0x00, 0x10, 0x00,	/* BOOT_IMAGE_ADDR + 9 */
+	0x48, 0xcb,
+	0x0f, 0x20, 0xc0,		/* mov %cr0, %eax */
+	0x25, 0xff, 0xff, 0xff, 0x7f,	/* and $~PG, %eax */
+	0x0f, 0x22, 0xc0,		/* mov %eax, %cr0 */
+	0xb9, 0x80, 0x00, 0x00, 0xc0,	/* mov $MSR_EFER, %ecx */
+	0x0f, 0x32,			/* rdmsr */
+	0x25, 0xff, 0xfe, 0xff, 0xff,	/* and $~LME, %eax */
+	0x0f, 0x30,			/* wrmsr */
+	0x0d, 0x00, 0x01, 0x00, 0x00,	/* or $LME, %eax */
+	0x0f, 0x30,			/* wrmsr */
+	0x0f, 0x20, 0xc0,		/* mov %cr0, %eax */
+	0x0d, 0x00, 0x00, 0x00, 0x80,	/* or $PG, %eax */
+	0x0f, 0x22, 0xc0,		/* mov %eax, %cr0 */
+	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00,
+	0xf4,
+};
+
+int hostinfo_probe_leave_long_mode(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	int result;
+
+	hostinfo_init(&scratch);
+	result = probe_compat(&scratch, kvm, &p, lm_off_code, sizeof(lm_off_code), true);
+	if (result == 0 && p.mem[0x200000] != 1) {
+		probe_fail(&scratch, "the probe guest halted without writing", 0);
+		result = -1;
+	} else if (result >= 0) {
+		result = !result;	/* a halt after the write: back in IA-32e mode */
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
 static void probe_singlestep(struct hostinfo *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
@@ -644,6 +705,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->cs_write_gp = hostinfo_probe_cs_write(kvm, NULL, 0);
 	hi->intn_error_code = hostinfo_probe_intn_error_code(kvm, NULL, 0);
 	hi->lock_ud = hostinfo_probe_lock_ud(kvm, NULL, 0);
+	hi->leave_long_mode = hostinfo_probe_leave_long_mode(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

@@ -62,6 +62,10 @@ def case_json(ctx):
         if probe["singlestep_cpl0"] is not True or probe["singlestep_cpl3"] is not True:
             fails.append(f"stock KVM single-steps at CPL0 and CPL3, the probe says CPL0 "
                          f"{probe['singlestep_cpl0']}, CPL3 {probe['singlestep_cpl3']}")
+        # Differential cases outside IA-32e mode are left out where it says no.
+        if probe["leave_long_mode"] is not True:
+            fails.append("stock KVM lets a guest leave IA-32e mode and come back, the probe "
+                         f"says {probe['leave_long_mode']} ({probe['error']})")
     return fails
 
 
