@@ -428,6 +428,15 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "leave-long-mode-probe-no",
+        "what": "the probe of leaving IA-32e mode says no whatever the guest did: every "
+                "differential case and generator record outside IA-32e mode is left out",
+        "edits": [("src/vmm/hostinfo_kvm.c",
+                   "\t\tresult = !result;\t/* a halt after the write: back in IA-32e mode */",
+                   "\t\tresult = 0;")],
+        "tests": ["host-info-json"],
+    },
+    {
         "name": "idt-format-from-lme",
         "what": "the IDT's gate format follows EFER.LME instead of LMA: with paging off "
                 "and LME still set, a forecast fault's handler breakpoint is read from a "
