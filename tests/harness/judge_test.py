@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "differential"))
@@ -58,6 +59,26 @@ def main():
     expect("no split locks, none expected unchecked, one counted", judge(bare, stats(0, 1)), False)
     expect("no split locks, none expected unchecked, none counted", judge(bare, stats(0, 0)), True)
     expect("no --stats where a count is expected", judge(bare, "no JSON"), False)
+
+    # On this machine's KVM a --needs word is judged by the vmm under test's
+    # own --host-info (a fake here): a case broken by what it lacks skips.
+    broken = ["the inherit run ended with status 80, the case expects 0: the case itself is "
+              "broken on this host"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for lme in ("false", "true"):
+            fake = os.path.join(tmp, f"vmm-{lme}")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho '{\"kvm\":{\"probe\":{\"leave_long_mode\":%s}}}'\n" % lme)
+            os.chmod(fake, 0o755)
+            with contextlib.redirect_stdout(io.StringIO()):
+                fails, why = difftest.excuse(broken, ["leave_long_mode"], fake)
+            if (lme == "false") != (why is not None and not fails):
+                bad.append(f"leave_long_mode {lme}: excused {why!r}, failures {fails}")
+            with contextlib.redirect_stdout(io.StringIO()):
+                fails, why = difftest.excuse(broken + ["exit status differs: inherit status 0, "
+                                                      "emulate status -11"], ["leave_long_mode"], fake)
+            if not fails:
+                bad.append(f"leave_long_mode {lme}: a crash was excused")
     return report(bad, f"judge_test, {len(bad)} wrong verdicts")
 
 
