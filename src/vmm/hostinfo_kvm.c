@@ -523,7 +523,8 @@ _Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "cs_write_code's push of code32");
 
 /*
  * A probe guest whose code goes to compatibility mode through CS_PROBE_SEL
- * (added to the GDT here), with RBX at 0x200000; probe_end()'s answer.
+ * (added to the GDT here) and stores 1 at RBX = 0x200000 before its HLT;
+ * probe_end()'s answer, a halt without that store none (-1).
  */
 static int probe_compat(struct hostinfo *scratch, int kvm, struct probe *p, const uint8_t *code,
 			size_t len, bool stopped)
@@ -531,6 +532,7 @@ static int probe_compat(struct hostinfo *scratch, int kvm, struct probe *p, cons
 	uint64_t code32 = 0x00cf9a000000ffffull;	/* base 0, 4 GiB, 32-bit, DPL0 */
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
+	int r;
 
 	if (probe_setup_code(scratch, kvm, p, true, code, len, 0))
 		return -1;
@@ -543,7 +545,10 @@ static int probe_compat(struct hostinfo *scratch, int kvm, struct probe *p, cons
 	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0 ||
 	    __kvm_ioctl(p->vcpu, KVM_SET_REGS, &regs) < 0)
 		return probe_fail(scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
-	return probe_end(scratch, p, stopped);
+	r = probe_end(scratch, p, stopped);
+	if (r == 0 && p->mem[0x200000] != 1)
+		return probe_fail(scratch, "the probe guest halted without writing", 0);
+	return r;
 }
 
 int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
@@ -554,11 +559,6 @@ int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
 
 	hostinfo_init(&scratch);
 	result = probe_compat(&scratch, kvm, &p, cs_write_code, sizeof(cs_write_code), false);
-	/* A halt that did not write is no answer either. */
-	if (result == 0 && p.mem[0x200000] != 1) {
-		probe_fail(&scratch, "the probe guest halted without writing", 0);
-		result = -1;
-	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
@@ -686,12 +686,8 @@ int hostinfo_probe_leave_long_mode(int kvm, char *err, size_t errlen)
 
 	hostinfo_init(&scratch);
 	result = probe_compat(&scratch, kvm, &p, lm_off_code, sizeof(lm_off_code), true);
-	if (result == 0 && p.mem[0x200000] != 1) {
-		probe_fail(&scratch, "the probe guest halted without writing", 0);
-		result = -1;
-	} else if (result >= 0) {
-		result = !result;	/* a halt after the write: back in IA-32e mode */
-	}
+	if (result >= 0)
+		result = !result;	/* a halt after the store: back in IA-32e mode */
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 

@@ -432,7 +432,7 @@ MUTANTS = [
         "what": "the probe of leaving IA-32e mode says no whatever the guest did: every "
                 "differential case and generator record outside IA-32e mode is left out",
         "edits": [("src/vmm/hostinfo_kvm.c",
-                   "\t\tresult = !result;\t/* a halt after the write: back in IA-32e mode */",
+                   "\t\tresult = !result;\t/* a halt after the store: back in IA-32e mode */",
                    "\t\tresult = 0;")],
         "tests": ["host-info-json"],
     },
