@@ -157,7 +157,8 @@ def judge(ref, emu, stats, expect_status, outer_stepped=True):
 def excuse(fails, needs, vmm):
     """A divergence where a --needs feature was measured missing in the
     boot that ran the case (on this machine's KVM: by VMM's --host-info)
-    is that feature's, not vmm's: (fails, skip reason). A hang, a crash or a sanitizer report is never excused."""
+    is that feature's, not vmm's: (fails, skip reason). A hang, a crash
+    or a sanitizer report is never excused."""
     why = [m for m in (lacks(n, vmm) for n in needs) if m]
     never = [f for f in fails if re.search(r"killed|did not finish|Sanitizer|status -\d+", f)]
     if not fails or not why or never:
