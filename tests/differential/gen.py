@@ -1338,6 +1338,14 @@ def outside_ia32e(c):
     return c.mode >= 4 or c.env == ENV_LM_OFF
 
 
+def in_ia32e(cases):
+    """The records of CASES that stay in IA-32e mode, and their classes:
+    what a host that cannot leave it runs, and the classes
+    missing_coverage() then asks for."""
+    kept = [c for c in cases if not outside_ia32e(c)]
+    return kept, {klass(c) for c in kept}
+
+
 def missing_coverage(cov, classes=None):
     """What a full --explore run must have covered and did not. CLASSES:
     where the host cannot leave IA-32e mode, the classes of the records
@@ -1823,10 +1831,9 @@ def main():
     ia32e_only = lacks("leave_long_mode", a.vmm)
     kept = None
     if ia32e_only:
-        out = sum(outside_ia32e(c) for c in cases)
-        cases = [c for c in cases if not outside_ia32e(c)]
-        kept = {klass(c) for c in cases}
-        print(f"{out} records outside IA-32e mode left out: {ia32e_only}")
+        n = len(cases)
+        cases, kept = in_ia32e(cases)
+        print(f"{n - len(cases)} records outside IA-32e mode left out: {ia32e_only}")
     if a.log:
         for c in cases:
             c.flags |= GEN_LOG
