@@ -957,8 +957,9 @@ def pinned_lm_off_int3_tf(idx):
     """The same with the guest's TF from part A to part Z and INT3 alone in
     part B: each LIDT traps through the IDT it loads, the first through
     legacy_exec's, the second through IA-32e mode's (its 8-byte #DB gate),
-    and INT3's frame in between holds the guest's TF. emulate must deliver each event
-    through the IDT the guest loaded last, with the guest's EFLAGS."""
+    and INT3's frame in between holds the guest's TF. emulate must deliver
+    each event through the IDT the guest loaded last, with the guest's
+    EFLAGS."""
     c = pinned_lm_off_int3_lidt(idx)
     c.parts = (named_part("tf-on"), named_part("int3"), named_part("tf-off"))
     c.insn = switch_lm_off_program(c.parts, lidt=True)
@@ -1173,11 +1174,11 @@ def legacy_switch(c, r):
     encoding of each part out of IA-32e mode (of the others, 70% of those
     at CPL0 leave it inside the program instead: switch_lm_off_program,
     with LIDT around part B where it has INT3 and in 30% of the rest,
-    ENV_LM_OFF's env_arg 1): to pm16-pae, 16-bit to
-    32-bit protected mode and back inside the program (switch16_program),
-    at the record's CPL; or, half of those at CPL0 whose 16-bit protected
-    mode part raises no event (no INT3, TF clear: real mode's IVT is still
-    the IDT there), to real mode, real to 16-bit protected mode and back
+    ENV_LM_OFF's env_arg 1): to pm16-pae, 16-bit to 32-bit protected
+    mode and back inside the program (switch16_program), at the record's
+    CPL; or, half of those at CPL0 whose 16-bit protected mode part
+    raises no event (no INT3, TF clear: real mode's IVT is still the IDT
+    there), to real mode, real to 16-bit protected mode and back
     (switch_real_program)."""
     if any(p[1] is None for p in c.parts):
         return c
@@ -1806,8 +1807,9 @@ def main():
     cases = [(gen_explore if a.explore else gen_case)(rng, i) for i in range(a.count)]
     if a.pinned:
         cases += [make(a.count + i) for i, make in enumerate(PINNED)]
-    # What the host lacks (a probe of the lab's boot measured it): the
-    # records that need it run without it, and the coverage says so.
+    # What the host lacks (a probe of the lab's boot, or this machine's
+    # vmm --host-info, measured it): the records that need it run without
+    # it, and the coverage says so.
     lacking = {n: lacks(n, a.vmm) for n in ("hw_breakpoint", "dr7_gd", "icebp")}
     quirks = {n for n in ("intn_error_code", "lock_ud") if lacks(n, a.vmm)}
     for n in quirks:
