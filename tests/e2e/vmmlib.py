@@ -529,7 +529,6 @@ def cpu_lacks(desc):
     return None
 
 
-@functools.lru_cache(maxsize=None)
 def local_probes(vmm):
     """This machine's `vmm --host-info --json` probes ({} if vmm cannot say)."""
     try:
@@ -622,8 +621,11 @@ def excused_fail(r):
 
 # ------------------------------------------------------------------ the host
 
+@functools.lru_cache(maxsize=None)
 def host_info(vmm):
-    """vmm --host-info --json, parsed; Failure if vmm cannot say."""
+    """vmm --host-info --json, parsed (run once per vmm and process: the
+    difftest's oracle check, its CPL3-stepping check and lacks() share
+    it); Failure if vmm cannot say. Read it, never change it."""
     r = run([vmm, "--host-info", "--json"], timeout=60, quiet=True)
     if r.hung or r.status != 0:
         raise Failure(f"vmm --host-info --json: exit status {r.status}: {r.err.strip()}")
