@@ -8,6 +8,7 @@
 #   build-asan/   AddressSanitizer + UBSan: every suite, booting build/guest.bin
 #                 (its VM suites run where this machine has a KVM)
 #   mutants       vmm rebuilt with deliberate defects: the suites must fail
+#   run-sh        ./run.sh as README has it (its own lab where there is no KVM)
 # Ends with "tests: N passed, N failed, N skipped; VM boots: N on this
 # machine's KVM, N on the lab's stock KVM", and fails when no VM was booted
 # (unless VMM_TEST_ALLOW_NO_KVM=1). README.md ("Tests") and docs/lab.md
@@ -48,7 +49,7 @@ stop_lab() {
 }
 trap stop_lab EXIT
 
-run_suite gcc build
+run_suite gcc build --no-suite run-sh
 
 CC=clang vmm_build build-clang
 run_suite clang build-clang --suite unit
@@ -87,6 +88,9 @@ if ! grep -q '"status": "stopped"' "$lab_state" 2>/dev/null && [ $lab_ok = 1 ]; 
 	tail -n 60 build/lab/server.log >&2
 	status=1
 fi
+
+# README's ./run.sh as a new user runs it: here it boots a lab of its own.
+run_suite gcc-run-sh build --suite run-sh
 
 python3 scripts/test-summary.py --boots "$VMM_TEST_BOOT_LOG" "${logs[@]}" || status=1
 exit $status

@@ -12,7 +12,6 @@ at all (no QEMU, no kernel package).
 """
 import argparse
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,18 +22,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import remote  # noqa: E402
 import server  # noqa: E402
+from vmmlib import cpu_lacks, lab_state  # noqa: E402
 
 
 def explain(out, probes):
     """Names the self-test failures that QEMU's CPU, not vmm, causes."""
-    ac = probes.get("acprobe", {}).get("out", "")
-    if "result=none" not in ac:
-        return
     for line in out.splitlines():
-        if line.startswith("not ok") and re.search(r"\bAC=1\b.*\braises #AC\b", line):
-            print(f"lab: note: '{line[:60]}...' fails because the lab's CPU (QEMU's TCG) never "
-                  f"raises the legacy alignment-check #AC (lab-acprobe in this boot: {ac.strip()}); "
-                  "a real CPU does", file=sys.stderr)
+        why = line.startswith("not ok") and cpu_lacks(line, probes)
+        if why:
+            print(f"lab: note: '{line[:60]}...' fails because {why}", file=sys.stderr)
 
 
 def main():
@@ -45,6 +41,8 @@ def main():
     a = ap.parse_args()
     if not a.cmd:
         ap.error("no program given")
+    # A kill before the lab is up (a timeout, the user) still stops it: finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     with tempfile.TemporaryDirectory(prefix="labrun-") as tmp:
         state = os.path.join(tmp, "state.json")
         log = open(os.path.join(tmp, "server.log"), "w+")
@@ -59,8 +57,12 @@ def main():
                 log.seek(0)
                 sys.stderr.write(log.read())
                 return server.lab.UNAVAILABLE if rc == server.lab.UNAVAILABLE else server.lab.LAB_ERROR
-            st = server.load(state)
-            boot = st["boots"][0]
+            st = lab_state(state)
+            boot = next((b for b in (st or {}).get("boots", []) if b.get("state") == "ready"), None)
+            if boot is None:
+                print(f"lab: the server said ready but its state file has no ready boot: {st}",
+                      file=sys.stderr)
+                return server.lab.LAB_ERROR
             print(f"lab: stock KVM ({boot['probes']['kernel']}) ready after "
                   f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
             p = remote.RemoteProcess(tuple(boot["addr"]), a.cmd, root=boot["root"],

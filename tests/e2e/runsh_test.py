@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""README's first command, run as a new user runs it: ./run.sh from the
+source tree, on this machine's KVM or, without one, on the lab's stock KVM
+that run.sh boots by itself (tests/lab/labrun.py).
+
+  runsh_test.py --source DIR --build DIR
+
+Two runs: `./run.sh` (the self-test guest: a complete TAP run whose only
+failures are the checks a probe of the same lab boot says its CPU cannot
+pass, and then exit status 1, else 0) and `./run.sh --host-info`
+(arguments reach vmm, and no guest image is added). After each, no process
+of the lab run.sh booted is left. Exits 0 on success, 1 on failure, 77
+when the lab cannot be had here and there is no KVM either.
+"""
+import argparse
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmmlib import kvm_usable, parse_tap, report, run, skip  # noqa: E402
+
+# tests/lab/labrun.py's status when the lab cannot be had on this machine.
+LAB_UNAVAILABLE = 77
+# run.sh boots the lab once (kernel package cached by then) and runs vmm.
+TIMEOUT = 600
+
+
+def leftovers():
+    """Processes of a lab that labrun.py booted (its state lives in a
+    labrun-* temporary directory, named on the server's command line)."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "/labrun-" in cmd and int(pid) != os.getpid():
+            left.append(f"{pid}: {cmd[:120]}")
+    return left
+
+
+def run_sh(source, args, lab):
+    """Runs ./run.sh ARGS; returns the Run and the failures of what every
+    run must show."""
+    r = run([os.path.join(source, "run.sh")] + args, timeout=TIMEOUT)
+    print(r.out[-3000:] + "--- stderr ---\n" + r.err[-3000:])
+    fails = []
+    if r.hung:
+        fails.append(f"./run.sh {' '.join(args)} did not end within {TIMEOUT} s")
+    said = "no usable /dev/kvm here" in r.err
+    if said != lab:
+        fails.append(f"./run.sh {'did not say' if lab else 'said'} it has no usable /dev/kvm")
+    if lab and r.status != LAB_UNAVAILABLE and not re.search(
+            r"^lab: stock KVM \(.+\) ready after \d+ s$", r.err, re.M):
+        fails.append("the lab's readiness line is missing")
+    if "Traceback" in r.err:
+        fails.append("a Python traceback on stderr")
+    # The server stops its boot within a minute of labrun's stop.
+    end = time.monotonic() + 90
+    while leftovers() and time.monotonic() < end:
+        time.sleep(1)
+    fails += [f"left running after ./run.sh {' '.join(args)}: {p}" for p in leftovers()]
+    return r, fails
+
+
+def self_test(source, lab):
+    r, fails = run_sh(source, [], lab)
+    if lab and r.status == LAB_UNAVAILABLE:
+        return r, fails
+    plan, results, _ = parse_tap(r.out)
+    if not plan or plan != len(results):
+        fails.append(f"the self-test's TAP is not complete: plan {plan}, {len(results)} results")
+    bad = [x for x in results if not x.ok]
+    # labrun.py names each failure the lab's CPU causes.
+    noted = [x for x in bad if re.search(
+        rf"^lab: note: 'not ok {x.num} - .*' fails because .*in this boot", r.err, re.M)]
+    fails += [f"self-test check {x.num} failed: {x.desc}" for x in bad if x not in noted]
+    want = 1 if bad else 0
+    if r.status != want:
+        fails.append(f"exit status {r.status}, expected {want} with {len(bad)} failed checks")
+    return r, fails
+
+
+def host_info(source, lab):
+    r, fails = run_sh(source, ["--host-info"], lab)
+    if lab and r.status == LAB_UNAVAILABLE:
+        return r, fails
+    if r.status != 0:
+        fails.append(f"./run.sh --host-info: exit status {r.status}")
+    if not re.search(r"^KVM:", r.out, re.M) or "leaving long mode" not in r.out:
+        fails.append("./run.sh --host-info printed no KVM report")
+    return r, fails
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    # run.sh runs here, as a user runs it, whatever lab the other tests use.
+    os.environ.pop("VMM_TEST_LAB", None)
+    if os.path.realpath(a.build) != os.path.realpath(os.path.join(a.source, "build")):
+        # run.sh builds and runs ./build; another build directory is not what it runs.
+        return skip(f"run.sh uses {a.source}/build, not this build directory ({a.build})")
+    lab = kvm_usable() is not None
+    fails = []
+    unavailable = 0
+    for case in (self_test, host_info):
+        r, f = case(a.source, lab)
+        fails += f
+        unavailable += lab and r.status == LAB_UNAVAILABLE
+    if unavailable == 2 and not fails:
+        return skip("no usable /dev/kvm, and the lab cannot be had here (above)")
+    if unavailable:
+        fails.append("the lab could be had for one run.sh and not the other")
+    return report(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
