@@ -548,30 +548,30 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		fprintf(out, "%s\"%s\":", i ? "," : "", caps[i].key);
 		json_int_or_null(out, kvm ? cap_value(hi, i) : -1);
 	}
-	fputs("},\"probe\":{\"cpuid_7_edx30_reaches_guest\":", out);
-	json_bool_or_null(out, hi->cpuid_7_edx30_reaches_guest >= 0,
-			  hi->cpuid_7_edx30_reaches_guest > 0);
-	fputs(",\"singlestep_cpl0\":", out);
-	json_bool_or_null(out, hi->singlestep_cpl0 >= 0, hi->singlestep_cpl0 > 0);
-	fputs(",\"singlestep_cpl3\":", out);
-	json_bool_or_null(out, hi->singlestep_cpl3 >= 0, hi->singlestep_cpl3 > 0);
-	fputs(",\"hw_breakpoint\":", out);
-	json_bool_or_null(out, hi->hwbp >= 0, hi->hwbp > 0);
-	fputs(",\"guest_data_breakpoint_cpl0\":", out);
-	json_bool_or_null(out, hi->databp_cpl0 >= 0, hi->databp_cpl0 > 0);
-	fputs(",\"exec_bp_beside_step\":", out);
-	json_bool_or_null(out, hi->exec_bp_beside_step >= 0, hi->exec_bp_beside_step > 0);
-	fputs(",\"dr7_gd\":", out);
-	json_bool_or_null(out, hi->dr7_gd >= 0, hi->dr7_gd > 0);
-	fputs(",\"cs_write_gp\":", out);
-	json_bool_or_null(out, hi->cs_write_gp >= 0, hi->cs_write_gp > 0);
-	fputs(",\"intn_error_code\":", out);
-	json_bool_or_null(out, hi->intn_error_code >= 0, hi->intn_error_code > 0);
-	fputs(",\"lock_ud\":", out);
-	json_bool_or_null(out, hi->lock_ud >= 0, hi->lock_ud > 0);
-	fputs(",\"leave_long_mode\":", out);
-	json_bool_or_null(out, hi->leave_long_mode >= 0, hi->leave_long_mode > 0);
-	fputs(",\"error\":", out);
+	/* Each probe: true, false, or null where it did not run. */
+	const struct {
+		const char *key;
+		int v;
+	} probes[] = {
+		{ "cpuid_7_edx30_reaches_guest", hi->cpuid_7_edx30_reaches_guest },
+		{ "singlestep_cpl0", hi->singlestep_cpl0 },
+		{ "singlestep_cpl3", hi->singlestep_cpl3 },
+		{ "hw_breakpoint", hi->hwbp },
+		{ "guest_data_breakpoint_cpl0", hi->databp_cpl0 },
+		{ "exec_bp_beside_step", hi->exec_bp_beside_step },
+		{ "dr7_gd", hi->dr7_gd },
+		{ "cs_write_gp", hi->cs_write_gp },
+		{ "intn_error_code", hi->intn_error_code },
+		{ "lock_ud", hi->lock_ud },
+		{ "leave_long_mode", hi->leave_long_mode },
+	};
+	fputs("},\"probe\":{", out);
+	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
+		fprintf(out, "\"%s\":", probes[i].key);
+		json_bool_or_null(out, probes[i].v >= 0, probes[i].v > 0);
+		fputc(',', out);
+	}
+	fputs("\"error\":", out);
 	json_str(out, hi->probe_error[0] ? hi->probe_error : NULL);
 	fputs("}}}\n", out);
 }
