@@ -590,6 +590,8 @@ LOCAL_LACKS = {
     "hw_breakpoint": " (KVM_GUESTDBG_USE_HW_BP does not stop the guest here)",
     "guest_data_breakpoint_cpl0": " (the guest's own data breakpoints do not fire while KVM "
                                   "single-steps it here)",
+    "dr7_gd": " (this CPU ignores DR7.GD: a MOV DR with GD set raises no #DB here)",
+    "cs_write_gp": " (this CPU writes through CS in compatibility mode instead of raising #GP)",
 }
 
 

@@ -5,6 +5,7 @@ case's own count of unchecked runs). No VM runs here."""
 import contextlib
 import io
 import os
+import re
 import sys
 import tempfile
 
@@ -12,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "differential"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import difftest  # noqa: E402
+import vmmlib  # noqa: E402
 from verdicts import report  # noqa: E402
 
 
@@ -79,6 +81,18 @@ def main():
                                                       "emulate status -11"], ["leave_long_mode"], fake)
             if not fails:
                 bad.append(f"leave_long_mode {lme}: a crash was excused")
+    # Every --needs word is one vmm --host-info measures (the lab's ICEBP
+    # probe aside), with what it means said on a machine's own KVM.
+    root = os.path.join(HERE, "..", "..")
+    with open(os.path.join(root, "tests", "differential", "meson.build")) as f:
+        needs = set(re.findall(r"'--needs',\s*'(\w+)'", f.read()))
+    with open(os.path.join(root, "src", "vmm", "hostinfo.c")) as f:
+        probed = set(re.findall(r'\{ "(\w+)", hi->', f.read()))
+    if not needs or len(probed) < 10:
+        bad.append(f"read {len(needs)} --needs words and {len(probed)} probes: the patterns are stale")
+    for n in sorted(needs - {"icebp"}):
+        if n not in probed or n not in vmmlib.LOCAL_LACKS:
+            bad.append(f"--needs {n}: {'not in LOCAL_LACKS' if n in probed else 'no probe'}")
     return report(bad, f"judge_test, {len(bad)} wrong verdicts")
 
 
