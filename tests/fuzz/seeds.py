@@ -7,11 +7,16 @@ regression input given a name) stay. Each harness's input format is in the
 comment at the top of its fuzz_NAME.c; this file is the worked example.
 Usage: tests/fuzz/seeds.py [corpus dir]   (default: next to this file)
 """
+import argparse
 import os
 import struct
 import sys
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+_ap = argparse.ArgumentParser(description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+_ap.add_argument("corpus", nargs="?",
+                 default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus"))
+OUT = _ap.parse_args().corpus
 
 
 def u8(v): return struct.pack("<B", v & 0xff)
