@@ -532,6 +532,44 @@ static void compat_segment_faults(void **state)
 	assert_int_equal(hw.ex.vector, 13);
 }
 
+/*
+ * Outside 64-bit mode base + offset is a 32-bit linear address: it wraps
+ * at 4 GiB. An expand-down segment's upper bound is 0xffff where its B
+ * flag is clear (SDM vol. 3 3.4.5), whatever the address size.
+ */
+static void compat_segment_wraps(void **state)
+{
+	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* [ebx] */
+	struct emulate_plan sw, hw;
+
+	(void)state;
+	compat_mode();
+	snap.sregs.ds.base = 0xfff00000;
+	snap.regs.rbx = 0x30003e;
+	code(0x101000, add, sizeof(add));
+	memcpy(ram + 0x20003e, (uint32_t[]){ 0x11111111 }, 4);
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
+	assert_int_equal(sw.access.la, 0x20003e);
+	emulate_perform(&sw, &snap.mem, &snap.regs);
+	assert_int_equal(at(0x20003e), 0x11111112);
+
+	/* Expand-down above a limit of 0xfff: a dword at 0xfffe ends past 0xffff. */
+	snap.sregs.ds.base = 0x200000;
+	snap.sregs.ds.type = 0x7;
+	snap.sregs.ds.limit = 0xfff;
+	snap.regs.rbx = 0xfffe;
+	snap.sregs.ds.db = 1;
+	code(0x101000, add, sizeof(add));
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
+	snap.sregs.ds.db = 0;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, EMULATE_PLAN_INJECT);
+	assert_int_equal(hw.ex.vector, 13);
+	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
+}
+
 /* Address-size wrap, BT register offsets included, and IP wrap. */
 static void wraps(void **state)
 {
@@ -790,6 +828,7 @@ int main(void)
 		cmocka_unit_test(prefilter_has_no_false_negatives),
 		cmocka_unit_test(operand_addresses),
 		cmocka_unit_test(line_rule),
+		cmocka_unit_test_setup_teardown(compat_segment_wraps, setup_guest, teardown_guest),
 		cmocka_unit_test(wraps),
 		cmocka_unit_test_setup_teardown(compat_segment_base, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(compat_has_no_rex, setup_guest, teardown_guest),
