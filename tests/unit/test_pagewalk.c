@@ -368,8 +368,23 @@ static void paging32(void **state)
 	p.cpl = 3;
 	assert_int_equal(wk(&p, 0x412345, 0, &gpa, &left), WALK_FAULT);
 	assert_int_equal(ec, X86_PF_P | X86_PF_U);
-	/* Linear addresses are 32 bits; A and D set in 4-byte entries only. */
 	p.cpl = 0;
+	/*
+	 * PSE-36: a 4 MiB PDE's bits 20:13 are physical bits 39:32, up to
+	 * MAXPHYADDR; above it, and bit 21 always, are reserved (SDM vol. 3
+	 * 4.3, table 4-4).
+	 */
+	p.maxphyaddr = 36;
+	set32(0x10000, 2, 0x800000 | P | RW | PS | (0x5u << 13));
+	assert_int_equal(wk(&p, 0x812345, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x500812345ull);
+	set32(0x10000, 2, 0x800000 | P | RW | PS | (0x10u << 13));	/* bit 36 */
+	assert_int_equal(wk(&p, 0x812345, 0, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, X86_PF_P | X86_PF_RSVD);
+	set32(0x10000, 2, 0x800000 | P | RW | PS | (1u << 21));
+	assert_int_equal(wk(&p, 0x812345, WALK_WRITE, &gpa, &left), WALK_FAULT);
+	assert_int_equal(ec, X86_PF_P | X86_PF_W | X86_PF_RSVD);
+	/* Linear addresses are 32 bits; A and D set in 4-byte entries only. */
 	assert_int_equal(pagewalk(&mem, &p, 0x100412345ull, WALK_WRITE, &w), WALK_OK);
 	memset(ram + 0x10008, 0x77, 4);
 	pagewalk_set_ad(&mem, &w, true);
