@@ -630,6 +630,11 @@ static void test_syscall_sysret(void **state)
 	assert_true(sc.cs.l && !sc.cs.db && sc.cs.dpl == 0);
 	assert_int_equal(sc.ss.selector, 0x10);
 	assert_true(sc.ss.db && sc.ss.dpl == 0 && sc.ss.type == 3);
+	/* Flat, present, 4 GiB: the fixed caches SYSCALL loads (SDM vol. 2 SYSCALL). */
+	assert_true(sc.cs.present && sc.cs.s && sc.cs.g && sc.cs.type == 0xb && sc.cs.base == 0);
+	assert_true(sc.ss.present && sc.ss.s && sc.ss.g && sc.ss.base == 0);
+	assert_int_equal(sc.cs.limit, 0xffffffff);
+	assert_int_equal(sc.ss.limit, 0xffffffff);
 	/* STAR's RPL bits never reach CS. */
 	step_syscall_plan(0x4002, 0x2, star | (3ull << 32), 0x1000, 0, &sc);
 	assert_int_equal(sc.cs.selector, 0x08);
@@ -646,8 +651,11 @@ static void test_syscall_sysret(void **state)
 	assert_int_equal(sc.rip, 0x401000);			/* ECX */
 	assert_int_equal(sc.cs.selector, 0x1b);
 	assert_true(!sc.cs.l && sc.cs.db);
-	/* A non-canonical RCX is #GP, the CPU's. */
+	assert_true(sc.cs.present && sc.ss.present && sc.ss.s && sc.ss.type == 3);
+	/* A non-canonical RCX is #GP, the CPU's, for SYSRETQ; SYSRETD takes ECX. */
 	assert_false(step_sysret_plan(0x0000800000000000ull, 0x2, star, true, false, &sc));
+	assert_true(step_sysret_plan(0x0000800000401000ull, 0x2, star, false, false, &sc));
+	assert_int_equal(sc.rip, 0x401000);
 	/* The trap follows TF at their end. */
 	assert_true(step_trap_owed(STEP_SYSCALL, false, true));
 	assert_false(step_trap_owed(STEP_SYSCALL, true, false));
@@ -691,6 +699,12 @@ static void test_soft_int_fault(void **state)
 	assert_int_equal(err, 3 * 8 + 2);		/* the IDT bit, EXT clear */
 	assert_int_equal(step_soft_int_fault(gate, true, 0x80, 1, &err), X86_VEC_GP);
 	assert_int_equal(err, 0x402);
+	gate[5] = 0xcf;					/* DPL2: from CPL2 and below only */
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 2, &err), -1);
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 3, &err), X86_VEC_GP);
+	gate[5] = 0xaf;					/* DPL1 */
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 1, &err), -1);
+	assert_int_equal(step_soft_int_fault(gate, true, 3, 2, &err), X86_VEC_GP);
 	gate[5] = 0x6f;					/* DPL3, not present */
 	assert_int_equal(step_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_NP);
 	assert_int_equal(err, 0x22);
