@@ -1280,6 +1280,8 @@ static void test_legacy_delivery(void **state)
 	t.ss_down = true;				/* expand-down: above the limit only */
 	t.ss_limit = 0x100;
 	assert_false(step_legacy_delivery_plan(&t, &d));
+	t.ss_limit = 0xf0;				/* the frame's lowest byte at the limit */
+	assert_false(step_legacy_delivery_plan(&t, &d));
 	t.ss_limit = 0xef;
 	assert_true(step_legacy_delivery_plan(&t, &d));
 	/* Real mode: IP, CS, FLAGS in 2-byte slots, no error code; IF, TF, RF, AC cleared. */
