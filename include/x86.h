@@ -19,6 +19,7 @@
 #define X86_VEC_DE   0
 #define X86_VEC_DB   1
 #define X86_VEC_BP   3
+#define X86_VEC_OF   4
 #define X86_VEC_UD   6
 #define X86_VEC_DF   8
 #define X86_VEC_TS   10

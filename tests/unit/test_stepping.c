@@ -975,6 +975,44 @@ static void int3_dpl0_gate_cpl3_gp(void **state)
 }
 
 /*
+ * The tables' limits at their edges: an IDT whose limit is the gate's last
+ * byte, a 64-bit TSS whose limit is IST7's last byte (0x63), both usable
+ * (SDM vol. 3 6.14.1, 8.7); one byte less and the VMM leaves the event to
+ * the CPU.
+ */
+static void delivery_table_limits(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	ram[CODE] = 0xcc;
+	sr->idt.limit = 16 * X86_VEC_BP + 15;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+
+	/* From CPL3 through a DPL3 gate, on RSP0 of a TSS of limit 0x63. */
+	sr->idt.limit = NGATES * 16 - 1;
+	ram[IDT + 16 * X86_VEC_BP + 5] = 0xee;
+	for (unsigned limit = 0x62; limit <= 0x63; limit++) {
+		to_cpl3(v);
+		sr->tr.limit = limit;
+		regs(v)->rip = CODE;
+		regs(v)->rsp = STACK;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+		stepping_before_run(v);
+		if (limit == 0x63) {
+			assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+			assert_int_equal(regs(v)->rsp, RSP0 - 40);
+			assert_int_equal(word_at(RSP0 - 40), CODE + 1);
+		} else {
+			assert_int_equal(regs(v)->rip, CODE);
+		}
+	}
+}
+
+/*
  * A step that escaped (the CPU delivered a fault and its handler ran
  * unstepped) from a guest whose own TF was set: the frame held the TF the
  * CPU's would, so the trap after the handler's IRET is the guest's #DB.
@@ -1576,6 +1614,41 @@ static void flat32_gate(struct vcpu *v, unsigned vector)
 	sr->ss.limit = 0xffffffff;
 	sr->idt.limit = 8 * NGATES - 1;
 	sr->gdt.limit = 0x3f;
+}
+
+/*
+ * INTO outside 64-bit mode (#UD there): with OF clear it is no event and
+ * is stepped as a NOP; with OF set and the guest's TF the VMM delivers #OF
+ * through the 32-bit gate, the frame holding the guest's TF.
+ */
+static void legacy_into_delivered_with_of(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t frame = STACK - 12;
+	uint32_t w[3];
+
+	(void)state;
+	flat32_gate(v, X86_VEC_OF);
+	memset(ram + 0x130000, 0x90, 16);
+	ram[CODE] = 0xce;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(regs(v)->rsp, STACK);
+	assert_true(v->step.checked);
+	step_to(v, CODE + 1, DR6_STEP);
+	assert_int_equal(v->stats.faults_delivered, 0);
+
+	regs(v)->rip = CODE;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_OF;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, frame);
+	memcpy(w, ram + frame, sizeof(w));
+	assert_int_equal(w[0], CODE + 1);
+	assert_int_equal(w[1], 0x08);
+	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_OF);
 }
 
 /* SS0:ESP0 of a 32-bit TSS at base: 0x10 (flat data at GDT 0x10):0x170000, returned. */
@@ -2546,6 +2619,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(delivery_table_limits, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(legacy_into_delivered_with_of, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(escaped_with_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_fault_frame_at_handler, setup_no_hwbp, teardown),
