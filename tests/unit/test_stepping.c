@@ -1382,6 +1382,46 @@ static void syscall_trap_owed(void **state)
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_DB));
 }
 
+/*
+ * SYSCALL from compatibility mode is the CPU's (CSTAR on AMD, #UD on
+ * Intel): stepped, its trap forecast from FMASK. FMASK 0 keeps the
+ * guest's TF, so the step ends in the guest's #DB at the entry; FMASK
+ * with TF masks it, and no #DB is owed.
+ */
+static void syscall_compat_stepped(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	const struct kvm_segment cs64 = sr->cs;
+
+	(void)state;
+	sr->efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, syscall, sizeof(syscall));
+	for (unsigned masked = 0; masked < 2; masked++) {
+		syscall_msrs(fc, masked ? X86_RFLAGS_TF : 0);
+		to_cpl3(v);
+		sr->cs.l = 0;
+		sr->cs.db = 1;
+		regs(v)->rip = CODE;
+		regs(v)->rsp = STACK;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+		v->step.guest_tf = true;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, CODE);		/* not performed: stepped */
+		sr->cs = cs64;
+		sr->ss.dpl = 0;
+		step_to(v, HANDLER(0x1e), DR6_STEP);
+		/* One #DB in all: the first SYSCALL's, on the stack SYSCALL left. */
+		assert_int_equal(v->stats.db_reinjected, 1);
+		if (!masked) {
+			assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));
+			assert_int_equal(word_at(STACK - 40), HANDLER(0x1e));
+		}
+	}
+}
+
 /* What the VM said as it stopped; the status must be VMM_EXIT_HOST. */
 static void assert_stopped_saying(struct capture *c, const char *what)
 {
@@ -2635,6 +2675,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(predict_keeps_guest_breakpoints, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(syscall_compat_stepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
