@@ -234,6 +234,43 @@ static void split_lock_emulated(void **state)
 	assert_false(vm_stopping(&fv.vm));
 }
 
+/*
+ * The guest's data breakpoint on a split lock the VMM completed (where
+ * KVM lets the guest's data breakpoints fire): the #DB the CPU's write
+ * raises after the instruction, B1 in DR6, delivered by the VMM.
+ */
+static void split_lock_data_breakpoint(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	uint64_t frame = STACK - 40;
+
+	(void)state;
+	fv.vm.guest_databp = true;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	regs(v)->rdi = 0x20003e;
+	/* DR1: a dword write breakpoint on the operand's second line (L1, RW1 01, LEN1 11). */
+	fc->debugregs.db[1] = 0x200040;
+	fc->debugregs.dr7 = 0x400 | X86_BIT(2) | (1ull << 20) | (3ull << 22);
+	fc->debugregs.dr6 = X86_DR6_ACTIVE_LOW;
+	stepping_before_run(v);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(fc->debugregs.dr6 & 0xf, 2);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));
+	assert_int_equal(word_at(frame), CODE + sizeof(lock_xadd));	/* a trap */
+	/* Off the operand (DR1 moved, as a MOV DR would, which drops the cache): no #DB. */
+	fc->debugregs.db[1] = 0x200100;
+	v->step.dr_valid = false;
+	fc->debugregs.dr6 = X86_DR6_ACTIVE_LOW;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	stepping_before_run(v);
+	assert_int_equal(v->stats.split_locks_emulated, 2);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(regs(v)->rip, CODE + sizeof(lock_xadd));
+}
+
 /* A #DB the guest got for a step trap: BS, and these B0-3 beside it. */
 static void assert_step_trap(uint64_t dr6, uint64_t b0_3)
 {
@@ -838,8 +875,10 @@ static void int3_delivered(void **state)
 
 	(void)state;
 	ram[CODE] = 0xcc;
+	ram[STACK] = 0x5a;	/* above the frame: untouched */
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
 	stepping_before_run(v);
+	assert_int_equal(ram[STACK], 0x5a);
 	assert_true(v->step.checked);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
@@ -1657,6 +1696,60 @@ static void flat32_gate(struct vcpu *v, unsigned vector)
 }
 
 /*
+ * RET to a non-canonical address: #GP(0) at the RET, certain, delivered by
+ * the VMM (its handler checked), the frame holding the RET's RIP and RSP.
+ */
+static void ret_noncanonical_gp(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	uint64_t bad = 0x0000800000000000ull, frame = STACK - 48;
+
+	(void)state;
+	ram[CODE] = 0xc3;
+	memcpy(ram + STACK, &bad, sizeof(bad));
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_int_equal(word_at(frame), 0);
+	assert_int_equal(word_at(frame + 8), CODE);
+	assert_int_equal(word_at(frame + 32), STACK);
+	assert_true(v->step.checked);
+	/* A canonical return address is no fault: stepped. */
+	bad = CODE + 0x40;
+	memcpy(ram + STACK, &bad, sizeof(bad));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(v->stats.faults_delivered, 1);
+}
+
+/*
+ * MOV SS holds the step trap over the next instruction (SDM vol. 3 6.8.3):
+ * that one runs unchecked, counted where it may be a split lock (a LOCK,
+ * or bytes that cannot be read), not where it cannot (a NOP).
+ */
+static void mov_ss_shadow_counted(void **state)
+{
+	static const uint8_t mov_ss_nop[] = { 0x8e, 0xd0, 0x90 };		/* mov ss, eax; nop */
+	static const uint8_t mov_ss_lock[] = { 0x8e, 0xd0, 0xf0, 0x01, 0x07 };	/* ...; lock add [rdi], eax */
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	regs(v)->rax = BOOT_SEL_DATA;
+	memcpy(ram + CODE, mov_ss_nop, sizeof(mov_ss_nop));
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	step_to(v, CODE + 3, DR6_STEP);
+	memcpy(ram + CODE, mov_ss_lock, sizeof(mov_ss_lock));
+	regs(v)->rip = CODE;
+	stepping_before_run(v);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
+/*
  * INTO outside 64-bit mode (#UD there): with OF clear it is no event and
  * is stepped as a NOP; with OF set and the guest's TF the VMM delivers #OF
  * through the 32-bit gate, the frame holding the guest's TF.
@@ -2340,6 +2433,27 @@ static void intn_task_gate_unstepped(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x130000);
 	assert_int_equal(v->stats.faults_delivered, 1);
+
+	/* INTO through a task gate: no event with OF clear (stepped), the CPU's with OF set. */
+	{
+		unsigned unchecked;
+
+		memcpy(ram + IDT + 8 * X86_VEC_OF, task_gate, sizeof(task_gate));
+		ram[CODE] = 0xce;
+		regs(v)->rip = CODE;
+		regs(v)->rflags = X86_RFLAGS_FIXED;
+		stepping_before_run(v);
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+		assert_true(v->step.checked);
+		step_to(v, CODE + 1, DR6_STEP);
+		unchecked = (unsigned)v->stats.unchecked_runs;
+		regs(v)->rip = CODE;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_OF;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, CODE);
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+		assert_int_equal(v->stats.unchecked_runs, unchecked + 1);
+	}
 }
 
 /*
@@ -2661,6 +2775,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(delivery_table_limits, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_into_delivered_with_of, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(ret_noncanonical_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(mov_ss_shadow_counted, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(split_lock_data_breakpoint, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(escaped_with_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_fault_frame_at_handler, setup_no_hwbp, teardown),
