@@ -404,6 +404,26 @@ static void watch_breakpoint_on_handler(void **state)
 }
 
 /*
+ * A #DB at the watched address that is not the VMM's breakpoint (B0 clear,
+ * BS set: the guest's own trap) is the guest's: the handler ran
+ * unwatched, counted, and the guest gets its #DB.
+ */
+static void watch_address_not_ours(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	no_vmm_delivery(v, X86_VEC_BP);
+	ram[CODE] = 0xcc;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	step_to(v, HANDLER(X86_VEC_BP), DR6_STEP);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(v->stats.db_reinjected, 1);
+}
+
+/*
  * The same without breakpoints: stepped, delivered with the VMM's TF, which
  * the step exit at the handler's first instruction takes out of the frame.
  */
@@ -2762,6 +2782,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(delivery_events_unreadable, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_msr_unreadable, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(watch_breakpoint_on_handler, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(watch_address_not_ours, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(frame_fix, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(resync_after_completed_exit, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(diverted_step_unchecked, setup_no_hwbp, teardown),
