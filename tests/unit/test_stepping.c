@@ -1745,6 +1745,17 @@ static void ret_noncanonical_gp(void **state)
 	assert_int_equal(v->stats.faults_delivered, 1);
 }
 
+/* A 32-bit frame of three dwords at guest-physical at: EIP, CS, EFLAGS. */
+static void assert_frame32(uint64_t at, uint32_t eip, uint32_t cs, uint32_t eflags)
+{
+	uint32_t w[3];
+
+	memcpy(w, ram + at, sizeof(w));
+	assert_int_equal(w[0], eip);
+	assert_int_equal(w[1], cs);
+	assert_int_equal(w[2], eflags);
+}
+
 /*
  * MOV SS holds the step trap over the next instruction (SDM vol. 3 6.8.3):
  * that one runs unchecked, counted where it may be a split lock (a LOCK,
@@ -1778,7 +1789,6 @@ static void legacy_into_delivered_with_of(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
 	uint64_t frame = STACK - 12;
-	uint32_t w[3];
 
 	(void)state;
 	flat32_gate(v, X86_VEC_OF);
@@ -1798,10 +1808,7 @@ static void legacy_into_delivered_with_of(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x130000);
 	assert_int_equal(regs(v)->rsp, frame);
-	memcpy(w, ram + frame, sizeof(w));
-	assert_int_equal(w[0], CODE + 1);
-	assert_int_equal(w[1], 0x08);
-	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_OF);
+	assert_frame32(frame, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_OF);
 }
 
 /* SS0:ESP0 of a 32-bit TSS at base: 0x10 (flat data at GDT 0x10):0x170000, returned. */
@@ -2587,7 +2594,6 @@ static void legacy_int3_delivered(void **state)
 	struct fake_vcpu *fc = fake_vcpu(v);
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 	uint64_t frame = STACK - 12;
-	uint32_t w[3];
 	uint16_t h[3];
 
 	(void)state;
@@ -2598,10 +2604,7 @@ static void legacy_int3_delivered(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x130000);
 	assert_int_equal(regs(v)->rsp, frame);
-	memcpy(w, ram + frame, sizeof(w));
-	assert_int_equal(w[0], CODE + 1);
-	assert_int_equal(w[1], 0x08);
-	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+	assert_frame32(frame, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
 	assert_int_equal(sr->cs.selector, 0x38);
 	assert_true(sr->cs.db);
 	assert_false(sr->cs.l);
