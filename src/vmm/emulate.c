@@ -433,10 +433,10 @@ static void fetch(const struct emulate_snapshot *s, const struct paging *pg, enu
 		uint64_t ip = s->regs.rip & (mode == DECODE_MODE_32 ? 0xffffffffull : 0xffffull);
 
 		want = ip > s->sregs.cs.limit ? 0 : s->sregs.cs.limit - ip + 1;
-		if (want > DECODE_INSN_MAX)
+		if (want >= DECODE_INSN_MAX)
 			want = DECODE_INSN_MAX;
 		else
-			p->fetch_faults = true;	/* past the limit: #GP */
+			p->fetch_faults = true;	/* fewer bytes than an instruction may take: #GP past them */
 		la = (s->sregs.cs.base + ip) & 0xffffffffull;
 	}
 	while (p->nbytes < want && p->nfetch < 2) {

@@ -532,6 +532,59 @@ static void compat_segment_faults(void **state)
 	assert_int_equal(hw.ex.vector, 13);
 }
 
+/* The decoder's mode: real and virtual-8086 mode are 16-bit whatever CS's cache says. */
+static void cpu_modes(void **state)
+{
+	static const struct {
+		uint64_t cr0, efer, rflags;
+		uint8_t l, db;
+		enum decode_mode mode;
+	} t[] = {
+		{ 0, 0, 0x2, 0, 1, DECODE_MODE_16 },				/* real mode */
+		{ 1, 0, 0x2 | X86_RFLAGS_VM, 0, 1, DECODE_MODE_16 },		/* virtual-8086 */
+		{ 1, 0, 0x2, 0, 1, DECODE_MODE_32 },
+		{ 1, 0, 0x2, 1, 0, DECODE_MODE_16 },				/* L without LMA */
+		{ 1, X86_EFER_LMA, 0x2, 1, 0, DECODE_MODE_64 },
+		{ 1, X86_EFER_LMA, 0x2, 0, 1, DECODE_MODE_32 },			/* compatibility */
+		{ 1, X86_EFER_LMA, 0x2, 0, 0, DECODE_MODE_16 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct kvm_sregs s = { .cr0 = t[i].cr0, .efer = t[i].efer,
+				       .cs = { .l = t[i].l, .db = t[i].db } };
+
+		assert_int_equal(emulate_cpu_mode(&s, t[i].rflags), t[i].mode);
+	}
+}
+
+/*
+ * A fetch up to CS's limit: 15 bytes inside it fault nowhere; fewer do
+ * past it, which matters where the instruction is cut short there.
+ */
+static void fetch_to_cs_limit(void **state)
+{
+	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* lock add [ebx], 1 */
+	struct emulate_plan sw, hw;
+
+	(void)state;
+	compat_mode();
+	snap.regs.rbx = 0x20003e;
+	code(0x101000, add, sizeof(add));
+	snap.sregs.cs.limit = 0x101000 + 14;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
+	assert_int_equal(hw.nbytes, 15);
+	assert_false(hw.fetch_faults);
+	snap.sregs.cs.limit = 0x101000 + 13;
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
+	assert_true(hw.fetch_faults);
+	snap.sregs.cs.limit = 0x101000 + 2;			/* the instruction crosses it */
+	plan_both(&sw, &hw);
+	assert_int_equal(hw.kind, EMULATE_PLAN_NATIVE);
+}
+
 /*
  * Outside 64-bit mode base + offset is a 32-bit linear address: it wraps
  * at 4 GiB. An expand-down segment's upper bound is 0xffff where its B
@@ -828,6 +881,8 @@ int main(void)
 		cmocka_unit_test(prefilter_has_no_false_negatives),
 		cmocka_unit_test(operand_addresses),
 		cmocka_unit_test(line_rule),
+		cmocka_unit_test(cpu_modes),
+		cmocka_unit_test_setup_teardown(fetch_to_cs_limit, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(compat_segment_wraps, setup_guest, teardown_guest),
 		cmocka_unit_test(wraps),
 		cmocka_unit_test_setup_teardown(compat_segment_base, setup_guest, teardown_guest),

@@ -115,6 +115,12 @@ static void test_classify_events(void **state)
 	}
 	assert_int_equal(CLASSIFY(m64, 0x7f, 0x10).kind, STEP_BRANCH);
 	assert_int_equal(CLASSIFY(m64, 0x70, 0x10).kind, STEP_BRANCH);
+	/* The same for Jcc rel32 (0F 80-8F) and the opcodes either side. */
+	for (unsigned op = 0x7f; op <= 0x90; op++) {
+		uint8_t b[] = { 0x0f, (uint8_t)op, 0x10, 0, 0, 0 };
+
+		assert_int_equal(classify(b, sizeof(b), m64).jump, op >= 0x80 && op <= 0x8f);
+	}
 }
 
 static void test_tf_model(void **state)
@@ -793,6 +799,8 @@ static void test_kvm_may_inject(void **state)
 			{ { 0x66, 0x0f, 0x38, 0x82, 0x08 }, 5, true },	/* INVPCID */
 			{ { 0x0f, 0x01, 0xf9 }, 3, false },		/* RDTSCP */
 			{ { 0x0f, 0xc7, 0xf0 }, 3, false },		/* RDRAND EAX */
+			{ { 0x0f, 0xc7, 0x37 }, 3, true },		/* VMPTRST (%rdi) */
+			{ { 0x0f, 0xc7, 0x0f }, 3, false },		/* CMPXCHG8B (%rdi) */
 			{ { 0x0f, 0x01, 0xe0 }, 3, false },		/* SMSW EAX */
 			{ { 0x90 }, 1, false },
 		};
