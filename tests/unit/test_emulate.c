@@ -532,6 +532,35 @@ static void compat_segment_faults(void **state)
 	assert_int_equal(hw.ex.vector, 13);
 }
 
+/*
+ * An operand across 4 GiB: in 64-bit mode its second page is at
+ * 0x100000000 (here a 1 GiB page onto 0x40000000); outside it the linear
+ * address wraps to 0 (compatibility mode, DS base 0xfffff000).
+ */
+static void operand_across_4gib(void **state)
+{
+	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };	/* lock xadd [rdi], eax */
+	uint64_t pdpte = X86_PTE_P | X86_PTE_RW | X86_PTE_US | X86_PTE_PS;
+	struct emulate_plan sw, hw;
+
+	(void)state;
+	memcpy(ram + BOOT_PDPT_ADDR + 3 * 8, (uint64_t[]){ pdpte | 0xc0000000ull }, 8);
+	memcpy(ram + BOOT_PDPT_ADDR + 4 * 8, (uint64_t[]){ pdpte | 0x40000000ull }, 8);
+	snap.regs.rdi = 0xfffffffe;
+	code(0x101000, xadd, sizeof(xadd));
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.nparts, 2);
+	assert_int_equal(sw.part[0].gpa, 0xfffffffeull);
+	assert_int_equal(sw.part[1].gpa, 0x40000000ull);
+	compat_mode();
+	snap.sregs.ds.base = 0xfffff000;
+	snap.regs.rdi = 0xffe;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.nparts, 2);
+	assert_int_equal(sw.access.la, 0xfffffffeull);
+	assert_int_equal(sw.part[1].gpa, 0);
+}
+
 /* The decoder's mode: real and virtual-8086 mode are 16-bit whatever CS's cache says. */
 static void cpu_modes(void **state)
 {
@@ -882,6 +911,7 @@ int main(void)
 		cmocka_unit_test(operand_addresses),
 		cmocka_unit_test(line_rule),
 		cmocka_unit_test(cpu_modes),
+		cmocka_unit_test_setup_teardown(operand_across_4gib, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(fetch_to_cs_limit, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(compat_segment_wraps, setup_guest, teardown_guest),
 		cmocka_unit_test(wraps),
