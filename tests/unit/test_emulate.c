@@ -561,6 +561,34 @@ static void operand_across_4gib(void **state)
 	assert_int_equal(sw.part[1].gpa, 0);
 }
 
+/*
+ * The fetch walks the pages of the 15 bytes it reads and no more: code
+ * that ends a page leaves the next page's accessed bit alone.
+ */
+static void fetch_stops_at_15_bytes(void **state)
+{
+	static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };	/* lock xadd [rdi], eax */
+	uint64_t pde[2];
+	struct emulate_plan sw, hw;
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		memcpy(&pde[i], ram + BOOT_PD_ADDR + 8 * i, 8);
+		pde[i] &= ~(uint64_t)(X86_PTE_A | X86_PTE_D);
+		memcpy(ram + BOOT_PD_ADDR + 8 * i, &pde[i], 8);
+	}
+	memset(ram + 0x1ffff1, 0x90, 15);
+	code(0x1ffff1, xadd, sizeof(xadd));		/* 15 bytes to the 2 MiB page's end */
+	snap.regs.rdi = 0x10003e;
+	plan_both(&sw, &hw);
+	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
+	assert_int_equal(sw.nbytes, 15);
+	emulate_perform(&sw, &snap.mem, &snap.regs);
+	memcpy(pde, ram + BOOT_PD_ADDR, sizeof(pde));
+	assert_true(pde[0] & X86_PTE_A);
+	assert_false(pde[1] & X86_PTE_A);
+}
+
 /* The decoder's mode: real and virtual-8086 mode are 16-bit whatever CS's cache says. */
 static void cpu_modes(void **state)
 {
@@ -911,6 +939,7 @@ int main(void)
 		cmocka_unit_test(operand_addresses),
 		cmocka_unit_test(line_rule),
 		cmocka_unit_test(cpu_modes),
+		cmocka_unit_test_setup_teardown(fetch_stops_at_15_bytes, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(operand_across_4gib, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(fetch_to_cs_limit, setup_guest, teardown_guest),
 		cmocka_unit_test_setup_teardown(compat_segment_wraps, setup_guest, teardown_guest),
