@@ -391,6 +391,9 @@ static int teardown_guest(void **state)
 }
 
 /* Compatibility mode: 32-bit code under the 64-bit kernel's page tables. */
+/* lock add dword [ebx], 1: 32-bit addressing outside 64-bit mode. */
+static const uint8_t lock_add_ebx[] = { 0xf0, 0x83, 0x03, 0x01 };
+
 static void compat_mode(void)
 {
 	snap.sregs.cs.l = 0;
@@ -429,14 +432,13 @@ static void plan_both(struct emulate_plan *sw, struct emulate_plan *hw)
 /* lock add dword [ebx], 1 with a DS base: the linear address has it. */
 static void compat_segment_base(void **state)
 {
-	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
 	struct emulate_plan sw, hw;
 
 	(void)state;
 	compat_mode();
 	snap.sregs.ds.base = 0x300000;
 	snap.regs.rbx = 0x3e;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	memcpy(ram + 0x30003e, (uint32_t[]){ 0x11111111 }, 4);
 	memcpy(ram + 0x3e, (uint32_t[]){ 0x22222222 }, 4);
 	plan_both(&sw, &hw);
@@ -479,7 +481,6 @@ static void compat_has_no_rex(void **state)
 /* Limits, types and usability, with #GP(0) or #SS(0) on the hardware path. */
 static void compat_segment_faults(void **state)
 {
-	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* [ebx] */
 	static const uint8_t add_ebp[] = { 0xf0, 0x83, 0x45, 0x00, 0x01 }; /* [ebp+0]: SS */
 	static const uint8_t add_cs[] = { 0x2e, 0xf0, 0x83, 0x03, 0x01 };  /* cs:[ebx] */
 	struct emulate_plan sw, hw;
@@ -487,7 +488,7 @@ static void compat_segment_faults(void **state)
 	(void)state;
 	compat_mode();
 	snap.regs.rbx = snap.regs.rbp = 0x20003e;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	snap.sregs.ds.limit = 0x200040;		/* the last byte is 0x200041 */
 	plan_both(&sw, &hw);
 	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
@@ -509,7 +510,7 @@ static void compat_segment_faults(void **state)
 	/* Expand-down: offsets above the limit are the valid ones. */
 	snap.sregs.ds.type = 0x7;
 	snap.sregs.ds.limit = 0x1fffff;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	plan_both(&sw, &hw);
 	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
 	snap.sregs.ds.limit = 0x200040;
@@ -621,13 +622,12 @@ static void cpu_modes(void **state)
  */
 static void fetch_to_cs_limit(void **state)
 {
-	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* lock add [ebx], 1 */
 	struct emulate_plan sw, hw;
 
 	(void)state;
 	compat_mode();
 	snap.regs.rbx = 0x20003e;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	snap.sregs.cs.limit = 0x101000 + 14;
 	plan_both(&sw, &hw);
 	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
@@ -649,14 +649,13 @@ static void fetch_to_cs_limit(void **state)
  */
 static void compat_segment_wraps(void **state)
 {
-	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };          /* [ebx] */
 	struct emulate_plan sw, hw;
 
 	(void)state;
 	compat_mode();
 	snap.sregs.ds.base = 0xfff00000;
 	snap.regs.rbx = 0x30003e;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	memcpy(ram + 0x20003e, (uint32_t[]){ 0x11111111 }, 4);
 	plan_both(&sw, &hw);
 	assert_int_equal(sw.kind, EMULATE_PLAN_EMULATE);
@@ -670,7 +669,7 @@ static void compat_segment_wraps(void **state)
 	snap.sregs.ds.limit = 0xfff;
 	snap.regs.rbx = 0xfffe;
 	snap.sregs.ds.db = 1;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	plan_both(&sw, &hw);
 	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
 	snap.sregs.ds.db = 0;
@@ -740,7 +739,6 @@ static void long_mode_faults(void **state)
  */
 static void mmio_operand(void **state)
 {
-	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
 	uint64_t pde = 0x40000000ull | X86_PTE_P | X86_PTE_RW | X86_PTE_US | X86_PTE_PS;
 	struct emulate_plan sw, hw;
 
@@ -748,7 +746,7 @@ static void mmio_operand(void **state)
 	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);	/* 0x200000 -> 1 GiB: no RAM */
 	snap.regs.rbx = 0x1ffffe;
 	memcpy(ram + 0x1ffffe, "\x10\x20", 2);
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	plan_both(&sw, &hw);
 	assert_int_equal(sw.kind, EMULATE_PLAN_NATIVE);
 	assert_int_equal(hw.kind, EMULATE_PLAN_EMULATE);
@@ -765,13 +763,12 @@ static void mmio_operand(void **state)
 /* The guest asked for #AC: injected, except where a fault comes first. */
 static void ac_requested(void **state)
 {
-	static const uint8_t add[] = { 0xf0, 0x83, 0x03, 0x01 };
 	struct emulate_plan sw, hw;
 
 	(void)state;
 	snap.ac_requested = true;
 	snap.regs.rbx = 0x20003e;
-	code(0x101000, add, sizeof(add));
+	code(0x101000, lock_add_ebx, sizeof(lock_add_ebx));
 	plan_both(&sw, &hw);
 	assert_int_equal(sw.kind, EMULATE_PLAN_INJECT);
 	assert_int_equal(sw.ex.vector, 17);
