@@ -92,8 +92,16 @@ def main():
     tracked = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], stdout=subprocess.PIPE,
                              check=True).stdout.decode().split("\0")
     for p in filter(None, tracked):
-        os.makedirs(os.path.dirname(os.path.join(src, p)) or src, exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, p), os.path.join(src, p))
+        dst = os.path.join(src, p)
+        with open(os.path.join(ROOT, p), "rb") as f:
+            data = f.read()
+        if os.path.isfile(dst):
+            with open(dst, "rb") as f:
+                if f.read() == data:
+                    continue
+        # Written anew (mtime now), so that a kept --dir build sees the change.
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.join(ROOT, p), dst)
     if not os.path.isdir(build):
         r = quiet(["meson", "setup", build, src, "-Dguest=false", "-Dwerror=true"])
         if r.returncode:
