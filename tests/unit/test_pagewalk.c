@@ -329,6 +329,10 @@ static void no_paging_and_reads(void **state)
 		assert_int_equal(buf[15], 0xff);
 		assert_int_equal(pagewalk_read_filled(&mem, &off, RAM + 0x1000, 0, buf, 4, 0xee, &why), 4);
 		assert_int_equal(buf[0], 0xee);
+		/* A fill of 0 is a fill too; only pagewalk_read() stops at RAM's end. */
+		assert_int_equal(pagewalk_read_filled(&mem, &off, RAM - 4, 0, buf, 16, 0, &why), 16);
+		assert_int_equal(buf[3], 0x11);
+		assert_int_equal(buf[4], 0);
 		assert_int_equal(pagewalk_read_filled(&mem, &p, 0x200ff8, WALK_FETCH, buf, 16, 0xff, &why), 8);
 		assert_int_equal(why, WALK_FAULT);
 		assert_int_equal(buf[7], 0xaa);
@@ -424,6 +428,11 @@ static void paging_pae(void **state)
 	assert_int_equal(wk(&p, 0x1000, WALK_WRITE, &gpa, &left), WALK_OK);
 	assert_int_equal(gpa, 0x201000);
 	assert_int_equal(get(0x10020, 0), 0x12000 | P | RW | A | (1ull << 63) | (1ull << 51));
+	/* PDPTEs in RAM's last 32 bytes: the last one, 3, ends RAM and is read. */
+	p.cr3 = RAM - 32;
+	set(RAM - 32, 3, 0x12000 | P);
+	assert_int_equal(wk(&p, 0xc0000000u, 0, &gpa, &left), WALK_OK);
+	assert_int_equal(gpa, 0x200000);
 }
 
 int main(void)

@@ -268,6 +268,30 @@ static void ac_emulated_when_not_asked(void **state)
 	assert_int_equal(v->stats.sigbus, 1);
 }
 
+/*
+ * --split-lock-ratelimit: within the burst a split lock waits for nothing
+ * and no delay is counted; past it (10 a second, the burst of 1 spent) the
+ * vCPU waits up to 100 ms, counted with its length. 100 ms is the margin:
+ * the second split lock comes microseconds after the first.
+ */
+static void ratelimit_delays_counted(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	ratelimit_init(&fv.vm.split_lock_rate, 10, 1);
+	place_split_xadd(v, 0x20003e);
+	ac_exit(v, 17, true);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+	assert_int_equal(v->stats.split_lock_delays, 0);
+	assert_int_equal(v->stats.split_lock_delay_ns, 0);
+	place_split_xadd(v, 0x20003e);
+	ac_exit(v, 17, true);
+	assert_int_equal(v->stats.split_locks_emulated, 2);
+	assert_int_equal(v->stats.split_lock_delays, 1);
+	assert_true(v->stats.split_lock_delay_ns > 0);
+}
+
 static void emulated_warning(void)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
@@ -776,6 +800,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(emulate_answers_kvm_msr_failures, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_injected_when_asked, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_emulated_when_not_asked, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ratelimit_delays_counted, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(emulation_warns_with_rip, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_stops_when_it_cannot_emulate, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_becomes_the_page_fault, setup_enumerated, teardown),
