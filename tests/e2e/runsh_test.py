@@ -18,11 +18,12 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lab"))
+from lab import UNAVAILABLE as LAB_UNAVAILABLE  # noqa: E402  (labrun.py's status then)
 from vmmlib import kvm_usable, parse_tap, report, run, skip  # noqa: E402
 
-# tests/lab/labrun.py's status when the lab cannot be had on this machine.
-LAB_UNAVAILABLE = 77
 # run.sh boots the lab once (kernel package cached by then) and runs vmm.
 TIMEOUT = 600
 
