@@ -29,6 +29,7 @@ Exits 0 when both runs agree, 1 when they differ, 77 without /dev/kvm.
 """
 import argparse
 import difflib
+import itertools
 import json
 import os
 import re
@@ -117,7 +118,7 @@ def judge(ref, emu, stats, expect_status, outer_stepped=True):
                                     "inherit", "emulate", lineterm="", n=2)
         print("--- the guest saw a difference (unified diff, inherit -> emulate) ---")
         print("\n".join(diff))
-        fails.append("console output differs")
+        fails.append("console output differs" + first_difference(ref.out, emu.out))
     m = re.search(r"^# split locks at CPL0: (\d+)$", ref.out, re.M)
     if isinstance(stats, str):
         fails.append(stats)
@@ -154,6 +155,17 @@ def judge(ref, emu, stats, expect_status, outer_stepped=True):
     return fails, None
 
 
+def first_difference(a, b):
+    """Where two outputs first part, for a one-line report that outlives the
+    log (an excused divergence is only a SKIP line in CI's summary)."""
+    la, lb = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(itertools.zip_longest(la, lb), 1):
+        if x != y:
+            return (f" at line {i}: inherit {'(nothing)' if x is None else repr(x.strip())}, "
+                    f"emulate {'(nothing)' if y is None else repr(y.strip())}")
+    return ""
+
+
 def excuse(fails, needs, vmm):
     """A divergence where a --needs feature was measured missing in the
     boot that ran the case (on this machine's KVM: by VMM's --host-info)
@@ -165,7 +177,7 @@ def excuse(fails, needs, vmm):
         return fails, None
     for f in fails:
         print("diverged (not counted, see the SKIP): " + f)
-    return [], "; ".join(why)
+    return [], "diverged (" + "; ".join(fails) + ") where " + "; ".join(why)
 
 
 def list_check(a):

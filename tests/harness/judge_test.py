@@ -76,11 +76,20 @@ def main():
                 fails, why = difftest.excuse(broken, ["leave_long_mode"], fake)
             if (lme == "false") != (why is not None and not fails):
                 bad.append(f"leave_long_mode {lme}: excused {why!r}, failures {fails}")
+            if why is not None and broken[0] not in why:
+                bad.append(f"an excused divergence's SKIP does not say what diverged: {why!r}")
             with contextlib.redirect_stdout(io.StringIO()):
                 fails, why = difftest.excuse(broken + ["exit status differs: inherit status 0, "
                                                       "emulate status -11"], ["leave_long_mode"], fake)
             if not fails:
                 bad.append(f"leave_long_mode {lme}: a crash was excused")
+    # The first differing line is named, so that a one-line report says it.
+    for a, b, want in (("x\ny\n", "x\nz\n", " at line 2: inherit 'y', emulate 'z'"),
+                       ("x\n", "x\ny\n", " at line 2: inherit (nothing), emulate 'y'"),
+                       ("x\n", "x\n", "")):
+        got = difftest.first_difference(a, b)
+        if got != want:
+            bad.append(f"first_difference({a!r}, {b!r}) = {got!r}, want {want!r}")
     # Every --needs word is one vmm --host-info measures (the lab's ICEBP
     # probe aside), with what it means said on a machine's own KVM.
     root = os.path.join(HERE, "..", "..")
