@@ -565,6 +565,22 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 	return true;
 }
 
+enum step_vme_int step_vme_int(uint32_t flags, bool redirect_bit, uint16_t *image,
+			       uint32_t *handler_flags)
+{
+	bool iopl3 = X86_RFLAGS_IOPL(flags) == 3;
+
+	if (redirect_bit)
+		return iopl3 ? STEP_VME_IDT : STEP_VME_GP;
+	*image = (uint16_t)flags;
+	if (!iopl3)
+		*image = (uint16_t)((*image & ~X86_RFLAGS_IF) | (3u << 12) |
+				    (flags & X86_RFLAGS_VIF ? X86_RFLAGS_IF : 0));
+	*handler_flags = flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_RF |
+					     (iopl3 ? X86_RFLAGS_IF : X86_RFLAGS_VIF));
+	return STEP_VME_IVT;
+}
+
 void step_segment_cache(uint64_t desc, uint16_t sel, struct kvm_segment *out)
 {
 	*out = (struct kvm_segment){

@@ -404,6 +404,19 @@ int step_legacy_soft_int_fault(const uint8_t gate[8], bool in_limit, unsigned ve
 			       unsigned cpl, uint32_t *err);
 
 /*
+ * INT n in virtual-8086 mode under CR4.VME (SDM vol. 3 20.3.3, table 20-2),
+ * by vector's bit in the TSS's interrupt redirection bitmap: set, through
+ * the IDT at IOPL 3 (method 4) and #GP(0) below it (method 3); clear, to
+ * the 8086 program's handler in the IVT at linear 0 (methods 5 and 6).
+ * There *image is the FLAGS pushed (below IOPL 3: IOPL 3, IF as VIF) and
+ * *handler_flags the handler's (TF and RF clear; IF at IOPL 3, VIF below).
+ * flags holds the guest's own TF.
+ */
+enum step_vme_int { STEP_VME_IDT, STEP_VME_GP, STEP_VME_IVT };
+enum step_vme_int step_vme_int(uint32_t flags, bool redirect_bit, uint16_t *image,
+			       uint32_t *handler_flags);
+
+/*
  * SYSCALL performed by the VMM in IA-32e mode (SDM vol. 2 SYSCALL): RCX the
  * next RIP, R11 the guest's RFLAGS (its own TF, RF clear), RFLAGS masked by
  * IA32_FMASK, CS and SS flat from IA32_STAR[47:32], RIP from LSTAR (64-bit

@@ -246,6 +246,49 @@ static bool gate_handler(struct vcpu *v, unsigned vector, uint64_t *handler, uns
 }
 
 /*
+ * How INT n goes in virtual-8086 mode under CR4.VME (step_vme_int()), by
+ * vector's bit of the interrupt redirection bitmap: the 32 bytes below the
+ * current 32-bit TSS's I/O map base (supervisor reads). false: no such
+ * TSS, or the bit beyond its limit (the CPU's #GP(0), left to it).
+ */
+static bool vme_route(struct vcpu *v, unsigned vector, enum step_vme_int *how, uint16_t *image,
+		      uint32_t *handler_flags)
+{
+	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
+	uint8_t b[2];
+	uint64_t off;
+
+	if (tr->unusable || !tr->present || (tr->type != 9 && tr->type != 11) || tr->limit < 0x67)
+		return false;
+	guest_paging(v, &p);
+	p.cpl = 0;
+	if (pagewalk_read_as(&m, &p, tr->base + 0x66, 0, b, 2) != 2)
+		return false;
+	off = (uint64_t)(b[0] | b[1] << 8) + vector / 8;
+	if (off < 32 || off - 32 > tr->limit ||
+	    pagewalk_read_as(&m, &p, (uint32_t)(tr->base + off - 32), 0, b, 1) != 1)
+		return false;
+	*how = step_vme_int(((uint32_t)v->run->s.regs.regs.rflags & ~X86_RFLAGS_TF) |
+			    (v->step.guest_tf ? X86_RFLAGS_TF : 0),
+			    (b[0] >> (vector % 8)) & 1, image, handler_flags);
+	return true;
+}
+
+/* INT n in virtual-8086 mode that CR4.VME sends elsewhere than the IDT (or may). */
+static bool vme_not_idt(struct vcpu *v, const struct step_insn *insn)
+{
+	enum step_vme_int how;
+	uint16_t image;
+	uint32_t flags;
+
+	return insn->kind == STEP_INTN && (v->run->s.regs.regs.rflags & X86_RFLAGS_VM) &&
+	       (v->run->s.regs.sregs.cr4 & X86_CR4_VME) &&
+	       !(vme_route(v, insn->vector, &how, &image, &flags) && how == STEP_VME_IDT);
+}
+
+/*
  * INT n, INT3 or INTO that goes through a present task gate (outside
  * IA-32e mode; by_vmm() delivered the fault of one it cannot use). KVM
  * switches tasks for it without a step exit, the TSS of the task left
@@ -260,9 +303,7 @@ static bool through_task_gate(struct vcpu *v, const struct step_insn *insn)
 
 	if (idt_format(sregs) != STEP_IDT_PROT ||
 	    (insn->kind != STEP_INTN && insn->kind != STEP_INT3 && insn->kind != STEP_INTO) ||
-	    (insn->kind == STEP_INTO && !(rflags & X86_RFLAGS_OF)) ||
-	    /* CR4.VME may redirect INT n in virtual-8086 mode: no IDT then. */
-	    (insn->kind == STEP_INTN && (rflags & X86_RFLAGS_VM) && (sregs->cr4 & X86_CR4_VME)))
+	    (insn->kind == STEP_INTO && !(rflags & X86_RFLAGS_OF)) || vme_not_idt(v, insn))
 		return false;
 	return idt_entry(v, insn->vector, entry) && (entry[5] & 0x9f) == 0x85;
 }
@@ -543,6 +584,54 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	regs->rip = d.ip;
 	regs->rflags = (regs->rflags & ~0xffffffffull) | d.flags;
 	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
+	return delivered(v);
+}
+
+/*
+ * INT n that CR4.VME redirects to the 8086 program's handler (methods 5
+ * and 6, step_vme_int()): image, CS and IP pushed at SS:SP as the
+ * program's writes, CS:IP from the IVT at linear 0 (a supervisor read, as
+ * the TSS's). false, nothing written: the CPU delivers it.
+ */
+static bool deliver_ivt(struct vcpu *v, const struct vmm_event *e, uint16_t image,
+			uint32_t handler_flags)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint16_t frame[3] = { (uint16_t)e->rip, sregs->cs.selector, image };
+	uint16_t sp = (uint16_t)regs->rsp;
+	struct paging p;
+	struct walk w;
+	uint8_t ivt[4], *at[sizeof(frame)];
+
+	guest_paging(v, &p);
+	p.ac = false;
+	p.cpl = 0;
+	if (pagewalk(&m, &p, e->vector * 4u, 0, &w) != WALK_OK ||
+	    pagewalk_read_as(&m, &p, e->vector * 4u, 0, ivt, sizeof(ivt)) != sizeof(ivt))
+		return false;
+	pagewalk_set_ad(&m, &w, false);
+	p.cpl = 3;
+	if (sp < sizeof(frame))
+		return false;	/* SP wraps: left to the CPU */
+	sp = (uint16_t)(sp - sizeof(frame));
+	for (unsigned i = 0; i < sizeof(frame); i++)
+		if (!(at[i] = stack_byte_as(v, &p, emulate_stack_la(sregs, regs->rflags, sp + i))))
+			return false;
+	for (unsigned i = 0; i < sizeof(frame); i++)
+		*at[i] = (uint8_t)(frame[i / 2] >> (8 * (i % 2)));
+	for (unsigned end = 0; end < 2; end++)
+		if (pagewalk(&m, &p, emulate_stack_la(sregs, regs->rflags, sp + end * 5u),
+			     WALK_WRITE, &w) == WALK_OK)
+			pagewalk_set_ad(&m, &w, true);
+	sregs->cs.selector = (uint16_t)(ivt[2] | ivt[3] << 8);
+	sregs->cs.base = (uint64_t)sregs->cs.selector << 4;
+	v->ops->set_sregs(v, sregs);
+	regs->rsp = (regs->rsp & ~0xffffull) | sp;
+	regs->rip = (uint16_t)(ivt[0] | ivt[1] << 8);
+	regs->rflags = (regs->rflags & ~0xffffffffull) | handler_flags;
+	v->ops->set_regs(v, regs);
 	return delivered(v);
 }
 
@@ -1191,15 +1280,30 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		/* fallthrough */
 	case STEP_INTN:
 		/*
-		 * In virtual-8086 mode CR4.VME may redirect INT n (SDM vol. 3
-		 * 20.3.3): KVM's, then. Without it, below IOPL 3, INT n is the
-		 * certain #GP(0) below (INTO is not IOPL-sensitive).
+		 * In virtual-8086 mode CR4.VME routes INT n by the TSS's
+		 * redirection bitmap (vme_route()): to the IVT, a #GP(0) or
+		 * the IDT; where it cannot be read, stepped. Without it, below
+		 * IOPL 3, INT n is the certain #GP(0) below (INTO is not
+		 * IOPL-sensitive).
 		 */
-		if ((regs->rflags & X86_RFLAGS_VM) && (sr->cr4 & X86_CR4_VME))
-			return 0;
-		if ((regs->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(regs->rflags) < 3 &&
-		    s->insn.kind == STEP_INTN)
+		if (s->insn.kind == STEP_INTN && (regs->rflags & X86_RFLAGS_VM) &&
+		    (sr->cr4 & X86_CR4_VME)) {
+			enum step_vme_int how;
+			uint16_t image;
+			uint32_t flags;
+
+			if (!vme_route(v, s->insn.vector, &how, &image, &flags))
+				return 0;
+			if (how == STEP_VME_GP)
+				return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
+			if (how == STEP_VME_IVT) {
+				e.vector = s->insn.vector;
+				return deliver_ivt(v, &e, image, flags) ? 1 : 0;
+			}
+		} else if ((regs->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(regs->rflags) < 3 &&
+			   s->insn.kind == STEP_INTN) {
 			break;
+		}
 		/* fallthrough */
 	case STEP_INT3:
 		e.soft = true;

@@ -1348,6 +1348,38 @@ static void test_idt_handler(void **state)
 	assert_int_equal(slot, 2);
 }
 
+/*
+ * INT n in virtual-8086 mode under CR4.VME (SDM vol. 3 table 20-2): the
+ * redirection bit picks the IDT or #GP(0) by IOPL; clear, the IVT, with
+ * the FLAGS image and the handler's flags of methods 5 and 6.
+ */
+static void test_vme_int(void **state)
+{
+	const uint32_t vm = X86_RFLAGS_VM | X86_RFLAGS_FIXED, iopl3 = 3u << 12;
+	uint16_t image = 0;
+	uint32_t flags = 0;
+
+	(void)state;
+	assert_int_equal(step_vme_int(vm | iopl3, true, &image, &flags), STEP_VME_IDT);
+	assert_int_equal(step_vme_int(vm | 2u << 12, true, &image, &flags), STEP_VME_GP);
+	assert_int_equal(step_vme_int(vm, true, &image, &flags), STEP_VME_GP);
+	/* Method 5: FLAGS as they are; IF, TF and RF cleared, AC and VIF kept. */
+	assert_int_equal(step_vme_int(vm | iopl3 | X86_RFLAGS_TF | X86_RFLAGS_IF | X86_RFLAGS_RF |
+				      X86_RFLAGS_AC | X86_RFLAGS_VIF | X86_RFLAGS_CF,
+				      false, &image, &flags), STEP_VME_IVT);
+	assert_int_equal(image, X86_RFLAGS_FIXED | iopl3 | X86_RFLAGS_TF | X86_RFLAGS_IF |
+			 X86_RFLAGS_CF);
+	assert_int_equal(flags, vm | iopl3 | X86_RFLAGS_AC | X86_RFLAGS_VIF | X86_RFLAGS_CF);
+	/* Method 6: IOPL 3 and VIF as IF in the image; VIF cleared, IF kept. */
+	assert_int_equal(step_vme_int(vm | 1u << 12 | X86_RFLAGS_IF | X86_RFLAGS_TF, false, &image,
+				      &flags), STEP_VME_IVT);
+	assert_int_equal(image, X86_RFLAGS_FIXED | iopl3 | X86_RFLAGS_TF);
+	assert_int_equal(flags, vm | 1u << 12 | X86_RFLAGS_IF);
+	assert_int_equal(step_vme_int(vm | X86_RFLAGS_VIF, false, &image, &flags), STEP_VME_IVT);
+	assert_int_equal(image, X86_RFLAGS_FIXED | iopl3 | X86_RFLAGS_IF);
+	assert_int_equal(flags, vm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1380,6 +1412,7 @@ int main(void)
 		cmocka_unit_test(test_gate_offset),
 		cmocka_unit_test(test_idt_handler),
 		cmocka_unit_test(test_legacy_delivery),
+		cmocka_unit_test(test_vme_int),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

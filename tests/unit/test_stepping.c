@@ -2326,6 +2326,110 @@ static void legacy_handler_breakpoints(void **state)
 	assert_int_equal(v->step.hw.addr, 0x20300);
 }
 
+/* Virtual-8086 mode under CR4.VME at 0x7000:0x1800, SS:SP 0x7000:0x2000, about to run INT $0x10. */
+static void vm86_vme_int10(struct vcpu *v, uint64_t flags, bool guest_tf)
+{
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	struct kvm_segment rs = { .base = 0x70000, .limit = 0xffff, .selector = 0x7000, .type = 3,
+				  .present = 1, .dpl = 3, .s = 1 };
+
+	flat32_gate(v, X86_VEC_GP);
+	sr->cr4 |= X86_CR4_VME;
+	sr->cs = sr->ss = sr->ds = sr->es = sr->fs = sr->gs = rs;
+	memset(ram + 0x7fff0, 0, 16);
+	ram[0x71800] = 0xcd;
+	ram[0x71801] = 0x10;
+	regs(v)->rip = 0x1800;
+	regs(v)->rsp = 0x2000;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_VM | flags;
+	v->step.guest_tf = guest_tf;
+}
+
+/*
+ * INT n in virtual-8086 mode under CR4.VME (SDM vol. 3 20.3.3): the TSS's
+ * redirection bitmap (bit 0x10 of the 32 bytes below the I/O map base)
+ * sends it to the 8086 program's IVT, delivered by the VMM with the
+ * guest's TF in the pushed FLAGS (method 5), IOPL 3 and VIF as IF in it
+ * below IOPL 3 (method 6); set, #GP(0) below IOPL 3 (method 3) and the
+ * IDT at IOPL 3 (method 4); a bitmap beyond the TSS's limit is the CPU's.
+ * Before, all of it was stepped: the CPU pushed the VMM's TF.
+ */
+static void vm86_vme_intn_routes(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint32_t esp0 = tss32_ring0_stack(0x3000), f[10];
+	uint16_t w[3];
+
+	(void)state;
+	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x88, .selector = 0xa8,
+				       .type = 11, .present = 1 };
+	memset(ram + 0x3068, 0, 32);
+	ram[0x3066] = 0x88;
+	ram[0x3067] = 0x00;
+	memcpy(ram + 4 * 0x10, (const uint8_t[]){ 0x00, 0x03, 0x00, 0x20 }, 4);	/* 0x2000:0x0300 */
+	ram[0x20300] = 0x90;
+	memset(ram + 0x130000, 0x90, 16);
+
+	/* Method 5: IOPL 3, bit clear. */
+	vm86_vme_int10(v, X86_RFLAGS_TF | X86_RFLAGS_IF | X86_RFLAGS_AC | 0x3000, true);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x300);
+	assert_int_equal(sr->cs.selector, 0x2000);
+	assert_int_equal(sr->cs.base, 0x20000);
+	assert_int_equal(regs(v)->rsp, 0x2000 - 6);
+	memcpy(w, ram + 0x70000 + 0x2000 - 6, sizeof(w));
+	assert_int_equal(w[0], 0x1802);
+	assert_int_equal(w[1], 0x7000);
+	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF | 0x3000);
+	assert_int_equal(regs(v)->rflags & ~(uint64_t)X86_RFLAGS_TF,
+			 X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_AC | 0x3000);
+	assert_false(v->step.guest_tf);
+	step_to_la(v, 0x301, 0x20301, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* Method 6: IOPL 0, bit clear: IOPL 3 and VIF as IF in the image, VIF cleared. */
+	vm86_vme_int10(v, X86_RFLAGS_VIF, false);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x300);
+	memcpy(w, ram + 0x70000 + 0x2000 - 6, sizeof(w));
+	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_IF | 0x3000);
+	assert_int_equal(regs(v)->rflags & ~(uint64_t)X86_RFLAGS_TF,
+			 X86_RFLAGS_FIXED | X86_RFLAGS_VM);
+	step_to_la(v, 0x301, 0x20301, DR6_STEP);
+
+	/* Method 3: IOPL 0, bit set: #GP(0) at the INT, through the IDT. */
+	ram[0x3068 + 2] = 1;
+	vm86_vme_int10(v, X86_RFLAGS_TF, true);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	memcpy(f, ram + esp0 - 40, sizeof(f));
+	assert_int_equal(f[0], 0);
+	assert_int_equal(f[1], 0x1800);
+	assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF | X86_RFLAGS_RF);
+	step_to(v, 0x130001, DR6_STEP);
+
+	/* Method 4: IOPL 3, bit set: through the IDT's DPL3 gate, the INT's next EIP pushed. */
+	memcpy(ram + IDT + 8 * 0x10, ram + IDT + 8 * X86_VEC_GP, 8);
+	ram[IDT + 8 * 0x10 + 5] = 0xee;
+	vm86_vme_int10(v, X86_RFLAGS_TF | 0x3000, true);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	memcpy(f, ram + esp0 - 36, 36);
+	assert_int_equal(f[0], 0x1802);
+	assert_int_equal(f[1], 0x7000);
+	assert_int_equal(f[2], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF | 0x3000);
+	step_to(v, 0x130001, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* The bitmap beyond the TSS's limit: the CPU's #GP(0); the INT is stepped. */
+	ram[0x3066] = 0xc0;	/* the bitmap at 0xa0: byte 2 beyond 0x88 */
+	vm86_vme_int10(v, 0x3000, false);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x1800);
+	assert_true(v->step.checked);
+}
+
 /*
  * INT n in virtual-8086 mode below IOPL 3 (no CR4.VME): #GP(0), certain,
  * delivered by the VMM through the 32-bit gate to CPL0 on SS0:ESP0, GS,
@@ -2843,6 +2947,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sysenter_target, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(vm86_intn_iopl0_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(vm86_vme_intn_routes, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_dpl0_gate_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_hwbp, teardown),
