@@ -91,6 +91,7 @@
 #define X86_RFLAGS_VM    X86_BIT(17)
 #define X86_RFLAGS_AC    X86_BIT(18)
 #define X86_RFLAGS_VIF   X86_BIT(19)
+#define X86_RFLAGS_VIP   X86_BIT(20)
 /* The six status flags that arithmetic writes: OF SF ZF AF PF CF (0x8d5). */
 #define X86_RFLAGS_ARITH (X86_RFLAGS_OF | X86_RFLAGS_SF | X86_RFLAGS_ZF | \
 			  X86_RFLAGS_AF | X86_RFLAGS_PF | X86_RFLAGS_CF)

@@ -721,15 +721,26 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	/*
 	 * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
 	 * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
-	 * Operand-size prefixes only: with others, the CPU says.
+	 * With it (vol. 3 20.4; vol. 2 PUSHF, POPF, IRET, STI) their 32-bit
+	 * forms still are, STI is with VIP set, and a 16-bit POPF or IRET that
+	 * would load TF, or IF with VIP set; INT n goes by the TSS's bitmap
+	 * (step_vme_int()). Operand-size prefixes only: with others, the CPU says.
 	 */
-	if ((c->rflags & X86_RFLAGS_VM) && iopl < 3 && !(c->cr4 & X86_CR4_VME)) {
+	if ((c->rflags & X86_RFLAGS_VM) && iopl < 3) {
 		size_t i = 0;
 
 		while (i < len && b[i] == 0x66)
 			i++;
-		if (i < len && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
-				b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
+		if (i < len && !(c->cr4 & X86_CR4_VME) &&
+		    (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
+		     b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
+			return X86_VEC_GP;
+		if (i < len && (c->cr4 & X86_CR4_VME) &&
+		    ((i && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf)) ||
+		     (b[i] == 0xfb && (c->rflags & X86_RFLAGS_VIP)) ||
+		     (!i && (b[i] == 0x9d || b[i] == 0xcf) && c->popped_valid &&
+		      ((c->popped & X86_RFLAGS_TF) ||
+		       ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP))))))
 			return X86_VEC_GP;
 	}
 	/* APM vol. 3 SYSENTER: #UD in long mode. */

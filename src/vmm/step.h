@@ -466,6 +466,8 @@ struct step_cpu {
 	const uint64_t *gpr;    /* RAX..R15 in encoding order, or NULL */
 	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
 	uint64_t ret_target;
+	bool popped_valid;      /* popped: the FLAGS a 16-bit POPF or IRET loads (virtual-8086 mode) */
+	uint16_t popped;
 	uint16_t gdt_limit;
 	int64_t ldt_limit;      /* -1: no usable LDT */
 	bool lock_ud;           /* decode_lock_faults() of the bytes */
@@ -481,7 +483,10 @@ struct step_cpu {
  * past the GDT, or an RPL other than the CPL (#GP(selector)); JMP and CALL
  * far direct in protected mode to a null selector (#GP(0)) or one past its
  * table, or into no LDT (#GP(selector)); SYSEXIT above CPL0 (#GP(0)); SYSENTER in
- * long mode on AMD, and a one-byte opcode invalid in 64-bit code such as
+ * long mode on AMD; in virtual-8086 mode below IOPL 3 (vol. 3 20.2.7,
+ * 20.4) PUSHF, POPF, IRET, CLI, STI and INT n without CR4.VME, and with it
+ * PUSHFD, POPFD, IRETD, STI with VIP set, and a 16-bit POPF or IRET whose
+ * popped FLAGS have TF, or IF with VIP (#GP(0)); a one-byte opcode invalid in 64-bit code such as
  * INTO (#UD: KVM intercepts every #UD to emulate what it can, and the
  * #UD it injects back holds no TF of the VMM's to step its handler). The vector
  * and *err, or -1. The VMM delivers it itself, so that its handler is

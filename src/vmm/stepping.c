@@ -1337,6 +1337,14 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			c.ret_valid = true;
 			memcpy(&c.ret_target, ret, 8);
 		}
+		/* The FLAGS a 16-bit POPF (at SP) or IRET (at SP + 4) loads in virtual-8086 mode. */
+		if ((regs->rflags & X86_RFLAGS_VM) && n && (bytes[0] == 0x9d || bytes[0] == 0xcf) &&
+		    read_linear(v, emulate_stack_la(sr, regs->rflags,
+						    (uint16_t)(regs->rsp + (bytes[0] == 0xcf ? 4 : 0))),
+				0, ret, 2) == 2) {
+			c.popped_valid = true;
+			c.popped = (uint16_t)(ret[0] | ret[1] << 8);
+		}
 		vector = step_certain_fault(bytes, n, &c, &err);
 	}
 	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */

@@ -1006,7 +1006,8 @@ static void test_certain_fault(void **state)
 			/* Below IOPL 3 without VME: the IOPL-sensitive ones; INT3 is not. */
 			static const uint8_t pushfd[] = { 0x66, 0x9c }, iret[] = { 0xcf },
 					     int_n[] = { 0xcd, 0x21 }, int3[] = { 0xcc },
-					     rep_pushf[] = { 0xf3, 0x9c };
+					     rep_pushf[] = { 0xf3, 0x9c }, popfd[] = { 0x66, 0x9d },
+					     iretd[] = { 0x66, 0xcf }, sti[] = { 0xfb };
 
 			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), X86_VEC_GP);
 			assert_int_equal(err, 0);
@@ -1016,8 +1017,35 @@ static void test_certain_fault(void **state)
 			assert_int_equal(step_certain_fault(int_n, 1, &real, &err), -1);
 			assert_int_equal(step_certain_fault(int3, 1, &real, &err), -1);
 			assert_int_equal(step_certain_fault(rep_pushf, 2, &real, &err), -1);
+			/*
+			 * With CR4.VME: the 32-bit forms still, STI with VIP,
+			 * a 16-bit POPF or IRET loading TF, or IF with VIP.
+			 */
 			real.cr4 |= X86_CR4_VME;
-			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), -1);
+			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(pushfd + 1, 1, &real, &err), -1);
+			assert_int_equal(step_certain_fault(popfd, 2, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(iretd, 2, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(cli, 1, &real, &err), -1);
+			assert_int_equal(step_certain_fault(sti, 1, &real, &err), -1);
+			assert_int_equal(step_certain_fault(int_n, 2, &real, &err), -1);
+			assert_int_equal(step_certain_fault(iret, 1, &real, &err), -1);
+			real.popped_valid = true;
+			real.popped = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+			assert_int_equal(step_certain_fault(iret, 1, &real, &err), -1);
+			assert_int_equal(step_certain_fault(popfd + 1, 1, &real, &err), -1);
+			real.popped |= X86_RFLAGS_TF;
+			assert_int_equal(step_certain_fault(iret, 1, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(popfd + 1, 1, &real, &err), X86_VEC_GP);
+			real.popped &= ~X86_RFLAGS_TF;
+			real.rflags |= X86_RFLAGS_VIP;
+			assert_int_equal(step_certain_fault(iret, 1, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(sti, 1, &real, &err), X86_VEC_GP);
+			assert_int_equal(step_certain_fault(cli, 1, &real, &err), -1);
+			real.popped = X86_RFLAGS_FIXED;
+			assert_int_equal(step_certain_fault(popfd + 1, 1, &real, &err), -1);
+			real.rflags &= ~X86_RFLAGS_VIP;
+			real.popped_valid = false;
 			real.cr4 &= ~X86_CR4_VME;
 			real.rflags |= 3u << 12;	/* IOPL 3 */
 			assert_int_equal(step_certain_fault(pushfd, 2, &real, &err), -1);

@@ -2352,7 +2352,8 @@ static void vm86_vme_int10(struct vcpu *v, uint64_t flags, bool guest_tf)
  * guest's TF in the pushed FLAGS (method 5), IOPL 3 and VIF as IF in it
  * below IOPL 3 (method 6); set, #GP(0) below IOPL 3 (method 3) and the
  * IDT at IOPL 3 (method 4); a bitmap beyond the TSS's limit is the CPU's.
- * Before, all of it was stepped: the CPU pushed the VMM's TF.
+ * Before, all of it was stepped: the CPU pushed the VMM's TF. A POPF
+ * that would load TF there is a certain #GP(0) (step_certain_fault()).
  */
 static void vm86_vme_intn_routes(void **state)
 {
@@ -2428,6 +2429,22 @@ static void vm86_vme_intn_routes(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x1800);
 	assert_true(v->step.checked);
+
+	/* A 16-bit POPF loading TF below IOPL 3 under VME: #GP(0) at the POPF; without TF, stepped. */
+	for (unsigned tf = 0; tf < 2; tf++) {
+		vm86_vme_int10(v, 0, false);
+		ram[0x71800] = 0x9d;
+		ram[0x72000] = 0x02;
+		ram[0x72001] = (uint8_t)tf;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, tf ? 0x130000 : 0x1800);
+		if (tf) {
+			memcpy(f, ram + esp0 - 40, sizeof(f));
+			assert_int_equal(f[1], 0x1800);
+			step_to(v, 0x130001, DR6_STEP);
+		}
+	}
+	assert_int_equal(v->stats.unchecked_runs, 0);
 }
 
 /*
