@@ -796,9 +796,14 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 				return X86_VEC_GP;
 		}
 	}
-	/* CLI/STI: protected-mode virtual interrupts change VIF instead at CPL3. */
+	/*
+	 * CLI/STI: protected-mode virtual interrupts change VIF instead at
+	 * CPL3, but for STI with VIP set (SDM vol. 2 STI).
+	 */
 	if (len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > iopl &&
-	    !(c->rflags & X86_RFLAGS_VM) && !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI)))
+	    !(c->rflags & X86_RFLAGS_VM) &&
+	    !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) &&
+	      !(b[0] == 0xfb && (c->rflags & X86_RFLAGS_VIP))))
 		return X86_VEC_GP;
 	if (c->long64 && len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
 		return X86_VEC_GP;

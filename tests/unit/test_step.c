@@ -941,6 +941,11 @@ static void test_certain_fault(void **state)
 	c3.rflags = 0x2;
 	c3.cr4 = X86_CR4_PVI;
 	assert_int_equal(step_certain_fault(cli, 1, &c3, &err), -1);
+	assert_int_equal(step_certain_fault((const uint8_t[]){ 0xfb }, 1, &c3, &err), -1);
+	c3.rflags |= X86_RFLAGS_VIP;	/* STI with VIP set: #GP(0) */
+	assert_int_equal(step_certain_fault((const uint8_t[]){ 0xfb }, 1, &c3, &err), X86_VEC_GP);
+	assert_int_equal(step_certain_fault(cli, 1, &c3, &err), -1);
+	c3.rflags = 0x2;
 	c3.cr4 = 0;
 	/* RET and JMP/CALL through a register to a non-canonical address. */
 	c0.ret_valid = true;
