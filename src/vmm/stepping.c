@@ -611,7 +611,6 @@ static bool deliver_ivt(struct vcpu *v, const struct vmm_event *e, uint16_t imag
 	if (pagewalk(&m, &p, e->vector * 4u, 0, &w) != WALK_OK ||
 	    pagewalk_read_as(&m, &p, e->vector * 4u, 0, ivt, sizeof(ivt)) != sizeof(ivt))
 		return false;
-	pagewalk_set_ad(&m, &w, false);
 	p.cpl = 3;
 	if (sp < sizeof(frame))
 		return false;	/* SP wraps: left to the CPU */
@@ -619,6 +618,7 @@ static bool deliver_ivt(struct vcpu *v, const struct vmm_event *e, uint16_t imag
 	for (unsigned i = 0; i < sizeof(frame); i++)
 		if (!(at[i] = stack_byte_as(v, &p, emulate_stack_la(sregs, regs->rflags, sp + i))))
 			return false;
+	pagewalk_set_ad(&m, &w, false);		/* the IVT's walk */
 	for (unsigned i = 0; i < sizeof(frame); i++)
 		*at[i] = (uint8_t)(frame[i / 2] >> (8 * (i % 2)));
 	for (unsigned end = 0; end < 2; end++)
