@@ -213,8 +213,8 @@ MUTANTS = [
         "what": "INT n in virtual-8086 mode below IOPL 3 is stepped, not delivered as the "
                 "certain #GP(0): the step in the CPU's #GP handler becomes a #DB for the guest",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tif ((regs->rflags & X86_RFLAGS_VM) && (sr->cr4 & X86_CR4_VME))\n",
-                   "\t\tif (regs->rflags & X86_RFLAGS_VM)\n")],
+                   "\t\t\t   s->insn.kind == STEP_INTN) {\n\t\t\tbreak;\n",
+                   "\t\t\t   s->insn.kind == STEP_INTN) {\n\t\t\treturn 0;\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
