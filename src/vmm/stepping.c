@@ -393,6 +393,13 @@ struct vmm_event {
 	bool fault;             /* pushes RF set (SDM vol. 3 17.3.1.1), but for a #DB */
 	bool soft;              /* INT n, INT3, INTO: gate DPL checked against the CPL */
 	bool rf;                /* not a fault: RF as the instruction began, which it pushes */
+	/*
+	 * INT n that CR4.VME redirects (step_vme_int()): real mode's delivery
+	 * through the IVT at linear 0, with this FLAGS image and handler flags.
+	 */
+	bool ivt;
+	uint16_t ivt_image;
+	uint32_t ivt_flags;
 };
 
 static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err);
@@ -493,15 +500,15 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	bool real = !(sregs->cr0 & X86_CR0_PE);
+	bool real = !(sregs->cr0 & X86_CR0_PE) || e->ivt;
 	unsigned size = real ? 4 : 8;
-	uint64_t gate_la = sregs->idt.base + e->vector * size, rf;
+	uint64_t gate_la = (e->ivt ? 0 : sregs->idt.base) + e->vector * size, rf;
 	struct step_legacy_in in = {
 		.real = real, .cpl = emulate_cpl(sregs, regs->rflags), .cs = sregs->cs.selector,
 		.ip = (uint32_t)e->rip, .sp = (uint32_t)regs->rsp, .ss_big = !real && sregs->ss.db,
 		.ss_down = (sregs->ss.type & 0xc) == 0x4, .ss_limit = sregs->ss.limit,
 		.error_code = e->error_code, .err = e->err, .soft = e->soft,
-		.ss = sregs->ss.selector, .vm86 = (regs->rflags & X86_RFLAGS_VM) != 0,
+		.ss = sregs->ss.selector, .vm86 = !e->ivt && (regs->rflags & X86_RFLAGS_VM),
 		.es = sregs->es.selector, .ds = sregs->ds.selector, .fs = sregs->fs.selector,
 		.gs = sregs->gs.selector,
 	};
@@ -512,7 +519,7 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	uint8_t *at[sizeof(((struct step_legacy *)0)->frame)];	/* 4-byte slots at most */
 	uint64_t width;
 	unsigned hcpl;
-	bool in_limit = e->vector * size + size - 1 <= sregs->idt.limit;
+	bool in_limit = e->ivt || e->vector * size + size - 1 <= sregs->idt.limit;
 	uint32_t err;
 	int fault;
 
@@ -542,6 +549,10 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 			      (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf);
 	if (!step_legacy_delivery_plan(&in, &d))
 		return false;
+	if (e->ivt) {		/* IP, CS, FLAGS: no error code for INT n */
+		d.frame[2] = e->ivt_image;
+		d.flags = e->ivt_flags;
+	}
 	/* Every byte of the frame, at SS:SP as the stack's width has it, must take the write. */
 	fp = p;
 	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
@@ -584,54 +595,6 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 	regs->rip = d.ip;
 	regs->rflags = (regs->rflags & ~0xffffffffull) | d.flags;
 	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
-	return delivered(v);
-}
-
-/*
- * INT n that CR4.VME redirects to the 8086 program's handler (methods 5
- * and 6, step_vme_int()): image, CS and IP pushed at SS:SP as the
- * program's writes, CS:IP from the IVT at linear 0 (a supervisor read, as
- * the TSS's). false, nothing written: the CPU delivers it.
- */
-static bool deliver_ivt(struct vcpu *v, const struct vmm_event *e, uint16_t image,
-			uint32_t handler_flags)
-{
-	struct kvm_regs *regs = &v->run->s.regs.regs;
-	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint16_t frame[3] = { (uint16_t)e->rip, sregs->cs.selector, image };
-	uint16_t sp = (uint16_t)regs->rsp;
-	struct paging p;
-	struct walk w;
-	uint8_t ivt[4], *at[sizeof(frame)];
-
-	guest_paging(v, &p);
-	p.ac = false;
-	p.cpl = 0;
-	if (pagewalk(&m, &p, e->vector * 4u, 0, &w) != WALK_OK ||
-	    pagewalk_read_as(&m, &p, e->vector * 4u, 0, ivt, sizeof(ivt)) != sizeof(ivt))
-		return false;
-	p.cpl = 3;
-	if (sp < sizeof(frame))
-		return false;	/* SP wraps: left to the CPU */
-	sp = (uint16_t)(sp - sizeof(frame));
-	for (unsigned i = 0; i < sizeof(frame); i++)
-		if (!(at[i] = stack_byte_as(v, &p, emulate_stack_la(sregs, regs->rflags, sp + i))))
-			return false;
-	pagewalk_set_ad(&m, &w, false);		/* the IVT's walk */
-	for (unsigned i = 0; i < sizeof(frame); i++)
-		*at[i] = (uint8_t)(frame[i / 2] >> (8 * (i % 2)));
-	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, &p, emulate_stack_la(sregs, regs->rflags, sp + end * 5u),
-			     WALK_WRITE, &w) == WALK_OK)
-			pagewalk_set_ad(&m, &w, true);
-	sregs->cs.selector = (uint16_t)(ivt[2] | ivt[3] << 8);
-	sregs->cs.base = (uint64_t)sregs->cs.selector << 4;
-	v->ops->set_sregs(v, sregs);
-	regs->rsp = (regs->rsp & ~0xffffull) | sp;
-	regs->rip = (uint16_t)(ivt[0] | ivt[1] << 8);
-	regs->rflags = (regs->rflags & ~0xffffffffull) | handler_flags;
-	v->ops->set_regs(v, regs);
 	return delivered(v);
 }
 
@@ -1289,17 +1252,12 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		if (s->insn.kind == STEP_INTN && (regs->rflags & X86_RFLAGS_VM) &&
 		    (sr->cr4 & X86_CR4_VME)) {
 			enum step_vme_int how;
-			uint16_t image;
-			uint32_t flags;
 
-			if (!vme_route(v, s->insn.vector, &how, &image, &flags))
+			if (!vme_route(v, s->insn.vector, &how, &e.ivt_image, &e.ivt_flags))
 				return 0;
 			if (how == STEP_VME_GP)
 				return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
-			if (how == STEP_VME_IVT) {
-				e.vector = s->insn.vector;
-				return deliver_ivt(v, &e, image, flags) ? 1 : 0;
-			}
+			e.ivt = how == STEP_VME_IVT;	/* else the IDT, as below */
 		} else if ((regs->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(regs->rflags) < 3 &&
 			   s->insn.kind == STEP_INTN) {
 			break;
