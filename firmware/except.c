@@ -122,6 +122,12 @@ int wrmsr_safe(uint32_t msr, uint64_t val)
 	return exception_vector();
 }
 
+int write_cr4_safe(uint64_t val)
+{
+	asm volatile(ASM_TRY("1f") "mov %0, %%cr4\n\t" "1:" : : "r"(val) : "memory");
+	return exception_vector();
+}
+
 int try_ud2(void)
 {
 	asm volatile(ASM_TRY("1f") "ud2\n\t" "1:" ::: "memory");

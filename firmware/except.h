@@ -73,6 +73,7 @@ static inline uint64_t exception_rflags(void)
  */
 int rdmsr_safe(uint32_t msr, uint64_t *val);
 int wrmsr_safe(uint32_t msr, uint64_t val);
+int write_cr4_safe(uint64_t val);
 int try_ud2(void);
 int try_div0(void);
 

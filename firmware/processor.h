@@ -105,6 +105,16 @@ static inline uint64_t read_cr4(void)
 	return v;
 }
 
+static inline void write_cr3(uint64_t v)
+{
+	asm volatile("mov %0, %%cr3" : : "r"(v) : "memory");
+}
+
+static inline void write_cr4(uint64_t v)
+{
+	asm volatile("mov %0, %%cr4" : : "r"(v) : "memory");
+}
+
 /* Usable at any CPL: tells code shared by CPL0 and CPL3 where it runs. */
 static inline uint16_t read_cs(void)
 {

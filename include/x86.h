@@ -63,6 +63,7 @@
 #define X86_CR4_OSFXSR     X86_BIT(9)
 #define X86_CR4_OSXMMEXCPT X86_BIT(10)
 #define X86_CR4_LA57       X86_BIT(12)
+#define X86_CR4_VMXE       X86_BIT(13)
 #define X86_CR4_SMEP       X86_BIT(20)
 #define X86_CR4_SMAP       X86_BIT(21)
 #define X86_CR4_PKE        X86_BIT(22)
@@ -73,6 +74,12 @@
 #define X86_EFER_LME X86_BIT(8)
 #define X86_EFER_LMA X86_BIT(10)
 #define X86_EFER_NXE X86_BIT(11)
+#define X86_EFER_SVME X86_BIT(12)
+
+/* CPUID bits: virtualization of the guest's own (nested) guests. */
+#define X86_CPUID_1_ECX_VMX        X86_BIT(5)
+#define X86_CPUID_80000001_ECX_SVM X86_BIT(2)
+#define X86_CPUID_SVM_LEAF         0x8000000au /* SVM revision and features */
 
 /* RFLAGS. */
 #define X86_RFLAGS_CF    X86_BIT(0)

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "vmm_msr.h"
+#include "x86.h"
 
 struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t idx)
 {
@@ -42,4 +43,46 @@ void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu)
 	e = cpuid_find(c, 7, 0);
 	if (e)
 		e->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;
+}
+
+enum cpuid_nested cpuid_nested(struct kvm_cpuid2 *c)
+{
+	const struct kvm_cpuid_entry2 *e = cpuid_find(c, 0x80000001, 0);
+
+	if (e && (e->ecx & X86_CPUID_80000001_ECX_SVM))
+		return CPUID_NESTED_SVM;
+	e = cpuid_find(c, 1, 0);
+	if (e && (e->ecx & X86_CPUID_1_ECX_VMX))
+		return CPUID_NESTED_VMX;
+	return CPUID_NESTED_NONE;
+}
+
+const char *cpuid_nested_name(enum cpuid_nested n)
+{
+	switch (n) {
+	case CPUID_NESTED_SVM:
+		return "svm";
+	case CPUID_NESTED_VMX:
+		return "vmx";
+	case CPUID_NESTED_NONE:
+		break;
+	}
+	return "none";
+}
+
+enum cpuid_nested cpuid_hide_nested(struct kvm_cpuid2 *c)
+{
+	enum cpuid_nested was = cpuid_nested(c);
+	struct kvm_cpuid_entry2 *e = cpuid_find(c, 0x80000001, 0);
+
+	if (e)
+		e->ecx &= ~(uint32_t)X86_CPUID_80000001_ECX_SVM;
+	e = cpuid_find(c, 1, 0);
+	if (e)
+		e->ecx &= ~(uint32_t)X86_CPUID_1_ECX_VMX;
+	/* Leaf 0x8000000a describes SVM: reserved (zero) without it (APM vol. 3, E.4.9). */
+	e = cpuid_find(c, X86_CPUID_SVM_LEAF, 0);
+	if (e)
+		e->eax = e->ebx = e->ecx = e->edx = 0;
+	return was;
 }

@@ -19,4 +19,15 @@ bool cpuid_amd_like(struct kvm_cpuid2 *c);
  */
 void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu);
 
+/* The virtualization extension a table offers a guest for guests of its own. */
+enum cpuid_nested { CPUID_NESTED_NONE, CPUID_NESTED_SVM, CPUID_NESTED_VMX };
+enum cpuid_nested cpuid_nested(struct kvm_cpuid2 *c);
+const char *cpuid_nested_name(enum cpuid_nested n);
+/*
+ * Takes SVM and VMX out of the table, so that KVM refuses EFER.SVME and
+ * CR4.VMXE: --split-lock=emulate cannot watch a nested guest (docs/design.md,
+ * "Nested virtualization"). Returns what was offered before.
+ */
+enum cpuid_nested cpuid_hide_nested(struct kvm_cpuid2 *c);
+
 #endif

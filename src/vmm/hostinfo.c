@@ -12,6 +12,7 @@
 #include "hostinfo.h"
 
 #include "array_size.h"
+#include "cpuid.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -24,6 +25,7 @@ void hostinfo_init(struct hostinfo *hi)
 	memset(hi, 0, sizeof(*hi));
 	hi->split_lock_mitigate = -1;
 	hi->cpuid_7_edx30_reaches_guest = -1;
+	hi->nested = -1;
 	hi->singlestep_cpl0 = -1;
 	hi->singlestep_cpl3 = -1;
 	hi->hwbp = -1;
@@ -383,6 +385,11 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		else
 			fprintf(out, "  %-27s %d\n", caps[i].name, v);
 	}
+	if (hi->nested >= 0)
+		fprintf(out, LABEL "%s%s\n", "nested virtualization:",
+			cpuid_nested_name((enum cpuid_nested)hi->nested),
+			hi->nested != CPUID_NESTED_NONE ?
+			" (KVM offers it to guests; --split-lock=emulate hides it)" : "");
 	pm = probe_meaning(hi);
 	if (pm) {
 		fprintf(out, LABEL "%s\n", "CPUID probe:", pm);
@@ -548,6 +555,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		fprintf(out, "%s\"%s\":", i ? "," : "", caps[i].key);
 		json_int_or_null(out, kvm ? cap_value(hi, i) : -1);
 	}
+	fputs("},\"nested\":", out);
+	json_str(out, kvm && hi->nested >= 0 ? cpuid_nested_name((enum cpuid_nested)hi->nested) : NULL);
 	/* Each probe: true, false, or null where it did not run. */
 	const struct {
 		const char *key;
@@ -565,7 +574,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "lock_ud", hi->lock_ud },
 		{ "leave_long_mode", hi->leave_long_mode },
 	};
-	fputs("},\"probe\":{", out);
+	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
 		fprintf(out, "\"%s\":", probes[i].key);
 		json_bool_or_null(out, probes[i].v >= 0, probes[i].v > 0);

@@ -53,6 +53,9 @@ struct hostinfo {
 	/* KVM; kvm_error is empty when /dev/kvm could be opened */
 	char kvm_error[160];
 	struct hostinfo_kvm_caps caps;
+	/* KVM_GET_SUPPORTED_CPUID: enum cpuid_nested (SVM or VMX for a guest's
+	 * own guests), -1 = not read */
+	int nested;
 	/* probe guest: 1 = a KVM_SET_CPUID2 value of CPUID.(7,0):EDX[30]
 	 * reaches the guest, 0 = KVM answers from the host instead,
 	 * -1 = not run (probe_error says why) */

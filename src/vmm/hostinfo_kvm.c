@@ -706,11 +706,13 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)
 {
+	struct kvm_cpuid2 *cpuid;
 	int kvm;
 
 	hi->kvm_error[0] = '\0';
 	hi->probe_error[0] = '\0';
 	hi->cpuid_7_edx30_reaches_guest = -1;
+	hi->nested = -1;
 	memset(&hi->caps, 0, sizeof(hi->caps));
 
 	kvm = __kvm_open(hi->kvm_error, sizeof(hi->kvm_error));
@@ -729,6 +731,10 @@ void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)
 	hi->caps.immediate_exit = __kvm_cap(kvm, KVM_CAP_IMMEDIATE_EXIT);
 	hi->caps.nr_vcpus = __kvm_cap(kvm, KVM_CAP_NR_VCPUS);
 	hi->caps.max_vcpus = __kvm_cap(kvm, KVM_CAP_MAX_VCPUS);
+	cpuid = __kvm_supported_cpuid(kvm);
+	if (cpuid)
+		hi->nested = (int)cpuid_nested(cpuid);
+	free(cpuid);
 
 	if (run_probe) {
 		probe_cpuid(hi, kvm);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "boot.h"
+#include "cpuid.h"
 #include "hostinfo.h"
 #include "kvm.h"
 #include "loader.h"
@@ -181,6 +182,13 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	cpuid = kvm_supported_cpuid(vm->kvm_fd);
 	if (!cpuid)
 		return give_back(vm, VMM_EXIT_HOST);
+	if (vm->split_lock_emulate) {
+		enum cpuid_nested hidden = cpuid_hide_nested(cpuid);
+
+		if (hidden != CPUID_NESTED_NONE)
+			info("--split-lock=emulate hides %s from the guest: the VMM cannot watch a nested guest's instructions (--split-lock=inherit, on or off offer it)",
+			     hidden == CPUID_NESTED_SVM ? "SVM" : "VMX");
+	}
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		if (vcpu_create(&vm->vcpus[i], cpuid, &layout)) {
 			free(cpuid);

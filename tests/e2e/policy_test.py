@@ -71,6 +71,26 @@ def guest_view_failures(policy, hi, enumerated, err, diags):
     cpuid_diag = [d for d in diags if d.startswith("cpuid.7.0.edx[30]=")]
     if probe is not None and cpuid_diag != [f"cpuid.7.0.edx[30]={int(probe)}"]:
         fails.append(f"{policy}: guest saw {cpuid_diag}, host-info probe says {probe}")
+    return fails + nested_failures(policy, hi, err, diags)
+
+
+def nested_failures(policy, hi, err, diags):
+    """SVM/VMX: what KVM offers reaches the guest, except under emulate,
+    which cannot watch a nested guest and hides it, saying so on stderr."""
+    offered = hi["kvm"].get("nested")
+    if offered is None:
+        return [f"{policy}: vmm --host-info --json has no kvm.nested"]
+    want = "none" if policy == "emulate" else offered
+    seen = [d for d in diags if d.startswith("nested=")]
+    fails = []
+    if seen != [f"nested={want}"]:
+        fails.append(f"{policy}: guest reported {seen}, want ['nested={want}'] "
+                     f"(KVM offers {offered})")
+    said = re.search(r"^vmm: --split-lock=emulate hides (SVM|VMX) from the guest", err, re.M)
+    hides = policy == "emulate" and offered != "none"
+    if bool(said) != hides or (said and said.group(1) != offered.upper()):
+        fails.append(f"{policy}: stderr {'lacks' if hides else 'has'} the line that emulate "
+                     f"hides {offered.upper()}")
     return fails
 
 

@@ -27,6 +27,15 @@ MUTANTS = [
         "tests": ["msr-core-capabilities-emulate", "msr-test-ctrl-emulate"],
     },
     {
+        "name": "emulate-offers-nested",
+        "what": "--split-lock=emulate passes KVM's SVM/VMX to the guest, whose nested guest it cannot watch",
+        "edits": [("src/vmm/vm_kvm.c",
+                   "\tif (vm->split_lock_emulate) {\n\t\tenum cpuid_nested hidden",
+                   "\tif (0) {\n\t\tenum cpuid_nested hidden")],
+        # On a host whose KVM offers neither, nothing can tell.
+        "tests": ["nested-hidden-emulate"],
+    },
+    {
         "name": "core-caps-zero",
         "what": "IA32_CORE_CAPABILITIES reads 0 whatever the policy",
         "edits": [("src/vmm/msr.c",

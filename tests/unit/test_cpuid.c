@@ -11,6 +11,7 @@
 
 #include "cpuid.h"
 #include "vmm_msr.h"
+#include "x86.h"
 
 /* A table of leaves 0, 1, 7 and 0xb (two subleaves), as KVM reports them. */
 static struct kvm_cpuid2 *table(uint32_t vendor_ebx)
@@ -72,12 +73,66 @@ static void test_fixup(void **state)
 	free(c);
 }
 
+/* Leaves 1, 0x80000001 and 0x8000000a with every register bit set. */
+static struct kvm_cpuid2 *virt_table(void)
+{
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + 4 * sizeof(c->entries[0]));
+	const uint32_t fn[] = { 0, 1, 0x80000001, 0x8000000a };
+
+	c->nent = 4;
+	for (int i = 0; i < 4; i++)
+		c->entries[i] = (struct kvm_cpuid_entry2){ .function = fn[i], .eax = ~0u,
+							   .ebx = ~0u, .ecx = ~0u, .edx = ~0u };
+	return c;
+}
+
+static void test_nested(void **state)
+{
+	struct kvm_cpuid2 *c = virt_table();
+
+	(void)state;
+	assert_int_equal(cpuid_nested(c), CPUID_NESTED_SVM);
+	c->entries[2].ecx &= ~(uint32_t)X86_CPUID_80000001_ECX_SVM;
+	assert_int_equal(cpuid_nested(c), CPUID_NESTED_VMX);
+	assert_string_equal(cpuid_nested_name(cpuid_nested(c)), "vmx");
+	c->entries[1].ecx = X86_CPUID_1_ECX_VMX - 1;	/* every bit below VMX */
+	assert_int_equal(cpuid_nested(c), CPUID_NESTED_NONE);
+	assert_string_equal(cpuid_nested_name(CPUID_NESTED_NONE), "none");
+	assert_string_equal(cpuid_nested_name(CPUID_NESTED_SVM), "svm");
+	c->nent = 1;
+	assert_int_equal(cpuid_nested(c), CPUID_NESTED_NONE);
+	free(c);
+}
+
+/* Only the two bits and the SVM leaf go; everything else stays. */
+static void test_hide_nested(void **state)
+{
+	struct kvm_cpuid2 *c = virt_table();
+
+	(void)state;
+	assert_int_equal(cpuid_hide_nested(c), CPUID_NESTED_SVM);
+	assert_int_equal(cpuid_nested(c), CPUID_NESTED_NONE);
+	assert_int_equal(c->entries[1].ecx, ~(uint32_t)X86_CPUID_1_ECX_VMX);
+	assert_int_equal(c->entries[1].edx, ~0u);
+	assert_int_equal(c->entries[2].ecx, ~(uint32_t)X86_CPUID_80000001_ECX_SVM);
+	assert_int_equal(c->entries[2].edx, ~0u);	/* LM, NX ... */
+	assert_int_equal(c->entries[3].eax | c->entries[3].ebx | c->entries[3].ecx |
+			 c->entries[3].edx, 0);
+	assert_int_equal(c->entries[0].ecx, ~0u);
+	assert_int_equal(cpuid_hide_nested(c), CPUID_NESTED_NONE);
+	c->nent = 0;		/* a table without the leaves: nothing to do */
+	assert_int_equal(cpuid_hide_nested(c), CPUID_NESTED_NONE);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_vendor),
 		cmocka_unit_test(test_fixup),
+		cmocka_unit_test(test_nested),
+		cmocka_unit_test(test_hide_nested),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "cpuid.h"
 #include "hostinfo.h"
 #include "array_size.h"
 
@@ -73,6 +74,7 @@ static void init_defaults(void **state)
 	assert_false(hi.sld_flag);
 	assert_false(hi.cmdline_has_sld);
 	assert_int_equal(hi.split_lock_mitigate, -1);
+	assert_int_equal(hi.nested, -1);
 	assert_int_equal(hi.cpuid_7_edx30_reaches_guest, -1);
 	assert_int_equal(hi.mode, HOSTINFO_MODE_NONE);
 	assert_string_equal(hi.kvm_error, "");
@@ -494,6 +496,7 @@ static void machine_like_here(struct hostinfo *hi)
 	hi->intn_error_code = 0;
 	hi->lock_ud = 0;
 	hi->leave_long_mode = 1;
+	hi->nested = CPUID_NESTED_SVM;
 }
 
 static void json_here(void **state)
@@ -513,7 +516,7 @@ static void json_here(void **state)
 		"\"kvm\":{\"available\":true,\"error\":null,"
 		"\"caps\":{\"user_space_msr\":1,\"msr_filter\":1,\"exception_payload\":1,"
 		"\"vcpu_events\":1,\"set_guest_debug\":1,\"bus_lock_exit\":0,\"immediate_exit\":1,"
-		"\"nr_vcpus\":2,\"max_vcpus\":1024},"
+		"\"nr_vcpus\":2,\"max_vcpus\":1024},\"nested\":\"svm\","
 		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"singlestep_cpl0\":true,"
 		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"exec_bp_beside_step\":false,\"dr7_gd\":true,\"cs_write_gp\":true,\"intn_error_code\":false,\"lock_ud\":false,\"leave_long_mode\":true,\"error\":null}}}\n");
 	free(out);
@@ -574,7 +577,7 @@ static void json_escaping(void **state)
 	assert_has(out, "\"cmdline\":{\"read\":false,\"split_lock_detect\":null");
 	assert_has(out, "\"available\":false");
 	assert_has(out, "\"caps\":{\"user_space_msr\":null,");
-	assert_has(out, "\"max_vcpus\":null}");
+	assert_has(out, "\"max_vcpus\":null},\"nested\":null,");
 	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"singlestep_cpl0\":null,"
 		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"exec_bp_beside_step\":null,\"dr7_gd\":null,\"cs_write_gp\":null,\"intn_error_code\":null,\"lock_ud\":null,\"leave_long_mode\":null,\"error\":\"no usable /dev/kvm\"}");
 	free(out);
@@ -607,6 +610,7 @@ static void text_report(void **state)
 	assert_has(out, "CPUID probe:                  no: this KVM answers CPUID leaf 7 from the host");
 	assert_has(out, "single-step probe:            CPL0 yes, CPL3 no (--split-lock=emulate sees split locks at CPL0 only)\n");
 	assert_has(out, "breakpoint probe:             yes\n");
+	assert_has(out, "nested virtualization:        svm (KVM offers it to guests; --split-lock=emulate hides it)\n");
 	assert_has(out, "guest data breakpoint:        no (at CPL0 this KVM never fires one)\n");
 	assert_has(out, "breakpoint beside a step:     no (this CPU reports no instruction breakpoint with a step trap)\n");
 	/* What emulate cannot watch is said, never hidden. */
@@ -621,6 +625,10 @@ static void text_report(void **state)
 	assert_has(out, "handlers of INT n and injected events outside IA-32e mode, until they return\n");
 	free(out);
 	hi.hwbp = 1;
+	hi.nested = CPUID_NESTED_NONE;
+	out = printed(hostinfo_print, &hi);
+	assert_has(out, "nested virtualization:        none\n");
+	free(out);
 
 	hostinfo_parse_cpuinfo(&hi, cpuinfo_both);
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=fatal");

@@ -46,16 +46,6 @@ int diff_skip(const char *fmt, ...) FW_PRINTF(1, 2);
 /* --------------------------------------------------------------- CPU */
 /* x86 facts come from include/x86.h, through fw.h. */
 
-static inline void write_cr4(uint64_t v)
-{
-	asm volatile("mov %0, %%cr4" : : "r"(v) : "memory");
-}
-
-static inline void write_cr3(uint64_t v)
-{
-	asm volatile("mov %0, %%cr3" : : "r"(v) : "memory");
-}
-
 bool cpu_has_smap(void);
 bool cpu_has_pku(void);
 bool cpu_has_la57(void);
