@@ -76,6 +76,11 @@
 #define X86_EFER_NXE X86_BIT(11)
 #define X86_EFER_SVME X86_BIT(12)
 
+/* CPUID.0:EBX, the vendor string's first four bytes. */
+#define X86_CPUID_VENDOR_AMD   0x68747541u /* "Auth"enticAMD */
+#define X86_CPUID_VENDOR_HYGON 0x6f677948u /* "Hygo"nGenuine */
+#define X86_CPUID_VENDOR_INTEL 0x756e6547u /* "Genu"ineIntel */
+
 /* CPUID bits: virtualization of the guest's own (nested) guests. */
 #define X86_CPUID_1_ECX_VMX        X86_BIT(5)
 #define X86_CPUID_80000001_ECX_SVM X86_BIT(2)

@@ -95,11 +95,11 @@ static void test_nested(const struct boot_info *bi)
 
 	(void)bi;
 	tap_diag("nested=%s", svm ? "svm" : vmx ? "vmx" : "none");
-	if (vendor == 0x68747541 || vendor == 0x6f677948) {	/* AuthenticAMD, HygonGenuine */
+	if (vendor == X86_CPUID_VENDOR_AMD || vendor == X86_CPUID_VENDOR_HYGON) {
 		name = "SVM", bit = "EFER.SVME", offered = svm;
 		vec = wrmsr_safe(MSR_EFER, efer | X86_EFER_SVME);
 		wrmsr(MSR_EFER, efer);
-	} else if (vendor == 0x756e6547) {			/* GenuineIntel */
+	} else if (vendor == X86_CPUID_VENDOR_INTEL) {
 		name = "VMX", bit = "CR4.VMXE", offered = vmx;
 		vec = write_cr4_safe(cr4 | X86_CR4_VMXE);
 		write_cr4(cr4);

@@ -24,8 +24,7 @@ bool cpuid_amd_like(struct kvm_cpuid2 *c)
 {
 	const struct kvm_cpuid_entry2 *e = cpuid_find(c, 0, 0);
 
-	/* EBX of "AuthenticAMD" and "HygonGenuine". */
-	return e && (e->ebx == 0x68747541 || e->ebx == 0x6f677948);
+	return e && (e->ebx == X86_CPUID_VENDOR_AMD || e->ebx == X86_CPUID_VENDOR_HYGON);
 }
 
 void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu)
