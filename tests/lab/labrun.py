@@ -33,6 +33,18 @@ def explain(out, probes):
             print(f"lab: note: '{line[:60]}...' fails because {why}", file=sys.stderr)
 
 
+def relay(chunks, shown, f):
+    """Writes the chunks past the first `shown` to f; returns how many are
+    now shown. The agent's reader thread appends to chunks meanwhile: count
+    what was written, not len(chunks), or a chunk appended in between is
+    lost (a self-test line, once, in ./run.sh)."""
+    new = chunks[shown:]
+    for c in new:
+        f.write(c)
+    f.flush()
+    return shown + len(new)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,11 +86,7 @@ def main():
             while True:
                 done = p.wait(0.1) is not None
                 for k, f in streams.items():
-                    chunks = p.chunks[k]
-                    for c in chunks[shown[k]:]:
-                        f.write(c)
-                    shown[k] = len(chunks)
-                    f.flush()
+                    shown[k] = relay(p.chunks[k], shown[k], f)
                 if done:
                     explain(b"".join(p.chunks["out"]).decode(errors="replace"), boot["probes"])
                     return p.returncode if p.returncode >= 0 else 128 - p.returncode
