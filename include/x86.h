@@ -85,6 +85,10 @@
 #define X86_CPUID_1_ECX_VMX        X86_BIT(5)
 #define X86_CPUID_80000001_ECX_SVM X86_BIT(2)
 #define X86_CPUID_SVM_LEAF         0x8000000au /* SVM revision and features */
+/* CPUID.(7,0):EBX[11]: restricted transactional memory (XBEGIN, XEND, XABORT, XTEST). */
+#define X86_CPUID_7_EBX_RTM        X86_BIT(11)
+/* EAX after an RTM abort (SDM vol. 1 table 16-1): a debug exception caused it. */
+#define X86_RTM_ABORT_DEBUG        X86_BIT(4)
 
 /* RFLAGS. */
 #define X86_RFLAGS_CF    X86_BIT(0)

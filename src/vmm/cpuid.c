@@ -27,6 +27,13 @@ bool cpuid_amd_like(struct kvm_cpuid2 *c)
 	return e && (e->ebx == X86_CPUID_VENDOR_AMD || e->ebx == X86_CPUID_VENDOR_HYGON);
 }
 
+bool cpuid_rtm(struct kvm_cpuid2 *c)
+{
+	const struct kvm_cpuid_entry2 *e = cpuid_find(c, 7, 0);
+
+	return e && (e->ebx & X86_CPUID_7_EBX_RTM);
+}
+
 void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu)
 {
 	struct kvm_cpuid_entry2 *e;

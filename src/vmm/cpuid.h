@@ -11,6 +11,8 @@
 struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t idx);
 /* Leaf 0's vendor is "AuthenticAMD" or "HygonGenuine" (AMD's long-mode rules). */
 bool cpuid_amd_like(struct kvm_cpuid2 *c);
+/* CPUID.(7,0):EBX.RTM: XBEGIN starts transactions (else #UD, or always aborts). */
+bool cpuid_rtm(struct kvm_cpuid2 *c);
 /*
  * Per-vCPU identity (APIC IDs in leaves 1, 0xb, 0x1f) and
  * CPUID.(7,0):EDX[30], which every guest sees: IA32_CORE_CAPABILITIES

@@ -29,6 +29,7 @@ struct stats {
 	uint64_t db_reinjected;          /* #DB that were the guest's own, handed back */
 	uint64_t faults_delivered;       /* foreseen faults emulate delivered itself (no breakpoints) */
 	uint64_t unchecked_runs;         /* guest code ran without the check: each at least one instruction */
+	uint64_t rtm_aborts;             /* XBEGINs emulate performed as an immediate abort */
 	uint64_t sigbus;
 };
 

@@ -48,7 +48,7 @@ static bool intercepted_may_fault(const uint8_t *b, size_t len)
 
 void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
 {
-	bool osz = false, rex_w = false, f2f3 = false;
+	bool osz = false, rex_w = false, f2f3 = false, lock = false;
 	unsigned def;
 	size_t i = 0;
 	uint8_t op;
@@ -67,6 +67,8 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 			osz = true;
 		if (b[i] == 0xf2 || b[i] == 0xf3)
 			f2f3 = true;
+		if (b[i] == 0xf0)
+			lock = true;
 	}
 	if (i >= len)
 		return;
@@ -139,6 +141,21 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 				out->len = (unsigned)i + 2;
 		}
 		return;
+	case 0xc7: {
+		/* XBEGIN's offset: 16 bits where the operand size is (REX.W wins over 0x66). */
+		bool rel16 = mode.cs_l ? osz && !rex_w : (osz ? 6 - def : def) == 2;
+		size_t end = i + 2 + (rel16 ? 2 : 4);
+
+		if (i + 1 >= len || b[i + 1] != 0xf8 || lock || end > len)
+			return;
+		out->kind = STEP_XBEGIN;
+		out->opsize = rel16 ? 2 : 4;
+		out->len = (unsigned)end;
+		out->rel = rel16 ? (int16_t)(b[i + 2] | b[i + 3] << 8)
+				 : (int32_t)((uint32_t)b[i + 2] | (uint32_t)b[i + 3] << 8 |
+					     (uint32_t)b[i + 4] << 16 | (uint32_t)b[i + 5] << 24);
+		return;
+	}
 	case 0x0f:
 		if (i + 1 >= len)
 			return;
@@ -615,6 +632,24 @@ void step_syscall_plan(uint64_t next_rip, uint64_t rflags, uint64_t star, uint64
 		.limit = 0xffffffff, .selector = (uint16_t)(sel + 8), .type = 0x3, .present = 1,
 		.s = 1, .db = 1, .g = 1,
 	};
+}
+
+bool step_xbegin_abort(const struct step_insn *insn, uint64_t rip, bool long64, bool la57,
+		       uint32_t cs_limit, bool guest_tf, struct step_xbegin *out)
+{
+	if (insn->kind != STEP_XBEGIN)
+		return false;
+	if (long64) {
+		out->rip = rip + insn->len + (uint64_t)(int64_t)insn->rel;
+		if (!canonical(out->rip, la57))
+			return false;
+	} else {
+		out->rip = (uint32_t)((uint32_t)rip + insn->len + (uint32_t)insn->rel);
+		if (out->rip > cs_limit)
+			return false;
+	}
+	out->status = guest_tf ? X86_RTM_ABORT_DEBUG : 0;
+	return true;
 }
 
 bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, bool la57,

@@ -35,6 +35,7 @@ enum step_kind {
 	STEP_LTR,        /* loads TR without a task switch */
 	STEP_SYSENTER,   /* to IA32_SYSENTER_EIP, or a fault (#UD on AMD in long mode) */
 	STEP_SYSEXIT,    /* to RDX (EDX without REX.W), or a fault */
+	STEP_XBEGIN,     /* C7 F8 rel16/rel32 without LOCK (LOCK: #UD, as any) */
 };
 
 struct step_insn {
@@ -42,6 +43,7 @@ struct step_insn {
 	unsigned opsize;     /* 2, 4 or 8: PUSHF/POPF/IRET/SYSRET operand size */
 	unsigned len;        /* bytes, where known (0 otherwise) */
 	uint8_t vector;      /* INT n's n, 3 for INT3, 4 for INTO, 1 for INT1 */
+	int32_t rel;         /* XBEGIN: its offset, sign-extended */
 	bool rep;            /* F2/F3 prefix: a string instruction repeats in place */
 	bool falls;          /* set by the caller from a full length decode: len is the
 				whole instruction and what runs next is right behind it */
@@ -446,6 +448,25 @@ int step_code_selector_fault(uint16_t cs, const struct kvm_dtable *gdt,
  */
 bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, bool la57,
 		      struct step_syscall *out);
+
+/*
+ * XBEGIN performed by the VMM as a transaction that aborts at once, which
+ * the architecture allows for any reason (SDM vol. 1 16.3.5, 16.3.8):
+ * stepped, the trap after it is a #DB inside the transaction, which aborts
+ * it and is not delivered (16.3.7), so the fallback's first instruction
+ * would run unchecked. RIP is the fallback, EAX the status: 0 ("another
+ * reason", as for CPUID), or bit 4 (a debug exception) where the guest's
+ * own TF is set, as the CPU's abort has it then. Nothing else changes,
+ * RF aside, and no trap is owed. rip is XBEGIN's; false: #GP(0), the
+ * fallback not canonical (64-bit code) or past CS's limit (elsewhere;
+ * EIP + rel is not cut to 16 bits, even in 16-bit code).
+ */
+struct step_xbegin {
+	uint64_t rip;
+	uint32_t status;
+};
+bool step_xbegin_abort(const struct step_insn *insn, uint64_t rip, bool long64, bool la57,
+		       uint32_t cs_limit, bool guest_tf, struct step_xbegin *out);
 
 /*
  * Where the single-step trap after an instruction depends on TF at its end,

@@ -1065,6 +1065,33 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
+ * XBEGIN, where the guest's CPUID has RTM, performed by the VMM as an
+ * immediate abort (step_xbegin_abort()), so that the fallback is checked
+ * from its first instruction. Without RTM it is the CPU's: #UD, or an
+ * abort at once where the host turned TSX off.
+ */
+static int perform_xbegin(struct vcpu *v)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	bool long64 = (sregs->efer & X86_EFER_LMA) && sregs->cs.l;
+	struct step_xbegin x;
+
+	if (!v->rtm)
+		return 0;
+	if (!step_xbegin_abort(&v->step.insn, regs->rip, long64, (sregs->cr4 & X86_CR4_LA57) != 0,
+			       sregs->cs.limit, v->step.guest_tf, &x))
+		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
+	/* A 32-bit write: zero-extended in 64-bit code, the upper half kept elsewhere. */
+	regs->rax = long64 ? x.status : (regs->rax & ~0xffffffffull) | x.status;
+	regs->rip = x.rip;
+	regs->rflags &= ~X86_RFLAGS_RF;
+	v->ops->set_regs(v, regs);
+	v->stats.rtm_aborts++;
+	return vm_stopping(v->vm) ? -1 : 1;
+}
+
+/*
  * Reads len bytes at la for the target of a branch as the guest sees
  * them: past RAM, where no device answers, KVM's emulator gets
  * VM_UNBACKED_BYTE through an MMIO exit (vcpu.c). 1 done; 0 the CPU
@@ -1226,6 +1253,8 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		return perform_syscall(v, e.rip);
 	case STEP_SYSRET:
 		return perform_sysret(v);
+	case STEP_XBEGIN:
+		return perform_xbegin(v);
 	case STEP_IRET: {
 		uint8_t b[2];
 

@@ -189,6 +189,7 @@ int vcpu_create(struct vcpu *v, const struct kvm_cpuid2 *supported,
 	v->maxphyaddr = cpuid_find(cpuid, 0x80000008, 0) ?
 			cpuid_find(cpuid, 0x80000008, 0)->eax & 0xff : 36;
 	v->amd_like = cpuid_amd_like(cpuid);
+	v->rtm = cpuid_rtm(cpuid);
 	r = kvm_vcpu_create(vm->vm_fd, &(struct kvm_vcpu_setup){
 				    .index = v->index, .run_size = vm->run_size,
 				    .cpuid = cpuid, .layout = layout,

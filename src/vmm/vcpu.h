@@ -59,6 +59,7 @@ struct vcpu {
 	struct msr_state msrs;         /* the guest's TEST_CTRL lives here */
 	unsigned maxphyaddr;           /* its CPUID.80000008H:EAX[7:0]: reserved PTE bits */
 	bool amd_like;                 /* its CPUID vendor is AMD's or Hygon's */
+	bool rtm;                      /* its CPUID has RTM: XBEGIN begins transactions */
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	enum vcpu_completion completion;
 	struct step_state step;        /* --split-lock=emulate's view of the stepping */

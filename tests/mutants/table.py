@@ -468,6 +468,24 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "xbegin-stepped",
+        "what": "XBEGIN is stepped where CPUID has RTM: the step's #DB aborts the "
+                "transaction silently and the fallback's first instruction runs unchecked",
+        "edits": [("src/vmm/stepping.c", "\tif (!v->rtm)\n\t\treturn 0;", "\treturn 0;")],
+        "unit": ["stepping"],
+        # The lab's TCG has no RTM: no VM run can tell.
+        "tests": [],
+    },
+    {
+        "name": "xbegin-abort-status-ignores-tf",
+        "what": "XBEGIN's abort under the guest's own TF reports status 0, where the CPU's "
+                "own abort on the #DB sets EAX bit 4",
+        "edits": [("src/vmm/step.c", "out->status = guest_tf ? X86_RTM_ABORT_DEBUG : 0;",
+                   "out->status = guest_tf ? 0 : 0;")],
+        "unit": ["step", "stepping"],
+        "tests": [],
+    },
+    {
         "name": "real-mode-64k-limit",
         "what": "real mode's data segments are taken to end at 64 KiB, whatever limit their "
                 "caches kept from protected mode: a locked operation above it gets a #GP the "

@@ -125,6 +125,22 @@ static void test_hide_nested(void **state)
 	free(c);
 }
 
+/* CPUID.(7,0):EBX[11] alone says RTM; no leaf 7, no RTM. */
+static void test_rtm(void **state)
+{
+	struct kvm_cpuid2 *c = table(0x756e6547);
+
+	(void)state;
+	assert_false(cpuid_rtm(c));
+	c->entries[2].ebx = ~(uint32_t)X86_CPUID_7_EBX_RTM;
+	assert_false(cpuid_rtm(c));
+	c->entries[2].ebx = X86_CPUID_7_EBX_RTM;
+	assert_true(cpuid_rtm(c));
+	c->nent = 2;
+	assert_false(cpuid_rtm(c));
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +149,7 @@ int main(void)
 		cmocka_unit_test(test_fixup),
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_hide_nested),
+		cmocka_unit_test(test_rtm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -670,6 +670,71 @@ static void test_syscall_sysret(void **state)
 	assert_false(step_trap_owed(STEP_POPF, false, true));
 }
 
+/* XBEGIN: C7 F8 with a 16- or 32-bit offset by the operand size; LOCK is #UD, left as any. */
+static void test_xbegin(void **state)
+{
+	static const struct step_mode m64 = { .cs_l = true }, m32 = { .cs_d = true }, m16 = { 0 };
+	static const uint8_t rel32[] = { 0xc7, 0xf8, 0xf0, 0xff, 0xff, 0xff };
+	static const uint8_t rel16_64[] = { 0x66, 0xc7, 0xf8, 0x10, 0x80 };
+	static const uint8_t rexw_66[] = { 0x66, 0x48, 0xc7, 0xf8, 0x10, 0x00, 0x00, 0x00 };
+	static const uint8_t locked[] = { 0xf0, 0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00 };
+	static const uint8_t mov_imm[] = { 0xc7, 0xc0, 0x00, 0x00, 0x00, 0x00 }; /* mov eax, 0 */
+	struct step_insn in;
+	struct step_xbegin x;
+
+	(void)state;
+	step_classify(rel32, sizeof(rel32), m64, &in);
+	assert_int_equal(in.kind, STEP_XBEGIN);
+	assert_int_equal(in.len, 6);
+	assert_int_equal(in.rel, -16);
+	step_classify(rel32, 5, m64, &in);		/* the offset cut short */
+	assert_int_equal(in.kind, STEP_OTHER);
+	step_classify(rel16_64, sizeof(rel16_64), m64, &in);
+	assert_int_equal(in.kind, STEP_XBEGIN);
+	assert_int_equal(in.len, 5);
+	assert_int_equal(in.rel, -0x7ff0);
+	step_classify(rexw_66, sizeof(rexw_66), m64, &in);
+	assert_int_equal(in.len, 8);
+	assert_int_equal(in.rel, 0x10);
+	step_classify(rel32, 4, m16, &in);		/* 16-bit code: rel16 */
+	assert_int_equal(in.kind, STEP_XBEGIN);
+	assert_int_equal(in.len, 4);
+	assert_int_equal(in.rel, -16);
+	step_classify(rel16_64 + 1, 4, m32, &in);
+	assert_int_equal(in.kind, STEP_OTHER);	/* 32-bit code wants 4 bytes */
+	step_classify(rel16_64, sizeof(rel16_64), m32, &in);
+	assert_int_equal(in.len, 5);
+	step_classify(locked, sizeof(locked), m64, &in);
+	assert_int_equal(in.kind, STEP_OTHER);
+	step_classify(mov_imm, sizeof(mov_imm), m64, &in);
+	assert_int_equal(in.kind, STEP_OTHER);
+
+	/* 64-bit: RIP + len + rel; a non-canonical fallback is #GP(0). */
+	step_classify(rel32, sizeof(rel32), m64, &in);
+	assert_true(step_xbegin_abort(&in, 0x401000, true, false, 0, false, &x));
+	assert_int_equal(x.rip, 0x401000 + 6 - 16);
+	assert_int_equal(x.status, 0);
+	assert_true(step_xbegin_abort(&in, 0x401000, true, false, 0, true, &x));
+	assert_int_equal(x.status, X86_RTM_ABORT_DEBUG);
+	in.rel = 0x20;
+	assert_false(step_xbegin_abort(&in, 0x7ffffffffff0ull, true, false, 0, false, &x));
+	assert_true(step_xbegin_abort(&in, 0x7ffffffffff0ull, true, true, 0, false, &x));
+	assert_int_equal(x.rip, 0x800000000016ull);	/* canonical with 5-level paging */
+	/* Elsewhere: EIP + len + rel in 32 bits, never cut to 16, within CS's limit. */
+	step_classify(rel32, 4, m16, &in);
+	assert_true(step_xbegin_abort(&in, 0x20, false, false, 0xffff, false, &x));
+	assert_int_equal(x.rip, 0x20 + 4 - 16);
+	assert_true(step_xbegin_abort(&in, 0x8, false, false, 0xffffffff, false, &x));
+	assert_int_equal(x.rip, 0xfffffffc);		/* wraps at 32 bits */
+	assert_false(step_xbegin_abort(&in, 0x8, false, false, 0xffff, false, &x));
+	in.rel = 0x10;
+	assert_false(step_xbegin_abort(&in, 0xfff8, false, false, 0xffff, false, &x));
+	assert_true(step_xbegin_abort(&in, 0xfff8, false, false, 0xfffff, false, &x));
+	assert_int_equal(x.rip, 0x1000c);
+	in.kind = STEP_OTHER;
+	assert_false(step_xbegin_abort(&in, 0x20, false, false, 0xffff, false, &x));
+}
+
 static void test_iret_selector_fault(void **state)
 {
 	const struct kvm_dtable gdt = { .base = 0x1000, .limit = 0x3f };
@@ -1436,6 +1501,7 @@ int main(void)
 		cmocka_unit_test(test_soft_int_fault),
 		cmocka_unit_test(test_legacy_soft_int_fault),
 		cmocka_unit_test(test_syscall_sysret),
+		cmocka_unit_test(test_xbegin),
 		cmocka_unit_test(test_kvm_may_inject),
 		cmocka_unit_test(test_certain_fault),
 		cmocka_unit_test(test_iret_selector_fault),

@@ -1593,6 +1593,78 @@ static void sysret_performed(void **state)
 	assert_false(v->step.guest_tf);
 }
 
+/* xbegin CODE + 0x26 (C7 F8 rel32) at CODE, RAX all ones, RTM in CPUID as rtm says. */
+static struct vcpu *xbegin_at_code(bool rtm, uint64_t rflags)
+{
+	static const uint8_t xbegin[] = { 0xc7, 0xf8, 0x20, 0x00, 0x00, 0x00 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	memcpy(ram + CODE, xbegin, sizeof(xbegin));
+	v->rtm = rtm;
+	regs(v)->rax = ~0ull;
+	regs(v)->rflags = rflags;
+	stepping_before_run(v);
+	return v;
+}
+
+/*
+ * XBEGIN performed as an immediate abort: the fallback's first
+ * instruction is the one checked and stepped, EAX 0 zero-extended, RF
+ * clear, and no trap or event.
+ */
+static void xbegin_aborted(void **state)
+{
+	struct vcpu *v = xbegin_at_code(true, X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	assert_int_equal(regs(v)->rip, CODE + 0x26);
+	assert_int_equal(regs(v)->rax, 0);
+	assert_int_equal(regs(v)->rflags, X86_RFLAGS_FIXED);
+	assert_true(v->step.checked);
+	assert_int_equal(v->step.rip, CODE + 0x26);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(v->stats.rtm_aborts, 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	step_to(v, CODE + 0x27, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
+/*
+ * With the guest's own TF the CPU aborts too, on the step's #DB, which it
+ * does not deliver: EAX has bit 4, and the guest's trap comes after the
+ * fallback's first instruction.
+ */
+static void xbegin_aborted_guest_tf(void **state)
+{
+	struct vcpu *v = xbegin_at_code(true, X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	assert_int_equal(regs(v)->rip, CODE + 0x26);
+	assert_int_equal(regs(v)->rax, X86_RTM_ABORT_DEBUG);
+	assert_true(v->step.guest_tf);
+	assert_true(v->step.checked);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	step_to(v, CODE + 0x27, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 1);	/* the trap after the fallback's nop */
+}
+
+/* Without RTM, XBEGIN is the CPU's (#UD, or an abort where TSX is off): stepped. */
+static void xbegin_without_rtm_stepped(void **state)
+{
+	struct vcpu *v = xbegin_at_code(false, X86_RFLAGS_FIXED);
+
+	(void)state;
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(regs(v)->rax, ~0ull);
+	assert_int_equal(v->step.insn.kind, STEP_XBEGIN);
+	assert_true(v->step.checked);
+	assert_int_equal(v->stats.rtm_aborts, 0);
+}
+
 /* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
 static struct vcpu *iretq_with(uint64_t rflags)
 {
@@ -2939,6 +3011,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(syscall_trap_owed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(syscall_compat_stepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_performed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(xbegin_aborted, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(xbegin_aborted_guest_tf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(xbegin_without_rtm_stepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
