@@ -419,15 +419,18 @@ static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *
 	return true;
 }
 
-/* After a delivery by the VMM: the handler runs with TF clear, no interrupt shadow. */
-static bool delivered(struct vcpu *v)
+/*
+ * An instruction the VMM performed, or an event it delivered, ends the
+ * interrupt shadow (STI, MOV SS) it sat in, as the CPU's would. Left set,
+ * the shadow would cover the next instruction too, and VMX refuses entry
+ * with STI blocking and IF clear (SYSCALL's FMASK, a delivery through an
+ * interrupt gate).
+ */
+static bool end_shadow(struct vcpu *v)
 {
 	struct kvm_vcpu_events ev;
 	int r;
 
-	v->step.guest_tf = false;
-	v->step.iret_rf = false;
-	/* Delivery ends an interrupt shadow (STI, MOV SS) the instruction sat in. */
 	r = v->kvm->get_events(v, &ev);
 	if (r)
 		return stepping_fail(v, "KVM_GET_VCPU_EVENTS", -r);
@@ -439,6 +442,14 @@ static bool delivered(struct vcpu *v)
 			return stepping_fail(v, "KVM_SET_VCPU_EVENTS (interrupt shadow)", -r);
 	}
 	return true;
+}
+
+/* After a delivery by the VMM: the handler runs with TF clear, no interrupt shadow. */
+static bool delivered(struct vcpu *v)
+{
+	v->step.guest_tf = false;
+	v->step.iret_rf = false;
+	return end_shadow(v);
 }
 
 /* What the CPU's accesses set: accessed bits on the IDT and GDT, dirty too where written. */
@@ -1005,6 +1016,8 @@ static int land_sys(struct vcpu *v, const struct step_syscall *sc, enum step_kin
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 
+	if (!end_shadow(v))
+		return -1;
 	sregs->cs = sc->cs;
 	sregs->ss = sc->ss;
 	v->ops->set_sregs(v, sregs);
@@ -1082,6 +1095,8 @@ static int perform_xbegin(struct vcpu *v)
 	if (!step_xbegin_abort(&v->step.insn, regs->rip, long64, (sregs->cr4 & X86_CR4_LA57) != 0,
 			       sregs->cs.limit, v->step.guest_tf, &x))
 		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
+	if (!end_shadow(v))
+		return -1;
 	/* A 32-bit write: zero-extended in 64-bit code, the upper half kept elsewhere. */
 	regs->rax = long64 ? x.status : (regs->rax & ~0xffffffffull) | x.status;
 	regs->rip = x.rip;

@@ -477,6 +477,18 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "performed-syscall-keeps-shadow",
+        "what": "SYSCALL or SYSRET the VMM performs in STI's shadow leaves KVM's interrupt "
+                "shadow set: it covers the handler's first instruction, and VMX refuses the "
+                "entry with STI blocking and IF clear",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (!end_shadow(v))\n\t\treturn -1;\n\tsregs->cs = sc->cs;",
+                   "\tsregs->cs = sc->cs;")],
+        "unit": ["stepping"],
+        # Neither the lab (SVM) nor TCG checks the shadow at entry.
+        "tests": [],
+    },
+    {
         "name": "xbegin-abort-status-ignores-tf",
         "what": "XBEGIN's abort under the guest's own TF reports status 0, where the CPU's "
                 "own abort on the #DB sets EAX bit 4",

@@ -1665,6 +1665,53 @@ static void xbegin_without_rtm_stepped(void **state)
 	assert_int_equal(v->stats.rtm_aborts, 0);
 }
 
+/*
+ * What the VMM completes in an interrupt shadow (STI's here) ends it, as
+ * the CPU's completion would: INT3 delivered, SYSCALL performed (FMASK
+ * clears IF: VMX refuses STI blocking with IF clear) and XBEGIN aborted.
+ */
+static void assert_shadow_ended(struct vcpu *v, uint64_t rip)
+{
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	assert_int_equal(regs(v)->rip, rip);
+	assert_true(v->step.checked);
+	assert_int_equal(fc->events.interrupt.shadow, 0);
+	assert_true(fc->events.flags & KVM_VCPUEVENT_VALID_SHADOW);
+	assert_int_equal(FAKE_CALLS(fc, set_events), 1);
+}
+
+static void shadow_ended_by_vmm(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	ram[CODE] = 0xcc;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	fc->events.interrupt.shadow = KVM_X86_SHADOW_INT_STI;
+	stepping_before_run(v);
+	assert_shadow_ended(v, HANDLER(X86_VEC_BP));
+
+	FAKE_CALLS(fc, set_events) = 0;
+	fc->events.interrupt.shadow = KVM_X86_SHADOW_INT_STI;
+	syscall_msrs(fc, X86_RFLAGS_IF);
+	v->run->s.regs.sregs.efer |= X86_EFER_SCE;
+	memcpy(ram + CODE, syscall, sizeof(syscall));
+	regs(v)->rip = CODE;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_shadow_ended(v, HANDLER(0x1f));
+	assert_false(regs(v)->rflags & X86_RFLAGS_IF);
+
+	FAKE_CALLS(fc, set_events) = 0;
+	fc->events.interrupt.shadow = KVM_X86_SHADOW_INT_MOV_SS;
+	regs(v)->rip = CODE;
+	xbegin_at_code(true, X86_RFLAGS_FIXED);
+	assert_shadow_ended(v, CODE + 0x26);
+}
+
 /* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
 static struct vcpu *iretq_with(uint64_t rflags)
 {
@@ -3014,6 +3061,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(xbegin_aborted, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(xbegin_aborted_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(xbegin_without_rtm_stepped, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(shadow_ended_by_vmm, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(shadow_ended_by_vmm, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
