@@ -13,4 +13,13 @@ struct vcpu;
  */
 int event_inject(struct vcpu *v, const struct emulate_exception *ex);
 
+/*
+ * Ends the interrupt shadow (STI, MOV SS) the instruction at RIP sits in,
+ * for one the VMM completed, or an event it delivered, in the guest's
+ * place, as the CPU's completion would: left set, it would cover the next
+ * instruction too, and VMX refuses entry with STI blocking and IF clear.
+ * Through v->kvm. 0, or -errno with *call naming the ioctl.
+ */
+int event_end_shadow(struct vcpu *v, const char **call);
+
 #endif

@@ -217,6 +217,7 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 {
 	struct vm *vm = v->vm;
 	struct kvm_regs regs;
+	const char *call;
 	int r;
 
 	pay_ratelimit(v);
@@ -232,10 +233,13 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 	}
 	regs = s->regs;
 	emulate_perform(p, &s->mem, &regs);
+	call = "KVM_SET_REGS";
 	r = v->ops->set_regs(v, &regs);
+	if (!r)
+		r = event_end_shadow(v, &call);
 	vm_resume_others(vm);
 	if (r) {
-		fail_host(v, "KVM_SET_REGS", r);
+		fail_host(v, call, r);
 		return SPLITLOCK_STOPPED;
 	}
 	v->stats.split_locks_emulated++;

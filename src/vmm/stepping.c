@@ -419,29 +419,13 @@ static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *
 	return true;
 }
 
-/*
- * An instruction the VMM performed, or an event it delivered, ends the
- * interrupt shadow (STI, MOV SS) it sat in, as the CPU's would. Left set,
- * the shadow would cover the next instruction too, and VMX refuses entry
- * with STI blocking and IF clear (SYSCALL's FMASK, a delivery through an
- * interrupt gate).
- */
+/* event_end_shadow(), a failure stopping the VM. */
 static bool end_shadow(struct vcpu *v)
 {
-	struct kvm_vcpu_events ev;
-	int r;
+	const char *call;
+	int r = event_end_shadow(v, &call);
 
-	r = v->kvm->get_events(v, &ev);
-	if (r)
-		return stepping_fail(v, "KVM_GET_VCPU_EVENTS", -r);
-	if (ev.interrupt.shadow) {
-		ev.interrupt.shadow = 0;
-		ev.flags = (ev.flags & KVM_VCPUEVENT_VALID_NMI_PENDING) | KVM_VCPUEVENT_VALID_SHADOW;
-		r = v->kvm->set_events(v, &ev);
-		if (r)
-			return stepping_fail(v, "KVM_SET_VCPU_EVENTS (interrupt shadow)", -r);
-	}
-	return true;
+	return r ? stepping_fail(v, call, -r) : true;
 }
 
 /* After a delivery by the VMM: the handler runs with TF clear, no interrupt shadow. */

@@ -363,11 +363,12 @@ MUTANTS = [
     },
     {
         "name": "events-unreadable-ignored",
-        "what": "under emulate, a KVM_GET_VCPU_EVENTS that fails at a delivery is passed over",
-        "edits": [("src/vmm/stepping.c",
-                   "\tif (r)\n\t\treturn stepping_fail(v, \"KVM_GET_VCPU_EVENTS\", -r);\n\tif (ev.interrupt.shadow) {",
-                   "\tif (!r && ev.interrupt.shadow) {")],
-        "unit": ["stepping"],
+        "what": "a KVM_GET_VCPU_EVENTS that fails where an interrupt shadow must end (a "
+                "delivery under emulate, a completed split lock) is passed over",
+        "edits": [("src/vmm/event.c",
+                   "\tif (r || !ev.interrupt.shadow)\n\t\treturn r;",
+                   "\tif (r || !ev.interrupt.shadow)\n\t\treturn 0;")],
+        "unit": ["stepping", "splitlock"],
         "tests": ["ioctlfail-emulate"],
     },
     {

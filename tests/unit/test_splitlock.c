@@ -268,6 +268,69 @@ static void ac_emulated_when_not_asked(void **state)
 	assert_int_equal(v->stats.sigbus, 1);
 }
 
+/* Completed by the VMM in STI's shadow: the shadow ends, as the CPU's completion ends it. */
+static void ac_emulated_ends_shadow(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *f = fake_vcpu(v);
+
+	(void)state;
+	place_split_xadd(v, 0x20003e);
+	f->regs.rflags = 0x2 | X86_RFLAGS_IF;
+	f->events.interrupt.shadow = KVM_X86_SHADOW_INT_STI;
+	ac_exit(v, 17, true);
+	assert_false(vm_stopping(&fv.vm));
+	assert_int_equal(f->regs.rip, 0x101238);
+	assert_int_equal(FAKE_CALLS(f, set_events), 1);
+	assert_int_equal(f->events.interrupt.shadow, 0);
+	assert_true(f->events.flags & KVM_VCPUEVENT_VALID_SHADOW);
+	assert_false(f->events.exception.injected);
+	assert_int_equal(v->stats.split_locks_emulated, 1);
+}
+
+/* A shadow that cannot be ended stops the VM, naming the ioctl. */
+static void shadow_unwritable(void)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	place_split_xadd(v, 0x20003e);
+	fake_vcpu(v)->events.interrupt.shadow = KVM_X86_SHADOW_INT_MOV_SS;
+	FAKE_FAIL(fake_vcpu(v), set_events) = EIO;
+	ac_exit(v, 17, true);
+}
+
+static void shadow_unreadable(void)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	place_split_xadd(v, 0x20003e);
+	FAKE_FAIL(fake_vcpu(v), get_events) = EIO;
+	ac_exit(v, 17, true);
+}
+
+static void ac_emulated_shadow_unwritable_stops(void **state)
+{
+	char *err;
+
+	(void)state;
+	err = caught(shadow_unwritable);
+	assert_non_null(strstr(err, "vCPU 0: KVM_SET_VCPU_EVENTS (interrupt shadow) failed: Input/output error (errno 5)"));
+	free(err);
+	assert_true(vm_stopping(&fv.vm));
+	assert_int_equal(fv.vm.vcpus[0].stats.split_locks_emulated, 0);
+}
+
+static void ac_emulated_shadow_unreadable_stops(void **state)
+{
+	char *err;
+
+	(void)state;
+	err = caught(shadow_unreadable);
+	assert_non_null(strstr(err, "vCPU 0: KVM_GET_VCPU_EVENTS failed: Input/output error (errno 5)"));
+	free(err);
+	assert_true(vm_stopping(&fv.vm));
+}
+
 /*
  * --split-lock-ratelimit: within the burst a split lock waits for nothing
  * and no delay is counted; past it (10 a second, the burst of 1 spent) the
@@ -800,6 +863,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(emulate_answers_kvm_msr_failures, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_injected_when_asked, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_emulated_when_not_asked, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_emulated_ends_shadow, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_emulated_shadow_unwritable_stops, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ac_emulated_shadow_unreadable_stops, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ratelimit_delays_counted, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(emulation_warns_with_rip, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_stops_when_it_cannot_emulate, setup_enumerated, teardown),
