@@ -958,6 +958,80 @@ static void check_shadowed(struct vcpu *v)
 	check_shadowed_at(v, v->run->s.regs.regs.rip);
 }
 
+/*
+ * What the instruction behind a MOV SS, POP SS or STI is, read before the
+ * step (in the CS it runs in), for shadowed_after().
+ */
+static void classify_shadowed(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	uint8_t next[DECODE_INSN_MAX];
+	size_t n = 0;
+
+	if ((s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len)
+		n = read_code(v, step_advance(s->rip, s->insn.len, s->mode), next);
+	step_classify(next, n, s->mode, &s->shadowed);
+}
+
+/*
+ * The instruction in the shadow ran in the same step as the MOV SS, POP SS
+ * or STI before it, with the VMM's TF: what it saved of RFLAGS gets the
+ * guest's TF, and what it loaded is the guest's TF from now on, as after a
+ * step of its own (PUSHF, POPF, SYSCALL, SYSRET, INT n, INT3, INTO, INT1).
+ * The guest's TF after the pair; the trap the pair owes is MOV SS's.
+ */
+static bool shadowed_after(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	const struct step_insn *sh = &s->shadowed;
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint64_t at = step_advance(s->rip, s->insn.len, s->mode),
+		 next = step_advance(at, sh->len, s->mode);
+	uint8_t b[8] = { 0 };
+	uint64_t popped = 0;
+
+	switch (sh->kind) {
+	case STEP_PUSHF:
+		if (sh->len && regs->rip == next)
+			fix_pushf(v);
+		return s->tf_at_start;
+	case STEP_POPF:
+		if (!sh->len || regs->rip != next ||
+		    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp - sh->opsize), 0,
+				b, sh->opsize) != sh->opsize)
+			return s->tf_at_start;
+		memcpy(&popped, b, sizeof(popped));
+		return (popped & X86_RFLAGS_TF) != 0;
+	case STEP_SYSCALL:
+		/* In 64-bit code only; RCX says it completed, where #UD leaves it. */
+		if (!(sregs->efer & X86_EFER_LMA) || !s->mode.cs_l || regs->rcx != next)
+			return s->tf_at_start;
+		regs->r11 = step_syscall_r11(regs->r11, s->tf_at_start);
+		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		return s->tf_at_start && !(read_fmask(v) & X86_RFLAGS_TF);
+	case STEP_SYSRET:
+		if (regs->rip != (sh->opsize == 8 ? regs->rcx : (uint32_t)regs->rcx) ||
+		    (sregs->cs.selector & X86_SEL_RPL) != 3)
+			return s->tf_at_start;
+		return (regs->r11 & X86_RFLAGS_TF) != 0;
+	case STEP_INT3:
+	case STEP_INTN:
+	case STEP_INTO:
+	case STEP_INT1:
+		if (!step_delivers(sh, regs->rflags) ||
+		    !gate_handler(v, sh->vector, &s->frame_handler, &s->frame_slot, NULL))
+			return s->tf_at_start;
+		s->frame_err = false;
+		s->frame_vector = sh->vector;
+		s->frame_tf = s->tf_at_start;
+		frame_fix(v);
+		return false;	/* delivery clears it */
+	default:
+		return s->tf_at_start;
+	}
+}
+
 static const struct emulate_exception db_event = { .vector = X86_VEC_DB };
 
 /*
@@ -1513,8 +1587,12 @@ bool stepping_debug_exit(struct vcpu *v)
 		 * lab's), as MOV SS does everywhere: the next instruction ran too.
 		 */
 		if (s->insn.kind == STEP_STI &&
-		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode))
+		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode)) {
 			check_shadowed_at(v, s->rip);
+			s->tf_after = shadowed_after(v);
+		}
+		if (s->insn.kind == STEP_MOV_SS)
+			s->tf_after = shadowed_after(v);
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		if (step_delivers(&s->insn, v->run->s.regs.regs.rflags) &&
@@ -1822,6 +1900,19 @@ again:
 	}
 	if (s->insn.kind == STEP_MOV_SS)
 		check_shadowed(v);
+	classify_shadowed(v);
+	/*
+	 * INT n, INT3 or INTO behind MOV SS or POP SS is delivered in the same
+	 * step, the VMM's TF in its frame. With the guest's TF clear and a
+	 * breakpoint, the pair runs unstepped (the guest's TF) up to the
+	 * handler, watched there; else the frame is fixed where the CPU stops
+	 * at the handler with the trap MOV SS held (shadowed_after()).
+	 */
+	if (s->insn.kind == STEP_MOV_SS && vm->step_hwbp && !s->guest_tf &&
+	    step_delivers(&s->shadowed, regs->rflags)) {
+		watch_handler(v, s->shadowed.vector);
+		return;
+	}
 	/*
 	 * A fault KVM intercepts and injects keeps the step's TF only at the
 	 * RIP of the last KVM_SET_GUEST_DEBUG: issued here again where one may

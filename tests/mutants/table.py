@@ -469,6 +469,27 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "movss-shadowed-unfixed",
+        "what": "the instruction behind MOV SS, run in MOV SS's step, keeps the VMM's TF in "
+                "what it saves (PUSHF's image, SYSCALL's R11) and its POPF's TF is lost",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\tif (s->insn.kind == STEP_MOV_SS)\n\t\t\ts->tf_after = shadowed_after(v);\n",
+                   "")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-shadow-saves-flags"],
+    },
+    {
+        "name": "movss-int3-unwatched",
+        "what": "INT3 behind MOV SS is stepped with the pair even where a breakpoint could "
+                "watch its handler: the CPU pushes the VMM's TF",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (s->insn.kind == STEP_MOV_SS && vm->step_hwbp && !s->guest_tf &&",
+                   "\tif (0 && s->insn.kind == STEP_MOV_SS && vm->step_hwbp && !s->guest_tf &&")],
+        "unit": ["stepping"],
+        # The stock lab has no breakpoints and TCG drops the trap MOV SS holds.
+        "tests": [],
+    },
+    {
         "name": "xbegin-stepped",
         "what": "XBEGIN is stepped where CPUID has RTM: the step's #DB aborts the "
                 "transaction silently and the fallback's first instruction runs unchecked",

@@ -1712,6 +1712,105 @@ static void shadow_ended_by_vmm(void **state)
 	assert_shadow_ended(v, CODE + 0x26);
 }
 
+/*
+ * The instruction behind MOV SS runs in MOV SS's step, with the VMM's TF:
+ * what it saves of RFLAGS is given the guest's TF afterwards, what it
+ * loads becomes the guest's TF.
+ */
+static struct vcpu *movss_then(const uint8_t *next, size_t n, uint64_t rflags)
+{
+	static const uint8_t mov_ss_eax[] = { 0x8e, 0xd0 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	memcpy(ram + CODE, mov_ss_eax, sizeof(mov_ss_eax));
+	memcpy(ram + CODE + 2, next, n);
+	regs(v)->rflags = rflags;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	return v;
+}
+
+static void movss_shadowed_pushf_popf(void **state)
+{
+	static const uint8_t pushfq[] = { 0x9c }, popfq[] = { 0x9d };
+	uint64_t image = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+	struct vcpu *v = movss_then(pushfq, 1, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+
+	(void)state;
+	assert_int_equal(v->step.shadowed.kind, STEP_PUSHF);
+	/* PUSHFQ pushed the hardware's RFLAGS, the VMM's TF in it. */
+	memcpy(ram + STACK - 8, &image, 8);
+	regs(v)->rsp = STACK - 8;
+	step_to(v, CODE + 3, DR6_STEP);
+	assert_int_equal(word_at(STACK - 8), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	/* POPFQ loading TF: the guest's from now on, with no trap yet (that follows the next). */
+	regs(v)->rip = CODE;
+	memcpy(ram + CODE + 2, popfq, 1);
+	stepping_before_run(v);
+	assert_int_equal(v->step.shadowed.kind, STEP_POPF);
+	memcpy(ram + STACK - 8, &image, 8);	/* what it popped */
+	regs(v)->rsp = STACK;
+	step_to(v, CODE + 3, DR6_STEP);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
+/* SYSCALL behind MOV SS: R11 holds the guest's TF, not the VMM's. */
+static void movss_shadowed_syscall(void **state)
+{
+	static const uint8_t syscall[] = { 0x0f, 0x05 };
+	struct vcpu *v;
+
+	(void)state;
+	syscall_msrs(fake_vcpu(&fv.vm.vcpus[0]), 0);
+	v = movss_then(syscall, sizeof(syscall), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(v->step.shadowed.kind, STEP_SYSCALL);
+	regs(v)->rcx = CODE + 4;
+	regs(v)->r11 = X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_TF;
+	step_to(v, HANDLER(0x1f), DR6_STEP);	/* MOV SS's held trap, at the entry */
+	assert_int_equal(regs(v)->r11, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
+/*
+ * INT3 behind MOV SS: with breakpoints, the pair runs unstepped (the
+ * guest's TF clear) and the handler is watched; without, the frame the
+ * CPU pushed is fixed where it stops at the handler.
+ */
+static void movss_shadowed_int3_watched(void **state)
+{
+	static const uint8_t int3[] = { 0xcc };
+	struct vcpu *v = movss_then(int3, 1, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+
+	(void)state;
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_BP));
+	assert_false(regs(v)->rflags & X86_RFLAGS_TF);
+}
+
+static void movss_shadowed_int3_frame_fixed(void **state)
+{
+	static const uint8_t int3[] = { 0xcc };
+	uint64_t frame[5] = { CODE + 3, BOOT_SEL_CODE64,
+			      X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_TF, STACK, BOOT_SEL_DATA };
+	struct vcpu *v = movss_then(int3, 1, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+
+	(void)state;
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 40;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	step_to(v, HANDLER(X86_VEC_BP), DR6_STEP);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+}
+
 /* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
 static struct vcpu *iretq_with(uint64_t rflags)
 {
@@ -3063,6 +3162,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(xbegin_without_rtm_stepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(shadow_ended_by_vmm, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(shadow_ended_by_vmm, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_pushf_popf, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_pushf_popf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_syscall, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_int3_watched, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_int3_frame_fixed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

@@ -25,6 +25,12 @@ SEQ(seq_ud_tf);
 SEQ(seq_gp_tf);
 SEQ(seq_iret_rf_tf);
 SEQ(seq_dr7_gd);
+uint64_t seq_movss_pushf(void);
+extern char seq_movss_pushf_start[];
+SEQ(seq_movss_popf_tf);
+SEQ(seq_movss_syscall0);
+SEQ(seq_movss_int3);
+uint64_t seq_sti_pushf(void);
 void sc_entry0(void);
 void sc_entry3(void);
 void ev_stub(void);
@@ -98,6 +104,72 @@ static int syscall_r11(const struct boot_info *bi)
 	wrmsr(MSR_LSTAR, lstar);
 	wrmsr(MSR_FMASK, fmask);
 	nothing_unchecked();
+	return 0;
+}
+
+/* ------------------------------------------------- behind MOV SS */
+/*
+ * The instruction in MOV SS's shadow runs in the same step as MOV SS (and
+ * on some CPUs the one in STI's): PUSHF's image, POPF's TF and SYSCALL's
+ * R11 must still be the guest's.
+ */
+static int movss_shadow_flags(const struct boot_info *bi)
+{
+	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
+		 fmask = rdmsr(MSR_FMASK), f;
+
+	(void)bi;
+	for (int tf = 0; tf < 2; tf++) {
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_tf = (uint64_t)tf;
+		f = seq_movss_pushf();
+		printf("pushfq behind mov ss, tf %d: pushed tf %d\n", tf, (int)((f >> 8) & 1));
+		dbg_print(tf ? "pushfq behind mov ss, tf 1" : "pushfq behind mov ss, tf 0",
+			  (uint64_t)seq_movss_pushf_start);
+	}
+	dbg_reset();
+	dbg_tf_limit = 1000;
+	seq_movss_popf_tf();
+	dbg_print("popfq setting tf behind mov ss", (uint64_t)seq_movss_popf_tf_start);
+	f = seq_sti_pushf();
+	printf("pushfq behind sti: pushed tf %d, if %d\n", (int)((f >> 8) & 1), (int)((f >> 9) & 1));
+	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
+	wrmsr(MSR_EFER, efer | EFER_SCE);
+	wrmsr(MSR_LSTAR, (uint64_t)sc_entry0);
+	for (int tf = 0; tf < 2; tf++) {
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_tf = (uint64_t)tf;
+		sc_r11 = 0;
+		wrmsr(MSR_FMASK, 0);
+		seq_movss_syscall0();
+		printf("syscall behind mov ss, tf %d: r11 & 0x40702 = %lx\n", tf,
+		       (unsigned long)(sc_r11 & 0x40702));
+		dbg_print(tf ? "syscall behind mov ss, tf 1" : "syscall behind mov ss, tf 0",
+			  (uint64_t)seq_movss_syscall0_start);
+	}
+	dbg_reset();
+	wrmsr(MSR_EFER, efer);
+	wrmsr(MSR_STAR, star);
+	wrmsr(MSR_LSTAR, lstar);
+	wrmsr(MSR_FMASK, fmask);
+	return 0;
+}
+
+/*
+ * INT3 behind MOV SS: delivered in MOV SS's step. Emulate watches its
+ * handler with a breakpoint; without one it fixes the frame where the CPU
+ * stops at the handler with the trap MOV SS held, which QEMU's TCG does
+ * not do (it drops that trap), hence --needs hw_breakpoint.
+ */
+static int movss_shadow_int3(const struct boot_info *bi)
+{
+	(void)bi;
+	dbg_reset();
+	seq_movss_int3();
+	dbg_print("int3 behind mov ss", (uint64_t)seq_movss_int3_start);
+	dbg_reset();
 	return 0;
 }
 
@@ -413,6 +485,8 @@ static int cpl3_then_exit(const struct boot_info *bi)
 
 static const struct diff_case cases[] = {
 	{ "event-syscall-r11-fmask0", syscall_r11 },
+	{ "event-mov-ss-shadow-saves-flags", movss_shadow_flags },
+	{ "event-mov-ss-shadow-int3-frame", movss_shadow_int3 },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },

@@ -64,6 +64,65 @@ sc_entry0:
 	popfq
 	jmp *%rcx
 
+/*
+ * The shadow of MOV SS holds the step trap for one instruction, so the
+ * instruction behind it runs in the same step as MOV SS: each of these
+ * puts one that saves or loads RFLAGS there. Flags or R11 come back in
+ * %rax (sc_r11 for SYSCALL, through sc_entry0).
+ */
+SEQ seq_movss_pushf
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	movl %ss, %ecx
+	movl %ecx, %ss
+	pushfq
+	popq %rax
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_popf_tf
+	movl %ss, %ecx
+	pushfq
+	orq $TF, (%rsp)
+	movl %ecx, %ss
+	popfq
+	nop
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_syscall0
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	movl %ss, %ecx
+	movl %ecx, %ss
+	syscall
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_int3
+	movl %ss, %ecx
+	movl %ecx, %ss
+	int3
+	nop
+	ret
+
+/* STI's shadow, which holds the step trap on some CPUs (AMD's) as MOV SS's does. */
+SEQ seq_sti_pushf
+	pushfq
+	cli
+	sti
+	pushfq
+	popq %rax
+	popfq
+	ret
+
 /* The same from CPL3 (run_user), back with SYSRET. */
 SEQ seq_syscall3
 	cmpq $0, sc_tf(%rip)
