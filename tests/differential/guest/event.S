@@ -70,13 +70,18 @@ sc_entry0:
  * puts one that saves or loads RFLAGS there. Flags or R11 come back in
  * %rax (sc_r11 for SYSCALL, through sc_entry0).
  */
-SEQ seq_movss_pushf
+/* TF on where sc_tf asks, then MOV SS: the next instruction is in its shadow. */
+.macro MOVSS_SHADOW
 	cmpq $0, sc_tf(%rip)
 	je 1f
 	TF_ON
 1:	nop
 	movl %ss, %ecx
 	movl %ecx, %ss
+.endm
+
+SEQ seq_movss_pushf
+	MOVSS_SHADOW
 	pushfq
 	popq %rax
 	nop
@@ -95,12 +100,7 @@ SEQ seq_movss_popf_tf
 	ret
 
 SEQ seq_movss_syscall0
-	cmpq $0, sc_tf(%rip)
-	je 1f
-	TF_ON
-1:	nop
-	movl %ss, %ecx
-	movl %ecx, %ss
+	MOVSS_SHADOW
 	syscall
 	nop
 	TF_OFF
