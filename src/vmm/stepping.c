@@ -977,7 +977,7 @@ static void classify_shadowed(struct vcpu *v)
  * The instruction in the shadow ran in the same step as the MOV SS, POP SS
  * or STI before it, with the VMM's TF: what it saved of RFLAGS gets the
  * guest's TF, and what it loaded is the guest's TF from now on, as after a
- * step of its own (PUSHF, POPF, SYSCALL, SYSRET, INT n, INT3, INTO, INT1).
+ * step of its own (PUSHF, POPF, SYSCALL, SYSRET, INT n, INT3, INTO).
  * The guest's TF after the pair; the trap the pair owes is MOV SS's.
  */
 static bool shadowed_after(struct vcpu *v)
@@ -1018,7 +1018,6 @@ static bool shadowed_after(struct vcpu *v)
 	case STEP_INT3:
 	case STEP_INTN:
 	case STEP_INTO:
-	case STEP_INT1:
 		if (!step_delivers(sh, regs->rflags) ||
 		    !gate_handler(v, sh->vector, &s->frame_handler, &s->frame_slot, NULL))
 			return s->tf_at_start;
