@@ -113,7 +113,7 @@ SEQ seq_movss_int3
 	nop
 	ret
 
-/* STI's shadow, which holds the step trap on some CPUs (AMD's) as MOV SS's does. */
+/* STI's shadow, which holds the step trap on some CPUs (the lab's) as MOV SS's does. */
 SEQ seq_sti_pushf
 	pushfq
 	cli
