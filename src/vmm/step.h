@@ -124,6 +124,7 @@ struct step_state {
 	uint64_t rip, rsp;      /* as `insn` began */
 	struct step_insn insn;
 	struct step_insn shadowed; /* behind a MOV SS, POP SS or STI `insn`: runs in its step */
+	bool shadowed_unchecked; /* and may be a split lock, or could not be read */
 	struct step_mode mode;  /* CS as `insn` began */
 	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
 	uint64_t resync_rcx;    /* and RCX: a REP string I/O's completed round moves it, not RIP */

@@ -937,30 +937,12 @@ static void fix_pushf(struct vcpu *v)
 }
 
 /*
- * MOV SS and POP SS hold off the step trap for one more instruction (the
- * CPU's own rule), so the one after runs in the same step. It cannot be a
- * split lock if it has no LOCK prefix or XCHG; if it may be, it ran
- * unchecked, and says so.
- */
-static void check_shadowed_at(struct vcpu *v, uint64_t rip)
-{
-	uint8_t next[DECODE_INSN_MAX];
-	size_t n = 0;
-
-	if (v->step.insn.len)
-		n = read_code(v, step_advance(rip, v->step.insn.len, v->step.mode), next);
-	if (!n || decode_maybe_locked(guest_mode(v), next, n))
-		v->stats.unchecked_runs++;
-}
-
-static void check_shadowed(struct vcpu *v)
-{
-	check_shadowed_at(v, v->run->s.regs.regs.rip);
-}
-
-/*
- * What the instruction behind a MOV SS, POP SS or STI is, read before the
- * step (in the CS it runs in), for shadowed_after().
+ * The instruction behind a MOV SS, POP SS or STI, read before the step (in
+ * the CS it runs in): what it is, for shadowed_after(), and whether it may
+ * be a split lock. MOV SS and POP SS hold off the step trap for one more
+ * instruction (the CPU's own rule), STI does on some CPUs, so it runs in
+ * the same step: with no LOCK prefix or XCHG it cannot be a split lock; if
+ * it may be, or cannot be read, it ran unchecked, and says so.
  */
 static void classify_shadowed(struct vcpu *v)
 {
@@ -971,6 +953,35 @@ static void classify_shadowed(struct vcpu *v)
 	if ((s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len)
 		n = read_code(v, step_advance(s->rip, s->insn.len, s->mode), next);
 	step_classify(next, n, s->mode, &s->shadowed);
+	s->shadowed_unchecked = !n || decode_maybe_locked(guest_mode(v), next, n);
+}
+
+/* SYSCALL saved the hardware's RFLAGS in R11, the VMM's TF in it: the guest's goes there. */
+static void fix_syscall_r11(struct vcpu *v)
+{
+	struct kvm_regs *r = &v->run->s.regs.regs;
+
+	r->r11 = step_syscall_r11(r->r11, v->step.tf_at_start);
+	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+}
+
+/*
+ * INT n, INT3 or INTO `insn`, delivered by the CPU in the step: its frame
+ * gets the guest's TF where the step stopped at the handler. false where
+ * it delivered nothing.
+ */
+static bool fix_int_frame(struct vcpu *v, const struct step_insn *insn)
+{
+	struct step_state *s = &v->step;
+
+	if (!step_delivers(insn, v->run->s.regs.regs.rflags) ||
+	    !gate_handler(v, insn->vector, &s->frame_handler, &s->frame_slot, NULL))
+		return false;
+	s->frame_err = false;	/* INT n, INT3, INTO push none */
+	s->frame_vector = insn->vector;
+	s->frame_tf = s->tf_at_start;
+	frame_fix(v);
+	return true;
 }
 
 /*
@@ -1007,8 +1018,7 @@ static bool shadowed_after(struct vcpu *v)
 		/* In 64-bit code only; RCX says it completed, where #UD leaves it. */
 		if (!(sregs->efer & X86_EFER_LMA) || !s->mode.cs_l || regs->rcx != next)
 			return s->tf_at_start;
-		regs->r11 = step_syscall_r11(regs->r11, s->tf_at_start);
-		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+		fix_syscall_r11(v);
 		return s->tf_at_start && !(read_fmask(v) & X86_RFLAGS_TF);
 	case STEP_SYSRET:
 		if (regs->rip != (sh->opsize == 8 ? regs->rcx : (uint32_t)regs->rcx) ||
@@ -1018,14 +1028,8 @@ static bool shadowed_after(struct vcpu *v)
 	case STEP_INT3:
 	case STEP_INTN:
 	case STEP_INTO:
-		if (!step_delivers(sh, regs->rflags) ||
-		    !gate_handler(v, sh->vector, &s->frame_handler, &s->frame_slot, NULL))
-			return s->tf_at_start;
-		s->frame_err = false;
-		s->frame_vector = sh->vector;
-		s->frame_tf = s->tf_at_start;
-		frame_fix(v);
-		return false;	/* delivery clears it */
+		/* Delivery clears it. */
+		return fix_int_frame(v, sh) ? false : s->tf_at_start;
 	default:
 		return s->tf_at_start;
 	}
@@ -1573,12 +1577,8 @@ bool stepping_debug_exit(struct vcpu *v)
 			v->stats.unchecked_runs++;
 		if (s->insn.kind == STEP_PUSHF)
 			fix_pushf(v);
-		if (s->insn.kind == STEP_SYSCALL) {
-			struct kvm_regs *r = &v->run->s.regs.regs;
-
-			r->r11 = step_syscall_r11(r->r11, s->tf_at_start);
-			v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
-		}
+		if (s->insn.kind == STEP_SYSCALL)
+			fix_syscall_r11(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
 		/*
@@ -1587,20 +1587,14 @@ bool stepping_debug_exit(struct vcpu *v)
 		 */
 		if (s->insn.kind == STEP_STI &&
 		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode)) {
-			check_shadowed_at(v, s->rip);
+			v->stats.unchecked_runs += s->shadowed_unchecked;
 			s->tf_after = shadowed_after(v);
 		}
 		if (s->insn.kind == STEP_MOV_SS)
 			s->tf_after = shadowed_after(v);
 		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
 		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
-		if (step_delivers(&s->insn, v->run->s.regs.regs.rflags) &&
-		    gate_handler(v, s->insn.vector, &s->frame_handler, &s->frame_slot, NULL)) {
-			s->frame_err = false;	/* INT n, INT3, INTO push none */
-			s->frame_vector = s->insn.vector;
-			s->frame_tf = s->tf_at_start;
-			frame_fix(v);
-		}
+		fix_int_frame(v, &s->insn);
 		s->guest_tf = s->tf_after;
 	}
 	/* Task switches exist outside IA-32e mode only; LTR changes TR without one. */
@@ -1897,9 +1891,9 @@ again:
 			return;
 		}
 	}
-	if (s->insn.kind == STEP_MOV_SS)
-		check_shadowed(v);
 	classify_shadowed(v);
+	if (s->insn.kind == STEP_MOV_SS)
+		v->stats.unchecked_runs += s->shadowed_unchecked;
 	/*
 	 * INT n, INT3 or INTO behind MOV SS or POP SS is delivered in the same
 	 * step, the VMM's TF in its frame. With the guest's TF clear and a
