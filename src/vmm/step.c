@@ -130,6 +130,7 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 	case 0x17:
 		if (!mode.cs_l) {	/* POP SS: #UD in 64-bit code */
 			out->kind = STEP_MOV_SS;
+			out->opsize = osz ? 6 - def : def;	/* the bytes it pops */
 			out->len = (unsigned)i + 1;
 		}
 		return;

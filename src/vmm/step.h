@@ -40,7 +40,7 @@ enum step_kind {
 
 struct step_insn {
 	enum step_kind kind;
-	unsigned opsize;     /* 2, 4 or 8: PUSHF/POPF/IRET/SYSRET operand size */
+	unsigned opsize;     /* 2, 4 or 8: PUSHF/POPF/IRET/SYSRET/POP SS operand size */
 	unsigned len;        /* bytes, where known (0 otherwise) */
 	uint8_t vector;      /* INT n's n, 3 for INT3, 4 for INTO, 1 for INT1 */
 	int32_t rel;         /* XBEGIN: its offset, sign-extended */
@@ -125,6 +125,9 @@ struct step_state {
 	struct step_insn insn;
 	struct step_insn shadowed; /* behind a MOV SS, POP SS or STI `insn`: runs in its step */
 	bool shadowed_unchecked; /* and may be a split lock, or could not be read */
+	bool shadowed_frame_valid; /* an IRET there: shadowed_frame holds what it pops */
+	uint64_t shadowed_frame[3]; /* RIP, CS, RFLAGS, read before the step */
+	bool shadowed_faulted;  /* it faulted, and the step stopped at the handler */
 	struct step_mode mode;  /* CS as `insn` began */
 	uint64_t resync_rip;    /* RIP of an exit completed with immediate_exit */
 	uint64_t resync_rcx;    /* and RCX: a REP string I/O's completed round moves it, not RIP */

@@ -212,6 +212,24 @@ static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel
 		desc_w->gpa < m.size);
 }
 
+/*
+ * size bytes (8, or 16 for a system descriptor in long mode) of the GDT or
+ * LDT entry sel names; false: past the table's limit, or unreadable.
+ */
+static bool read_descriptor(struct vcpu *v, uint16_t sel, uint8_t *d, unsigned size)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	bool ldt = sel & X86_SEL_TI;
+	struct paging p;
+
+	guest_paging(v, &p);
+	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
+	return (sel | 7u) + (size - 8) <= (ldt ? sregs->ldt.limit : sregs->gdt.limit) &&
+	       pagewalk_read_as(&m, &p, (ldt ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u), 0,
+				d, size) == size;
+}
+
 /* vector's IDT entry in the format the CPU reads; false: beyond the limit or unreadable. */
 static bool idt_entry(struct vcpu *v, unsigned vector, uint8_t entry[16])
 {
@@ -802,13 +820,12 @@ static void frame_fix(struct vcpu *v)
 
 /*
  * A diverted step that stopped at a handler's first instruction with its
- * frame at SS:RSP (through any IDT format): the frame gets the guest's
- * TF, and true. false: the handler ran unchecked, which the caller counts
+ * frame at SS:RSP (through any IDT format), a frame whose RIP is rip (a
+ * fault's) or next (a trap's): the frame gets the guest's TF, and true.
+ * false: the handler ran unchecked, which the caller counts
  * (docs/design.md, "Afterwards").
- * fault_only: the frame must hold the instruction's own RIP (a branch may
- * go anywhere, a handler included; only a fault's frame tells it failed).
  */
-static bool diverted_at_handler(struct vcpu *v, bool fault_only)
+static bool diverted_at_handler(struct vcpu *v, uint64_t rip, uint64_t next)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
@@ -818,7 +835,7 @@ static bool diverted_at_handler(struct vcpu *v, bool fault_only)
 	unsigned size = step_idt_entry_size(f), gates = (sregs->idt.limit + 1u) / size;
 	unsigned vector, slot = 8;
 	uint8_t idt[256 * 16], raw[32];
-	uint64_t w[4] = { 0 }, handler = 0, mask, next;
+	uint64_t w[4] = { 0 }, handler = 0, mask;
 	struct paging p;
 	uint8_t *b;
 	int at;
@@ -839,10 +856,9 @@ static bool diverted_at_handler(struct vcpu *v, bool fault_only)
 	for (unsigned i = 0; i < 4; i++)
 		memcpy(&w[i], raw + i * slot, slot);
 	mask = slot == 8 ? ~0ull : (1ull << (8 * slot)) - 1;
-	next = fault_only ? s->rip : step_advance(s->rip, s->insn.len, s->mode);
 	/* Real mode pushes no error code. */
 	at = step_frame_rflags(w, f != STEP_IDT_REAL && step_vector_error_code(vector),
-			       s->rip & mask, next & mask);
+			       rip & mask, next & mask);
 	b = at < 0 ? NULL
 		   : stack_byte(v, emulate_stack_la(sregs, regs->rflags,
 						    regs->rsp + slot * (unsigned)at) + 1);
@@ -937,23 +953,108 @@ static void fix_pushf(struct vcpu *v)
 }
 
 /*
- * The instruction behind a MOV SS, POP SS or STI, read before the step (in
- * the CS it runs in): what it is, for shadowed_after(), and whether it may
- * be a split lock. MOV SS and POP SS hold off the step trap for one more
- * instruction (the CPU's own rule), STI does on some CPUs, so it runs in
- * the same step: with no LOCK prefix or XCHG it cannot be a split lock; if
- * it may be, or cannot be read, it ran unchecked, and says so.
+ * The length of the instruction of `bytes` at rip where step_classify()
+ * leaves it to the decoder (every kind that falls through to the next),
+ * and whether what runs next is right behind it (`falls`).
  */
-static void classify_shadowed(struct vcpu *v)
+static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n,
+			struct step_insn *insn)
+{
+	unsigned len;
+
+	if (insn->rep || (insn->kind != STEP_OTHER && insn->kind != STEP_PUSHF &&
+			  insn->kind != STEP_POPF && insn->kind != STEP_MOV_DR))
+		return;
+	len = decode_length_memo(&v->lengths, rip, guest_mode(v), bytes, n, &insn->falls);
+	if (insn->len && insn->len != len)
+		insn->falls = false;
+	insn->len = len;
+}
+
+/*
+ * The frame an IRET in the shadow of `insn` (MOV SS, POP SS or STI, whose
+ * bytes are mov) pops, read before the step: RIP, CS and RFLAGS at SS:RSP
+ * as `insn` leaves them. STI changes neither; in 64-bit code SS's base is
+ * 0 and MOV SS leaves RSP; elsewhere MOV SS from a register and POP SS load
+ * a selector whose base and B bit the pops use (real and virtual-8086
+ * mode: the selector times 16). false: not known (MOV SS from memory, a
+ * descriptor unreadable).
+ */
+static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t frame[3])
+{
+	const struct step_state *s = &v->step;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs sr = v->run->s.regs.sregs;
+	bool real = !(sr.cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM);
+	unsigned size = s->shadowed.opsize;
+	uint64_t sp = regs->rsp;
+
+	if (s->insn.kind == STEP_MOV_SS && !s->mode.cs_l) {
+		const uint64_t gpr[8] = { regs->rax, regs->rcx, regs->rdx, regs->rbx,
+					  regs->rsp, regs->rbp, regs->rsi, regs->rdi };
+		uint8_t b[8] = { 0 };
+		uint16_t sel;
+
+		if (mov[s->insn.len - 1] == 0x17) {	/* POP SS, at the old stack's width */
+			uint64_t mask = !real && sr.ss.db ? 0xffffffffull : 0xffffull;
+
+			if (read_linear(v, emulate_stack_la(&sr, regs->rflags, sp), 0, b, 2) != 2)
+				return false;
+			sel = (uint16_t)(b[0] | b[1] << 8);
+			sp = (sp & ~mask) | ((sp + s->insn.opsize) & mask);
+		} else {	/* MOV SS, r16: its ModR/M ends it */
+			sel = (uint16_t)gpr[mov[s->insn.len - 1] & 7];
+		}
+		if (real) {
+			sr.ss.selector = sel;
+			sr.ss.base = (uint64_t)sel << 4;
+		} else if (read_descriptor(v, sel, b, 8)) {
+			uint64_t desc = 0;
+
+			for (unsigned i = 0; i < 8; i++)
+				desc |= (uint64_t)b[i] << (8 * i);
+			step_segment_cache(desc, sel, &sr.ss);
+		} else {
+			return false;
+		}
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		uint8_t b[8] = { 0 };
+
+		if (read_linear(v, emulate_stack_la(&sr, regs->rflags, sp + i * size), 0, b, size) !=
+		    size)
+			return false;
+		frame[i] = 0;
+		for (unsigned j = 0; j < 8; j++)
+			frame[i] |= (uint64_t)b[j] << (8 * j);
+	}
+	return true;
+}
+
+/*
+ * The instruction behind a MOV SS, POP SS or STI (whose bytes are mov),
+ * read before the step (in the CS it runs in): what it is, for
+ * shadowed_after(), and whether it may be a split lock. MOV SS and POP SS
+ * hold off the step trap for one more instruction (the CPU's own rule),
+ * STI does on some CPUs, so it runs in the same step: with no LOCK prefix
+ * or XCHG it cannot be a split lock; if it may be, or cannot be read, it
+ * ran unchecked, and says so.
+ */
+static void classify_shadowed(struct vcpu *v, const uint8_t *mov)
 {
 	struct step_state *s = &v->step;
 	uint8_t next[DECODE_INSN_MAX];
+	uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
 	size_t n = 0;
 
 	if ((s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len)
-		n = read_code(v, step_advance(s->rip, s->insn.len, s->mode), next);
+		n = read_code(v, at, next);
 	step_classify(next, n, s->mode, &s->shadowed);
+	full_length(v, at, next, n, &s->shadowed);
 	s->shadowed_unchecked = !n || decode_maybe_locked(guest_mode(v), next, n);
+	s->shadowed_faulted = false;
+	s->shadowed_frame_valid = s->shadowed.kind == STEP_IRET &&
+				  shadowed_iret_frame(v, mov, s->shadowed_frame);
 }
 
 /* SYSCALL saved the hardware's RFLAGS in R11, the VMM's TF in it: the guest's goes there. */
@@ -985,6 +1086,20 @@ static bool fix_int_frame(struct vcpu *v, const struct step_insn *insn)
 }
 
 /*
+ * The instruction behind MOV SS or POP SS (or STI) did not complete: it
+ * (or MOV SS) faulted. A step that ended right behind MOV SS or STI ran
+ * that alone: no shadow held the trap.
+ */
+static bool shadowed_diverted(struct vcpu *v)
+{
+	const struct step_state *s = &v->step;
+	uint64_t at = step_advance(s->rip, s->insn.len, s->mode), rip = v->run->s.regs.regs.rip;
+
+	return (s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len &&
+	       rip != at && step_diverted(&s->shadowed, at, rip, s->mode);
+}
+
+/*
  * The instruction in the shadow ran in the same step as the MOV SS, POP SS
  * or STI before it, with the VMM's TF: what it saved of RFLAGS gets the
  * guest's TF, and what it loaded is the guest's TF from now on, as after a
@@ -1002,6 +1117,8 @@ static bool shadowed_after(struct vcpu *v)
 	uint8_t b[8] = { 0 };
 	uint64_t popped = 0;
 
+	if (s->shadowed_faulted)
+		return false;	/* delivery clears it */
 	switch (sh->kind) {
 	case STEP_PUSHF:
 		if (sh->len && regs->rip == next)
@@ -1025,6 +1142,13 @@ static bool shadowed_after(struct vcpu *v)
 		    (sregs->cs.selector & X86_SEL_RPL) != 3)
 			return s->tf_at_start;
 		return (regs->r11 & X86_RFLAGS_TF) != 0;
+	case STEP_IRET:
+		/* Completed where it went to the frame's CS:RIP; else it faulted, or its frame is not known. */
+		if (!s->shadowed_frame_valid || regs->rip != s->shadowed_frame[0] ||
+		    sregs->cs.selector != (uint16_t)s->shadowed_frame[1])
+			return s->tf_at_start;
+		s->iret_rf = (s->shadowed_frame[2] & X86_RFLAGS_RF) != 0;
+		return (s->shadowed_frame[2] & X86_RFLAGS_TF) != 0;
 	case STEP_INT3:
 	case STEP_INTN:
 	case STEP_INTO:
@@ -1242,12 +1366,10 @@ static int indirect_target(struct vcpu *v, const struct decode_branch *br, uint6
 static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struct step_branch *b)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	unsigned size = sregs->efer & X86_EFER_LMA ? 16 : 8;
 	struct decode_branch br;
 	uint16_t sel = 0;
 	uint8_t d[16];
-	struct paging p;
 	uint32_t err;
 
 	*b = (struct step_branch){ .n = 0 };
@@ -1269,11 +1391,7 @@ static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struc
 		*b = (struct step_branch){ .faults = true };
 		return;
 	}
-	guest_paging(v, &p);
-	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
-	if ((sel | 7u) + (size - 8) > (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) ||
-	    pagewalk_read_as(&m, &p, (sel & X86_SEL_TI ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u),
-			     0, d, size) != size) {
+	if (!read_descriptor(v, sel, d, size)) {
 		b->n = 0;
 		return;
 	}
@@ -1528,16 +1646,28 @@ bool stepping_debug_exit(struct vcpu *v)
 		 */
 		bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn) ||
 			       s->insn.kvm_faults) && (hit & X86_DR6_BS);
+		bool behind = shadowed_diverted(v);
+		uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
 
+		/*
+		 * The instruction behind MOV SS faulted, and the CPU stopped at
+		 * its handler with the trap MOV SS held, which is the guest's
+		 * there too if its TF was set (shadowed_after()).
+		 */
+		if (behind && diverted_at_handler(v, at, step_advance(at, s->shadowed.len, s->mode))) {
+			s->shadowed_faulted = true;
 		/*
 		 * The instruction faulted: no step of its own is owed to the
 		 * guest, and what an IRET would have loaded (tf_after) is not
 		 * the guest's: its TF stays as it was.
 		 */
-		if ((missed || branch) && diverted_at_handler(v, branch)) {
+		} else if ((missed || branch || behind) &&
+			   diverted_at_handler(v, s->rip,
+					       branch || behind ? s->rip
+								: step_advance(s->rip, s->insn.len, s->mode))) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */
-		} else if (missed) {
+		} else if (missed || behind) {
 			escaped = true;
 			/*
 			 * An event was delivered (clearing TF) and its handler
@@ -1581,6 +1711,8 @@ bool stepping_debug_exit(struct vcpu *v)
 			fix_syscall_r11(v);
 		if (s->insn.kind == STEP_MOV_DR)
 			s->dr_valid = false;
+		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
+		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		/*
 		 * STI's interrupt shadow holds the step trap on some CPUs (the
 		 * lab's), as MOV SS does everywhere: the next instruction ran too.
@@ -1592,8 +1724,6 @@ bool stepping_debug_exit(struct vcpu *v)
 		}
 		if (s->insn.kind == STEP_MOV_SS)
 			s->tf_after = shadowed_after(v);
-		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
-		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
 		fix_int_frame(v, &s->insn);
 		s->guest_tf = s->tf_after;
 	}
@@ -1786,15 +1916,7 @@ again:
 	n = read_code(v, regs->rip, bytes);
 	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
 		      &s->insn);
-	if (!s->insn.rep && (s->insn.kind == STEP_OTHER || s->insn.kind == STEP_PUSHF ||
-			     s->insn.kind == STEP_POPF || s->insn.kind == STEP_MOV_DR)) {
-		unsigned len = decode_length_memo(&v->lengths, regs->rip, guest_mode(v), bytes, n,
-						  &s->insn.falls);
-
-		if (s->insn.len && s->insn.len != len)
-			s->insn.falls = false;
-		s->insn.len = len;
-	}
+	full_length(v, regs->rip, bytes, n, &s->insn);
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
 	s->rip = regs->rip;
 	s->rsp = regs->rsp;
@@ -1891,7 +2013,7 @@ again:
 			return;
 		}
 	}
-	classify_shadowed(v);
+	classify_shadowed(v, bytes);
 	if (s->insn.kind == STEP_MOV_SS)
 		v->stats.unchecked_runs += s->shadowed_unchecked;
 	/*

@@ -326,8 +326,8 @@ MUTANTS = [
                 "whose target is not known: after its #GP, KVM's emulator's step exit in the "
                 "handler owes the guest a #DB",
         "edits": [("src/vmm/stepping.c",
-                   "\t\t*b = (struct step_branch){ .faults = true };\n\t\treturn;\n\t}\n\tguest_paging",
-                   "\t\tb->n = 0;\n\t\treturn;\n\t}\n\tguest_paging")],
+                   "\t\t*b = (struct step_branch){ .faults = true };\n\t\treturn;\n\t}\n\tif (!read_descriptor",
+                   "\t\tb->n = 0;\n\t\treturn;\n\t}\n\tif (!read_descriptor")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -477,6 +477,27 @@ MUTANTS = [
                    "")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-shadow-saves-flags"],
+    },
+    {
+        "name": "movss-iret-tf-unfollowed",
+        "what": "IRET behind MOV SS or POP SS: the TF its frame loads is not taken up, so "
+                "the guest's own stepping neither starts nor stops at its target",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\tif (!s->shadowed_frame_valid || regs->rip != s->shadowed_frame[0] ||",
+                   "\t\tif (true || regs->rip != s->shadowed_frame[0] ||")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-shadow-iret-loads-tf"],
+    },
+    {
+        "name": "movss-shadowed-fault-unseen",
+        "what": "a fault of the instruction behind MOV SS is taken for its completion: the "
+                "handler's frame keeps the VMM's TF, the guest's TF stays set in the handler, "
+                "and a handler that ran unwatched is not counted",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\tbool behind = shadowed_diverted(v);",
+                   "\t\tbool behind = shadowed_diverted(v) && false;")],
+        "unit": ["stepping"],
+        "tests": [],
     },
     {
         "name": "movss-int3-unwatched",

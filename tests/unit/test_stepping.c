@@ -1811,6 +1811,104 @@ static void movss_shadowed_int3_frame_fixed(void **state)
 	assert_int_equal(v->stats.db_reinjected, 0);
 }
 
+/*
+ * IRETQ behind MOV SS: its frame, read before the step, says what TF it
+ * loads. The guest's TF clear and the frame's set: the guest steps itself
+ * from the target on, no trap yet. The guest's TF set and the frame's
+ * clear: MOV SS's held trap at the target, then none; RF loaded with it.
+ * A step that ends elsewhere faulted: nothing loaded.
+ */
+static void movss_shadowed_iretq(void **state)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf };
+	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF, STACK,
+			      BOOT_SEL_DATA };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 40;
+	v = movss_then(iretq, sizeof(iretq), X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.shadowed.kind, STEP_IRET);
+	assert_true(v->step.shadowed_frame_valid);
+	memset(ram + STACK - 40, 0, sizeof(frame));	/* read before the step, not after */
+	regs(v)->rsp = STACK;
+	step_to(v, CODE + 0x40, DR6_STEP);
+	assert_true(v->step.guest_tf);
+	assert_false(v->step.iret_rf);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	frame[2] = X86_RFLAGS_FIXED | X86_RFLAGS_RF;
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 40;
+	stepping_before_run(v);
+	assert_true(v->step.tf_at_start);
+	step_to(v, CODE + 0x40, DR6_STEP);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 1);
+
+	/* Its #GP: the step ends at the handler, the TF is the guest's as before. */
+	frame[2] = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	v->step.guest_tf = false;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 40;
+	stepping_before_run(v);
+	step_to(v, CODE + 0x80, DR6_STEP);
+	assert_false(v->step.guest_tf);
+}
+
+/*
+ * A fault of the instruction behind MOV SS: where the CPU stops at the
+ * handler (with MOV SS's held trap), the frame gets the guest's TF, the
+ * guest's TF is clear in the handler, and that trap is the guest's where
+ * its TF was set. Where it does not, the handler ran unchecked: counted.
+ */
+static void movss_shadowed_fault(void **state)
+{
+	static const uint8_t mov[] = { 0x8b, 0x03 };	/* mov (%rbx), %eax */
+	uint64_t frame[6] = { 0, CODE + 2, BOOT_SEL_CODE64,
+			      X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_TF, STACK, BOOT_SEL_DATA };
+	struct vcpu *v = movss_then(mov, sizeof(mov), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+
+	(void)state;
+	assert_int_equal(v->step.shadowed.kind, STEP_OTHER);
+	assert_true(v->step.shadowed.falls);
+	memcpy(ram + STACK - 48, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 48;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	step_to(v, HANDLER(X86_VEC_PF), DR6_STEP);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	/* The guest's TF set: its frame keeps it, and the held trap is the guest's at the handler. */
+	memcpy(ram + STACK - 48, frame, sizeof(frame));
+	v->step.guest_tf = true;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	regs(v)->rsp = STACK - 48;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	step_to(v, HANDLER(X86_VEC_PF), DR6_STEP);
+	assert_true(word_at(STACK - 24) & X86_RFLAGS_TF);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* The handler ran to its IRET before the step ended: unchecked. */
+	v->step.guest_tf = false;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	step_to(v, CODE + 0x80, DR6_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_false(v->step.guest_tf);
+}
+
 /* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
 static struct vcpu *iretq_with(uint64_t rflags)
 {
@@ -1931,6 +2029,51 @@ static void flat32_gate(struct vcpu *v, unsigned vector)
 	sr->ss.limit = 0xffffffff;
 	sr->idt.limit = 8 * NGATES - 1;
 	sr->gdt.limit = 0x3f;
+}
+
+/*
+ * POP SS then IRETD in 32-bit protected mode: the frame is at the new
+ * SS's base (0x10000, GDT 0x30) plus ESP as POP SS leaves it.
+ */
+static void popss_shadowed_iretd(void **state)
+{
+	static const uint8_t pop_ss_iretd[] = { 0x17, 0xcf };
+	const uint64_t data32_at_64k = 0x00cf93010000ffffull;
+	uint32_t frame[3] = { CODE + 0x40, 0x38, X86_RFLAGS_FIXED | X86_RFLAGS_TF }, sel = 0x30;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	memcpy(ram + BOOT_GDT_ADDR + 0x30, &data32_at_64k, sizeof(data32_at_64k));
+	memcpy(ram + CODE, pop_ss_iretd, sizeof(pop_ss_iretd));
+	memcpy(ram + STACK - 4, &sel, sizeof(sel));
+	memcpy(ram + 0x10000 + STACK, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 4;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	assert_int_equal(v->step.shadowed.kind, STEP_IRET);
+	assert_true(v->step.shadowed_frame_valid);
+	regs(v)->rsp = STACK + 12;
+	sr->ss.selector = 0x30;
+	sr->ss.base = 0x10000;
+	sr->cs.selector = 0x38;
+	step_to(v, CODE + 0x40, DR6_STEP);
+	assert_true(v->step.guest_tf);
+
+	/* Through an LDT selector, not read: the frame is not known, TF as it was. */
+	sel = 0x34;
+	memcpy(ram + STACK - 4, &sel, sizeof(sel));
+	v->step.guest_tf = false;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 4;
+	sr->ss = (struct kvm_segment){ .selector = 0x10, .db = 1, .limit = 0xffffffff, .present = 1,
+				       .s = 1, .type = 3 };
+	sr->cs.selector = 0x08;
+	sr->ldt.limit = 0;
+	stepping_before_run(v);
+	assert_false(v->step.shadowed_frame_valid);
 }
 
 /*
@@ -3167,6 +3310,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_shadowed_syscall, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_int3_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_int3_frame_fixed, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_iretq, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_iretq, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(popss_shadowed_iretd, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

@@ -30,6 +30,8 @@ extern char seq_movss_pushf_start[];
 SEQ(seq_movss_popf_tf);
 SEQ(seq_movss_syscall0);
 SEQ(seq_movss_int3);
+SEQ(seq_movss_iretq);
+SEQ(seq_popss_iretd_compat);
 uint64_t seq_sti_pushf(void);
 void sc_entry0(void);
 void sc_entry3(void);
@@ -169,6 +171,36 @@ static int movss_shadow_int3(const struct boot_info *bi)
 	dbg_reset();
 	seq_movss_int3();
 	dbg_print("int3 behind mov ss", (uint64_t)seq_movss_int3_start);
+	dbg_reset();
+	return 0;
+}
+
+/*
+ * IRET behind MOV SS (IRETQ) and POP SS (IRETD, compatibility mode): the
+ * TF it loads is the guest's from the target on, whether it sets or
+ * clears the guest's own.
+ */
+static int movss_shadow_iret(const struct boot_info *bi)
+{
+	static const char *const what[2][2] = {
+		{ "iretq behind mov ss, tf 0 -> 1", "iretq behind mov ss, tf 1 -> 0" },
+		{ "iretd behind pop ss (compat), tf 0 -> 1", "iretd behind pop ss (compat), tf 1 -> 0" },
+	};
+
+	(void)bi;
+	for (int compat = 0; compat < 2; compat++) {
+		for (int tf = 0; tf < 2; tf++) {
+			dbg_reset();
+			dbg_tf_limit = 1000;
+			sc_tf = (uint64_t)tf;
+			if (compat)
+				seq_popss_iretd_compat();
+			else
+				seq_movss_iretq();
+			dbg_print(what[compat][tf], (uint64_t)(compat ? seq_popss_iretd_compat_start
+								 : seq_movss_iretq_start));
+		}
+	}
 	dbg_reset();
 	return 0;
 }
@@ -487,6 +519,7 @@ static const struct diff_case cases[] = {
 	{ "event-syscall-r11-fmask0", syscall_r11 },
 	{ "event-mov-ss-shadow-saves-flags", movss_shadow_flags },
 	{ "event-mov-ss-shadow-int3-frame", movss_shadow_int3 },
+	{ "event-mov-ss-shadow-iret-loads-tf", movss_shadow_iret },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },

@@ -113,6 +113,73 @@ SEQ seq_movss_int3
 	nop
 	ret
 
+/*
+ * IRET behind MOV SS or POP SS loads TF from its frame in the pair's step:
+ * the frame's TF is the opposite of the guest's (sc_tf), so the guest's
+ * own stepping starts, or stops after the held trap, at the target.
+ */
+SEQ seq_movss_iretq
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	movq %rsp, %rax
+	movl %ss, %ecx
+	pushq %rcx
+	pushq %rax
+	pushfq
+	xorq $TF, (%rsp)
+	movl %cs, %edx
+	pushq %rdx
+	leaq 2f(%rip), %rdx
+	pushq %rdx
+	movl %ecx, %ss
+	iretq
+2:	nop
+	nop
+	TF_OFF
+	ret
+
+/* The same in compatibility mode, with POP SS and IRETD (a frame of three). */
+#define SEL_K_CODE32 0x38
+	.data
+seq_iretd_back:	.long 4f
+		.word 0x08
+	.text
+SEQ seq_popss_iretd_compat
+	pushq %rbx
+	movl $0x10, %eax	/* flat kernel data: a null DS faults outside 64-bit mode */
+	movl %eax, %ds
+	pushq $SEL_K_CODE32
+	leaq 1f(%rip), %rax
+	pushq %rax
+	lretq
+	.code32
+1:	cmpl $0, sc_tf
+	je 2f
+	pushfl
+	orl $TF, (%esp)
+	popfl
+2:	nop
+	pushfl
+	xorl $TF, (%esp)
+	pushl $SEL_K_CODE32
+	pushl $3f
+	pushl %ss
+	popl %ss
+	iretl
+3:	nop
+	nop
+	pushfl
+	andl $~TF, (%esp)
+	popfl
+	ljmp *%cs:seq_iretd_back
+	.code64
+4:	xorl %eax, %eax
+	movl %eax, %ds
+	popq %rbx
+	ret
+
 /* STI's shadow, which holds the step trap on some CPUs (the lab's) as MOV SS's does. */
 SEQ seq_sti_pushf
 	pushfq
