@@ -119,6 +119,13 @@ PROBES = [
     # #GP(0) at CPL3 (Intel); #UD in long mode (AMD).
     ("fault-sysexit-cpl3", b"\x0f\x35", (0, 1, 2, 3), (3,)),
 ]
+# MOV SS holds the step trap for one more instruction, which then runs in
+# its step: probe_case puts "mov %ss, %ecx; mov %ecx, %ss" before the PUSHF
+# or POPF of some pushf and popf-tf records (class movss-pushf,
+# movss-popf-tf), chosen by the record's own seed so that a seed deals the
+# same records as before.
+MOVSS = b"\x8c\xd1\x8e\xd1"
+
 
 
 def probe_case(rng, idx, name=None):
@@ -135,6 +142,10 @@ def probe_case(rng, idx, name=None):
     c.regs[R_FLAGS] = rng.getrandbits(12) & 0x8d5
     if name == "icebp":
         c.needs = ("icebp",)
+    if name in ("pushf", "popf-tf") and random.Random(c.seed ^ 0x55).random() < 0.4:
+        c.form = "movss-" + name
+        c.insn = insn.replace(b"\x9c", MOVSS + b"\x9c") if name == "pushf" else \
+            insn.replace(b"\x9d", MOVSS + b"\x9d")
     return c
 
 
@@ -643,7 +654,8 @@ EXPLORE_CLASSES = ["pushf", "pushf-osz", "popf-tf", "popf-tf-clear", "fault-ud2"
                    "fault-sysret-cpl3", "int3", "lock16", "syscall-sysretq", "syscall-iretq",
                    "int-n", "int3-cd03", "into", "iretq-tf-frame", "movdr-bp", "movdr-gd",
                    "callgate", "lock-mix", "icebp", "fault-sysexit-cpl3", "sysenter-sysexit",
-                   "sysenter-iretq", "sysenter-cs0", "sysenter-ud", "mode-switch", "gen"]
+                   "sysenter-iretq", "sysenter-cs0", "sysenter-ud", "mode-switch", "movss-pushf",
+                   "movss-popf-tf", "gen"]
 
 
 # --explore deals its records from a shuffled deck of generators (how many
