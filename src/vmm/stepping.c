@@ -1085,18 +1085,27 @@ static bool fix_int_frame(struct vcpu *v, const struct step_insn *insn)
 	return true;
 }
 
+/* How the instruction behind MOV SS, POP SS or STI ended (shadowed_end()). */
+enum shadowed_end {
+	SHADOWED_DONE,          /* completed, or none ran: no shadow held the trap */
+	SHADOWED_FAULTED,       /* cannot have ended where the step did: it (or MOV SS) faulted */
+	SHADOWED_MAYBE,         /* may go anywhere (a branch, SYSENTER, IRET ...): only a fault's
+				   frame at a handler tells */
+};
+
 /*
- * The instruction behind MOV SS or POP SS (or STI) did not complete: it
- * (or MOV SS) faulted. A step that ended right behind MOV SS or STI ran
- * that alone: no shadow held the trap.
+ * A step that ended right behind MOV SS or STI ran that alone; one that
+ * ended right behind the next instruction, both.
  */
-static bool shadowed_diverted(struct vcpu *v)
+static enum shadowed_end shadowed_end(struct vcpu *v)
 {
 	const struct step_state *s = &v->step;
 	uint64_t at = step_advance(s->rip, s->insn.len, s->mode), rip = v->run->s.regs.regs.rip;
 
-	return (s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len &&
-	       rip != at && step_diverted(&s->shadowed, at, rip, s->mode);
+	if ((s->insn.kind != STEP_MOV_SS && s->insn.kind != STEP_STI) || !s->insn.len || rip == at ||
+	    (s->shadowed.len && rip == step_advance(at, s->shadowed.len, s->mode)))
+		return SHADOWED_DONE;
+	return step_diverted(&s->shadowed, at, rip, s->mode) ? SHADOWED_FAULTED : SHADOWED_MAYBE;
 }
 
 /*
@@ -1646,28 +1655,35 @@ bool stepping_debug_exit(struct vcpu *v)
 		 */
 		bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn) ||
 			       s->insn.kvm_faults) && (hit & X86_DR6_BS);
-		bool behind = shadowed_diverted(v);
+		enum shadowed_end behind = shadowed_end(v);
 		uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
 
 		/*
 		 * The instruction behind MOV SS faulted, and the CPU stopped at
-		 * its handler with the trap MOV SS held, which is the guest's
-		 * there too if its TF was set (shadowed_after()).
+		 * its handler (with the trap MOV SS held, which is the guest's
+		 * there too if its TF was set: shadowed_after()). Delivery
+		 * cleared the guest's TF. One that may go anywhere faulted only
+		 * where the frame holds its own RIP.
 		 */
-		if (behind && diverted_at_handler(v, at, step_advance(at, s->shadowed.len, s->mode))) {
+		if (behind != SHADOWED_DONE &&
+		    diverted_at_handler(v, at, behind == SHADOWED_FAULTED
+						       ? step_advance(at, s->shadowed.len, s->mode)
+						       : at)) {
 			s->shadowed_faulted = true;
+			s->guest_tf = false;
 		/*
 		 * The instruction faulted: no step of its own is owed to the
 		 * guest, and what an IRET would have loaded (tf_after) is not
 		 * the guest's: its TF stays as it was.
 		 */
-		} else if ((missed || branch || behind) &&
+		} else if ((missed || branch || behind == SHADOWED_FAULTED) &&
 			   diverted_at_handler(v, s->rip,
-					       branch || behind ? s->rip
-								: step_advance(s->rip, s->insn.len, s->mode))) {
+					       branch || behind == SHADOWED_FAULTED
+						       ? s->rip
+						       : step_advance(s->rip, s->insn.len, s->mode))) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */
-		} else if (missed || behind) {
+		} else if (missed || behind == SHADOWED_FAULTED) {
 			escaped = true;
 			/*
 			 * An event was delivered (clearing TF) and its handler

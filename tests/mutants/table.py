@@ -494,8 +494,8 @@ MUTANTS = [
                 "handler's frame keeps the VMM's TF, the guest's TF stays set in the handler, "
                 "and a handler that ran unwatched is not counted",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tbool behind = shadowed_diverted(v);",
-                   "\t\tbool behind = shadowed_diverted(v) && false;")],
+                   "\t\tenum shadowed_end behind = shadowed_end(v);",
+                   "\t\tenum shadowed_end behind = shadowed_end(v) * 0;")],
         "unit": ["stepping"],
         "tests": [],
     },

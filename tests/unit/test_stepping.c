@@ -1909,6 +1909,46 @@ static void movss_shadowed_fault(void **state)
 	assert_false(v->step.guest_tf);
 }
 
+/*
+ * SYSENTER behind MOV SS, which may go anywhere: its #GP (SYSENTER_CS 0)
+ * is told by a frame of its own RIP at the handler; a JMP to the handler's
+ * address is no fault, whatever the stack holds.
+ */
+static void movss_shadowed_sysenter_fault(void **state)
+{
+	static const uint8_t sysenter[] = { 0x0f, 0x34 }, jmp[] = { 0xe9, 0, 0, 0, 0 };
+	uint64_t frame[6] = { 0, CODE + 2, BOOT_SEL_CODE64,
+			      X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_TF, STACK, BOOT_SEL_DATA };
+	int32_t rel = (int32_t)(HANDLER(X86_VEC_GP) - (CODE + 7));
+	struct vcpu *v = movss_then(sysenter, sizeof(sysenter), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+
+	(void)state;
+	assert_int_equal(v->step.shadowed.kind, STEP_SYSENTER);
+	memcpy(ram + STACK - 48, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 48;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	memcpy(ram + CODE + 2, jmp, sizeof(jmp));
+	memcpy(ram + CODE + 3, &rel, sizeof(rel));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_int_equal(v->step.shadowed.kind, STEP_BRANCH);
+	/* What the stack holds there looks like a trap's frame of the JMP: left alone. */
+	frame[1] = CODE + 7;
+	memcpy(ram + STACK - 48, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 48;
+	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
+	assert_true(word_at(STACK - 24) & X86_RFLAGS_TF);
+	assert_false(v->step.guest_tf);
+	assert_false(v->step.shadowed_faulted);
+}
+
 /* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
 static struct vcpu *iretq_with(uint64_t rflags)
 {
@@ -3315,6 +3355,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(popss_shadowed_iretd, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_sysenter_fault, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
