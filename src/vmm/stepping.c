@@ -1050,7 +1050,8 @@ static void classify_shadowed(struct vcpu *v, const uint8_t *mov)
 	if ((s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len)
 		n = read_code(v, at, next);
 	step_classify(next, n, s->mode, &s->shadowed);
-	full_length(v, at, next, n, &s->shadowed);
+	if (n)	/* not for every step: a decode */
+		full_length(v, at, next, n, &s->shadowed);
 	s->shadowed_unchecked = !n || decode_maybe_locked(guest_mode(v), next, n);
 	s->shadowed_faulted = false;
 	s->shadowed_frame_valid = s->shadowed.kind == STEP_IRET &&
