@@ -1730,6 +1730,37 @@ static struct vcpu *movss_then(const uint8_t *next, size_t n, uint64_t rflags)
 	return v;
 }
 
+/*
+ * The pair's step ends at vector's handler, where the CPU pushed `frame`
+ * (`words` of it, ending at STACK) with the VMM's TF; its RFLAGS slot is
+ * the word at STACK - 24.
+ */
+static void pair_stops_at_handler(struct vcpu *v, unsigned vector, const uint64_t *frame,
+				  unsigned words)
+{
+	memcpy(ram + STACK - 8 * words, frame, 8 * words);
+	regs(v)->rsp = STACK - 8 * words;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	step_to(v, HANDLER(vector), DR6_STEP);
+}
+
+/* That frame's RFLAGS got the guest's TF (clear), as the guest's TF in the handler. */
+static void assert_frame_tf_clear(struct vcpu *v)
+{
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_false(v->step.guest_tf);
+}
+
+/* The pair at CODE once more, from STACK, with the guest's TF as given. */
+static void pair_again(struct vcpu *v, bool guest_tf)
+{
+	v->step.guest_tf = guest_tf;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+}
+
 static void movss_shadowed_pushf_popf(void **state)
 {
 	static const uint8_t pushfq[] = { 0x9c }, popfq[] = { 0x9d };
@@ -1801,12 +1832,8 @@ static void movss_shadowed_int3_frame_fixed(void **state)
 
 	(void)state;
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
-	memcpy(ram + STACK - 40, frame, sizeof(frame));
-	regs(v)->rsp = STACK - 40;
-	regs(v)->rflags = X86_RFLAGS_FIXED;
-	step_to(v, HANDLER(X86_VEC_BP), DR6_STEP);
-	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
-	assert_false(v->step.guest_tf);
+	pair_stops_at_handler(v, X86_VEC_BP, frame, 5);
+	assert_frame_tf_clear(v);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 	assert_int_equal(v->stats.db_reinjected, 0);
 }
@@ -1875,35 +1902,20 @@ static void movss_shadowed_fault(void **state)
 	(void)state;
 	assert_int_equal(v->step.shadowed.kind, STEP_OTHER);
 	assert_true(v->step.shadowed.falls);
-	memcpy(ram + STACK - 48, frame, sizeof(frame));
-	regs(v)->rsp = STACK - 48;
-	regs(v)->rflags = X86_RFLAGS_FIXED;
-	step_to(v, HANDLER(X86_VEC_PF), DR6_STEP);
-	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
-	assert_false(v->step.guest_tf);
+	pair_stops_at_handler(v, X86_VEC_PF, frame, 6);
+	assert_frame_tf_clear(v);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 	assert_int_equal(v->stats.db_reinjected, 0);
 
 	/* The guest's TF set: its frame keeps it, and the held trap is the guest's at the handler. */
-	memcpy(ram + STACK - 48, frame, sizeof(frame));
-	v->step.guest_tf = true;
-	regs(v)->rip = CODE;
-	regs(v)->rsp = STACK;
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
-	stepping_before_run(v);
-	regs(v)->rsp = STACK - 48;
-	regs(v)->rflags = X86_RFLAGS_FIXED;
-	step_to(v, HANDLER(X86_VEC_PF), DR6_STEP);
+	pair_again(v, true);
+	pair_stops_at_handler(v, X86_VEC_PF, frame, 6);
 	assert_true(word_at(STACK - 24) & X86_RFLAGS_TF);
 	assert_int_equal(v->stats.db_reinjected, 1);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 
 	/* The handler ran to its IRET before the step ended: unchecked. */
-	v->step.guest_tf = false;
-	regs(v)->rip = CODE;
-	regs(v)->rsp = STACK;
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
-	stepping_before_run(v);
+	pair_again(v, false);
 	step_to(v, CODE + 0x80, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 1);
 	assert_false(v->step.guest_tf);
@@ -1924,26 +1936,17 @@ static void movss_shadowed_sysenter_fault(void **state)
 
 	(void)state;
 	assert_int_equal(v->step.shadowed.kind, STEP_SYSENTER);
-	memcpy(ram + STACK - 48, frame, sizeof(frame));
-	regs(v)->rsp = STACK - 48;
-	regs(v)->rflags = X86_RFLAGS_FIXED;
-	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
-	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
-	assert_false(v->step.guest_tf);
+	pair_stops_at_handler(v, X86_VEC_GP, frame, 6);
+	assert_frame_tf_clear(v);
 	assert_int_equal(v->stats.db_reinjected, 0);
 
 	memcpy(ram + CODE + 2, jmp, sizeof(jmp));
 	memcpy(ram + CODE + 3, &rel, sizeof(rel));
-	regs(v)->rip = CODE;
-	regs(v)->rsp = STACK;
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
-	stepping_before_run(v);
+	pair_again(v, false);
 	assert_int_equal(v->step.shadowed.kind, STEP_BRANCH);
 	/* What the stack holds there looks like a trap's frame of the JMP: left alone. */
 	frame[1] = CODE + 7;
-	memcpy(ram + STACK - 48, frame, sizeof(frame));
-	regs(v)->rsp = STACK - 48;
-	step_to(v, HANDLER(X86_VEC_GP), DR6_STEP);
+	pair_stops_at_handler(v, X86_VEC_GP, frame, 6);
 	assert_true(word_at(STACK - 24) & X86_RFLAGS_TF);
 	assert_false(v->step.guest_tf);
 	assert_false(v->step.shadowed_faulted);

@@ -5,26 +5,7 @@
  * printed #DB/#BP log are counted from.
  */
 #include "percpu.h"
-
-#define TF 0x100
-
-.macro TF_ON
-	pushfq
-	orq $TF, (%rsp)
-	popfq
-.endm
-
-.macro TF_OFF
-	pushfq
-	andq $~TF, (%rsp)
-	popfq
-.endm
-
-.macro SEQ name
-	.globl \name, \name\()_start
-\name:
-\name\()_start:
-.endm
+#include "seq.h"
 
 	.data
 	.p2align 3
@@ -141,21 +122,14 @@ SEQ seq_movss_iretq
 	ret
 
 /* The same in compatibility mode, with POP SS and IRETD (a frame of three). */
-#define SEL_K_CODE32 0x38
 	.data
-seq_iretd_back:	.long 4f
+	.p2align 3
+seq_iretd_back:	.long seq_iretd_back_to
 		.word 0x08
 	.text
 SEQ seq_popss_iretd_compat
-	pushq %rbx
-	movl $0x10, %eax	/* flat kernel data: a null DS faults outside 64-bit mode */
-	movl %eax, %ds
-	pushq $SEL_K_CODE32
-	leaq 1f(%rip), %rax
-	pushq %rax
-	lretq
-	.code32
-1:	cmpl $0, sc_tf
+	COMPAT_ENTER
+	cmpl $0, sc_tf
 	je 2f
 	pushfl
 	orl $TF, (%esp)
@@ -173,12 +147,7 @@ SEQ seq_popss_iretd_compat
 	pushfl
 	andl $~TF, (%esp)
 	popfl
-	ljmp *%cs:seq_iretd_back
-	.code64
-4:	xorl %eax, %eax
-	movl %eax, %ds
-	popq %rbx
-	ret
+	COMPAT_LEAVE seq_iretd_back
 
 /* STI's shadow, which holds the step trap on some CPUs (the lab's) as MOV SS's does. */
 SEQ seq_sti_pushf

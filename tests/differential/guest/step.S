@@ -4,25 +4,7 @@
  * function taking the split operand's address in %rdi; its *_start label is
  * where RIPs in the printed #DB/#BP log are counted from.
  */
-#define TF 0x100
-
-.macro TF_ON
-	pushfq
-	orq $TF, (%rsp)
-	popfq
-.endm
-
-.macro TF_OFF
-	pushfq
-	andq $~TF, (%rsp)
-	popfq
-.endm
-
-.macro SEQ name
-	.globl \name, \name\()_start
-\name:
-\name\()_start:
-.endm
+#include "seq.h"
 
 	.text
 	.code64
@@ -141,22 +123,14 @@ SEQ seq_200_mixed
  * MOV SS too. Entered and left by far transfers; #DB is handled in 64-bit
  * mode and returns here.
  */
-#define SEL_K_CODE32 0x38
 	.data
 	.p2align 3
-seq_popss_back:	.long 2f
+seq_popss_back:	.long seq_popss_back_to
 		.word 0x08
 	.text
 SEQ seq_tf_popss_compat
-	pushq %rbx
-	movl $0x10, %eax	/* flat kernel data: a null DS faults outside 64-bit mode */
-	movl %eax, %ds
-	pushq $SEL_K_CODE32
-	leaq 1f(%rip), %rax
-	pushq %rax
-	lretq
-	.code32
-1:	pushfl
+	COMPAT_ENTER
+	pushfl
 	orl $TF, (%esp)
 	popfl
 	nop
@@ -171,12 +145,7 @@ SEQ seq_tf_popss_compat
 	pushfl
 	andl $~TF, (%esp)
 	popfl
-	ljmp *%cs:seq_popss_back
-	.code64
-2:	xorl %eax, %eax
-	movl %eax, %ds
-	popq %rbx
-	ret
+	COMPAT_LEAVE seq_popss_back
 
 /*
  * A #GP handler whose first and third instructions are split locks, then
