@@ -385,16 +385,21 @@ static bool kvm_emulates_access(struct vcpu *v, const uint8_t *bytes, size_t n)
 }
 
 /*
- * A fault forecast for the instruction at RIP: step with a breakpoint on
- * its handler too (docs/design.md, "Forecast"). false: plain stepping.
+ * A fault forecast for the instruction of `bytes` at rip (the one at RIP,
+ * or the one behind MOV SS, which runs in its step): step with a
+ * breakpoint on its handler too (docs/design.md, "Forecast"). false:
+ * plain stepping.
  */
-static bool predicted(struct vcpu *v, const uint8_t *bytes, size_t n)
+static bool predicted(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n)
 {
 	struct emulate_snapshot snap = snapshot(v);
 	uint64_t handler, la;
 	unsigned slot;
 	uint16_t sel;
-	int vector = emulate_predict_fault(&snap, bytes, n, NULL);
+	int vector;
+
+	snap.regs.rip = rip;
+	vector = emulate_predict_fault(&snap, bytes, n, NULL);
 
 	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler, &slot, &sel) ||
 	    !handler_la(v, sel, handler, &la))
@@ -1056,6 +1061,25 @@ static void classify_shadowed(struct vcpu *v, const uint8_t *mov)
 	s->shadowed_faulted = false;
 	s->shadowed_frame_valid = s->shadowed.kind == STEP_IRET &&
 				  shadowed_iret_frame(v, mov, s->shadowed_frame);
+}
+
+/*
+ * The forecast for the instruction behind MOV SS or POP SS, which runs in
+ * their step: where the CPU does not stop at its handler with the trap
+ * MOV SS held (QEMU's TCG drops it), the breakpoint does. Its operand is
+ * forecast with SS as it was: a wrong forecast costs nothing but itself.
+ */
+static bool predicted_behind(struct vcpu *v)
+{
+	const struct step_state *s = &v->step;
+	uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
+	uint8_t next[DECODE_INSN_MAX];
+	size_t n;
+
+	if (s->insn.kind != STEP_MOV_SS || !s->shadowed.falls)
+		return false;
+	n = read_code(v, at, next);
+	return predicted(v, at, next, n);
 }
 
 /* SYSCALL saved the hardware's RFLAGS in R11, the VMM's TF in it: the guest's goes there. */
@@ -2051,7 +2075,8 @@ again:
 	 * come (docs/design.md, "An MSR access KVM fails by itself"), and for
 	 * an MMIO access with the guest's TF, whose frame must hold it.
 	 */
-	if (!(vm->step_hwbp && s->insn.falls && predicted(v, bytes, n)) &&
+	if (!(vm->step_hwbp && (s->insn.falls ? predicted(v, regs->rip, bytes, n)
+					      : predicted_behind(v))) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
 		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||
 		    (s->tf_at_start && kvm_emulates_access(v, bytes, n))))

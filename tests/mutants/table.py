@@ -497,7 +497,17 @@ MUTANTS = [
                    "\t\tenum shadowed_end behind = shadowed_end(v);",
                    "\t\tenum shadowed_end behind = shadowed_end(v) * 0;")],
         "unit": ["stepping"],
-        "tests": [],
+        "tests": ["diff-event-mov-ss-shadow-fault-frame"],
+    },
+    {
+        "name": "movss-fault-not-forecast",
+        "what": "with breakpoints, the fault of the instruction behind MOV SS is not "
+                "forecast: where the CPU does not stop at its handler (QEMU's TCG), the "
+                "handler runs unwatched and its frame shows the VMM's TF",
+        "edits": [("src/vmm/stepping.c", "\treturn predicted(v, at, next, n);",
+                   "\treturn n > DECODE_INSN_MAX && predicted(v, at, next, n);")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-shadow-fault-frame"],
     },
     {
         "name": "movss-int3-unwatched",

@@ -1922,6 +1922,37 @@ static void movss_shadowed_fault(void **state)
 }
 
 /*
+ * With breakpoints, the fault of the instruction behind MOV SS is forecast
+ * (a non-canonical operand: #GP): the breakpoint on the handler stops the
+ * pair there where the CPU does not, and the frame gets the guest's TF.
+ */
+static void movss_shadowed_fault_forecast(void **state)
+{
+	static const uint8_t mov[] = { 0x8b, 0x00 };	/* mov (%rax), %eax */
+	uint64_t frame[6] = { 0, CODE + 2, BOOT_SEL_CODE64,
+			      X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_TF, STACK, BOOT_SEL_DATA };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	regs(v)->rax = 0x8000000000000000ull;
+	v = movss_then(mov, sizeof(mov), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+	assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_GP));
+	memcpy(ram + STACK - 48, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 48;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	step_to(v, HANDLER(X86_VEC_GP), X86_DR6_ACTIVE_LOW | v->step.hw.mine);
+	assert_frame_tf_clear(v);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	/* A canonical operand: no forecast. */
+	regs(v)->rax = STACK;
+	pair_again(v, false);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+}
+
+/*
  * SYSENTER behind MOV SS, which may go anywhere: its #GP (SYSENTER_CS 0)
  * is told by a frame of its own RIP at the handler; a JMP to the handler's
  * address is no fault, whatever the stack holds.
@@ -3359,6 +3390,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_sysenter_fault, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_shadowed_fault_forecast, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

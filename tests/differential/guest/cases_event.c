@@ -32,6 +32,9 @@ SEQ(seq_movss_syscall0);
 SEQ(seq_movss_int3);
 SEQ(seq_movss_iretq);
 SEQ(seq_popss_iretd_compat);
+SEQ(seq_movss_gp);
+void gp_skip_stub(void);
+extern uint64_t skip_rflags;
 uint64_t seq_sti_pushf(void);
 void sc_entry0(void);
 void sc_entry3(void);
@@ -201,6 +204,34 @@ static int movss_shadow_iret(const struct boot_info *bi)
 								 : seq_movss_iretq_start));
 		}
 	}
+	dbg_reset();
+	return 0;
+}
+
+/*
+ * A #GP of the instruction behind MOV SS: its frame holds the guest's TF
+ * as the instruction began, and the guest's own stepping goes on after its
+ * handler returns as on the CPU. Emulate stops at the handler with a
+ * breakpoint where the CPU does not with the trap MOV SS held (QEMU's TCG
+ * drops it), hence --needs hw_breakpoint.
+ */
+static int movss_shadow_fault(const struct boot_info *bi)
+{
+	struct gate saved = idt()[13];
+
+	(void)bi;
+	idt()[13] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
+	for (int tf = 0; tf < 2; tf++) {
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_tf = (uint64_t)tf;
+		skip_rflags = 0;
+		seq_movss_gp();
+		printf("#gp behind mov ss, tf %d: frame tf %d\n", tf, (int)((skip_rflags >> 8) & 1));
+		dbg_print(tf ? "#gp behind mov ss, tf 1" : "#gp behind mov ss, tf 0",
+			  (uint64_t)seq_movss_gp_start);
+	}
+	idt()[13] = saved;
 	dbg_reset();
 	return 0;
 }
@@ -520,6 +551,7 @@ static const struct diff_case cases[] = {
 	{ "event-mov-ss-shadow-saves-flags", movss_shadow_flags },
 	{ "event-mov-ss-shadow-int3-frame", movss_shadow_int3 },
 	{ "event-mov-ss-shadow-iret-loads-tf", movss_shadow_iret },
+	{ "event-mov-ss-shadow-fault-frame", movss_shadow_fault },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },

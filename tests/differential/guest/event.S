@@ -16,6 +16,8 @@ sc_tf:		.quad 0		/* run the sequence with the guest's TF */
 	.globl ev_frames, ev_nframes
 ev_frames:	.skip 8 * 6 * 8	/* vector, then 5 words at RSP, per event */
 ev_nframes:	.quad 0
+	.globl skip_rflags
+skip_rflags:	.quad 0		/* gp_skip_stub: the RFLAGS its frame held */
 	.globl df_hit, df_resume_rsp
 df_hit:		.quad 0
 df_resume_rsp:	.quad 0
@@ -148,6 +150,30 @@ SEQ seq_popss_iretd_compat
 	andl $~TF, (%esp)
 	popfl
 	COMPAT_LEAVE seq_iretd_back
+
+/*
+ * A #GP behind MOV SS (a non-canonical operand), which runs in MOV SS's
+ * step; gp_skip_stub records its frame's RFLAGS and returns past the
+ * 2-byte instruction.
+ */
+SEQ seq_movss_gp
+	movabsq $0x8000000000000000, %rax
+	MOVSS_SHADOW
+	movl (%rax), %edx
+	nop
+	nop
+	TF_OFF
+	ret
+
+	.globl gp_skip_stub
+gp_skip_stub:
+	pushq %rax
+	movq 32(%rsp), %rax	/* error code, RIP, CS, then RFLAGS */
+	movq %rax, skip_rflags(%rip)
+	addq $2, 16(%rsp)
+	popq %rax
+	addq $8, %rsp
+	iretq
 
 /* STI's shadow, which holds the step trap on some CPUs (the lab's) as MOV SS's does. */
 SEQ seq_sti_pushf
