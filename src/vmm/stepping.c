@@ -61,6 +61,16 @@ static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *bu
 	return pagewalk_read_as(&m, &p, la, access, buf, len);
 }
 
+/* 8 bytes of guest memory as the guest reads them (little-endian). */
+static uint64_t le64(const uint8_t b[8])
+{
+	uint64_t w = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		w |= (uint64_t)b[i] << (8 * i);
+	return w;
+}
+
 /*
  * The bytes of the instruction at CS:rip, up to 15; outside 64-bit code
  * none past CS's limit, whose fetch is a #GP (emulate.c's fetch() too).
@@ -204,9 +214,7 @@ static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel
 	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, p, desc_la, 0, desc_w) != WALK_OK ||
 	    pagewalk_read_as(&m, p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
 		return false;
-	*desc = 0;
-	for (unsigned i = 0; i < 8; i++)
-		*desc |= (uint64_t)raw[i] << (8 * i);
+	*desc = le64(raw);
 	return (*desc & X86_DESC_A) ||
 	       (pagewalk(&m, p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, desc_w) == WALK_OK &&
 		desc_w->gpa < m.size);
@@ -917,17 +925,14 @@ static bool tf_after(struct vcpu *v)
 			read_linear(v, emulate_stack_la(sregs, regs->rflags, at), 0, buf,
 				    insn->opsize) == insn->opsize &&
 			((sregs->efer & X86_EFER_LMA) || !(regs->rflags & X86_RFLAGS_NT));
-		v->step.to = 0;
-		for (unsigned i = 0; i < 8; i++)
-			v->step.to |= (uint64_t)buf[i] << (8 * i);
+		v->step.to = le64(buf);
 		memset(buf, 0, sizeof(buf));
 		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
 		/* fallthrough */
 	case STEP_POPF:
 		in.popped_valid = read_linear(v, emulate_stack_la(&v->run->s.regs.sregs, regs->rflags, at),
 					      0, buf, insn->opsize) == insn->opsize;
-		for (unsigned i = 0; i < 8; i++)
-			in.popped |= (uint64_t)buf[i] << (8 * i);
+		in.popped = le64(buf);
 		break;
 	case STEP_SYSRET:
 		in.r11 = regs->r11;
@@ -1014,11 +1019,7 @@ static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t fra
 			sr.ss.selector = sel;
 			sr.ss.base = (uint64_t)sel << 4;
 		} else if (read_descriptor(v, sel, b, 8)) {
-			uint64_t desc = 0;
-
-			for (unsigned i = 0; i < 8; i++)
-				desc |= (uint64_t)b[i] << (8 * i);
-			step_segment_cache(desc, sel, &sr.ss);
+			step_segment_cache(le64(b), sel, &sr.ss);
 		} else {
 			return false;
 		}
@@ -1029,9 +1030,7 @@ static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t fra
 		if (read_linear(v, emulate_stack_la(&sr, regs->rflags, sp + i * size), 0, b, size) !=
 		    size)
 			return false;
-		frame[i] = 0;
-		for (unsigned j = 0; j < 8; j++)
-			frame[i] |= (uint64_t)b[j] << (8 * j);
+		frame[i] = le64(b);
 	}
 	return true;
 }
@@ -2044,13 +2043,10 @@ again:
 	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp &&
 	    !(s->popped & X86_RFLAGS_RF) && sregs->cs.l && s->insn.opsize == 8) {
 		uint8_t ret[16] = { 0 };
-		uint64_t to = 0;
 
 		if (read_linear(v, regs->rsp, 0, ret, sizeof(ret)) == sizeof(ret) &&
 		    (ret[8] | ret[9] << 8) == sregs->cs.selector) {
-			for (unsigned i = 0; i < 8; i++)
-				to |= (uint64_t)ret[i] << (8 * i);
-			set_hw(v, STEP_DEBUG_WATCH, to, false);
+			set_hw(v, STEP_DEBUG_WATCH, le64(ret), false);
 			return;
 		}
 	}
