@@ -135,7 +135,7 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		}
 		return;
 	case 0x8e:
-		/* MOV Sreg, r/m with reg = 2 (SS). The memory form's length is left unknown. */
+		/* MOV Sreg, r/m with reg = 2 (SS); the memory form's length is left to the decoder. */
 		if (i + 1 < len && ((b[i + 1] >> 3) & 7) == 2) {
 			out->kind = STEP_MOV_SS;
 			if ((b[i + 1] >> 6) == 3)

@@ -971,7 +971,13 @@ static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size
 			struct step_insn *insn)
 {
 	unsigned len;
+	bool falls;
 
+	/* MOV SS from memory: its length, for the instruction behind it; what runs next is that. */
+	if (insn->kind == STEP_MOV_SS && !insn->len) {
+		insn->len = decode_length_memo(&v->lengths, rip, guest_mode(v), bytes, n, &falls);
+		return;
+	}
 	if (insn->rep || (insn->kind != STEP_OTHER && insn->kind != STEP_PUSHF &&
 			  insn->kind != STEP_POPF && insn->kind != STEP_MOV_DR))
 		return;
@@ -985,10 +991,11 @@ static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size
  * The frame an IRET in the shadow of `insn` (MOV SS, POP SS or STI, whose
  * bytes are mov) pops, read before the step: RIP, CS and RFLAGS at SS:RSP
  * as `insn` leaves them. STI changes neither; in 64-bit code SS's base is
- * 0 and MOV SS leaves RSP; elsewhere MOV SS from a register and POP SS load
- * a selector whose base and B bit the pops use (real and virtual-8086
- * mode: the selector times 16). false: not known (MOV SS from memory, a
- * descriptor unreadable).
+ * 0 and MOV SS leaves RSP; elsewhere MOV SS and POP SS load a selector
+ * (from a register, memory or the stack) whose base and B bit the pops
+ * use (real and virtual-8086 mode: the selector times 16). false: not
+ * known (a read that faults, a descriptor unreadable): then MOV SS faulted
+ * and no IRET ran, or the frame is read by neither.
  */
 static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t frame[3])
 {
@@ -1003,15 +1010,26 @@ static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t fra
 		const uint64_t gpr[8] = { regs->rax, regs->rcx, regs->rdx, regs->rbx,
 					  regs->rsp, regs->rbp, regs->rsi, regs->rdi };
 		uint8_t b[8] = { 0 };
+		struct decode_insn m;
+		struct emulate_exception fault;
+		uint64_t la;
+		bool write;
 		uint16_t sel;
 
-		if (mov[s->insn.len - 1] == 0x17) {	/* POP SS, at the old stack's width */
+		if (s->insn.opsize) {	/* POP SS (only it pops), at the old stack's width */
 			uint64_t mask = !real && sr.ss.db ? 0xffffffffull : 0xffffull;
 
 			if (read_linear(v, emulate_stack_la(&sr, regs->rflags, sp), 0, b, 2) != 2)
 				return false;
 			sel = (uint16_t)(b[0] | b[1] << 8);
 			sp = (sp & ~mask) | ((sp + s->insn.opsize) & mask);
+		} else if (!decode_access(guest_mode(v), mov, s->insn.len, &m, &write, NULL)) {
+			/* MOV SS, m16: the word at its operand, through its segment */
+			if (!emulate_linear_access(&m, &sr, regs->rflags, emulate_effective(&m, regs), 2,
+						   false, &la, &fault) ||
+			    read_linear(v, la, 0, b, 2) != 2)
+				return false;
+			sel = (uint16_t)(b[0] | b[1] << 8);
 		} else {	/* MOV SS, r16: its ModR/M ends it */
 			sel = (uint16_t)gpr[mov[s->insn.len - 1] & 7];
 		}
@@ -1063,19 +1081,24 @@ static void classify_shadowed(struct vcpu *v, const uint8_t *mov)
 }
 
 /*
- * The forecast for the instruction behind MOV SS or POP SS, which runs in
- * their step: where the CPU does not stop at its handler with the trap
- * MOV SS held (QEMU's TCG drops it), the breakpoint does. Its operand is
- * forecast with SS as it was: a wrong forecast costs nothing but itself.
+ * The forecast for MOV SS or POP SS (mov) and the instruction behind it,
+ * which runs in their step: MOV SS's own operand first (from memory),
+ * whose fault ends the step before any shadow; then the next one's, where
+ * the CPU does not stop at its handler with the trap MOV SS held (QEMU's
+ * TCG drops it): the breakpoint does. Its operand is forecast with SS as
+ * it was: a wrong forecast costs nothing but itself.
  */
-static bool predicted_behind(struct vcpu *v)
+static bool predicted_pair(struct vcpu *v, const uint8_t *mov, size_t n)
 {
 	const struct step_state *s = &v->step;
 	uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
 	uint8_t next[DECODE_INSN_MAX];
-	size_t n;
 
-	if (s->insn.kind != STEP_MOV_SS || !s->shadowed.falls)
+	if (s->insn.kind != STEP_MOV_SS)
+		return false;
+	if (predicted(v, s->rip, mov, n))
+		return true;
+	if (!s->shadowed.falls)
 		return false;
 	n = read_code(v, at, next);
 	return predicted(v, at, next, n);
@@ -2020,9 +2043,10 @@ again:
 	}
 	/*
 	 * No breakpoint can stop at a handler here: an access certain to fault
-	 * (emulate_predict_fault) is delivered by the VMM, and the handler checked.
+	 * (emulate_predict_fault) is delivered by the VMM, and the handler
+	 * checked. MOV SS from memory too: its read comes before its shadow.
 	 */
-	if (!vm->step_hwbp && s->insn.falls && deliveries < 4) {
+	if (!vm->step_hwbp && (s->insn.falls || s->insn.kind == STEP_MOV_SS) && deliveries < 4) {
 		struct emulate_snapshot snap = snapshot(v);
 		struct emulate_forecast f;
 
@@ -2072,7 +2096,7 @@ again:
 	 * an MMIO access with the guest's TF, whose frame must hold it.
 	 */
 	if (!(vm->step_hwbp && (s->insn.falls ? predicted(v, regs->rip, bytes, n)
-					      : predicted_behind(v))) &&
+					      : predicted_pair(v, bytes, n))) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
 		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||
 		    (s->tf_at_start && kvm_emulates_access(v, bytes, n))))

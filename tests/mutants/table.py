@@ -510,6 +510,47 @@ MUTANTS = [
         "tests": ["diff-event-mov-ss-shadow-fault-frame"],
     },
     {
+        "name": "movss-mem-length-unknown",
+        "what": "MOV SS from memory keeps no length: the instruction behind it is not read, "
+                "so PUSHF pushes the VMM's TF, SYSCALL's R11 holds it, IRET's TF is not "
+                "followed, and each pair is counted unchecked",
+        "edits": [("src/vmm/stepping.c", "\tif (insn->kind == STEP_MOV_SS && !insn->len) {",
+                   "\tif (insn->kind == STEP_MOV_SS && !insn->len && n > DECODE_INSN_MAX) {")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-from-memory-shadow"],
+    },
+    {
+        "name": "movss-mem-selector-unread",
+        "what": "IRET behind MOV SS from memory outside 64-bit code: the selector is taken "
+                "from a register instead of the operand, so the frame is not found and the "
+                "TF it loads is not followed",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\t} else if (!decode_access(guest_mode(v), mov, s->insn.len, &m, &write, NULL)) {",
+                   "\t\t} else if (!decode_access(guest_mode(v), mov, 0, &m, &write, NULL)) {")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-from-memory-shadow"],
+    },
+    {
+        "name": "movss-mem-fault-not-delivered",
+        "what": "without breakpoints, the certain #GP of MOV SS from a non-canonical address "
+                "is left to the CPU: its handler runs unwatched and its frame shows the "
+                "VMM's TF",
+        "edits": [("src/vmm/stepping.c",
+                   "(s->insn.falls || s->insn.kind == STEP_MOV_SS) && deliveries < 4",
+                   "s->insn.falls && deliveries < 4")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-from-memory-shadow"],
+    },
+    {
+        "name": "movss-mem-fault-not-forecast",
+        "what": "with breakpoints, the fault of MOV SS's own memory operand is not forecast: "
+                "its handler is not watched",
+        "edits": [("src/vmm/stepping.c", "\tif (predicted(v, s->rip, mov, n))",
+                   "\tif (n > DECODE_INSN_MAX && predicted(v, s->rip, mov, n))")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
         "name": "movss-int3-unwatched",
         "what": "INT3 behind MOV SS is stepped with the pair even where a breakpoint could "
                 "watch its handler: the CPU pushes the VMM's TF",

@@ -2151,6 +2151,110 @@ static void popss_shadowed_iretd(void **state)
 }
 
 /*
+ * MOV SS from memory, whose length the decoder gives: PUSHFQ behind it is
+ * known, its image gets the guest's TF, and nothing runs unchecked.
+ */
+static void movss_mem_shadowed_pushf(void **state)
+{
+	static const uint8_t mov_ss_pushfq[] = { 0x8e, 0x53, 0x10, 0x9c };	/* mov 0x10(%rbx),%ss */
+	uint64_t image = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, mov_ss_pushfq, sizeof(mov_ss_pushfq));
+	regs(v)->rbx = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	assert_int_equal(v->step.insn.len, 3);
+	assert_int_equal(v->step.shadowed.kind, STEP_PUSHF);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	memcpy(ram + STACK - 8, &image, 8);
+	regs(v)->rsp = STACK - 8;
+	step_to(v, CODE + 4, DR6_STEP);
+	assert_int_equal(word_at(STACK - 8), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+}
+
+/*
+ * MOV SS from memory then IRETD in 32-bit protected mode: the selector is
+ * the word at the operand through its segment (FS, based at 0x20000), the
+ * frame at that selector's base (0x10000, GDT 0x30) plus ESP. Past FS's
+ * limit MOV SS itself faults: #GP(0), certain, delivered by the VMM.
+ */
+static void movss_mem_shadowed_iretd(void **state)
+{
+	/* mov %fs:4(%ebx),%ss; iretd */
+	static const uint8_t mov_ss_iretd[] = { 0x64, 0x8e, 0x53, 0x04, 0xcf };
+	const uint64_t data32_at_64k = 0x00cf93010000ffffull;
+	uint32_t frame[3] = { CODE + 0x40, 0x38, X86_RFLAGS_FIXED | X86_RFLAGS_TF };
+	uint16_t sel = 0x30;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	memcpy(ram + BOOT_GDT_ADDR + 0x30, &data32_at_64k, sizeof(data32_at_64k));
+	memcpy(ram + CODE, mov_ss_iretd, sizeof(mov_ss_iretd));
+	sr->fs = (struct kvm_segment){ .selector = 0x10, .base = 0x20000, .db = 1,
+				       .limit = 0xffffffff, .present = 1, .s = 1, .type = 3 };
+	regs(v)->rbx = 0x100;
+	memcpy(ram + 0x20000 + 0x104, &sel, sizeof(sel));
+	memcpy(ram + 0x10000 + STACK, frame, sizeof(frame));
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	assert_int_equal(v->step.insn.len, 4);
+	assert_int_equal(v->step.shadowed.kind, STEP_IRET);
+	assert_true(v->step.shadowed_frame_valid);
+	assert_int_equal(v->step.shadowed_frame[0], CODE + 0x40);
+	regs(v)->rsp = STACK + 12;
+	sr->ss.selector = 0x30;
+	sr->ss.base = 0x10000;
+	sr->cs.selector = 0x38;
+	step_to(v, CODE + 0x40, DR6_STEP);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	v->step.guest_tf = false;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	sr->ss = sr->fs;
+	sr->ss.base = 0;
+	sr->cs.selector = 0x08;
+	sr->fs.limit = 0x103;
+	stepping_before_run(v);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_int_equal(regs(v)->rip, 0x130000);
+}
+
+/*
+ * MOV SS from a non-canonical address faults before any shadow: without
+ * breakpoints the VMM delivers that certain #GP itself; with them the
+ * handler is watched (forecast), as for any access.
+ */
+static void movss_mem_gp(void **state)
+{
+	static const uint8_t mov_ss[] = { 0x8e, 0x10, 0x90 };	/* mov (%rax),%ss; nop */
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, mov_ss, sizeof(mov_ss));
+	regs(v)->rax = 0x8000000000000000ull;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	if (fv.vm.step_hwbp) {
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+		assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_GP));
+		return;
+	}
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(v->stats.faults_delivered, 1);
+	assert_int_equal(word_at(STACK - 40), CODE);
+}
+
+/*
  * RET to a non-canonical address: #GP(0) at the RET, certain, delivered by
  * the VMM (its handler checked), the frame holding the RET's RIP and RSP.
  */
@@ -3391,6 +3495,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_shadowed_fault, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_sysenter_fault, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_fault_forecast, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_mem_shadowed_pushf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_mem_shadowed_pushf, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_mem_shadowed_iretd, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

@@ -33,6 +33,12 @@ SEQ(seq_movss_int3);
 SEQ(seq_movss_iretq);
 SEQ(seq_popss_iretd_compat);
 SEQ(seq_movss_gp);
+uint64_t seq_movss_mem_pushf(void);
+extern char seq_movss_mem_pushf_start[];
+SEQ(seq_movss_mem_syscall0);
+SEQ(seq_movss_mem_iretq);
+SEQ(seq_movss_mem_iretd_compat);
+SEQ(seq_movss_mem_gp);
 void gp_skip_stub(void);
 extern uint64_t skip_rflags;
 uint64_t seq_sti_pushf(void);
@@ -205,6 +211,82 @@ static int movss_shadow_iret(const struct boot_info *bi)
 		}
 	}
 	dbg_reset();
+	return 0;
+}
+
+/*
+ * MOV SS from memory, whose length only a decoder knows, in front of
+ * PUSHFQ, SYSCALL (FMASK 0), IRETQ and (compatibility mode) IRETD, with
+ * and without the guest's TF: as behind MOV SS from a register; and its
+ * own #GP (a non-canonical operand), whose frame holds the guest's TF.
+ * Nothing runs unchecked.
+ */
+static int movss_mem_shadow(const struct boot_info *bi)
+{
+	static const char *const iret[2][2] = {
+		{ "iretq behind mov ss from memory, tf 0 -> 1",
+		  "iretq behind mov ss from memory, tf 1 -> 0" },
+		{ "iretd behind mov ss from memory (compat), tf 0 -> 1",
+		  "iretd behind mov ss from memory (compat), tf 1 -> 0" },
+	};
+	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
+		 fmask = rdmsr(MSR_FMASK), f;
+	struct gate gp = idt()[13];
+
+	(void)bi;
+	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
+	wrmsr(MSR_EFER, efer | EFER_SCE);
+	wrmsr(MSR_LSTAR, (uint64_t)sc_entry0);
+	wrmsr(MSR_FMASK, 0);
+	for (int tf = 0; tf < 2; tf++) {
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_tf = (uint64_t)tf;
+		f = seq_movss_mem_pushf();
+		printf("pushfq behind mov ss from memory, tf %d: pushed tf %d\n", tf,
+		       (int)((f >> 8) & 1));
+		dbg_print(tf ? "pushfq behind mov ss from memory, tf 1"
+			     : "pushfq behind mov ss from memory, tf 0",
+			  (uint64_t)seq_movss_mem_pushf_start);
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_r11 = 0;
+		seq_movss_mem_syscall0();
+		printf("syscall behind mov ss from memory, tf %d: r11 & 0x40702 = %lx\n", tf,
+		       (unsigned long)(sc_r11 & 0x40702));
+		dbg_print(tf ? "syscall behind mov ss from memory, tf 1"
+			     : "syscall behind mov ss from memory, tf 0",
+			  (uint64_t)seq_movss_mem_syscall0_start);
+		for (int compat = 0; compat < 2; compat++) {
+			dbg_reset();
+			dbg_tf_limit = 1000;
+			if (compat)
+				seq_movss_mem_iretd_compat();
+			else
+				seq_movss_mem_iretq();
+			dbg_print(iret[compat][tf], (uint64_t)(compat ? seq_movss_mem_iretd_compat_start
+								     : seq_movss_mem_iretq_start));
+		}
+	}
+	idt()[13] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
+	for (int tf = 0; tf < 2; tf++) {
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_tf = (uint64_t)tf;
+		skip_rflags = 0;
+		seq_movss_mem_gp();
+		printf("#gp of mov ss from memory, tf %d: frame tf %d\n", tf,
+		       (int)((skip_rflags >> 8) & 1));
+		dbg_print(tf ? "#gp of mov ss from memory, tf 1" : "#gp of mov ss from memory, tf 0",
+			  (uint64_t)seq_movss_mem_gp_start);
+	}
+	idt()[13] = gp;
+	dbg_reset();
+	wrmsr(MSR_EFER, efer);
+	wrmsr(MSR_STAR, star);
+	wrmsr(MSR_LSTAR, lstar);
+	wrmsr(MSR_FMASK, fmask);
+	printf("# unchecked runs: 0\n");
 	return 0;
 }
 
@@ -552,6 +634,7 @@ static const struct diff_case cases[] = {
 	{ "event-mov-ss-shadow-int3-frame", movss_shadow_int3 },
 	{ "event-mov-ss-shadow-iret-loads-tf", movss_shadow_iret },
 	{ "event-mov-ss-shadow-fault-frame", movss_shadow_fault },
+	{ "event-mov-ss-from-memory-shadow", movss_mem_shadow },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },

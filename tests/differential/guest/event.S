@@ -152,6 +152,103 @@ SEQ seq_popss_iretd_compat
 	COMPAT_LEAVE seq_iretd_back
 
 /*
+ * The same behind MOV SS from memory (8E /2 with a memory operand), whose
+ * length only a decoder knows: PUSHF and SYSCALL behind a RIP-relative
+ * one, IRETQ behind one that loads the frame's own SS slot.
+ */
+	.data
+	.p2align 1
+movss_sel:	.word 0
+	.text
+.macro MOVSS_MEM_SHADOW
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	movw %ss, movss_sel(%rip)
+	movw movss_sel(%rip), %ss
+.endm
+
+SEQ seq_movss_mem_pushf
+	MOVSS_MEM_SHADOW
+	pushfq
+	popq %rax
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_mem_syscall0
+	MOVSS_MEM_SHADOW
+	syscall
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_mem_iretq
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	movq %rsp, %rax
+	movl %ss, %ecx
+	pushq %rcx
+	pushq %rax
+	pushfq
+	xorq $TF, (%rsp)
+	movl %cs, %edx
+	pushq %rdx
+	leaq 2f(%rip), %rdx
+	pushq %rdx
+	movw 32(%rsp), %ss
+	iretq
+2:	nop
+	nop
+	TF_OFF
+	ret
+
+/* MOV SS from a non-canonical address: its own #GP, no shadow (gp_skip_stub skips its 2 bytes). */
+SEQ seq_movss_mem_gp
+	movabsq $0x8000000000000000, %rax
+	cmpq $0, sc_tf(%rip)
+	je 1f
+	TF_ON
+1:	nop
+	movw (%rax), %ss
+	nop
+	nop
+	TF_OFF
+	ret
+
+/* IRETD behind MOV SS from the stack in compatibility mode: the selector comes through SS. */
+	.data
+	.p2align 3
+seq_mem_iretd_back:	.long seq_mem_iretd_back_to
+		.word 0x08
+	.text
+SEQ seq_movss_mem_iretd_compat
+	COMPAT_ENTER
+	cmpl $0, sc_tf
+	je 2f
+	pushfl
+	orl $TF, (%esp)
+	popfl
+2:	nop
+	pushl %ss
+	pushfl
+	xorl $TF, (%esp)
+	pushl $SEL_K_CODE32
+	pushl $3f
+	movw 12(%esp), %ss
+	iretl
+3:	nop
+	nop
+	pushfl
+	andl $~TF, (%esp)
+	popfl
+	addl $4, %esp
+	COMPAT_LEAVE seq_mem_iretd_back
+
+/*
  * A #GP behind MOV SS (a non-canonical operand), which runs in MOV SS's
  * step; gp_skip_stub records its frame's RFLAGS and returns past the
  * 2-byte instruction.
