@@ -123,14 +123,20 @@ PROBES = [
 # its step: probe_case puts "mov %ss, %ecx; mov %ecx, %ss" before the PUSHF
 # or POPF of some pushf and popf-tf records (class movss-pushf,
 # movss-popf-tf), chosen by the record's own seed so that a seed deals the
-# same records as before.
+# same records as before. Half of those load SS from memory instead (event
+# movss-from-memory): SS stored to the record's operand through EBX and
+# loaded back from it (32-bit addresses in 16-bit code too), a MOV SS whose
+# length only a decoder knows.
 MOVSS = b"\x8c\xd1\x8e\xd1"
+MOVSS_MEM = {16: b"\x8c\xd1\x67\x89\x0b\x67\x8e\x13", 32: b"\x8c\xd1\x89\x0b\x8e\x13"}
 
 
 
 def probe_case(rng, idx, name=None):
     c = Case()
     c.idx = idx
+    # Without a name: the base of another generator's record, which keeps none of the probe.
+    probe = name is not None
     name, insn, modes, cpls = rng.choice([p for p in PROBES if name in (None, p[0])])
     c.mode, c.cpl = rng.choice(modes), rng.choice(cpls)
     c.form, c.size, c.lock, c.insn = name, 4, False, insn
@@ -142,10 +148,16 @@ def probe_case(rng, idx, name=None):
     c.regs[R_FLAGS] = rng.getrandbits(12) & 0x8d5
     if name == "icebp":
         c.needs = ("icebp",)
-    if name in ("pushf", "popf-tf") and random.Random(c.seed ^ 0x55).random() < 0.4:
-        c.form = "movss-" + name
-        c.insn = insn.replace(b"\x9c", MOVSS + b"\x9c") if name == "pushf" else \
-            insn.replace(b"\x9d", MOVSS + b"\x9d")
+    pick = random.Random(c.seed ^ 0x55)
+    if probe and name in ("pushf", "popf-tf") and pick.random() < 0.4:
+        mov, c.form = MOVSS, "movss-" + name
+        if pick.random() < 0.5:
+            mov = MOVSS_MEM[16 if c.mode == 2 else 32]
+            c.addr_reg, c.placement, c.target = R_BX, "inline", pick.randrange(0, 4000) & ~1
+            c.regs[R_BX] = 0
+            c.events = list(c.events) + ["movss-from-memory"]
+        c.insn = insn.replace(b"\x9c", mov + b"\x9c") if name == "pushf" else \
+            insn.replace(b"\x9d", mov + b"\x9d")
     return c
 
 
@@ -1372,6 +1384,8 @@ def missing_coverage(cov, classes=None):
              for p in cpls if f"{m}/cpl{p}" not in cov["mode"] and not (ia32e_only and i >= 4)]
     if not cov["switch"].get("changed"):
         miss.append("a mode/CPL switch between consecutive records")
+    if "movss-from-memory" not in cov["event"]:
+        miss.append("MOV SS from memory before PUSHF or POPF")
     # mode-switch's programs of each kind: compatibility to 64-bit mode, 16-bit to
     # 32-bit code, real to 16-bit protected mode.
     for kind in ("compat-64-compat",) + (() if ia32e_only else
