@@ -856,10 +856,12 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		    !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57))
 			return X86_VEC_GP;
 	}
-	/* MOV SS, r16/r32 (8E /2, mod 3). */
-	if (c->gpr && !c->real && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
-	    ((b[1] >> 3) & 7) == 2) {
-		uint16_t sel = (uint16_t)c->gpr[b[1] & 7];
+	/* MOV SS, r16/r32 (8E /2, mod 3); from memory and POP SS, the selector the caller read. */
+	bool mov_ss_reg = c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
+			  ((b[1] >> 3) & 7) == 2;
+
+	if (!c->real && (mov_ss_reg || c->ss_sel_valid)) {
+		uint16_t sel = mov_ss_reg ? (uint16_t)c->gpr[b[1] & 7] : c->ss_sel;
 
 		/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
 		if (!(sel & ~(unsigned)X86_SEL_RPL))

@@ -490,6 +490,9 @@ struct step_cpu {
 	bool amd;               /* the guest's CPUID vendor is AMD's (or Hygon's) */
 	bool la57;
 	const uint64_t *gpr;    /* RAX..R15 in encoding order, or NULL */
+	/* The selector MOV SS or POP SS loads, read by the caller (so no fault of that read's comes first). */
+	bool ss_sel_valid;
+	uint16_t ss_sel;
 	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
 	uint64_t ret_target;
 	bool popped_valid;      /* popped: the FLAGS a 16-bit POPF or IRET loads (virtual-8086 mode) */

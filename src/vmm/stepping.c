@@ -997,6 +997,50 @@ static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size
  * known (a read that faults, a descriptor unreadable): then MOV SS faulted
  * and no IRET ran, or the frame is read by neither.
  */
+/*
+ * The selector MOV SS or POP SS (bytes mov, s->insn) loads, read as the
+ * CPU reads it, before any check of its own: from a register (its ModR/M
+ * ends it), from its memory operand through its segment, or from SS:SP
+ * (ESP by SS.B) for POP SS. false where that read faults, or cannot be
+ * made here (its page unmapped, MMIO).
+ */
+static bool ss_selector(struct vcpu *v, const uint8_t *mov, uint16_t *sel)
+{
+	const struct step_state *s = &v->step;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	struct emulate_exception fault;
+	enum decode_mode mode = guest_mode(v);
+	struct decode_insn m = { .seg = DECODE_SEG_SS, .mode = mode };
+	uint8_t b[2];
+	uint64_t ea, la;
+	bool write;
+
+	if (s->insn.kind != STEP_MOV_SS || !s->insn.len)
+		return false;
+	if (s->insn.opsize) {	/* POP SS (only it pops) */
+		ea = sr->ss.db ? (uint32_t)regs->rsp : (uint16_t)regs->rsp;
+		if (!emulate_linear_access(&m, sr, regs->rflags, ea, s->insn.opsize, false, &la,
+					   &fault))
+			return false;
+	} else if (!decode_access(mode, mov, s->insn.len, &m, &write, NULL)) {
+		if (!emulate_linear_access(&m, sr, regs->rflags, emulate_effective(&m, regs), 2, false,
+					   &la, &fault))
+			return false;
+	} else {	/* REX.B, in 64-bit code right before the opcode, extends ModR/M.rm */
+		unsigned rm = mov[s->insn.len - 1] & 7;
+
+		if (mode == DECODE_MODE_64 && s->insn.len >= 3 && (mov[s->insn.len - 3] & 0xf0) == 0x40)
+			rm |= (mov[s->insn.len - 3] & 1u) << 3;
+		*sel = (uint16_t)emulate_reg_get(regs, (int)rm);
+		return true;
+	}
+	if (read_linear(v, la, 0, b, 2) != 2)
+		return false;
+	*sel = (uint16_t)(b[0] | b[1] << 8);
+	return true;
+}
+
 static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t frame[3])
 {
 	const struct step_state *s = &v->step;
@@ -1007,31 +1051,15 @@ static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t fra
 	uint64_t sp = regs->rsp;
 
 	if (s->insn.kind == STEP_MOV_SS && !s->mode.cs_l) {
-		const uint64_t gpr[8] = { regs->rax, regs->rcx, regs->rdx, regs->rbx,
-					  regs->rsp, regs->rbp, regs->rsi, regs->rdi };
 		uint8_t b[8] = { 0 };
-		struct decode_insn m;
-		struct emulate_exception fault;
-		uint64_t la;
-		bool write;
 		uint16_t sel;
 
-		if (s->insn.opsize) {	/* POP SS (only it pops), at the old stack's width */
+		if (!ss_selector(v, mov, &sel))
+			return false;
+		if (s->insn.opsize) {	/* POP SS moved the old stack's pointer, at its width */
 			uint64_t mask = !real && sr.ss.db ? 0xffffffffull : 0xffffull;
 
-			if (read_linear(v, emulate_stack_la(&sr, regs->rflags, sp), 0, b, 2) != 2)
-				return false;
-			sel = (uint16_t)(b[0] | b[1] << 8);
 			sp = (sp & ~mask) | ((sp + s->insn.opsize) & mask);
-		} else if (!decode_access(guest_mode(v), mov, s->insn.len, &m, &write, NULL)) {
-			/* MOV SS, m16: the word at its operand, through its segment */
-			if (!emulate_linear_access(&m, &sr, regs->rflags, emulate_effective(&m, regs), 2,
-						   false, &la, &fault) ||
-			    read_linear(v, la, 0, b, 2) != 2)
-				return false;
-			sel = (uint16_t)(b[0] | b[1] << 8);
-		} else {	/* MOV SS, r16: its ModR/M ends it */
-			sel = (uint16_t)gpr[mov[s->insn.len - 1] & 7];
 		}
 		if (real) {
 			sr.ss.selector = sel;
@@ -1570,6 +1598,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		};
 		uint8_t ret[8];
 
+		c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel);
 		if (c.long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
 			c.ret_valid = true;
 			memcpy(&c.ret_target, ret, 8);

@@ -521,12 +521,13 @@ MUTANTS = [
     },
     {
         "name": "movss-mem-selector-unread",
-        "what": "IRET behind MOV SS from memory outside 64-bit code: the selector is taken "
-                "from a register instead of the operand, so the frame is not found and the "
-                "TF it loads is not followed",
+        "what": "MOV SS from memory outside 64-bit code: the selector is taken from a "
+                "register instead of its operand, so the frame of an IRET behind it is not "
+                "found and the TF it loads is not followed, and a #GP of the selector's is "
+                "judged by that register",
         "edits": [("src/vmm/stepping.c",
-                   "\t\t} else if (!decode_access(guest_mode(v), mov, s->insn.len, &m, &write, NULL)) {",
-                   "\t\t} else if (!decode_access(guest_mode(v), mov, 0, &m, &write, NULL)) {")],
+                   "\t} else if (!decode_access(mode, mov, s->insn.len, &m, &write, NULL)) {",
+                   "\t} else if (!decode_access(mode, mov, 0, &m, &write, NULL)) {")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
@@ -544,9 +545,30 @@ MUTANTS = [
     {
         "name": "movss-mem-fault-not-forecast",
         "what": "with breakpoints, the fault of MOV SS's own memory operand is not forecast: "
-                "its handler is not watched",
+                "its handler is not watched (on the arming lab, where breakpoints work, "
+                "event-mov-ss-from-memory-shadow shows frame tf 1 against the CPU's 0)",
         "edits": [("src/vmm/stepping.c", "\tif (predicted(v, s->rip, mov, n))",
                    "\tif (n > DECODE_INSN_MAX && predicted(v, s->rip, mov, n))")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "movss-selector-unread",
+        "what": "the selector MOV SS from memory or POP SS loads is not read: a #GP it is "
+                "certain to raise is left to the CPU, and without breakpoints its handler "
+                "runs unwatched, its frame showing the VMM's TF",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\tc.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel);",
+                   "\t\tc.ss_sel_valid = false;")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-from-memory-shadow"],
+    },
+    {
+        "name": "movss-rex-b-ignored",
+        "what": "MOV SS from R8-R15: REX.B is ignored and the selector is read from RAX-RDI, "
+                "so a certain #GP is judged by another register's value",
+        "edits": [("src/vmm/stepping.c", "\t\t\trm |= (mov[s->insn.len - 3] & 1u) << 3;",
+                   "\t\t\trm |= 0;")],
         "unit": ["stepping"],
         "tests": [],
     },

@@ -1052,6 +1052,28 @@ static void test_certain_fault(void **state)
 	assert_int_equal(err, 0x10);
 	gpr[0] = 0x10;
 	assert_int_equal(step_certain_fault(mov_ss_ax, 2, &c0, &err), -1);
+	{
+		/*
+		 * POP SS and MOV SS from memory (or with prefixes): the selector
+		 * the caller read, under the same rules; 32-bit code takes no null.
+		 */
+		static const uint8_t pop_ss[] = { 0x17 }, mov_ss_mem[] = { 0x8e, 0x10 };
+		struct step_cpu c32 = c0;
+
+		c32.long64 = false;
+		c32.lma = false;
+		c32.ss_sel_valid = true;
+		c32.ss_sel = 0;
+		assert_int_equal(step_certain_fault(pop_ss, 1, &c32, &err), X86_VEC_GP);
+		assert_int_equal(err, 0);
+		c32.ss_sel = 0x10;
+		assert_int_equal(step_certain_fault(pop_ss, 1, &c32, &err), -1);
+		c32.ss_sel = 0x1000;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &c32, &err), X86_VEC_GP);
+		assert_int_equal(err, 0x1000);
+		c32.ss_sel_valid = false;	/* not read: not certain */
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &c32, &err), -1);
+	}
 	/* Real mode: MOV SS takes any value, HLT and MOV DR at CPL0 run; UD2 is #UD. */
 	{
 		struct step_cpu real = c0;

@@ -2106,35 +2106,55 @@ static void flat32_gate(struct vcpu *v, unsigned vector)
 }
 
 /*
- * POP SS then IRETD in 32-bit protected mode: the frame is at the new
- * SS's base (0x10000, GDT 0x30) plus ESP as POP SS leaves it.
+ * 32-bit protected mode (flat32_gate) with `code` at CODE, which loads SS
+ * with GDT 0x30 (data based at 0x10000) and then IRETDs through the frame
+ * at STACK there, which sets TF.
  */
-static void popss_shadowed_iretd(void **state)
+static void iretd_on_stack_at_64k(struct vcpu *v, const uint8_t *code, size_t n)
 {
-	static const uint8_t pop_ss_iretd[] = { 0x17, 0xcf };
 	const uint64_t data32_at_64k = 0x00cf93010000ffffull;
-	uint32_t frame[3] = { CODE + 0x40, 0x38, X86_RFLAGS_FIXED | X86_RFLAGS_TF }, sel = 0x30;
-	struct vcpu *v = &fv.vm.vcpus[0];
-	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint32_t frame[3] = { CODE + 0x40, 0x38, X86_RFLAGS_FIXED | X86_RFLAGS_TF };
 
-	(void)state;
 	flat32_gate(v, X86_VEC_GP);
 	memcpy(ram + BOOT_GDT_ADDR + 0x30, &data32_at_64k, sizeof(data32_at_64k));
-	memcpy(ram + CODE, pop_ss_iretd, sizeof(pop_ss_iretd));
-	memcpy(ram + STACK - 4, &sel, sizeof(sel));
+	memcpy(ram + CODE, code, n);
 	memcpy(ram + 0x10000 + STACK, frame, sizeof(frame));
-	regs(v)->rsp = STACK - 4;
-	regs(v)->rflags = X86_RFLAGS_FIXED;
-	stepping_before_run(v);
-	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
-	assert_int_equal(v->step.shadowed.kind, STEP_IRET);
-	assert_true(v->step.shadowed_frame_valid);
+}
+
+/* That IRETD completed, at 0x38:CODE + 0x40: the guest's TF is its frame's. */
+static void iretd_at_64k_completes(struct vcpu *v)
+{
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
 	regs(v)->rsp = STACK + 12;
 	sr->ss.selector = 0x30;
 	sr->ss.base = 0x10000;
 	sr->cs.selector = 0x38;
 	step_to(v, CODE + 0x40, DR6_STEP);
 	assert_true(v->step.guest_tf);
+}
+
+/*
+ * POP SS then IRETD in 32-bit protected mode: the frame is at the new
+ * SS's base (0x10000, GDT 0x30) plus ESP as POP SS leaves it.
+ */
+static void popss_shadowed_iretd(void **state)
+{
+	static const uint8_t pop_ss_iretd[] = { 0x17, 0xcf };
+	uint32_t sel = 0x30;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	iretd_on_stack_at_64k(v, pop_ss_iretd, sizeof(pop_ss_iretd));
+	memcpy(ram + STACK - 4, &sel, sizeof(sel));
+	regs(v)->rsp = STACK - 4;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	assert_int_equal(v->step.shadowed.kind, STEP_IRET);
+	assert_true(v->step.shadowed_frame_valid);
+	iretd_at_64k_completes(v);
 
 	/* Through an LDT selector, not read: the frame is not known, TF as it was. */
 	sel = 0x34;
@@ -2186,21 +2206,16 @@ static void movss_mem_shadowed_iretd(void **state)
 {
 	/* mov %fs:4(%ebx),%ss; iretd */
 	static const uint8_t mov_ss_iretd[] = { 0x64, 0x8e, 0x53, 0x04, 0xcf };
-	const uint64_t data32_at_64k = 0x00cf93010000ffffull;
-	uint32_t frame[3] = { CODE + 0x40, 0x38, X86_RFLAGS_FIXED | X86_RFLAGS_TF };
 	uint16_t sel = 0x30;
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 
 	(void)state;
-	flat32_gate(v, X86_VEC_GP);
-	memcpy(ram + BOOT_GDT_ADDR + 0x30, &data32_at_64k, sizeof(data32_at_64k));
-	memcpy(ram + CODE, mov_ss_iretd, sizeof(mov_ss_iretd));
+	iretd_on_stack_at_64k(v, mov_ss_iretd, sizeof(mov_ss_iretd));
 	sr->fs = (struct kvm_segment){ .selector = 0x10, .base = 0x20000, .db = 1,
 				       .limit = 0xffffffff, .present = 1, .s = 1, .type = 3 };
 	regs(v)->rbx = 0x100;
 	memcpy(ram + 0x20000 + 0x104, &sel, sizeof(sel));
-	memcpy(ram + 0x10000 + STACK, frame, sizeof(frame));
 	regs(v)->rsp = STACK;
 	regs(v)->rflags = X86_RFLAGS_FIXED;
 	stepping_before_run(v);
@@ -2209,12 +2224,7 @@ static void movss_mem_shadowed_iretd(void **state)
 	assert_int_equal(v->step.shadowed.kind, STEP_IRET);
 	assert_true(v->step.shadowed_frame_valid);
 	assert_int_equal(v->step.shadowed_frame[0], CODE + 0x40);
-	regs(v)->rsp = STACK + 12;
-	sr->ss.selector = 0x30;
-	sr->ss.base = 0x10000;
-	sr->cs.selector = 0x38;
-	step_to(v, CODE + 0x40, DR6_STEP);
-	assert_true(v->step.guest_tf);
+	iretd_at_64k_completes(v);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 
 	v->step.guest_tf = false;
@@ -2252,6 +2262,49 @@ static void movss_mem_gp(void **state)
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
 	assert_int_equal(v->stats.faults_delivered, 1);
 	assert_int_equal(word_at(STACK - 40), CODE);
+}
+
+/*
+ * MOV SS and POP SS loading a selector that faults, read where the CPU
+ * reads it: from memory (RPL 3 at CPL0: #GP(0x40)), from R8 (REX.B), from
+ * the stack (past the GDT, 32-bit code): certain, delivered by the VMM.
+ */
+static void movss_selector_gp(void **state)
+{
+	static const uint8_t mov_ss_mem[] = { 0x8e, 0x10 }, mov_ss_r8d[] = { 0x41, 0x8e, 0xd0 },
+			     pop_ss[] = { 0x17 };
+	uint16_t sel = 0x43;
+	uint32_t past_gdt = 0x1000;
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, mov_ss_mem, sizeof(mov_ss_mem));
+	memcpy(ram + STACK + 0x100, &sel, sizeof(sel));
+	regs(v)->rax = STACK + 0x100;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(word_at(STACK - 48), 0x40);
+	assert_int_equal(word_at(STACK - 40), CODE);
+
+	memcpy(ram + CODE, mov_ss_r8d, sizeof(mov_ss_r8d));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rax = BOOT_SEL_DATA;
+	regs(v)->r8 = 0x43;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(word_at(STACK - 48), 0x40);
+	assert_int_equal(v->stats.faults_delivered, 2);
+
+	flat32_gate(v, X86_VEC_GP);
+	memcpy(ram + CODE, pop_ss, sizeof(pop_ss));
+	memcpy(ram + STACK - 4, &past_gdt, sizeof(past_gdt));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 4;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(v->stats.faults_delivered, 3);
 }
 
 /*
@@ -3500,6 +3553,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_mem_shadowed_iretd, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_selector_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

@@ -39,6 +39,7 @@ SEQ(seq_movss_mem_syscall0);
 SEQ(seq_movss_mem_iretq);
 SEQ(seq_movss_mem_iretd_compat);
 SEQ(seq_movss_mem_gp);
+SEQ(seq_movss_mem_sel_gp);
 void gp_skip_stub(void);
 extern uint64_t skip_rflags;
 uint64_t seq_sti_pushf(void);
@@ -215,11 +216,33 @@ static int movss_shadow_iret(const struct boot_info *bi)
 }
 
 /*
+ * seq, whose #GP gp_skip_stub steps over, with the guest's TF clear and
+ * set (sc_tf; labels what[0] and what[1]): the frame's TF, and the #DBs.
+ */
+static void gp_skipped(const char *const what[2], void (*seq)(void), const char *start)
+{
+	struct gate saved = idt()[13];
+
+	idt()[13] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
+	for (int tf = 0; tf < 2; tf++) {
+		dbg_reset();
+		dbg_tf_limit = 1000;
+		sc_tf = (uint64_t)tf;
+		skip_rflags = 0;
+		seq();
+		printf("%s: frame tf %d\n", what[tf], (int)((skip_rflags >> 8) & 1));
+		dbg_print(what[tf], (uint64_t)start);
+	}
+	idt()[13] = saved;
+	dbg_reset();
+}
+
+/*
  * MOV SS from memory, whose length only a decoder knows, in front of
  * PUSHFQ, SYSCALL (FMASK 0), IRETQ and (compatibility mode) IRETD, with
  * and without the guest's TF: as behind MOV SS from a register; and its
- * own #GP (a non-canonical operand), whose frame holds the guest's TF.
- * Nothing runs unchecked.
+ * own #GP (a non-canonical operand, a selector past the GDT), whose frame
+ * holds the guest's TF. Nothing runs unchecked.
  */
 static int movss_mem_shadow(const struct boot_info *bi)
 {
@@ -231,7 +254,10 @@ static int movss_mem_shadow(const struct boot_info *bi)
 	};
 	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
 		 fmask = rdmsr(MSR_FMASK), f;
-	struct gate gp = idt()[13];
+	static const char *const gp[2] = { "#gp of mov ss from memory, tf 0",
+					   "#gp of mov ss from memory, tf 1" };
+	static const char *const sel_gp[2] = { "#gp of mov ss loading a selector past the gdt, tf 0",
+					       "#gp of mov ss loading a selector past the gdt, tf 1" };
 
 	(void)bi;
 	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
@@ -268,20 +294,8 @@ static int movss_mem_shadow(const struct boot_info *bi)
 								     : seq_movss_mem_iretq_start));
 		}
 	}
-	idt()[13] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
-	for (int tf = 0; tf < 2; tf++) {
-		dbg_reset();
-		dbg_tf_limit = 1000;
-		sc_tf = (uint64_t)tf;
-		skip_rflags = 0;
-		seq_movss_mem_gp();
-		printf("#gp of mov ss from memory, tf %d: frame tf %d\n", tf,
-		       (int)((skip_rflags >> 8) & 1));
-		dbg_print(tf ? "#gp of mov ss from memory, tf 1" : "#gp of mov ss from memory, tf 0",
-			  (uint64_t)seq_movss_mem_gp_start);
-	}
-	idt()[13] = gp;
-	dbg_reset();
+	gp_skipped(gp, seq_movss_mem_gp, seq_movss_mem_gp_start);
+	gp_skipped(sel_gp, seq_movss_mem_sel_gp, seq_movss_mem_sel_gp_start);
 	wrmsr(MSR_EFER, efer);
 	wrmsr(MSR_STAR, star);
 	wrmsr(MSR_LSTAR, lstar);
@@ -299,22 +313,10 @@ static int movss_mem_shadow(const struct boot_info *bi)
  */
 static int movss_shadow_fault(const struct boot_info *bi)
 {
-	struct gate saved = idt()[13];
+	static const char *const what[2] = { "#gp behind mov ss, tf 0", "#gp behind mov ss, tf 1" };
 
 	(void)bi;
-	idt()[13] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
-	for (int tf = 0; tf < 2; tf++) {
-		dbg_reset();
-		dbg_tf_limit = 1000;
-		sc_tf = (uint64_t)tf;
-		skip_rflags = 0;
-		seq_movss_gp();
-		printf("#gp behind mov ss, tf %d: frame tf %d\n", tf, (int)((skip_rflags >> 8) & 1));
-		dbg_print(tf ? "#gp behind mov ss, tf 1" : "#gp behind mov ss, tf 0",
-			  (uint64_t)seq_movss_gp_start);
-	}
-	idt()[13] = saved;
-	dbg_reset();
+	gp_skipped(what, seq_movss_gp, seq_movss_gp_start);
 	return 0;
 }
 

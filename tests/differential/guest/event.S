@@ -101,7 +101,8 @@ SEQ seq_movss_int3
  * the frame's TF is the opposite of the guest's (sc_tf), so the guest's
  * own stepping starts, or stops after the held trap, at the target.
  */
-SEQ seq_movss_iretq
+/* IRETQ to 2f with the frame's TF flipped, behind `load` (SS in ECX, and in the frame at 32(%rsp)). */
+.macro IRETQ_BEHIND load:vararg
 	cmpq $0, sc_tf(%rip)
 	je 1f
 	TF_ON
@@ -116,12 +117,16 @@ SEQ seq_movss_iretq
 	pushq %rdx
 	leaq 2f(%rip), %rdx
 	pushq %rdx
-	movl %ecx, %ss
+	\load
 	iretq
 2:	nop
 	nop
 	TF_OFF
 	ret
+.endm
+
+SEQ seq_movss_iretq
+	IRETQ_BEHIND movl %ecx, %ss
 
 /* The same in compatibility mode, with POP SS and IRETD (a frame of three). */
 	.data
@@ -129,7 +134,12 @@ SEQ seq_movss_iretq
 seq_iretd_back:	.long seq_iretd_back_to
 		.word 0x08
 	.text
-SEQ seq_popss_iretd_compat
+/*
+ * IRETD to 3f with the frame's TF flipped, behind POP SS (popss 1) or MOV
+ * SS from the copy of SS pushed above the frame (popss 0); back through
+ * `back`.
+ */
+.macro IRETD_BEHIND_COMPAT back, popss
 	COMPAT_ENTER
 	cmpl $0, sc_tf
 	je 2f
@@ -137,19 +147,29 @@ SEQ seq_popss_iretd_compat
 	orl $TF, (%esp)
 	popfl
 2:	nop
+	pushl %ss
 	pushfl
 	xorl $TF, (%esp)
 	pushl $SEL_K_CODE32
 	pushl $3f
+	.if \popss
 	pushl %ss
 	popl %ss
+	.else
+	movw 12(%esp), %ss
+	.endif
 	iretl
 3:	nop
 	nop
 	pushfl
 	andl $~TF, (%esp)
 	popfl
-	COMPAT_LEAVE seq_iretd_back
+	addl $4, %esp
+	COMPAT_LEAVE \back
+.endm
+
+SEQ seq_popss_iretd_compat
+	IRETD_BEHIND_COMPAT seq_iretd_back, 1
 
 /*
  * The same behind MOV SS from memory (8E /2 with a memory operand), whose
@@ -185,30 +205,15 @@ SEQ seq_movss_mem_syscall0
 	ret
 
 SEQ seq_movss_mem_iretq
-	cmpq $0, sc_tf(%rip)
-	je 1f
-	TF_ON
-1:	nop
-	movq %rsp, %rax
-	movl %ss, %ecx
-	pushq %rcx
-	pushq %rax
-	pushfq
-	xorq $TF, (%rsp)
-	movl %cs, %edx
-	pushq %rdx
-	leaq 2f(%rip), %rdx
-	pushq %rdx
-	movw 32(%rsp), %ss
-	iretq
-2:	nop
-	nop
-	TF_OFF
-	ret
+	IRETQ_BEHIND movw 32(%rsp), %ss
 
-/* MOV SS from a non-canonical address: its own #GP, no shadow (gp_skip_stub skips its 2 bytes). */
-SEQ seq_movss_mem_gp
-	movabsq $0x8000000000000000, %rax
+/*
+ * MOV SS from (%rax), set up by `setup`, that faults: #GP, no shadow
+ * (gp_skip_stub skips its 2 bytes). From a non-canonical address, and
+ * loading a selector past the GDT.
+ */
+.macro MOVSS_FROM_RAX_FAULTS setup:vararg
+	\setup
 	cmpq $0, sc_tf(%rip)
 	je 1f
 	TF_ON
@@ -218,6 +223,17 @@ SEQ seq_movss_mem_gp
 	nop
 	TF_OFF
 	ret
+.endm
+
+SEQ seq_movss_mem_gp
+	MOVSS_FROM_RAX_FAULTS movabsq $0x8000000000000000, %rax
+
+	.data
+	.p2align 1
+movss_past_gdt:	.word 0xfff8
+	.text
+SEQ seq_movss_mem_sel_gp
+	MOVSS_FROM_RAX_FAULTS leaq movss_past_gdt(%rip), %rax
 
 /* IRETD behind MOV SS from the stack in compatibility mode: the selector comes through SS. */
 	.data
@@ -226,27 +242,7 @@ seq_mem_iretd_back:	.long seq_mem_iretd_back_to
 		.word 0x08
 	.text
 SEQ seq_movss_mem_iretd_compat
-	COMPAT_ENTER
-	cmpl $0, sc_tf
-	je 2f
-	pushfl
-	orl $TF, (%esp)
-	popfl
-2:	nop
-	pushl %ss
-	pushfl
-	xorl $TF, (%esp)
-	pushl $SEL_K_CODE32
-	pushl $3f
-	movw 12(%esp), %ss
-	iretl
-3:	nop
-	nop
-	pushfl
-	andl $~TF, (%esp)
-	popfl
-	addl $4, %esp
-	COMPAT_LEAVE seq_mem_iretd_back
+	IRETD_BEHIND_COMPAT seq_mem_iretd_back, 0
 
 /*
  * A #GP behind MOV SS (a non-canonical operand), which runs in MOV SS's
