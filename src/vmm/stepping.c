@@ -61,6 +61,23 @@ static size_t read_linear(struct vcpu *v, uint64_t la, unsigned access, void *bu
 	return pagewalk_read_as(&m, &p, la, access, buf, len);
 }
 
+/*
+ * The accessed bits a data read of len bytes at la sets (on both pages,
+ * where it spans two), for a read the VMM made in the CPU's stead.
+ */
+static void read_ad(struct vcpu *v, uint64_t la, unsigned len)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct paging p;
+	struct walk w;
+
+	guest_paging(v, &p);
+	if (pagewalk(&m, &p, la, 0, &w) == WALK_OK)
+		pagewalk_set_ad(&m, &w, false);
+	if ((la ^ (la + len - 1)) >> 12 && pagewalk(&m, &p, la + len - 1, 0, &w) == WALK_OK)
+		pagewalk_set_ad(&m, &w, false);
+}
+
 /* 8 bytes of guest memory as the guest reads them (little-endian). */
 static uint64_t le64(const uint8_t b[8])
 {
@@ -988,23 +1005,14 @@ static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size
 }
 
 /*
- * The frame an IRET in the shadow of `insn` (MOV SS, POP SS or STI, whose
- * bytes are mov) pops, read before the step: RIP, CS and RFLAGS at SS:RSP
- * as `insn` leaves them. STI changes neither; in 64-bit code SS's base is
- * 0 and MOV SS leaves RSP; elsewhere MOV SS and POP SS load a selector
- * (from a register, memory or the stack) whose base and B bit the pops
- * use (real and virtual-8086 mode: the selector times 16). false: not
- * known (a read that faults, a descriptor unreadable): then MOV SS faulted
- * and no IRET ran, or the frame is read by neither.
- */
-/*
  * The selector MOV SS or POP SS (bytes mov, s->insn) loads, read as the
  * CPU reads it, before any check of its own: from a register (its ModR/M
  * ends it), from its memory operand through its segment, or from SS:SP
- * (ESP by SS.B) for POP SS. false where that read faults, or cannot be
- * made here (its page unmapped, MMIO).
+ * (ESP by SS.B) for POP SS, at linear *at (~0: a register). false where
+ * that read faults, or cannot be made here (its page unmapped, MMIO).
+ * Protection keys are not applied.
  */
-static bool ss_selector(struct vcpu *v, const uint8_t *mov, uint16_t *sel)
+static bool ss_selector(struct vcpu *v, const uint8_t *mov, uint16_t *sel, uint64_t *at)
 {
 	const struct step_state *s = &v->step;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
@@ -1033,14 +1041,26 @@ static bool ss_selector(struct vcpu *v, const uint8_t *mov, uint16_t *sel)
 		if (mode == DECODE_MODE_64 && s->insn.len >= 3 && (mov[s->insn.len - 3] & 0xf0) == 0x40)
 			rm |= (mov[s->insn.len - 3] & 1u) << 3;
 		*sel = (uint16_t)emulate_reg_get(regs, (int)rm);
+		*at = ~0ull;
 		return true;
 	}
 	if (read_linear(v, la, 0, b, 2) != 2)
 		return false;
 	*sel = (uint16_t)(b[0] | b[1] << 8);
+	*at = la;
 	return true;
 }
 
+/*
+ * The frame an IRET in the shadow of `insn` (MOV SS, POP SS or STI, whose
+ * bytes are mov) pops, read before the step: RIP, CS and RFLAGS at SS:RSP
+ * as `insn` leaves them. STI changes neither; in 64-bit code SS's base is
+ * 0 and MOV SS leaves RSP; elsewhere MOV SS and POP SS load a selector
+ * (from a register, memory or the stack) whose base and B bit the pops
+ * use (real and virtual-8086 mode: the selector times 16). false: not
+ * known (a read that faults, a descriptor unreadable): then MOV SS faulted
+ * and no IRET ran, or the frame is read by neither.
+ */
 static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t frame[3])
 {
 	const struct step_state *s = &v->step;
@@ -1052,9 +1072,10 @@ static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t fra
 
 	if (s->insn.kind == STEP_MOV_SS && !s->mode.cs_l) {
 		uint8_t b[8] = { 0 };
+		uint64_t at;
 		uint16_t sel;
 
-		if (!ss_selector(v, mov, &sel))
+		if (!ss_selector(v, mov, &sel, &at))
 			return false;
 		if (s->insn.opsize) {	/* POP SS moved the old stack's pointer, at its width */
 			uint64_t mask = !real && sr.ss.db ? 0xffffffffull : 0xffffull;
@@ -1514,6 +1535,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
 	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t ss_at = ~0ull;
 	uint32_t err;
 	int vector;
 
@@ -1598,7 +1620,9 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		};
 		uint8_t ret[8];
 
-		c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel);
+		/* From memory only without protection keys, which could fault the read first. */
+		c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&
+				 (ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE));
 		if (c.long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
 			c.ret_valid = true;
 			memcpy(&c.ret_target, ret, 8);
@@ -1616,6 +1640,9 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
 	if (vector == X86_VEC_DB)
 		return reinject_db(v, X86_DR6_BD) ? 1 : -1;
+	/* MOV SS's #GP of its selector comes after the read, which set its accessed bits. */
+	if (vector == X86_VEC_GP && s->insn.kind == STEP_MOV_SS && ss_at != ~0ull)
+		read_ad(v, ss_at, 2);
 	return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 }
 

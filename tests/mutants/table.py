@@ -558,10 +558,27 @@ MUTANTS = [
                 "certain to raise is left to the CPU, and without breakpoints its handler "
                 "runs unwatched, its frame showing the VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tc.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel);",
-                   "\t\tc.ss_sel_valid = false;")],
+                   "\t\tc.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&",
+                   "\t\tc.ss_sel_valid = false && ss_selector(v, bytes, &c.ss_sel, &ss_at) &&")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
+    },
+    {
+        "name": "movss-selector-read-no-ad",
+        "what": "the #GP of a selector MOV SS read from memory is delivered without the "
+                "accessed bits the CPU's read sets in the page tables",
+        "edits": [("src/vmm/stepping.c", "\t\tread_ad(v, ss_at, 2);", "\t\tread_ad(v, ~0ull, 2);")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "movss-selector-pkeys-ignored",
+        "what": "with protection keys on, a selector read from memory is still trusted: a "
+                "#GP is delivered where the read's protection-key #PF may come first",
+        "edits": [("src/vmm/stepping.c", "(ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE))",
+                   "(ss_at == ~0ull || !(sr->cr4 & 0))")],
+        "unit": ["stepping"],
+        "tests": [],
     },
     {
         "name": "movss-rex-b-ignored",

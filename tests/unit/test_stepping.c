@@ -2266,8 +2266,9 @@ static void movss_mem_gp(void **state)
 
 /*
  * MOV SS and POP SS loading a selector that faults, read where the CPU
- * reads it: from memory (RPL 3 at CPL0: #GP(0x40)), from R8 (REX.B), from
- * the stack (past the GDT, 32-bit code): certain, delivered by the VMM.
+ * reads it: from memory (RPL 3 at CPL0: #GP(0x40); the read set its
+ * page's accessed bit, as the CPU's does), from R8 (REX.B), from the
+ * stack (past the GDT, 32-bit code): certain, delivered by the VMM.
  */
 static void movss_selector_gp(void **state)
 {
@@ -2279,13 +2280,24 @@ static void movss_selector_gp(void **state)
 
 	(void)state;
 	memcpy(ram + CODE, mov_ss_mem, sizeof(mov_ss_mem));
-	memcpy(ram + STACK + 0x100, &sel, sizeof(sel));
-	regs(v)->rax = STACK + 0x100;
+	memcpy(ram + 0x300000, &sel, sizeof(sel));	/* PDE 1's page; the frame is in PDE 0's */
+	regs(v)->rax = 0x300000;
 	regs(v)->rflags = X86_RFLAGS_FIXED;
+	clear_pde_ad();
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
 	assert_int_equal(word_at(STACK - 48), 0x40);
 	assert_int_equal(word_at(STACK - 40), CODE);
+	assert_int_equal(pde_ad(1), X86_PTE_A);
+
+	/* With protection keys, which could fault the read first, the CPU says. */
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	v->run->s.regs.sregs.cr4 |= X86_CR4_PKE;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(v->stats.faults_delivered, 1);
+	v->run->s.regs.sregs.cr4 &= ~(uint64_t)X86_CR4_PKE;
 
 	memcpy(ram + CODE, mov_ss_r8d, sizeof(mov_ss_r8d));
 	regs(v)->rip = CODE;
