@@ -66,6 +66,30 @@ static void nothing_unchecked(void)
 }
 
 /* --------------------------------------------------------------- SYSCALL */
+/* The SYSCALL MSRs a case changes, as they were before syscall_on(). */
+struct syscall_msrs {
+	uint64_t efer, star, lstar, fmask;
+};
+
+/* SYSCALL on (EFER.SCE): CS 0x08, SS 0x10; SYSRET: CS 0x23, SS 0x1b. LSTAR and FMASK are the case's. */
+static struct syscall_msrs syscall_on(void)
+{
+	struct syscall_msrs was = { rdmsr(MSR_EFER), rdmsr(MSR_STAR), rdmsr(MSR_LSTAR),
+				    rdmsr(MSR_FMASK) };
+
+	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
+	wrmsr(MSR_EFER, was.efer | EFER_SCE);
+	return was;
+}
+
+static void syscall_off(const struct syscall_msrs *was)
+{
+	wrmsr(MSR_EFER, was->efer);
+	wrmsr(MSR_STAR, was->star);
+	wrmsr(MSR_LSTAR, was->lstar);
+	wrmsr(MSR_FMASK, was->fmask);
+}
+
 static uint64_t user_syscall(uint64_t arg)
 {
 	(void)arg;
@@ -98,23 +122,16 @@ static void syscall_once(const char *what, unsigned cpl, bool tf, uint64_t fmask
 
 static int syscall_r11(const struct boot_info *bi)
 {
-	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
-		 fmask = rdmsr(MSR_FMASK);
+	struct syscall_msrs was = syscall_on();
 
 	(void)bi;
-	/* SYSCALL: CS 0x08, SS 0x10; SYSRET: CS 0x23, SS 0x1b. */
-	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
-	wrmsr(MSR_EFER, efer | EFER_SCE);
 	syscall_once("syscall cpl0 fmask 0, tf 0", 0, false, 0);
 	syscall_once("syscall cpl0 fmask tf, tf 0", 0, false, 0x100);
 	syscall_once("syscall cpl0 fmask 0, tf 1", 0, true, 0);
 	syscall_once("syscall cpl0 fmask tf, tf 1", 0, true, 0x100);
 	syscall_once("syscall cpl3 fmask 0, tf 0", 3, false, 0);
 	syscall_once("syscall cpl3 fmask 0x200, tf 1", 3, true, 0x200);
-	wrmsr(MSR_EFER, efer);
-	wrmsr(MSR_STAR, star);
-	wrmsr(MSR_LSTAR, lstar);
-	wrmsr(MSR_FMASK, fmask);
+	syscall_off(&was);
 	nothing_unchecked();
 	return 0;
 }
@@ -127,8 +144,8 @@ static int syscall_r11(const struct boot_info *bi)
  */
 static int movss_shadow_flags(const struct boot_info *bi)
 {
-	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
-		 fmask = rdmsr(MSR_FMASK), f;
+	struct syscall_msrs was;
+	uint64_t f;
 
 	(void)bi;
 	for (int tf = 0; tf < 2; tf++) {
@@ -146,8 +163,7 @@ static int movss_shadow_flags(const struct boot_info *bi)
 	dbg_print("popfq setting tf behind mov ss", (uint64_t)seq_movss_popf_tf_start);
 	f = seq_sti_pushf();
 	printf("pushfq behind sti: pushed tf %d, if %d\n", (int)((f >> 8) & 1), (int)((f >> 9) & 1));
-	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
-	wrmsr(MSR_EFER, efer | EFER_SCE);
+	was = syscall_on();
 	wrmsr(MSR_LSTAR, (uint64_t)sc_entry0);
 	for (int tf = 0; tf < 2; tf++) {
 		dbg_reset();
@@ -162,10 +178,7 @@ static int movss_shadow_flags(const struct boot_info *bi)
 			  (uint64_t)seq_movss_syscall0_start);
 	}
 	dbg_reset();
-	wrmsr(MSR_EFER, efer);
-	wrmsr(MSR_STAR, star);
-	wrmsr(MSR_LSTAR, lstar);
-	wrmsr(MSR_FMASK, fmask);
+	syscall_off(&was);
 	return 0;
 }
 
@@ -252,16 +265,15 @@ static int movss_mem_shadow(const struct boot_info *bi)
 		{ "iretd behind mov ss from memory (compat), tf 0 -> 1",
 		  "iretd behind mov ss from memory (compat), tf 1 -> 0" },
 	};
-	uint64_t efer = rdmsr(MSR_EFER), star = rdmsr(MSR_STAR), lstar = rdmsr(MSR_LSTAR),
-		 fmask = rdmsr(MSR_FMASK), f;
+	struct syscall_msrs was;
+	uint64_t f;
 	static const char *const gp[2] = { "#gp of mov ss from memory, tf 0",
 					   "#gp of mov ss from memory, tf 1" };
 	static const char *const sel_gp[2] = { "#gp of mov ss loading a selector past the gdt, tf 0",
 					       "#gp of mov ss loading a selector past the gdt, tf 1" };
 
 	(void)bi;
-	wrmsr(MSR_STAR, (0x10ull << 48) | (0x08ull << 32));
-	wrmsr(MSR_EFER, efer | EFER_SCE);
+	was = syscall_on();
 	wrmsr(MSR_LSTAR, (uint64_t)sc_entry0);
 	wrmsr(MSR_FMASK, 0);
 	for (int tf = 0; tf < 2; tf++) {
@@ -296,11 +308,8 @@ static int movss_mem_shadow(const struct boot_info *bi)
 	}
 	gp_skipped(gp, seq_movss_mem_gp, seq_movss_mem_gp_start);
 	gp_skipped(sel_gp, seq_movss_mem_sel_gp, seq_movss_mem_sel_gp_start);
-	wrmsr(MSR_EFER, efer);
-	wrmsr(MSR_STAR, star);
-	wrmsr(MSR_LSTAR, lstar);
-	wrmsr(MSR_FMASK, fmask);
-	printf("# unchecked runs: 0\n");
+	syscall_off(&was);
+	nothing_unchecked();
 	return 0;
 }
 
