@@ -867,9 +867,19 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		if (!(sel & ~(unsigned)X86_SEL_RPL))
 			return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP
 											   : -1;
-		*err = sel & 0xfffc;
-		if ((sel & X86_SEL_RPL) != c->cpl || (!(sel & X86_SEL_TI) && (sel | 7u) > c->gdt_limit))
+		if (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||
+		    (sel & X86_SEL_RPL) != c->cpl)
 			return X86_VEC_GP;
+		/* Then its descriptor: a writable data segment at the CPL's DPL, present. */
+		if (c->ss_desc_valid) {
+			uint64_t d = c->ss_desc;
+
+			if (!(d & X86_DESC_S) || (d & X86_DESC_CODE) || !(d & X86_DESC_W) ||
+			    ((d >> X86_DESC_DPL_SHIFT) & 3) != c->cpl)
+				return X86_VEC_GP;
+			if (!(d & X86_DESC_P))
+				return X86_VEC_SS;
+		}
 		*err = 0;
 	}
 	/*

@@ -493,6 +493,9 @@ struct step_cpu {
 	/* The selector MOV SS or POP SS loads, read by the caller (so no fault of that read's comes first). */
 	bool ss_sel_valid;
 	uint16_t ss_sel;
+	/* Its descriptor, read by the caller as the CPU reads it (ss_sel_valid too). */
+	bool ss_desc_valid;
+	uint64_t ss_desc;
 	bool ret_valid;         /* ret_target holds the 8 bytes at RSP */
 	uint64_t ret_target;
 	bool popped_valid;      /* popped: the FLAGS a 16-bit POPF or IRET loads (virtual-8086 mode) */
@@ -508,8 +511,10 @@ struct step_cpu {
  * first): UD2 and a LOCK the instruction does not take (#UD, every mode); MOV DR with DR7.GD at CPL0 (#DB, DR6.BD); HLT, MOV DR
  * (DR7.GD clear), and CLI/STI above IOPL at CPL > 0 (#GP(0)); in 64-bit code a RET, or a JMP/CALL through a
  * register, to a non-canonical address (#GP(0)); MOV SS from a register
- * with a null selector at CPL3 or outside 64-bit code (#GP(0)), a selector
- * past the GDT, or an RPL other than the CPL (#GP(selector)); JMP and CALL
+ * (or the selector ss_sel) with a null selector at CPL3 or outside 64-bit
+ * code (#GP(0)), a selector past its table, an RPL other than the CPL, or
+ * (ss_desc) a descriptor that is no writable data segment or whose DPL is
+ * not the CPL (#GP(selector)), or one not present (#SS(selector)); JMP and CALL
  * far direct in protected mode to a null selector (#GP(0)) or one past its
  * table, or into no LDT (#GP(selector)); SYSEXIT above CPL0 (#GP(0)); SYSENTER in
  * long mode on AMD; in virtual-8086 mode below IOPL 3 (vol. 3 20.2.7,

@@ -237,22 +237,34 @@ static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel
 		desc_w->gpa < m.size);
 }
 
+/* The linear address of the GDT or LDT entry sel names. */
+static uint64_t descriptor_la(struct vcpu *v, uint16_t sel)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+
+	return (sel & X86_SEL_TI ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u);
+}
+
 /*
  * size bytes (8, or 16 for a system descriptor in long mode) of the GDT or
- * LDT entry sel names; false: past the table's limit, or unreadable.
+ * LDT entry sel names; false: past the table's limit, or unreadable. The
+ * read is the CPU's implicit supervisor access (SDM vol. 3 4.6): SMAP
+ * applies whatever RFLAGS.AC, and a user page under CR4.PKE is read only
+ * where no PKRU could deny it (the guest's is not known here).
  */
 static bool read_descriptor(struct vcpu *v, uint16_t sel, uint8_t *d, unsigned size)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	bool ldt = sel & X86_SEL_TI;
 	struct paging p;
 
 	guest_paging(v, &p);
-	p.cpl = 0;	/* the CPU reads descriptor tables as a supervisor */
-	return (sel | 7u) + (size - 8) <= (ldt ? sregs->ldt.limit : sregs->gdt.limit) &&
-	       pagewalk_read_as(&m, &p, (ldt ? sregs->ldt.base : sregs->gdt.base) + (sel & ~7u), 0,
-				d, size) == size;
+	p.cpl = 0;
+	p.ac = false;
+	p.pkru = 0x55555555;	/* access disabled for every key */
+	return (sel | 7u) + (size - 8) <=
+		       (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) &&
+	       pagewalk_read_as(&m, &p, descriptor_la(v, sel), 0, d, size) == size;
 }
 
 /* vector's IDT entry in the format the CPU reads; false: beyond the limit or unreadable. */
@@ -1535,7 +1547,6 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
 	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
-	uint64_t ss_at = ~0ull;
 	uint32_t err;
 	int vector;
 
@@ -1618,11 +1629,17 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			.ldt_limit = sr->ldt.unusable || !sr->ldt.present ? -1 : (int64_t)sr->ldt.limit,
 			.lock_ud = decode_lock_faults(guest_mode(v), bytes, n),
 		};
+		uint64_t ss_at = ~0ull;
 		uint8_t ret[8];
 
 		/* From memory only without protection keys, which could fault the read first. */
 		c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&
 				 (ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE));
+		if (c.ss_sel_valid && !c.real && (c.ss_sel & ~X86_SEL_RPL) &&
+		    read_descriptor(v, c.ss_sel, ret, 8)) {
+			c.ss_desc_valid = true;
+			c.ss_desc = le64(ret);
+		}
 		if (c.long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
 			c.ret_valid = true;
 			memcpy(&c.ret_target, ret, 8);
@@ -1636,13 +1653,22 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			c.popped = (uint16_t)(ret[0] | ret[1] << 8);
 		}
 		vector = step_certain_fault(bytes, n, &c, &err);
+		/*
+		 * MOV SS's fault of its selector comes after the reads of the
+		 * selector and of its descriptor (within its table), which set
+		 * their accessed bits.
+		 */
+		if ((vector == X86_VEC_GP || vector == X86_VEC_SS) &&
+		    s->insn.kind == STEP_MOV_SS && c.ss_sel_valid) {
+			if (ss_at != ~0ull)
+				read_ad(v, ss_at, 2);
+			if (c.ss_desc_valid && err)
+				read_ad(v, descriptor_la(v, c.ss_sel), 8);
+		}
 	}
 	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
 	if (vector == X86_VEC_DB)
 		return reinject_db(v, X86_DR6_BD) ? 1 : -1;
-	/* MOV SS's #GP of its selector comes after the read, which set its accessed bits. */
-	if (vector == X86_VEC_GP && s->insn.kind == STEP_MOV_SS && ss_at != ~0ull)
-		read_ad(v, ss_at, 2);
 	return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 }
 

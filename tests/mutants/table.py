@@ -590,6 +590,61 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "movss-descriptor-unread",
+        "what": "the descriptor of the selector MOV SS loads is not read: its #GP (a code, "
+                "system or read-only segment, a DPL not the CPL) and #SS (not present) are "
+                "left to the CPU, and without breakpoints the handler runs unwatched, its "
+                "frame showing the VMM's TF",
+        "edits": [("src/vmm/stepping.c", "\t\t\tc.ss_desc_valid = true;",
+                   "\t\t\tc.ss_desc_valid = false;")],
+        "unit": ["step", "stepping"],
+        "tests": ["diff-event-mov-ss-descriptor-faults"],
+    },
+    {
+        "name": "movss-not-present-gp",
+        "what": "a not-present data segment loaded into SS raises #GP instead of #SS",
+        "edits": [("src/vmm/step.c", "\t\t\t\treturn X86_VEC_SS;",
+                   "\t\t\t\treturn X86_VEC_GP;")],
+        "unit": ["step", "stepping"],
+        "tests": ["diff-event-mov-ss-descriptor-faults"],
+    },
+    {
+        "name": "movss-ldt-unchecked",
+        "what": "an SS selector into the LDT is judged against the GDT's limit: with no LDT "
+                "its certain #GP is left to the CPU",
+        "edits": [("src/vmm/step.c",
+                   "\t\tif (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||",
+                   "\t\tif (selector_fault(sel, c->gdt_limit, c->gdt_limit, err) >= 0 ||")],
+        "unit": ["step"],
+        "tests": ["diff-event-mov-ss-descriptor-faults"],
+    },
+    {
+        "name": "movss-descriptor-read-no-ad",
+        "what": "MOV SS's fault of a descriptor is delivered without the accessed bits the "
+                "CPU's read of the GDT sets in the page tables",
+        "edits": [("src/vmm/stepping.c", "\t\t\t\tread_ad(v, descriptor_la(v, c.ss_sel), 8);",
+                   "\t\t\t\tread_ad(v, ~0ull, 8);")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "descriptor-read-smap-ac",
+        "what": "a descriptor table read honours RFLAGS.AC under SMAP, as an explicit access "
+                "would: a MOV SS fault is delivered where the CPU's implicit read of a GDT in "
+                "a user page faults first",
+        "edits": [("src/vmm/stepping.c", "\tp.ac = false;\n\tp.pkru", "\tp.pkru")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "descriptor-read-pkeys-ignored",
+        "what": "a descriptor table read in a user page under CR4.PKE is trusted although "
+                "the guest's PKRU, unknown, may deny it",
+        "edits": [("src/vmm/stepping.c", "\tp.pkru = 0x55555555;", "\tp.pkru = 0;")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
         "name": "movss-int3-unwatched",
         "what": "INT3 behind MOV SS is stepped with the pair even where a breakpoint could "
                 "watch its handler: the CPU pushes the VMM's TF",

@@ -1074,6 +1074,55 @@ static void test_certain_fault(void **state)
 		c32.ss_sel_valid = false;	/* not read: not certain */
 		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &c32, &err), -1);
 	}
+	{
+		/*
+		 * Then its descriptor, where the caller read it: a writable data
+		 * segment at the CPL's DPL (#GP(selector)), present (#SS(selector)).
+		 */
+		static const uint8_t mov_ss_mem[] = { 0x8e, 0x10 };
+		const uint64_t data = 0x00cf93000000ffffull;
+		struct step_cpu cd = c0;
+
+		cd.ss_sel_valid = true;
+		cd.ss_sel = 0x18;
+		cd.ss_desc_valid = true;
+		cd.ss_desc = data;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), -1);
+		cd.ss_desc = data & ~X86_DESC_P;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_SS);
+		assert_int_equal(err, 0x18);
+		cd.ss_desc = data & ~(X86_DESC_P | X86_DESC_W);	/* the type before presence */
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		assert_int_equal(err, 0x18);
+		cd.ss_desc = data | X86_DESC_CODE;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		cd.ss_desc = data & ~X86_DESC_S;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		cd.ss_desc = data | 1ull << X86_DESC_DPL_SHIFT;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		cd.ss_desc_valid = false;	/* not read: not certain */
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), -1);
+		/* CPL3 and a DPL3 descriptor through its RPL3 selector. */
+		cd.cpl = 3;
+		cd.ss_sel = 0x1b;
+		cd.ss_desc_valid = true;
+		cd.ss_desc = data | 3ull << X86_DESC_DPL_SHIFT;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), -1);
+		cd.ss_desc = data;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		assert_int_equal(err, 0x18);
+		/* An LDT selector with no LDT, then past the LDT's limit. */
+		cd.cpl = 0;
+		cd.ss_sel = 0x1c;
+		cd.ss_desc_valid = false;
+		cd.ldt_limit = -1;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		assert_int_equal(err, 0x1c);
+		cd.ldt_limit = 0x17;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), X86_VEC_GP);
+		cd.ldt_limit = 0x1f;
+		assert_int_equal(step_certain_fault(mov_ss_mem, 2, &cd, &err), -1);
+	}
 	/* Real mode: MOV SS takes any value, HLT and MOV DR at CPL0 run; UD2 is #UD. */
 	{
 		struct step_cpu real = c0;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_size.h"
 #include "capture.h"
 #include "fake_kvm.h"
 #include "splitlock.h"
@@ -41,14 +42,15 @@ static const uint8_t lock_xadd[] = { 0xf0, 0x0f, 0xc1, 0x07 };
 
 /*
  * ncpus vCPUs, the first at CODE (nops), CPL0 in long mode, an IDT of interrupt gates to
- * HANDLER(vector) (nops), a 64-bit code descriptor at BOOT_SEL_CODE64, and
- * the engine set up as vcpu_create() does under emulate.
+ * HANDLER(vector) (nops), a 64-bit code descriptor at BOOT_SEL_CODE64 and
+ * a flat data one at BOOT_SEL_DATA, and the engine set up as vcpu_create()
+ * does under emulate.
  */
 static int setup_vm(bool hwbp, unsigned ncpus)
 {
 	struct fake_vcpu *fc;
 	struct vcpu *v;
-	uint64_t code64 = 0x00af9b000000ffffull;
+	uint64_t code64 = 0x00af9b000000ffffull, data = 0x00cf93000000ffffull;
 
 	if (fake_vm_init(&fv, ncpus, RAM))
 		return -1;
@@ -59,6 +61,7 @@ static int setup_vm(bool hwbp, unsigned ncpus)
 	v = &fv.vm.vcpus[0];
 	fc = fake_vcpu(v);
 	memcpy(ram + BOOT_GDT_ADDR + BOOT_SEL_CODE64, &code64, sizeof(code64));
+	memcpy(ram + BOOT_GDT_ADDR + BOOT_SEL_DATA, &data, sizeof(data));
 	for (unsigned i = 0; i < NGATES; i++) {
 		uint8_t *g = ram + IDT + 16 * i;
 		uint64_t h = HANDLER(i);
@@ -2320,6 +2323,82 @@ static void movss_selector_gp(void **state)
 }
 
 /*
+ * MOV SS of a selector whose descriptor the CPU rejects (SDM vol. 2 MOV):
+ * a code segment, a read-only one, a DPL other than the CPL (#GP(selector)),
+ * a data segment not present (#SS(selector)). Certain, delivered by the
+ * VMM after the descriptor's read, which set the accessed bit of the LDT's
+ * page (PDE 1; the GDT, read for the handler's CS, is in PDE 0). PDE 0
+ * is made a supervisor page: then keys, or SMAP whatever RFLAGS.AC, may
+ * deny the implicit read of the LDT's user page, and the CPU says.
+ */
+static void movss_descriptor_faults(void **state)
+{
+	static const uint8_t mov_ss_eax[] = { 0x8e, 0xd0 };
+	static const struct {
+		uint16_t sel;
+		uint64_t desc;
+		unsigned vector;
+	} cases[] = {
+		{ 0x24, 0x00cf13000000ffffull, X86_VEC_SS },	/* not present */
+		{ 0x2c, 0x00cf91000000ffffull, X86_VEC_GP },	/* read-only */
+		{ 0x34, 0x00cff3000000ffffull, X86_VEC_GP },	/* DPL3 */
+		{ 0x0c, 0x00af9b000000ffffull, X86_VEC_GP },	/* code */
+		{ 0x3c, 0x00cf11000000ffffull, X86_VEC_GP },	/* read-only and not present */
+	};
+	const uint64_t ldt = 0x300000, data = 0x00cf93000000ffffull;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	unsigned delivered = 0;
+	uint64_t pde;
+
+	(void)state;
+	memcpy(&pde, ram + BOOT_PD_ADDR, 8);
+	pde &= ~(uint64_t)X86_PTE_US;
+	memcpy(ram + BOOT_PD_ADDR, &pde, 8);
+	memcpy(ram + CODE, mov_ss_eax, sizeof(mov_ss_eax));
+	sr->ldt = (struct kvm_segment){ .base = ldt, .limit = 0x4f, .type = 2, .present = 1 };
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		memcpy(ram + ldt + (cases[i].sel & ~7u), &cases[i].desc, 8);
+	memcpy(ram + ldt + 0x48, &data, 8);
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		regs(v)->rip = CODE;
+		regs(v)->rsp = STACK;
+		regs(v)->rax = cases[i].sel;
+		clear_pde_ad();
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, HANDLER(cases[i].vector));
+		assert_int_equal(word_at(STACK - 48), cases[i].sel);
+		assert_int_equal(word_at(STACK - 40), CODE);
+		assert_int_equal(pde_ad(1), X86_PTE_A);
+		assert_int_equal(v->stats.faults_delivered, ++delivered);
+	}
+	/* A writable data segment at DPL0, present: loaded, stepped. */
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rax = 0x4c;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	regs(v)->rax = 0x24;
+	sr->cr4 |= X86_CR4_PKE;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	sr->cr4 ^= X86_CR4_PKE | X86_CR4_SMAP;
+	regs(v)->rflags |= X86_RFLAGS_AC;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(v->stats.faults_delivered, delivered);
+	/* With the LDT in a supervisor page, SMAP and keys do not apply. */
+	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
+	pde &= ~(uint64_t)X86_PTE_US;
+	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
+	sr->cr4 |= X86_CR4_PKE;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_SS));
+	assert_int_equal(v->stats.faults_delivered, delivered + 1);
+}
+
+/*
  * RET to a non-canonical address: #GP(0) at the RET, certain, delivered by
  * the VMM (its handler checked), the frame holding the RET's RIP and RSP.
  */
@@ -3566,6 +3645,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_selector_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_descriptor_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

@@ -39,9 +39,12 @@ SEQ(seq_movss_mem_syscall0);
 SEQ(seq_movss_mem_iretq);
 SEQ(seq_movss_mem_iretd_compat);
 SEQ(seq_movss_mem_gp);
-SEQ(seq_movss_mem_sel_gp);
+SEQ(seq_movss_mem_sel);
+SEQ(seq_movss_reg_sel);
+extern uint16_t movss_load;
 void gp_skip_stub(void);
-extern uint64_t skip_rflags;
+void ss_skip_stub(void);
+extern uint64_t skip_rflags, skip_error, skip_vector;
 uint64_t seq_sti_pushf(void);
 void sc_entry0(void);
 void sc_entry3(void);
@@ -229,24 +232,29 @@ static int movss_shadow_iret(const struct boot_info *bi)
 }
 
 /*
- * seq, whose #GP gp_skip_stub steps over, with the guest's TF clear and
- * set (sc_tf; labels what[0] and what[1]): the frame's TF, and the #DBs.
+ * run, whose #GP or #SS the skip stubs step over, with the guest's TF
+ * clear and set (sc_tf; labels what[0] and what[1]): which fault, its
+ * error code and its frame's TF, and the #DBs (from start).
  */
-static void gp_skipped(const char *const what[2], void (*seq)(void), const char *start)
+static void fault_skipped(const char *const what[2], void (*run)(void), const char *start)
 {
-	struct gate saved = idt()[13];
+	struct gate gp = idt()[X86_VEC_GP], ss = idt()[X86_VEC_SS];
 
-	idt()[13] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
+	idt()[X86_VEC_GP] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
+	idt()[X86_VEC_SS] = make_gate((uint64_t)ss_skip_stub, 0x8e, 0);
 	for (int tf = 0; tf < 2; tf++) {
 		dbg_reset();
 		dbg_tf_limit = 1000;
 		sc_tf = (uint64_t)tf;
-		skip_rflags = 0;
-		seq();
-		printf("%s: frame tf %d\n", what[tf], (int)((skip_rflags >> 8) & 1));
+		skip_rflags = skip_error = skip_vector = 0;
+		run();
+		printf("%s: vector %lu error 0x%lx frame tf %d\n", what[tf],
+		       (unsigned long)skip_vector, (unsigned long)skip_error,
+		       (int)((skip_rflags >> 8) & 1));
 		dbg_print(what[tf], (uint64_t)start);
 	}
-	idt()[13] = saved;
+	idt()[X86_VEC_GP] = gp;
+	idt()[X86_VEC_SS] = ss;
 	dbg_reset();
 }
 
@@ -306,8 +314,9 @@ static int movss_mem_shadow(const struct boot_info *bi)
 								     : seq_movss_mem_iretq_start));
 		}
 	}
-	gp_skipped(gp, seq_movss_mem_gp, seq_movss_mem_gp_start);
-	gp_skipped(sel_gp, seq_movss_mem_sel_gp, seq_movss_mem_sel_gp_start);
+	fault_skipped(gp, seq_movss_mem_gp, seq_movss_mem_gp_start);
+	movss_load = 0xfff8;
+	fault_skipped(sel_gp, seq_movss_mem_sel, seq_movss_mem_sel_start);
 	syscall_off(&was);
 	nothing_unchecked();
 	return 0;
@@ -325,7 +334,75 @@ static int movss_shadow_fault(const struct boot_info *bi)
 	static const char *const what[2] = { "#gp behind mov ss, tf 0", "#gp behind mov ss, tf 1" };
 
 	(void)bi;
-	gp_skipped(what, seq_movss_gp, seq_movss_gp_start);
+	fault_skipped(what, seq_movss_gp, seq_movss_gp_start);
+	return 0;
+}
+
+/* MOV SS of movss_load, from AX or from memory, at CPL3. */
+static uint64_t user_movss(uint64_t mem)
+{
+	if (mem)
+		seq_movss_mem_sel();
+	else
+		seq_movss_reg_sel();
+	return 0;
+}
+
+static void movss_reg_cpl3(void)
+{
+	run_user(user_movss, 0, 0);
+}
+
+static void movss_mem_cpl3(void)
+{
+	run_user(user_movss, 1, 0);
+}
+
+/*
+ * MOV SS of a selector whose descriptor the CPU rejects (SDM vol. 2 MOV):
+ * a code segment, a system one, a DPL other than the CPL, a read-only
+ * data segment (#GP(selector)), one not present (#SS(selector)), an LDT
+ * selector with no LDT; from AX and from memory, at CPL0 and CPL3, beside
+ * the selectors the CPU takes. Certain: the VMM delivers each, its frame
+ * holds the guest's TF and nothing runs unchecked.
+ */
+static int movss_descriptor_faults(const struct boot_info *bi)
+{
+	static const struct {
+		uint16_t sel;
+		unsigned cpl;
+		const char *what;
+	} cases[] = {
+		{ SEL_KERNEL_DS, 0, "flat data, dpl0" },
+		{ SEL_KERNEL_CS, 0, "code" },
+		{ SEL_R1_DATA & ~3, 0, "data of dpl1, rpl0" },
+		{ SEL_TSS_A, 0, "a tss" },
+		{ SEL_DATA_RO, 0, "read-only data" },
+		{ SEL_DATA_NP, 0, "data not present" },
+		{ 0x04, 0, "the ldt's first, no ldt" },
+		{ SEL_USER_DS, 3, "flat data, dpl3" },
+		{ SEL_KERNEL_DS | 3, 3, "data of dpl0, rpl3" },
+	};
+	char label[2][96];
+
+	(void)bi;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		for (int mem = 0; mem < 2; mem++) {
+			const char *what[2];
+			void (*run)(void) = cases[i].cpl ? (mem ? movss_mem_cpl3 : movss_reg_cpl3)
+							 : (mem ? seq_movss_mem_sel : seq_movss_reg_sel);
+
+			for (int tf = 0; tf < 2; tf++) {
+				snprintf(label[tf], sizeof(label[tf]),
+					 "mov ss %s 0x%x (%s) at cpl%u, tf %d", mem ? "from memory" : "from ax",
+					 cases[i].sel, cases[i].what, cases[i].cpl, tf);
+				what[tf] = label[tf];
+			}
+			movss_load = cases[i].sel;
+			fault_skipped(what, run, mem ? seq_movss_mem_sel_start : seq_movss_reg_sel_start);
+		}
+	}
+	nothing_unchecked();
 	return 0;
 }
 
@@ -646,6 +723,7 @@ static const struct diff_case cases[] = {
 	{ "event-mov-ss-shadow-iret-loads-tf", movss_shadow_iret },
 	{ "event-mov-ss-shadow-fault-frame", movss_shadow_fault },
 	{ "event-mov-ss-from-memory-shadow", movss_mem_shadow },
+	{ "event-mov-ss-descriptor-faults", movss_descriptor_faults },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },

@@ -151,6 +151,9 @@ static inline struct gate make_gate(uint64_t h, uint8_t type, uint8_t ist)
 #define SEL_R2_CODE16  0x11a
 #define SEL_R1_CODE32B 0x121
 #define SEL_R2_CODE32B 0x12a
+/* What MOV SS rejects: flat data at DPL0, not present (#SS), and read-only (#GP). */
+#define SEL_DATA_NP    0x130
+#define SEL_DATA_RO    0x138
 /* The executor's code segments of each kind, by CPL (RPL = CPL). */
 enum code_kind { CODE_64, CODE_32, CODE_16, CODE_32B };
 uint16_t code_sel(enum code_kind kind, unsigned cpl);

@@ -16,8 +16,10 @@ sc_tf:		.quad 0		/* run the sequence with the guest's TF */
 	.globl ev_frames, ev_nframes
 ev_frames:	.skip 8 * 6 * 8	/* vector, then 5 words at RSP, per event */
 ev_nframes:	.quad 0
-	.globl skip_rflags
-skip_rflags:	.quad 0		/* gp_skip_stub: the RFLAGS its frame held */
+	.globl skip_rflags, skip_error, skip_vector
+skip_rflags:	.quad 0		/* gp_skip_stub, ss_skip_stub: the RFLAGS their frame held */
+skip_error:	.quad 0		/* its error code */
+skip_vector:	.quad 0		/* and which of them ran */
 	.globl df_hit, df_resume_rsp
 df_hit:		.quad 0
 df_resume_rsp:	.quad 0
@@ -208,17 +210,21 @@ SEQ seq_movss_mem_iretq
 	IRETQ_BEHIND movw 32(%rsp), %ss
 
 /*
- * MOV SS from (%rax), set up by `setup`, that faults: #GP, no shadow
- * (gp_skip_stub skips its 2 bytes). From a non-canonical address, and
- * loading a selector past the GDT.
+ * MOV SS from (%rax) (from = mem) or from AX (from = ax), set up by
+ * `setup`, that may fault: #GP or #SS, no shadow (the skip stubs skip its
+ * 2 bytes). From a non-canonical address, and loading movss_load.
  */
-.macro MOVSS_FROM_RAX_FAULTS setup:vararg
+.macro MOVSS_FAULTS from, setup:vararg
 	\setup
 	cmpq $0, sc_tf(%rip)
 	je 1f
 	TF_ON
 1:	nop
+.ifc \from,ax
+	movw %ax, %ss
+.else
 	movw (%rax), %ss
+.endif
 	nop
 	nop
 	TF_OFF
@@ -226,14 +232,18 @@ SEQ seq_movss_mem_iretq
 .endm
 
 SEQ seq_movss_mem_gp
-	MOVSS_FROM_RAX_FAULTS movabsq $0x8000000000000000, %rax
+	MOVSS_FAULTS mem, movabsq $0x8000000000000000, %rax
 
 	.data
 	.p2align 1
-movss_past_gdt:	.word 0xfff8
+	.globl movss_load
+movss_load:	.word 0		/* the selector the next two load */
 	.text
-SEQ seq_movss_mem_sel_gp
-	MOVSS_FROM_RAX_FAULTS leaq movss_past_gdt(%rip), %rax
+SEQ seq_movss_mem_sel
+	MOVSS_FAULTS mem, leaq movss_load(%rip), %rax
+
+SEQ seq_movss_reg_sel
+	MOVSS_FAULTS ax, movzwl movss_load(%rip), %eax
 
 /* IRETD behind MOV SS from the stack in compatibility mode: the selector comes through SS. */
 	.data
@@ -258,10 +268,17 @@ SEQ seq_movss_gp
 	TF_OFF
 	ret
 
-	.globl gp_skip_stub
+/* #SS and #GP: the vector, error code and RFLAGS of the frame; on past 2 bytes. */
+	.globl ss_skip_stub, gp_skip_stub
+ss_skip_stub:
+	movq $12, skip_vector(%rip)
+	jmp 1f
 gp_skip_stub:
-	pushq %rax
-	movq 32(%rsp), %rax	/* error code, RIP, CS, then RFLAGS */
+	movq $13, skip_vector(%rip)
+1:	pushq %rax
+	movq 8(%rsp), %rax	/* error code, RIP, CS, then RFLAGS */
+	movq %rax, skip_error(%rip)
+	movq 32(%rsp), %rax
 	movq %rax, skip_rflags(%rip)
 	addq $2, 16(%rsp)
 	popq %rax

@@ -243,8 +243,11 @@ bool win_read(uint64_t va, void *buf, size_t len)
 }
 
 /* --------------------------------------------------------------- segments */
-/* 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's; 32-37 CPL1-2's code. */
-#define GDT_N 38
+/*
+ * 23-24: cases_gen.c's call gate (SEL_CALLGATE); 25-30 SYSENTER's; 32-37
+ * CPL1-2's code; 38-39 data segments MOV SS rejects.
+ */
+#define GDT_N 40
 static uint64_t gdt[GDT_N] __attribute__((aligned(16)));
 
 struct dtr {
@@ -364,6 +367,8 @@ void gdt_init(void)
 	gdt[SEL_SE_U_CODE >> 3] = 0x00affa000000ffffull;
 	gdt[SEL_SE_U_DATA >> 3] = 0x00cff2000000ffffull;
 	gdt[SEL_K_CODE32C >> 3] = 0x00cf9e000000ffffull;
+	gdt[SEL_DATA_NP >> 3] = 0x00cf12000000ffffull;
+	gdt[SEL_DATA_RO >> 3] = 0x00cf90000000ffffull;
 	seg_set_data(0, 0xffffffff);
 	asm volatile("lgdt %0" : : "m"(d) : "memory");
 }
