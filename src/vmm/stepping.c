@@ -246,11 +246,23 @@ static uint64_t descriptor_la(struct vcpu *v, uint16_t sel)
 }
 
 /*
+ * The CPU's implicit supervisor accesses to its descriptor tables (SDM
+ * vol. 3 4.6): SMAP applies whatever RFLAGS.AC, and a user page under
+ * CR4.PKE is taken only where no PKRU could deny it (the guest's is not
+ * known here).
+ */
+static void descriptor_paging(struct vcpu *v, struct paging *p)
+{
+	guest_paging(v, p);
+	p->cpl = 0;
+	p->ac = false;
+	p->pkru = 0x55555555;	/* access disabled for every key */
+}
+
+/*
  * size bytes (8, or 16 for a system descriptor in long mode) of the GDT or
- * LDT entry sel names; false: past the table's limit, or unreadable. The
- * read is the CPU's implicit supervisor access (SDM vol. 3 4.6): SMAP
- * applies whatever RFLAGS.AC, and a user page under CR4.PKE is read only
- * where no PKRU could deny it (the guest's is not known here).
+ * LDT entry sel names, read as descriptor_paging() has it; false: past the
+ * table's limit, or unreadable.
  */
 static bool read_descriptor(struct vcpu *v, uint16_t sel, uint8_t *d, unsigned size)
 {
@@ -258,10 +270,7 @@ static bool read_descriptor(struct vcpu *v, uint16_t sel, uint8_t *d, unsigned s
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	struct paging p;
 
-	guest_paging(v, &p);
-	p.cpl = 0;
-	p.ac = false;
-	p.pkru = 0x55555555;	/* access disabled for every key */
+	descriptor_paging(v, &p);
 	return (sel | 7u) + (size - 8) <=
 		       (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) &&
 	       pagewalk_read_as(&m, &p, descriptor_la(v, sel), 0, d, size) == size;
@@ -1232,7 +1241,6 @@ static bool shadowed_after(struct vcpu *v)
 	uint64_t at = step_advance(s->rip, s->insn.len, s->mode),
 		 next = step_advance(at, sh->len, s->mode);
 	uint8_t b[8] = { 0 };
-	uint64_t popped = 0;
 
 	if (s->shadowed_faulted)
 		return false;	/* delivery clears it */
@@ -1246,8 +1254,7 @@ static bool shadowed_after(struct vcpu *v)
 		    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp - sh->opsize), 0,
 				b, sh->opsize) != sh->opsize)
 			return s->tf_at_start;
-		memcpy(&popped, b, sizeof(popped));
-		return (popped & X86_RFLAGS_TF) != 0;
+		return (le64(b) & X86_RFLAGS_TF) != 0;
 	case STEP_SYSCALL:
 		/* In 64-bit code only; RCX says it completed, where #UD leaves it. */
 		if (!(sregs->efer & X86_EFER_LMA) || !s->mode.cs_l || regs->rcx != next)
@@ -1535,6 +1542,144 @@ static void branch_targets(struct vcpu *v, const uint8_t *bytes, size_t n, struc
 }
 
 /*
+ * What step_certain_fault() looks at for the instruction `bytes` at RIP,
+ * from the vCPU as it is (gpr: its storage); the selector MOV SS loads is
+ * the caller's to add.
+ */
+static void cpu_for_faults(struct vcpu *v, const uint8_t *bytes, size_t n, uint64_t gpr[16],
+			struct step_cpu *c)
+{
+	const struct step_state *s = &v->step;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	const uint64_t g[16] = {
+		regs->rax, regs->rcx, regs->rdx, regs->rbx, regs->rsp, regs->rbp, regs->rsi,
+		regs->rdi, regs->r8, regs->r9, regs->r10, regs->r11, regs->r12, regs->r13,
+		regs->r14, regs->r15,
+	};
+	uint8_t ret[8];
+
+	memcpy(gpr, g, sizeof(g));
+	*c = (struct step_cpu){
+		.cpl = emulate_cpl(sr, regs->rflags), .dr7 = s->dr7, .rflags = regs->rflags,
+		.cr4 = sr->cr4,
+		.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l, .cs_d = sr->cs.db,
+		.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
+		.real = !(sr->cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM),
+		.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
+		.ldt_limit = sr->ldt.unusable || !sr->ldt.present ? -1 : (int64_t)sr->ldt.limit,
+		.lock_ud = decode_lock_faults(guest_mode(v), bytes, n),
+	};
+	if (c->long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
+		c->ret_valid = true;
+		c->ret_target = le64(ret);
+	}
+	/* The FLAGS a 16-bit POPF (at SP) or IRET (at SP + 4) loads in virtual-8086 mode. */
+	if ((regs->rflags & X86_RFLAGS_VM) && n && (bytes[0] == 0x9d || bytes[0] == 0xcf) &&
+	    read_linear(v, emulate_stack_la(sr, regs->rflags,
+					    (uint16_t)(regs->rsp + (bytes[0] == 0xcf ? 4 : 0))),
+			0, ret, 2) == 2) {
+		c->popped_valid = true;
+		c->popped = (uint16_t)(ret[0] | ret[1] << 8);
+	}
+}
+
+/*
+ * The accessed bits MOV SS's reads set: its selector's from memory (at
+ * ss_at, ~0 for a register) and, with `desc`, its descriptor's.
+ */
+static void mov_ss_read_ad(struct vcpu *v, const struct step_cpu *c, uint64_t ss_at, bool desc)
+{
+	if (ss_at != ~0ull)
+		read_ad(v, ss_at, 2);
+	if (desc)
+		read_ad(v, descriptor_la(v, c->ss_sel), 8);
+}
+
+/*
+ * MOV SS or POP SS (judged by `mov`: no certain fault, its selector at
+ * ss_at or in a register) in front of an instruction that faults (a
+ * certain fault, or its operand's certain #GP or #SS) or raises INT n,
+ * INT3 or INTO: the pair is the VMM's, MOV SS performed as the CPU
+ * performs it (SDM vol. 2 MOV, POP) and the event delivered at the second
+ * instruction. Stepped, the pair runs in one step, and a CPU that does
+ * not stop at the handler with the trap MOV SS held (QEMU's TCG) leaves
+ * the handler unwatched, its frame showing the VMM's TF. Only where MOV
+ * SS is certain to complete (its descriptor read and judged, its accessed
+ * bit writable), with the guest's TF clear (no held trap to place) and
+ * none of its breakpoints enabled. 1: done; 0: stepped as before.
+ */
+static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_at)
+{
+	const struct step_state *s = &v->step;
+	struct kvm_regs *regs = &v->run->s.regs.regs, was = *regs;
+	struct kvm_sregs *sr = &v->run->s.regs.sregs, sr_was = *sr;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint64_t la = descriptor_la(v, mov->ss_sel), gpr[16];
+	uint8_t next[DECODE_INSN_MAX];
+	struct vmm_event e = { .soft = true };
+	struct step_cpu c;
+	struct step_insn nx;
+	struct walk aw;
+	struct paging p;
+	uint32_t err = 0;
+	int vector;
+	size_t n;
+	bool ok, event = false;
+
+	if (s->tf_at_start || !s->dr_valid || (s->dr7 & 0xff) || !mov->ss_desc_valid)
+		return 0;
+	/* The accessed bit the load sets: a supervisor write, as read_descriptor() reads. */
+	descriptor_paging(v, &p);
+	if (!(mov->ss_desc & X86_DESC_A) &&
+	    (pagewalk(&m, &p, la + X86_DESC_A_BYTE, WALK_WRITE, &aw) != WALK_OK || aw.gpa >= m.size))
+		return 0;
+	step_segment_cache(mov->ss_desc, mov->ss_sel, &sr->ss);
+	if (s->insn.opsize) {	/* POP SS: the old stack's pointer, at its width */
+		uint64_t mask = sr_was.ss.db ? 0xffffffffull : 0xffffull;
+
+		regs->rsp = (regs->rsp & ~mask) | ((regs->rsp + s->insn.opsize) & mask);
+	}
+	regs->rip = step_advance(s->rip, s->insn.len, s->mode);
+	n = read_code(v, regs->rip, next);
+	step_classify(next, n, s->mode, &nx);
+	cpu_for_faults(v, next, n, gpr, &c);
+	vector = n ? step_certain_fault(next, n, &c, &err) : -1;
+	if (vector < 0 && n && (nx.kind == STEP_INTN || nx.kind == STEP_INT3 ||
+				(nx.kind == STEP_INTO && (regs->rflags & X86_RFLAGS_OF)))) {
+		event = true;
+		e.vector = nx.vector;
+		e.rip = step_advance(regs->rip, nx.len, s->mode);
+	} else if (vector < 0 && n) {
+		struct emulate_snapshot snap = snapshot(v);
+		struct emulate_forecast f;
+
+		if (emulate_predict_segment_fault(&snap, next, n, &f) >= 0 && f.certain &&
+		    (f.ex.vector == X86_VEC_SS || f.ex.vector == X86_VEC_GP)) {
+			vector = (int)f.ex.vector;
+			err = f.ex.error_code;
+		}
+	}
+	/* MOV DR's #DB with DR7.GD has its own path: stepped. */
+	if (vector == X86_VEC_DB || (vector < 0 && !event)) {
+		*regs = was;
+		*sr = sr_was;
+		return 0;
+	}
+	mov_ss_read_ad(v, mov, ss_at, true);
+	if (!(mov->ss_desc & X86_DESC_A)) {
+		m.base[aw.gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
+		pagewalk_set_ad(&m, &aw, true);
+	}
+	ok = event ? deliver_event(v, &e) : deliver_fault(v, (unsigned)vector, err);
+	if (!ok) {
+		*regs = was;
+		*sr = sr_was;
+	}
+	return ok ? 1 : 0;
+}
+
+/*
  * What the VMM does itself instead of stepping the instruction at RIP, so
  * that no handler runs unchecked and every saved RFLAGS holds the guest's
  * TF: INT n, INT3, INTO, INT1 and the faults certain to come are
@@ -1614,57 +1759,26 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		break;
 	}
 	{
-		uint64_t gpr[16] = {
-			regs->rax, regs->rcx, regs->rdx, regs->rbx, regs->rsp, regs->rbp, regs->rsi,
-			regs->rdi, regs->r8, regs->r9, regs->r10, regs->r11, regs->r12, regs->r13,
-			regs->r14, regs->r15,
-		};
-		struct step_cpu c = {
-			.cpl = emulate_cpl(sr, regs->rflags), .dr7 = s->dr7, .rflags = regs->rflags,
-			.cr4 = sr->cr4,
-			.long64 = (sr->efer & X86_EFER_LMA) && sr->cs.l, .cs_d = sr->cs.db,
-			.lma = (sr->efer & X86_EFER_LMA) != 0, .amd = v->amd_like,
-			.real = !(sr->cr0 & X86_CR0_PE) || (regs->rflags & X86_RFLAGS_VM),
-			.la57 = (sr->cr4 & X86_CR4_LA57) != 0, .gpr = gpr, .gdt_limit = sr->gdt.limit,
-			.ldt_limit = sr->ldt.unusable || !sr->ldt.present ? -1 : (int64_t)sr->ldt.limit,
-			.lock_ud = decode_lock_faults(guest_mode(v), bytes, n),
-		};
-		uint64_t ss_at = ~0ull;
-		uint8_t ret[8];
+		uint64_t gpr[16], ss_at = ~0ull;
+		struct step_cpu c;
+		uint8_t d[8];
 
+		cpu_for_faults(v, bytes, n, gpr, &c);
 		/* From memory only without protection keys, which could fault the read first. */
 		c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&
 				 (ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE));
 		if (c.ss_sel_valid && !c.real && (c.ss_sel & ~X86_SEL_RPL) &&
-		    read_descriptor(v, c.ss_sel, ret, 8)) {
+		    read_descriptor(v, c.ss_sel, d, 8)) {
 			c.ss_desc_valid = true;
-			c.ss_desc = le64(ret);
-		}
-		if (c.long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
-			c.ret_valid = true;
-			memcpy(&c.ret_target, ret, 8);
-		}
-		/* The FLAGS a 16-bit POPF (at SP) or IRET (at SP + 4) loads in virtual-8086 mode. */
-		if ((regs->rflags & X86_RFLAGS_VM) && n && (bytes[0] == 0x9d || bytes[0] == 0xcf) &&
-		    read_linear(v, emulate_stack_la(sr, regs->rflags,
-						    (uint16_t)(regs->rsp + (bytes[0] == 0xcf ? 4 : 0))),
-				0, ret, 2) == 2) {
-			c.popped_valid = true;
-			c.popped = (uint16_t)(ret[0] | ret[1] << 8);
+			c.ss_desc = le64(d);
 		}
 		vector = step_certain_fault(bytes, n, &c, &err);
-		/*
-		 * MOV SS's fault of its selector comes after the reads of the
-		 * selector and of its descriptor (within its table), which set
-		 * their accessed bits.
-		 */
+		/* MOV SS's fault of its selector comes after the reads (of its descriptor: within its table). */
 		if ((vector == X86_VEC_GP || vector == X86_VEC_SS) &&
-		    s->insn.kind == STEP_MOV_SS && c.ss_sel_valid) {
-			if (ss_at != ~0ull)
-				read_ad(v, ss_at, 2);
-			if (c.ss_desc_valid && err)
-				read_ad(v, descriptor_la(v, c.ss_sel), 8);
-		}
+		    s->insn.kind == STEP_MOV_SS && c.ss_sel_valid)
+			mov_ss_read_ad(v, &c, ss_at, c.ss_desc_valid && err);
+		if (vector < 0 && s->insn.kind == STEP_MOV_SS)
+			return mov_ss_pair(v, &c, ss_at);
 	}
 	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
 	if (vector == X86_VEC_DB)

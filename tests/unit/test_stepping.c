@@ -1720,7 +1720,7 @@ static void shadow_ended_by_vmm(void **state)
  * what it saves of RFLAGS is given the guest's TF afterwards, what it
  * loads becomes the guest's TF.
  */
-static struct vcpu *movss_then(const uint8_t *next, size_t n, uint64_t rflags)
+static struct vcpu *movss_before_run(const uint8_t *next, size_t n, uint64_t rflags)
 {
 	static const uint8_t mov_ss_eax[] = { 0x8e, 0xd0 };
 	struct vcpu *v = &fv.vm.vcpus[0];
@@ -1729,6 +1729,14 @@ static struct vcpu *movss_then(const uint8_t *next, size_t n, uint64_t rflags)
 	memcpy(ram + CODE + 2, next, n);
 	regs(v)->rflags = rflags;
 	stepping_before_run(v);
+	return v;
+}
+
+/* The same, which leaves MOV SS to be stepped. */
+static struct vcpu *movss_then(const uint8_t *next, size_t n, uint64_t rflags)
+{
+	struct vcpu *v = movss_before_run(next, n, rflags);
+
 	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
 	return v;
 }
@@ -2399,6 +2407,71 @@ static void movss_descriptor_faults(void **state)
 }
 
 /*
+ * MOV SS certain to complete in front of an instruction certain to fault,
+ * or of INT3, with the guest's TF clear: the VMM performs MOV SS (SS and
+ * its cache loaded, the descriptor's accessed bit set) and delivers the
+ * second instruction's event, so that no CPU's handling of the trap MOV
+ * SS holds matters. Behind anything else, or with the guest's TF, stepped.
+ */
+static void movss_pair_by_vmm(void **state)
+{
+	static const uint8_t ud2[] = { 0x0f, 0x0b }, int3[] = { 0xcc }, nop[] = { 0x90 },
+			     load[] = { 0x8b, 0x03 };	/* mov (%rbx), %eax */
+	const uint64_t data = 0x00cf92000000ffffull;	/* not accessed */
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	const struct kvm_segment ss = sr->ss;
+
+	(void)state;
+	memcpy(ram + BOOT_GDT_ADDR + 0x28, &data, sizeof(data));
+	sr->gdt.limit = 0x2f;
+	regs(v)->rax = 0x28;
+	movss_before_run(ud2, sizeof(ud2), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD));
+	assert_int_equal(word_at(STACK - 40), CODE + 2);
+	assert_int_equal(word_at(STACK - 24),
+			 X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_RF);
+	assert_int_equal(word_at(STACK - 8), 0x28);
+	assert_int_equal(sr->ss.selector, 0x28);
+	assert_int_equal(sr->ss.type, 3);
+	assert_int_equal(ram[BOOT_GDT_ADDR + 0x28 + 5], 0x93);
+	assert_int_equal(v->stats.faults_delivered, 1);
+
+	/* INT3: its frame holds the next instruction. */
+	sr->ss = ss;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	movss_before_run(int3, sizeof(int3), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(word_at(STACK - 40), CODE + 3);
+	assert_int_equal(sr->ss.selector, 0x28);
+
+	/* The operand's certain #GP (non-canonical). */
+	sr->ss = ss;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rbx = 0x8000000000000000ull;
+	movss_before_run(load, sizeof(load), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(word_at(STACK - 48), 0);
+	assert_int_equal(word_at(STACK - 40), CODE + 2);
+	assert_int_equal(v->stats.faults_delivered, 2);
+
+	/* A NOP behind it, or the guest's TF: stepped, nothing changed. */
+	sr->ss = ss;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	movss_then(nop, sizeof(nop), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(sr->ss.selector, ss.selector);
+	memcpy(ram + CODE + 2, ud2, sizeof(ud2));
+	pair_again(v, true);
+	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
+	assert_int_equal(regs(v)->rip, CODE);
+	assert_int_equal(v->stats.faults_delivered, 2);
+}
+
+/*
  * RET to a non-canonical address: #GP(0) at the RET, certain, delivered by
  * the VMM (its handler checked), the frame holding the RET's RIP and RSP.
  */
@@ -2437,6 +2510,29 @@ static void assert_frame32(uint64_t at, uint32_t eip, uint32_t cs, uint32_t efla
 	assert_int_equal(w[0], eip);
 	assert_int_equal(w[1], cs);
 	assert_int_equal(w[2], eflags);
+}
+
+/*
+ * POP SS then UD2 in 32-bit protected mode: ESP moves past the selector,
+ * and the #UD frame goes to the new SS (GDT 0x30, based at 0x10000).
+ */
+static void popss_pair_by_vmm(void **state)
+{
+	static const uint8_t pop_ss_ud2[] = { 0x17, 0x0f, 0x0b };
+	uint32_t sel = 0x30;
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	iretd_on_stack_at_64k(v, pop_ss_ud2, sizeof(pop_ss_ud2));
+	flat32_gate(v, X86_VEC_UD);
+	memcpy(ram + STACK - 4, &sel, sizeof(sel));
+	regs(v)->rsp = STACK - 4;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	assert_int_equal(regs(v)->rsp, STACK - 12);
+	assert_int_equal(v->run->s.regs.sregs.ss.base, 0x10000);
+	assert_frame32(0x10000 + STACK - 12, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_RF);
 }
 
 /*
@@ -3646,6 +3742,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_mem_gp, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_selector_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_descriptor_faults, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_pair_by_vmm, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_pair_by_vmm, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(popss_pair_by_vmm, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),

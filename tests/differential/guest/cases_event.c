@@ -42,6 +42,10 @@ SEQ(seq_movss_mem_gp);
 SEQ(seq_movss_mem_sel);
 SEQ(seq_movss_reg_sel);
 extern uint16_t movss_load;
+SEQ(seq_movss_ud2);
+SEQ(seq_movss_hlt);
+SEQ(seq_movss_mem_ud2);
+void ud_skip_stub(void);
 void gp_skip_stub(void);
 void ss_skip_stub(void);
 extern uint64_t skip_rflags, skip_error, skip_vector;
@@ -58,15 +62,6 @@ int try_hlt(void);
 int try_movdr(void);
 extern uint64_t sc_r11, sc_rcx, sc_tf, ev_frames[8 * 6], ev_nframes, df_hit;
 extern uint8_t gp_area[128];
-
-/*
- * What emulate cannot watch in these cases: nothing, on a host that steps
- * CPL3 (difftest.py holds --stats to it).
- */
-static void nothing_unchecked(void)
-{
-	printf("# unchecked runs: 0\n");
-}
 
 /* --------------------------------------------------------------- SYSCALL */
 /* The SYSCALL MSRs a case changes, as they were before syscall_on(). */
@@ -232,17 +227,22 @@ static int movss_shadow_iret(const struct boot_info *bi)
 }
 
 /*
- * run, whose #GP or #SS the skip stubs step over, with the guest's TF
- * clear and set (sc_tf; labels what[0] and what[1]): which fault, its
- * error code and its frame's TF, and the #DBs (from start).
+ * run, whose #GP or #SS (and #UD with ud_too, which run_user() cannot
+ * share: it returns through UD2) the skip stubs step over, with the
+ * guest's TF clear and set (sc_tf; labels what[0] and what[1], or clear
+ * only where what[1] is NULL): which fault, its error code and its
+ * frame's TF, and the #DBs (from start).
  */
-static void fault_skipped(const char *const what[2], void (*run)(void), const char *start)
+static void fault_skipped(const char *const what[2], void (*run)(void), const char *start,
+			  bool ud_too)
 {
-	struct gate gp = idt()[X86_VEC_GP], ss = idt()[X86_VEC_SS];
+	struct gate gp = idt()[X86_VEC_GP], ss = idt()[X86_VEC_SS], ud = idt()[X86_VEC_UD];
 
 	idt()[X86_VEC_GP] = make_gate((uint64_t)gp_skip_stub, 0x8e, 0);
 	idt()[X86_VEC_SS] = make_gate((uint64_t)ss_skip_stub, 0x8e, 0);
-	for (int tf = 0; tf < 2; tf++) {
+	if (ud_too)
+		idt()[X86_VEC_UD] = make_gate((uint64_t)ud_skip_stub, 0x8e, 0);
+	for (int tf = 0; tf < 2 && what[tf]; tf++) {
 		dbg_reset();
 		dbg_tf_limit = 1000;
 		sc_tf = (uint64_t)tf;
@@ -255,6 +255,7 @@ static void fault_skipped(const char *const what[2], void (*run)(void), const ch
 	}
 	idt()[X86_VEC_GP] = gp;
 	idt()[X86_VEC_SS] = ss;
+	idt()[X86_VEC_UD] = ud;
 	dbg_reset();
 }
 
@@ -314,9 +315,9 @@ static int movss_mem_shadow(const struct boot_info *bi)
 								     : seq_movss_mem_iretq_start));
 		}
 	}
-	fault_skipped(gp, seq_movss_mem_gp, seq_movss_mem_gp_start);
+	fault_skipped(gp, seq_movss_mem_gp, seq_movss_mem_gp_start, false);
 	movss_load = 0xfff8;
-	fault_skipped(sel_gp, seq_movss_mem_sel, seq_movss_mem_sel_start);
+	fault_skipped(sel_gp, seq_movss_mem_sel, seq_movss_mem_sel_start, false);
 	syscall_off(&was);
 	nothing_unchecked();
 	return 0;
@@ -325,16 +326,17 @@ static int movss_mem_shadow(const struct boot_info *bi)
 /*
  * A #GP of the instruction behind MOV SS: its frame holds the guest's TF
  * as the instruction began, and the guest's own stepping goes on after its
- * handler returns as on the CPU. Emulate stops at the handler with a
- * breakpoint where the CPU does not with the trap MOV SS held (QEMU's TCG
- * drops it), hence --needs hw_breakpoint.
+ * handler returns as on the CPU. With the guest's TF clear the VMM
+ * performs the pair (the operand's #GP is certain); with it set the pair
+ * is stepped, the frame fixed where the CPU stops at the handler with the
+ * trap MOV SS held, or where a breakpoint stops it.
  */
 static int movss_shadow_fault(const struct boot_info *bi)
 {
 	static const char *const what[2] = { "#gp behind mov ss, tf 0", "#gp behind mov ss, tf 1" };
 
 	(void)bi;
-	fault_skipped(what, seq_movss_gp, seq_movss_gp_start);
+	fault_skipped(what, seq_movss_gp, seq_movss_gp_start, false);
 	return 0;
 }
 
@@ -399,9 +401,45 @@ static int movss_descriptor_faults(const struct boot_info *bi)
 				what[tf] = label[tf];
 			}
 			movss_load = cases[i].sel;
-			fault_skipped(what, run, mem ? seq_movss_mem_sel_start : seq_movss_reg_sel_start);
+			fault_skipped(what, run, mem ? seq_movss_mem_sel_start : seq_movss_reg_sel_start,
+				      false);
 		}
 	}
+	nothing_unchecked();
+	return 0;
+}
+
+static uint64_t user_movss_hlt(uint64_t arg)
+{
+	(void)arg;
+	seq_movss_hlt();
+	return 0;
+}
+
+static void movss_hlt_cpl3(void)
+{
+	run_user(user_movss_hlt, 0, 0);
+}
+
+/*
+ * Behind MOV SS, with the guest's TF clear, an instruction certain to
+ * fault whatever its operands: UD2 (#UD), HLT at CPL3 (#GP(0)), UD2 behind
+ * MOV SS from memory. The VMM performs MOV SS and delivers the fault, so
+ * the frame holds the guest's TF whether or not the CPU stops at the
+ * handler with the trap MOV SS held (QEMU's TCG does not), and nothing
+ * runs unchecked. With the guest's TF set which CPU it is matters: not
+ * here (event-mov-ss-shadow-fault-frame).
+ */
+static int movss_shadow_certain_faults(const struct boot_info *bi)
+{
+	static const char *const ud[2] = { "#ud of ud2 behind mov ss, tf 0", NULL };
+	static const char *const hlt[2] = { "#gp of hlt at cpl3 behind mov ss, tf 0", NULL };
+	static const char *const mem_ud[2] = { "#ud of ud2 behind mov ss from memory, tf 0", NULL };
+
+	(void)bi;
+	fault_skipped(ud, seq_movss_ud2, seq_movss_ud2_start, true);
+	fault_skipped(hlt, movss_hlt_cpl3, seq_movss_hlt_start, false);
+	fault_skipped(mem_ud, seq_movss_mem_ud2, seq_movss_mem_ud2_start, true);
 	nothing_unchecked();
 	return 0;
 }
@@ -724,6 +762,7 @@ static const struct diff_case cases[] = {
 	{ "event-mov-ss-shadow-fault-frame", movss_shadow_fault },
 	{ "event-mov-ss-from-memory-shadow", movss_mem_shadow },
 	{ "event-mov-ss-descriptor-faults", movss_descriptor_faults },
+	{ "event-mov-ss-shadow-certain-faults", movss_shadow_certain_faults },
 	{ "event-int3-guest-tf-iretq-cpl0", int3_tf_cpl0 },
 	{ "event-int3-guest-tf-iretq-cpl3", int3_tf_cpl3 },
 	{ "event-intn-error-code-vectors-tf", intn_tf },

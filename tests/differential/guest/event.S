@@ -268,8 +268,12 @@ SEQ seq_movss_gp
 	TF_OFF
 	ret
 
-/* #SS and #GP: the vector, error code and RFLAGS of the frame; on past 2 bytes. */
-	.globl ss_skip_stub, gp_skip_stub
+/* #UD, #SS and #GP: the vector, error code and RFLAGS of the frame; on past 2 bytes. */
+	.globl ud_skip_stub, ss_skip_stub, gp_skip_stub
+ud_skip_stub:
+	pushq $0		/* #UD pushes no error code: as if it did */
+	movq $6, skip_vector(%rip)
+	jmp 1f
 ss_skip_stub:
 	movq $12, skip_vector(%rip)
 	jmp 1f
@@ -284,6 +288,33 @@ gp_skip_stub:
 	popq %rax
 	addq $8, %rsp
 	iretq
+
+/*
+ * Behind MOV SS, an instruction certain to fault without a memory operand:
+ * UD2 (#UD), HLT above CPL0 (#GP(0)); UD2 behind MOV SS from memory. The
+ * skip stubs step over 2 bytes (HLT and the NOP after it).
+ */
+SEQ seq_movss_ud2
+	MOVSS_SHADOW
+	ud2
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_hlt
+	MOVSS_SHADOW
+	hlt
+	nop
+	nop
+	TF_OFF
+	ret
+
+SEQ seq_movss_mem_ud2
+	MOVSS_MEM_SHADOW
+	ud2
+	nop
+	TF_OFF
+	ret
 
 /* STI's shadow, which holds the step trap on some CPUs (the lab's) as MOV SS's does. */
 SEQ seq_sti_pushf
