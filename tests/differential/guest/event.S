@@ -17,7 +17,7 @@ sc_tf:		.quad 0		/* run the sequence with the guest's TF */
 ev_frames:	.skip 8 * 6 * 8	/* vector, then 5 words at RSP, per event */
 ev_nframes:	.quad 0
 	.globl skip_rflags, skip_error, skip_vector
-skip_rflags:	.quad 0		/* gp_skip_stub, ss_skip_stub: the RFLAGS their frame held */
+skip_rflags:	.quad 0		/* the skip stubs (#UD, #SS, #GP): the RFLAGS their frame held */
 skip_error:	.quad 0		/* its error code */
 skip_vector:	.quad 0		/* and which of them ran */
 	.globl df_hit, df_resume_rsp
