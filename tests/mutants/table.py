@@ -623,7 +623,7 @@ MUTANTS = [
         "what": "MOV SS's fault of a descriptor is delivered without the accessed bits the "
                 "CPU's read of the GDT sets in the page tables",
         "edits": [("src/vmm/stepping.c", "\t\tread_ad(v, descriptor_la(v, c->ss_sel), 8);",
-                   "\t\tread_ad(v, ~0ull, 8);")],
+                   "\t\tread_ad(v, descriptor_la(v, c->ss_sel) | ~0ull, 8);")],
         "unit": ["stepping"],
         "tests": [],
     },
