@@ -1606,8 +1606,10 @@ static void mov_ss_read_ad(struct vcpu *v, const struct step_cpu *c, uint64_t ss
  * not stop at the handler with the trap MOV SS held (QEMU's TCG) leaves
  * the handler unwatched, its frame showing the VMM's TF. Only where MOV
  * SS is certain to complete (its descriptor read and judged, its accessed
- * bit writable), with the guest's TF clear (no held trap to place) and
- * none of its breakpoints enabled. 1: done; 0: stepped as before.
+ * bit writable; in real and virtual-8086 mode its selector read, which
+ * sets the base to 16 times it and leaves the rest of the cache), with
+ * the guest's TF clear (no held trap to place) and none of its
+ * breakpoints enabled. 1: done; 0: stepped as before.
  */
 static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_at)
 {
@@ -1616,6 +1618,7 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	struct kvm_sregs *sr = &v->run->s.regs.sregs, sr_was = *sr;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	uint64_t la = descriptor_la(v, mov->ss_sel), gpr[16];
+	bool desc = !mov->real;
 	uint8_t next[DECODE_INSN_MAX];
 	struct vmm_event e = { .soft = true };
 	struct step_cpu c;
@@ -1627,16 +1630,22 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	size_t n;
 	bool ok, event = false;
 
-	if (s->tf_at_start || !s->dr_valid || (s->dr7 & 0xff) || !mov->ss_desc_valid)
+	if (s->tf_at_start || !s->dr_valid || (s->dr7 & 0xff) ||
+	    !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
 		return 0;
 	/* The accessed bit the load sets: a supervisor write, as read_descriptor() reads. */
 	descriptor_paging(v, &p);
-	if (!(mov->ss_desc & X86_DESC_A) &&
+	if (desc && !(mov->ss_desc & X86_DESC_A) &&
 	    (pagewalk(&m, &p, la + X86_DESC_A_BYTE, WALK_WRITE, &aw) != WALK_OK || aw.gpa >= m.size))
 		return 0;
-	step_segment_cache(mov->ss_desc, mov->ss_sel, &sr->ss);
+	if (desc) {
+		step_segment_cache(mov->ss_desc, mov->ss_sel, &sr->ss);
+	} else {
+		sr->ss.selector = mov->ss_sel;
+		sr->ss.base = (uint64_t)mov->ss_sel << 4;
+	}
 	if (s->insn.opsize) {	/* POP SS: the old stack's pointer, at its width */
-		uint64_t mask = sr_was.ss.db ? 0xffffffffull : 0xffffull;
+		uint64_t mask = desc && sr_was.ss.db ? 0xffffffffull : 0xffffull;
 
 		regs->rsp = (regs->rsp & ~mask) | ((regs->rsp + s->insn.opsize) & mask);
 	}
@@ -1644,7 +1653,11 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	n = read_code(v, regs->rip, next);
 	step_classify(next, n, s->mode, &nx);
 	cpu_for_faults(v, next, n, gpr, &c);
-	vector = n ? step_certain_fault(next, n, &c, &err) : -1;
+	/* SYSCALL and SYSRET without EFER.SCE: #UD before anything else, as by_vmm() has it. */
+	if (n && (nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) && !(sr->efer & X86_EFER_SCE))
+		vector = X86_VEC_UD;
+	else
+		vector = n ? step_certain_fault(next, n, &c, &err) : -1;
 	if (vector < 0 && n && (nx.kind == STEP_INTN || nx.kind == STEP_INT3 ||
 				(nx.kind == STEP_INTO && (regs->rflags & X86_RFLAGS_OF)))) {
 		event = true;
@@ -1666,8 +1679,8 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 		*sr = sr_was;
 		return 0;
 	}
-	mov_ss_read_ad(v, mov, ss_at, true);
-	if (!(mov->ss_desc & X86_DESC_A)) {
+	mov_ss_read_ad(v, mov, ss_at, desc);
+	if (desc && !(mov->ss_desc & X86_DESC_A)) {
 		m.base[aw.gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
 		pagewalk_set_ad(&m, &aw, true);
 	}

@@ -656,6 +656,37 @@ MUTANTS = [
         "tests": ["diff-event-mov-ss-shadow-certain-faults"],
     },
     {
+        "name": "movss-pair-real-mode-stepped",
+        "what": "MOV SS in real or virtual-8086 mode in front of a certain fault is stepped "
+                "with it: the lab's QEMU runs the handler unwatched, its frame showing the "
+                "VMM's TF",
+        "edits": [("src/vmm/stepping.c",
+                   "\t    !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
+                   "\t    !mov->ss_desc_valid)")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
+        "name": "movss-pair-real-base-kept",
+        "what": "MOV SS the VMM performs in real mode loads the selector but keeps the old "
+                "base: the next instruction's frame goes to the old stack",
+        "edits": [("src/vmm/stepping.c", "\t\tsr->ss.base = (uint64_t)mov->ss_sel << 4;",
+                   "\t\tsr->ss.base = sr_was.ss.base;")],
+        "unit": ["stepping"],
+        # The generator's MOV SS reloads the SS it has: the base is the same.
+        "tests": [],
+    },
+    {
+        "name": "movss-pair-syscall-sce-stepped",
+        "what": "SYSCALL without EFER.SCE behind MOV SS is stepped with it: its #UD handler "
+                "runs unwatched on the lab's QEMU",
+        "edits": [("src/vmm/stepping.c",
+                   "(nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) && !(sr->efer & X86_EFER_SCE))",
+                   "(nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) && 0)")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
         "name": "movss-pair-guest-tf",
         "what": "the pair is performed by the VMM with the guest's TF set, where the trap MOV "
                 "SS holds would be the guest's to place",

@@ -2407,11 +2407,13 @@ static void movss_descriptor_faults(void **state)
 }
 
 /*
- * MOV SS certain to complete in front of an instruction certain to fault,
- * or of INT3, with the guest's TF clear: the VMM performs MOV SS (SS and
- * its cache loaded, the descriptor's accessed bit set) and delivers the
- * second instruction's event, so that no CPU's handling of the trap MOV
- * SS holds matters. Behind anything else, or with the guest's TF, stepped.
+ * MOV SS certain to complete in front of an instruction certain to fault
+ * (UD2, a non-canonical operand, SYSCALL without EFER.SCE), or of INT3 or
+ * INT n (past the IDT: #GP), with the guest's TF clear: the VMM performs
+ * MOV SS (SS and its cache loaded, the descriptor's accessed bit set) and
+ * delivers the second instruction's event, so that no CPU's handling of
+ * the trap MOV SS holds matters. Behind anything else, or with the
+ * guest's TF, stepped.
  */
 static void movss_pair_by_vmm(void **state)
 {
@@ -2457,6 +2459,30 @@ static void movss_pair_by_vmm(void **state)
 	assert_int_equal(word_at(STACK - 40), CODE + 2);
 	assert_int_equal(v->stats.faults_delivered, 2);
 
+	/*
+	 * INT n past the IDT's limit: the pair delivers #GP with the IDT bit
+	 * set and EXT clear (SDM vol. 3 6.13), its frame at INT n's RIP.
+	 */
+	sr->ss = ss;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	movss_before_run((const uint8_t[]){ 0xcd, 0x41 }, 2, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_GP));
+	assert_int_equal(word_at(STACK - 48), 0x41 * 8 + 2);
+	assert_int_equal(word_at(STACK - 40), CODE + 2);
+	assert_int_equal(sr->ss.selector, 0x28);
+	assert_int_equal(v->stats.faults_delivered, 3);
+
+	/* SYSCALL without EFER.SCE: #UD, certain. */
+	sr->ss = ss;
+	sr->efer &= ~(uint64_t)X86_EFER_SCE;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	movss_before_run((const uint8_t[]){ 0x0f, 0x05 }, 2, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD));
+	assert_int_equal(word_at(STACK - 40), CODE + 2);
+	assert_int_equal(v->stats.faults_delivered, 4);
+
 	/* A NOP behind it, or the guest's TF: stepped, nothing changed. */
 	sr->ss = ss;
 	regs(v)->rip = CODE;
@@ -2468,7 +2494,64 @@ static void movss_pair_by_vmm(void **state)
 	pair_again(v, true);
 	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
 	assert_int_equal(regs(v)->rip, CODE);
-	assert_int_equal(v->stats.faults_delivered, 2);
+	assert_int_equal(v->stats.faults_delivered, 4);
+}
+
+/*
+ * The pair in real mode: MOV SS from AX (then UD2) and POP SS (then INT3)
+ * load the selector and a base of 16 times it, and keep the rest of SS's
+ * cache (its limit here 4 GiB); POP SS moves SP by 2. The 16-bit frame
+ * goes to the new stack, through the IVT, without the VMM's TF.
+ */
+static void movss_pair_real_mode(void **state)
+{
+	static const uint8_t mov_ud2[] = { 0x8e, 0xd0, 0x0f, 0x0b }, pop_int3[] = { 0x17, 0xcc };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	const struct kvm_segment ss = { .base = 0x20000, .limit = 0xffffffff, .selector = 0x2000,
+					.type = 3, .present = 1, .s = 1 };
+	const uint16_t sel = 0x3000;
+	uint16_t h[3];
+
+	(void)state;
+	sr->efer = 0;
+	sr->cr0 &= ~(uint64_t)(X86_CR0_PE | X86_CR0_PG);
+	sr->cs = (struct kvm_segment){ .base = 0x10000, .limit = 0xffff, .selector = 0x1000,
+				       .type = 11, .present = 1, .s = 1 };
+	sr->ss = ss;
+	sr->idt = (struct kvm_dtable){ .base = IDT, .limit = 0x3ff };
+	memcpy(ram + IDT + 4 * X86_VEC_UD, (const uint8_t[]){ 0x00, 0x02, 0x00, 0x10 }, 4);
+	memcpy(ram + IDT + 4 * X86_VEC_BP, (const uint8_t[]){ 0x00, 0x03, 0x00, 0x10 }, 4);
+	memcpy(ram + 0x10100, mov_ud2, sizeof(mov_ud2));
+	regs(v)->rip = 0x100;
+	regs(v)->rsp = 0x1000;
+	regs(v)->rax = sel;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_IF;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x200);
+	assert_int_equal(sr->ss.selector, sel);
+	assert_int_equal(sr->ss.base, 0x30000);
+	assert_int_equal(sr->ss.limit, 0xffffffff);
+	assert_int_equal(regs(v)->rsp, 0x1000 - 6);
+	memcpy(h, ram + 0x30000 + 0x1000 - 6, sizeof(h));
+	assert_int_equal(h[0], 0x102);
+	assert_int_equal(h[1], 0x1000);
+	assert_int_equal(h[2], X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_int_equal(v->stats.faults_delivered, 1);
+
+	sr->ss = ss;
+	memcpy(ram + 0x20000 + 0x1000 - 2, &sel, sizeof(sel));
+	memcpy(ram + 0x10100, pop_int3, sizeof(pop_int3));
+	regs(v)->rip = 0x100;
+	regs(v)->rsp = 0x1000 - 2;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x300);
+	assert_int_equal(sr->ss.base, 0x30000);
+	assert_int_equal(regs(v)->rsp, 0x1000 - 6);
+	memcpy(h, ram + 0x30000 + 0x1000 - 6, sizeof(h));
+	assert_int_equal(h[0], 0x102);
+	assert_int_equal(h[2], X86_RFLAGS_FIXED);
 }
 
 /*
@@ -3745,6 +3828,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_pair_by_vmm, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_pair_by_vmm, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(popss_pair_by_vmm, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(movss_pair_real_mode, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
