@@ -246,22 +246,26 @@ static uint64_t descriptor_la(struct vcpu *v, uint16_t sel)
 }
 
 /*
- * The CPU's implicit supervisor accesses to its descriptor tables (SDM
- * vol. 3 4.6): SMAP applies whatever RFLAGS.AC, and a user page under
- * CR4.PKE is taken only where no PKRU could deny it (the guest's is not
- * known here).
+ * The CPU's implicit supervisor accesses (SDM vol. 3 4.6: the GDT, LDT,
+ * IDT and TSS; an event's frame where its handler runs below CPL3): SMAP
+ * applies whatever RFLAGS.AC, and under CR4.PKE the guest's PKRU, read
+ * with KVM_GET_XSAVE; where that fails, every key is taken as denied, so
+ * that a user page there is left to the CPU.
  */
-static void descriptor_paging(struct vcpu *v, struct paging *p)
+static void implicit_paging(struct vcpu *v, struct paging *p)
 {
+	uint32_t pkru;
+
 	guest_paging(v, p);
 	p->cpl = 0;
 	p->ac = false;
-	p->pkru = 0x55555555;	/* access disabled for every key */
+	if (p->pke)
+		p->pkru = v->ops->get_pkru(v, &pkru) ? 0x55555555 : pkru;
 }
 
 /*
  * size bytes (8, or 16 for a system descriptor in long mode) of the GDT or
- * LDT entry sel names, read as descriptor_paging() has it; false: past the
+ * LDT entry sel names, read as implicit_paging() has it; false: past the
  * table's limit, or unreadable.
  */
 static bool read_descriptor(struct vcpu *v, uint16_t sel, uint8_t *d, unsigned size)
@@ -270,7 +274,7 @@ static bool read_descriptor(struct vcpu *v, uint16_t sel, uint8_t *d, unsigned s
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	struct paging p;
 
-	descriptor_paging(v, &p);
+	implicit_paging(v, &p);
 	return (sel | 7u) + (size - 8) <=
 		       (sel & X86_SEL_TI ? sregs->ldt.limit : sregs->gdt.limit) &&
 	       pagewalk_read_as(&m, &p, descriptor_la(v, sel), 0, d, size) == size;
@@ -285,8 +289,7 @@ static bool idt_entry(struct vcpu *v, unsigned vector, uint8_t entry[16])
 	struct paging p;
 
 	/* The CPU reads the IDT as a supervisor, whatever the CPL. */
-	guest_paging(v, &p);
-	p.cpl = 0;
+	implicit_paging(v, &p);
 	return vector * size + size - 1 <= sregs->idt.limit &&
 	       pagewalk_read_as(&m, &p, sregs->idt.base + vector * size, 0, entry, size) == size;
 }
@@ -326,8 +329,7 @@ static bool vme_route(struct vcpu *v, unsigned vector, enum step_vme_int *how, u
 
 	if (tr->unusable || !tr->present || (tr->type != 9 && tr->type != 11) || tr->limit < 0x67)
 		return false;
-	guest_paging(v, &p);
-	p.cpl = 0;
+	implicit_paging(v, &p);
 	if (pagewalk_read_as(&m, &p, tr->base + 0x66, 0, b, 2) != 2)
 		return false;
 	off = (uint64_t)(b[0] | b[1] << 8) + vector / 8;
@@ -395,8 +397,7 @@ static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *
 		/* An LDT selector: not looked up here (gate_descriptor() reads the GDT). */
 		if (sel & X86_SEL_TI)
 			return false;
-		guest_paging(v, &p);
-		p.cpl = 0;
+		implicit_paging(v, &p);
 		if (!gate_descriptor(v, &p, sel, &desc, &w))
 			return false;
 		step_segment_cache(desc, sel, &cs);
@@ -589,9 +590,7 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 
 	if (sregs->cr4 & X86_CR4_CET)
 		return false;
-	guest_paging(v, &p);
-	p.cpl = 0;	/* the IDT, the GDT and the TSS are supervisor accesses */
-	p.ac = false;
+	implicit_paging(v, &p);	/* the IDT, the GDT and the TSS */
 	if (in_limit && (pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
 			 pagewalk_read_as(&m, &p, gate_la, 0, in.entry, size) != size))
 		return false;
@@ -684,15 +683,13 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 	struct kvm_segment cs;
 	struct step_delivery d;
 	struct walk w, gate_w, desc_w;
-	struct paging p;
+	struct paging p, fp;
 	uint8_t frame[48];
 	bool in_limit = e->vector * 16 + 15 <= sregs->idt.limit;
 	uint32_t err;
 	int fault;
 
-	guest_paging(v, &p);
-	p.cpl = 0;	/* the IDT, the GDT, the TSS and the frame are supervisor accesses */
-	p.ac = false;	/* implicit ones: SMAP applies whatever RFLAGS.AC says */
+	implicit_paging(v, &p);	/* the IDT, the GDT and the TSS */
 	if (!(sregs->efer & X86_EFER_LMA))
 		return deliver_legacy(v, e);
 	if ((sregs->cr4 & X86_CR4_CET) ||
@@ -714,18 +711,23 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		    (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf;
 	if (!step_delivery_plan(&in, &d))
 		return false;
-	/* Both ends of the frame (it spans at most two pages) must take the writes. */
+	/*
+	 * Both ends of the frame (it spans at most two pages) must take the
+	 * writes, which are the handler's: a user access at CPL3.
+	 */
+	fp = p;
+	fp.cpl = d.cpl;
 	for (unsigned end = 0; end < 2; end++) {
 		uint64_t la = end ? d.rsp + 8ull * d.words - 1 : d.rsp;
 
-		if (pagewalk(&m, &p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
+		if (pagewalk(&m, &fp, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
 			return false;
 	}
 	for (unsigned i = 0; i < d.words; i++)
 		for (unsigned b = 0; b < 8; b++)
 			frame[8 * i + b] = (uint8_t)(d.frame[i] >> (8 * b));
 	for (unsigned i = 0; i < 8 * d.words; i++) {
-		uint8_t *at = stack_byte(v, d.rsp + i);
+		uint8_t *at = stack_byte_as(v, &fp, d.rsp + i);
 
 		if (!at)
 			return false;	/* checked above: cannot happen */
@@ -734,7 +736,8 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
 	delivery_ad(v, &gate_w, &desc_w, true, in.desc);
 	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, &p, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) == WALK_OK)
+		if (pagewalk(&m, &fp, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) ==
+		    WALK_OK)
 			pagewalk_set_ad(&m, &w, true);
 	/* CS (and SS on a privilege change: null, RPL the new CPL) as the CPU loads them. */
 	step_segment_cache(in.desc, d.cs, &cs);
@@ -893,8 +896,7 @@ static bool diverted_at_handler(struct vcpu *v, uint64_t rip, uint64_t next)
 
 	if (gates > 256)
 		gates = 256;
-	guest_paging(v, &p);
-	p.cpl = 0;	/* the CPU reads the IDT as a supervisor */
+	implicit_paging(v, &p);
 	gates = (unsigned)(pagewalk_read_as(&m, &p, sregs->idt.base, 0, idt, gates * size) / size);
 	for (vector = 0; vector < gates; vector++)
 		if (step_idt_handler(f, idt + vector * size, &handler, &slot) && handler == regs->rip)
@@ -1633,8 +1635,8 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	if (s->tf_at_start || !s->dr_valid || (s->dr7 & 0xff) ||
 	    !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
 		return 0;
-	/* The accessed bit the load sets: a supervisor write, as read_descriptor() reads. */
-	descriptor_paging(v, &p);
+	/* The accessed bit the load sets: an implicit supervisor write, as read_descriptor() reads. */
+	implicit_paging(v, &p);
 	if (desc && !(mov->ss_desc & X86_DESC_A) &&
 	    (pagewalk(&m, &p, la + X86_DESC_A_BYTE, WALK_WRITE, &aw) != WALK_OK || aw.gpa >= m.size))
 		return 0;
@@ -1811,12 +1813,16 @@ static void task_switched(struct vcpu *v)
 	struct step_state *s = &v->step;
 	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
 	int out = step_tss_flags_offset(s->tr.type & 0xf), in = step_tss_flags_offset(tr->type & 0xf);
-	uint8_t *b = out < 0 ? NULL : stack_byte(v, s->tr.base + (unsigned)out + 1);
-	uint8_t flags = 0;
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint8_t *b, flags = 0;
+	struct paging p;
 
+	/* Both TSSes are implicit supervisor accesses, whatever CPL the new task runs at. */
+	implicit_paging(v, &p);
+	b = out < 0 ? NULL : stack_byte_as(v, &p, s->tr.base + (unsigned)out + 1);
 	if (b)
 		*b = (uint8_t)((*b & ~1u) | (s->tf_at_start ? 1u : 0u));
-	if (in >= 0 && read_linear(v, tr->base + (unsigned)in + 1, 0, &flags, 1) == 1)
+	if (in >= 0 && pagewalk_read_as(&m, &p, tr->base + (unsigned)in + 1, 0, &flags, 1) == 1)
 		s->guest_tf = flags & 1;
 	if (!b || in < 0)
 		v->stats.unchecked_runs++;

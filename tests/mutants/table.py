@@ -637,10 +637,39 @@ MUTANTS = [
         "tests": [],
     },
     {
-        "name": "descriptor-read-pkeys-ignored",
-        "what": "a descriptor table read in a user page under CR4.PKE is trusted although "
-                "the guest's PKRU, unknown, may deny it",
-        "edits": [("src/vmm/stepping.c", "\tp->pkru = 0x55555555;", "\tp->pkru = 0;")],
+        "name": "implicit-access-pkeys-ignored",
+        "what": "the CPU's implicit supervisor accesses (descriptor tables, IDT, TSS, frames) "
+                "to a user page under CR4.PKE ignore the guest's PKRU, which may deny them",
+        "edits": [("src/vmm/stepping.c", "\tif (p->pke)\n\t\tp->pkru = v->ops->get_pkru",
+                   "\tif (0)\n\t\tp->pkru = v->ops->get_pkru")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "implicit-access-pkru-unread-trusted",
+        "what": "where KVM_GET_XSAVE fails, the implicit accesses take PKRU as allowing "
+                "every key instead of denying them all",
+        "edits": [("src/vmm/stepping.c", "get_pkru(v, &pkru) ? 0x55555555 : pkru;",
+                   "get_pkru(v, &pkru) ? 0 : pkru;")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "task-switch-tss-at-cpl",
+        "what": "after a task switch the VMM reads and fixes the TSS images at the new "
+                "task's CPL: a TSS in a supervisor page is unwritable from CPL3, the old "
+                "image keeps the VMM's TF and the switch is counted unchecked",
+        "edits": [("src/vmm/stepping.c", "\timplicit_paging(v, &p);\n\tb = out < 0",
+                   "\tguest_paging(v, &p);\n\tb = out < 0")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "frame-pushes-as-supervisor",
+        "what": "a 64-bit event frame for a CPL3 handler is checked as a supervisor write: "
+                "SMAP refuses a user stack the CPU writes, keys are not applied",
+        "edits": [("src/vmm/stepping.c", "\tfp = p;\n\tfp.cpl = d.cpl;\n\tfor (unsigned end = 0;",
+                   "\tfp = p;\n\tfor (unsigned end = 0;")],
         "unit": ["stepping"],
         "tests": [],
     },

@@ -1037,6 +1037,53 @@ static void int3_dpl0_gate_cpl3_gp(void **state)
 }
 
 /*
+ * INT3 at CPL3 through a DPL3 gate to DPL3 code: no privilege change, and
+ * the frame's pushes are the handler's, user writes at CPL3 (SDM vol. 3
+ * 4.6). SMAP does not apply to them; the guest's PKRU does (write
+ * disable of key 0: left to the CPU, whose #PF the VMM does not deliver).
+ */
+static void int3_cpl3_handler_frame_user_access(void **state)
+{
+	const uint64_t code64_dpl3 = 0x00affb000000ffffull, code = 0x280000, stack = 0x300000;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t pde;
+
+	(void)state;
+	/* The tables in PDE 0, a supervisor page; the program and its stack in PDE 1, a user one. */
+	memcpy(&pde, ram + BOOT_PD_ADDR, 8);
+	pde &= ~(uint64_t)X86_PTE_US;
+	memcpy(ram + BOOT_PD_ADDR, &pde, 8);
+	memcpy(ram + BOOT_GDT_ADDR + 0x30, &code64_dpl3, sizeof(code64_dpl3));
+	sr->gdt.limit = 0x37;
+	ram[IDT + 16 * X86_VEC_BP + 2] = 0x33;
+	ram[IDT + 16 * X86_VEC_BP + 5] = 0xee;
+	memset(ram + code, 0x90, 16);
+	ram[code] = 0xcc;
+	to_cpl3(v);
+	sr->cr4 |= X86_CR4_SMAP;
+	regs(v)->rip = code;
+	regs(v)->rsp = stack;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
+	assert_int_equal(regs(v)->rsp, stack - 40);
+	assert_int_equal(word_at(stack - 40), code + 1);
+	assert_int_equal(word_at(stack - 8), 0x2b);
+	assert_int_equal(sr->cs.dpl, 3);
+
+	sr->cr4 ^= X86_CR4_SMAP | X86_CR4_PKE;
+	fc->pkru = 2;	/* key 0: write disabled */
+	to_cpl3(v);
+	regs(v)->rip = code;
+	regs(v)->rsp = stack;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, code);
+	assert_int_equal(regs(v)->rsp, stack);
+	assert_int_equal(v->stats.faults_delivered, 0);
+}
+
+/*
  * The tables' limits at their edges: an IDT whose limit is the gate's last
  * byte, a 64-bit TSS whose limit is IST7's last byte (0x63), both usable
  * (SDM vol. 3 6.14.1, 8.7); one byte less and the VMM leaves the event to
@@ -2355,6 +2402,7 @@ static void movss_descriptor_faults(void **state)
 	};
 	const uint64_t ldt = 0x300000, data = 0x00cf93000000ffffull;
 	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 	unsigned delivered = 0;
 	uint64_t pde;
@@ -2387,20 +2435,38 @@ static void movss_descriptor_faults(void **state)
 	regs(v)->rax = 0x4c;
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, CODE);
+	/*
+	 * The LDT in a user page: the guest's PKRU denying key 0, or not read
+	 * (every key denied), leaves it unread; SMAP too, whatever RFLAGS.AC.
+	 */
 	regs(v)->rax = 0x24;
 	sr->cr4 |= X86_CR4_PKE;
+	fc->pkru = 1;	/* key 0: access disabled */
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, CODE);
+	fc->pkru = 0;
+	FAKE_FAIL(fc, get_pkru) = EIO;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, CODE);
+	FAKE_FAIL(fc, get_pkru) = 0;
 	sr->cr4 ^= X86_CR4_PKE | X86_CR4_SMAP;
 	regs(v)->rflags |= X86_RFLAGS_AC;
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, CODE);
 	assert_int_equal(v->stats.faults_delivered, delivered);
+	/* A PKRU that allows key 0: read, delivered. */
+	sr->cr4 ^= X86_CR4_PKE | X86_CR4_SMAP;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_SS));
+	assert_int_equal(v->stats.faults_delivered, ++delivered);
 	/* With the LDT in a supervisor page, SMAP and keys do not apply. */
 	memcpy(&pde, ram + BOOT_PD_ADDR + 8, 8);
 	pde &= ~(uint64_t)X86_PTE_US;
 	memcpy(ram + BOOT_PD_ADDR + 8, &pde, 8);
-	sr->cr4 |= X86_CR4_PKE;
+	fc->pkru = 0x55555555;
+	sr->cr4 |= X86_CR4_SMAP;
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_SS));
 	assert_int_equal(v->stats.faults_delivered, delivered + 1);
@@ -3467,6 +3533,53 @@ static void intn_task_gate_unstepped(void **state)
 }
 
 /*
+ * A step that switched tasks into CPL3 code, under 32-bit paging with the
+ * TSSes in supervisor pages (the rest user pages): both are implicit
+ * supervisor accesses, so the old TSS's EFLAGS image gets the guest's TF
+ * (clear) in place of the VMM's, and the guest's TF becomes the new
+ * image's (set), nothing counted.
+ */
+static void task_switch_tss_supervisor_access(void **state)
+{
+	static const uint8_t call_tss[] = { 0x9a, 0, 0, 0, 0, 0xb0, 0x00 };	/* lcall $0xb0, $0 */
+	const uint64_t tss32 = 0x0000890050000067ull;	/* available 32-bit TSS at 0x5000 */
+	const uint32_t pd = 0x3ff000, pt = 0x3fe000, pde = pt | 7;
+	uint32_t flags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct kvm_sregs *sr = &v->run->s.regs.sregs;
+
+	(void)state;
+	flat32_gate(v, X86_VEC_GP);
+	for (uint32_t i = 0; i < 1024; i++) {
+		uint32_t pte = i << 12 | (i == 3 || i == 5 ? 3 : 7);
+
+		memcpy(ram + pt + 4 * i, &pte, sizeof(pte));
+	}
+	memcpy(ram + pd, &pde, sizeof(pde));
+	sr->cr3 = pd;
+	sr->cr4 = 0;
+	sr->cr0 |= X86_CR0_PG;
+	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8, .type = 11,
+				       .present = 1 };
+	memcpy(ram + 0x3000 + 0x24, &flags, sizeof(flags));	/* as the CPU saved it: the VMM's TF */
+	memcpy(ram + 0x5000 + 0x24, &flags, sizeof(flags));	/* the new task's own */
+	memcpy(ram + BOOT_GDT_ADDR + 0xb0, &tss32, sizeof(tss32));
+	sr->gdt.limit = 0xb7;
+	memcpy(ram + CODE, call_tss, sizeof(call_tss));
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_true(v->step.checked);
+	sr->tr = (struct kvm_segment){ .base = 0x5000, .limit = 0x67, .selector = 0xb0, .type = 11,
+				       .present = 1 };
+	sr->cs.dpl = 3;
+	sr->ss.dpl = 3;
+	step_to(v, CODE + 0x10, DR6_STEP);
+	assert_int_equal(ram[0x3000 + 0x25] & 1, 0);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+}
+
+/*
  * INT3 from CPL3 in 32-bit protected mode through a DPL0 gate: #GP(3 * 8 +
  * 2), certain, delivered by the VMM through the #GP gate to CPL0, the
  * frame holding the INT3 itself and the guest's TF. Stepped, the CPU's #GP
@@ -3780,6 +3893,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ud2_cpl3_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_cpl2_pushes_rf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(int3_dpl0_gate_cpl3_gp, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(int3_cpl3_handler_frame_user_access, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(delivery_table_limits, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_into_delivered_with_of, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(ret_noncanonical_gp, setup_no_hwbp, teardown),
@@ -3857,6 +3971,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(vm86_vme_intn_routes, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_dpl0_gate_gp, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(task_switch_tss_supervisor_access, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(intn_task_gate_unstepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_int3_delivered, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(legacy_frame_across_pages, setup_hwbp, teardown),
