@@ -340,24 +340,19 @@ static int movss_shadow_fault(const struct boot_info *bi)
 	return 0;
 }
 
-/* MOV SS of movss_load, from AX or from memory, at CPL3. */
-static uint64_t user_movss(uint64_t mem)
+/* seq_at_cpl3() runs cpl3_seq at CPL3, for fault_skipped(), whose runs take no argument. */
+static void (*cpl3_seq)(void);
+
+static uint64_t cpl3_call(uint64_t arg)
 {
-	if (mem)
-		seq_movss_mem_sel();
-	else
-		seq_movss_reg_sel();
+	(void)arg;
+	cpl3_seq();
 	return 0;
 }
 
-static void movss_reg_cpl3(void)
+static void seq_at_cpl3(void)
 {
-	run_user(user_movss, 0, 0);
-}
-
-static void movss_mem_cpl3(void)
-{
-	run_user(user_movss, 1, 0);
+	run_user(cpl3_call, 0, 0);
 }
 
 /*
@@ -391,8 +386,8 @@ static int movss_descriptor_faults(const struct boot_info *bi)
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		for (int mem = 0; mem < 2; mem++) {
 			const char *what[2];
-			void (*run)(void) = cases[i].cpl ? (mem ? movss_mem_cpl3 : movss_reg_cpl3)
-							 : (mem ? seq_movss_mem_sel : seq_movss_reg_sel);
+
+			cpl3_seq = mem ? seq_movss_mem_sel : seq_movss_reg_sel;
 
 			for (int tf = 0; tf < 2; tf++) {
 				snprintf(label[tf], sizeof(label[tf]),
@@ -401,24 +396,12 @@ static int movss_descriptor_faults(const struct boot_info *bi)
 				what[tf] = label[tf];
 			}
 			movss_load = cases[i].sel;
-			fault_skipped(what, run, mem ? seq_movss_mem_sel_start : seq_movss_reg_sel_start,
-				      false);
+			fault_skipped(what, cases[i].cpl ? seq_at_cpl3 : cpl3_seq,
+				      mem ? seq_movss_mem_sel_start : seq_movss_reg_sel_start, false);
 		}
 	}
 	nothing_unchecked();
 	return 0;
-}
-
-static uint64_t user_movss_hlt(uint64_t arg)
-{
-	(void)arg;
-	seq_movss_hlt();
-	return 0;
-}
-
-static void movss_hlt_cpl3(void)
-{
-	run_user(user_movss_hlt, 0, 0);
 }
 
 /*
@@ -438,7 +421,8 @@ static int movss_shadow_certain_faults(const struct boot_info *bi)
 
 	(void)bi;
 	fault_skipped(ud, seq_movss_ud2, seq_movss_ud2_start, true);
-	fault_skipped(hlt, movss_hlt_cpl3, seq_movss_hlt_start, false);
+	cpl3_seq = seq_movss_hlt;
+	fault_skipped(hlt, seq_at_cpl3, seq_movss_hlt_start, false);
 	fault_skipped(mem_ud, seq_movss_mem_ud2, seq_movss_mem_ud2_start, true);
 	nothing_unchecked();
 	return 0;
