@@ -1609,9 +1609,12 @@ static void mov_ss_read_ad(struct vcpu *v, const struct step_cpu *c, uint64_t ss
  * the handler unwatched, its frame showing the VMM's TF. Only where MOV
  * SS is certain to complete (its descriptor read and judged, its accessed
  * bit writable; in real and virtual-8086 mode its selector read, which
- * sets the base to 16 times it and leaves the rest of the cache), with
- * the guest's TF clear (no held trap to place) and none of its
- * breakpoints enabled. 1: done; 0: stepped as before.
+ * sets the base to 16 times it and leaves the rest of the cache), and
+ * none of the guest's breakpoints is enabled. With the guest's TF set,
+ * only in front of a certain #UD: KVM intercepts #UD and queues it
+ * itself, and a fault it queues away from the RIP its single-step began
+ * at loses TF from its frame (__kvm_set_rflags()); the trap MOV SS held
+ * is then dropped, as QEMU's TCG drops it. 1: done; 0: stepped as before.
  */
 static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_at)
 {
@@ -1632,8 +1635,7 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	size_t n;
 	bool ok, event = false;
 
-	if (s->tf_at_start || !s->dr_valid || (s->dr7 & 0xff) ||
-	    !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
+	if (!s->dr_valid || (s->dr7 & 0xff) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
 		return 0;
 	/* The accessed bit the load sets: an implicit supervisor write, as read_descriptor() reads. */
 	implicit_paging(v, &p);
@@ -1676,7 +1678,8 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 		}
 	}
 	/* MOV DR's #DB with DR7.GD has its own path: stepped. */
-	if (vector == X86_VEC_DB || (vector < 0 && !event)) {
+	if (vector == X86_VEC_DB || (vector < 0 && !event) ||
+	    (s->tf_at_start && vector != X86_VEC_UD)) {
 		*regs = was;
 		*sr = sr_was;
 		return 0;

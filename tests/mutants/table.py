@@ -690,8 +690,8 @@ MUTANTS = [
                 "with it: the lab's QEMU runs the handler unwatched, its frame showing the "
                 "VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "\t    !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
-                   "\t    !mov->ss_desc_valid)")],
+                   "(s->dr7 & 0xff) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
+                   "(s->dr7 & 0xff) || !mov->ss_desc_valid)")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -719,10 +719,19 @@ MUTANTS = [
         "name": "movss-pair-guest-tf",
         "what": "the pair is performed by the VMM with the guest's TF set, where the trap MOV "
                 "SS holds would be the guest's to place",
-        "edits": [("src/vmm/stepping.c", "\tif (s->tf_at_start || !s->dr_valid ||",
-                   "\tif (!s->dr_valid ||")],
+        "edits": [("src/vmm/stepping.c", "\t    (s->tf_at_start && vector != X86_VEC_UD)) {",
+                   "\t    (s->tf_at_start && 0)) {")],
         "unit": ["stepping"],
         "tests": [],
+    },
+    {
+        "name": "movss-pair-guest-tf-ud-stepped",
+        "what": "with the guest's TF, MOV SS in front of a certain #UD is stepped with it: "
+                "KVM intercepts the #UD and queues it, its frame without the guest's TF",
+        "edits": [("src/vmm/stepping.c", "\t    (s->tf_at_start && vector != X86_VEC_UD)) {",
+                   "\t    s->tf_at_start) {")],
+        "unit": ["stepping"],
+        "tests": ["diff-event-mov-ss-shadow-certain-faults"],
     },
     {
         "name": "movss-pair-no-accessed-bit",
@@ -748,8 +757,8 @@ MUTANTS = [
         "what": "where the instruction behind MOV SS is no certain event, the SS and RIP the "
                 "VMM loaded for the pair are left in place: MOV SS is skipped",
         "edits": [("src/vmm/stepping.c",
-                   "\tif (vector == X86_VEC_DB || (vector < 0 && !event)) {\n\t\t*regs = was;",
-                   "\tif (vector == X86_VEC_DB || (vector < 0 && !event)) {\n\t\t(void)was;")],
+                   "(s->tf_at_start && vector != X86_VEC_UD)) {\n\t\t*regs = was;",
+                   "(s->tf_at_start && vector != X86_VEC_UD)) {\n\t\t(void)was;")],
         "unit": ["stepping"],
         "tests": [],
     },

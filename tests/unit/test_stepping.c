@@ -2479,7 +2479,7 @@ static void movss_descriptor_faults(void **state)
  * MOV SS (SS and its cache loaded, the descriptor's accessed bit set) and
  * delivers the second instruction's event, so that no CPU's handling of
  * the trap MOV SS holds matters. Behind anything else, or with the
- * guest's TF, stepped.
+ * guest's TF (but for a certain #UD), stepped.
  */
 static void movss_pair_by_vmm(void **state)
 {
@@ -2549,18 +2549,30 @@ static void movss_pair_by_vmm(void **state)
 	assert_int_equal(word_at(STACK - 40), CODE + 2);
 	assert_int_equal(v->stats.faults_delivered, 4);
 
-	/* A NOP behind it, or the guest's TF: stepped, nothing changed. */
+	/* A NOP behind it, or the guest's TF with INT3: stepped, nothing changed. */
 	sr->ss = ss;
 	regs(v)->rip = CODE;
 	regs(v)->rsp = STACK;
 	movss_then(nop, sizeof(nop), X86_RFLAGS_FIXED | X86_RFLAGS_IF);
 	assert_int_equal(regs(v)->rip, CODE);
 	assert_int_equal(sr->ss.selector, ss.selector);
-	memcpy(ram + CODE + 2, ud2, sizeof(ud2));
+	memcpy(ram + CODE + 2, int3, sizeof(int3));
 	pair_again(v, true);
 	assert_int_equal(v->step.insn.kind, STEP_MOV_SS);
 	assert_int_equal(regs(v)->rip, CODE);
-	assert_int_equal(v->stats.faults_delivered, 4);
+	assert_int_equal(sr->ss.selector, ss.selector);
+
+	/*
+	 * With the guest's TF, a certain #UD: performed, the frame holding
+	 * the guest's TF (KVM's own #UD would lose it), the held trap dropped.
+	 */
+	memcpy(ram + CODE + 2, ud2, sizeof(ud2));
+	pair_again(v, true);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_UD));
+	assert_int_equal(word_at(STACK - 24),
+			 X86_RFLAGS_FIXED | X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.faults_delivered, 5);
 }
 
 /*
