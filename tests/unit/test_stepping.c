@@ -2576,6 +2576,22 @@ static void movss_pair_by_vmm(void **state)
 }
 
 /*
+ * A frame of three slots of `slot` bytes (4: a 32-bit gate's; 2: a 16-bit
+ * gate's, real mode's) at guest-physical at: (E)IP, CS, (E)FLAGS.
+ */
+static void assert_frame(unsigned slot, uint64_t at, uint32_t ip, uint32_t cs, uint32_t flags)
+{
+	const uint32_t want[3] = { ip, cs, flags };
+
+	for (unsigned i = 0; i < 3; i++) {
+		uint32_t w = 0;
+
+		memcpy(&w, ram + at + slot * i, slot);
+		assert_int_equal(w, want[i]);
+	}
+}
+
+/*
  * The pair in real mode: MOV SS from AX (then UD2) and POP SS (then INT3)
  * load the selector and a base of 16 times it, and keep the rest of SS's
  * cache (its limit here 4 GiB); POP SS moves SP by 2. The 16-bit frame
@@ -2589,7 +2605,6 @@ static void movss_pair_real_mode(void **state)
 	const struct kvm_segment ss = { .base = 0x20000, .limit = 0xffffffff, .selector = 0x2000,
 					.type = 3, .present = 1, .s = 1 };
 	const uint16_t sel = 0x3000;
-	uint16_t h[3];
 
 	(void)state;
 	sr->efer = 0;
@@ -2611,10 +2626,7 @@ static void movss_pair_real_mode(void **state)
 	assert_int_equal(sr->ss.base, 0x30000);
 	assert_int_equal(sr->ss.limit, 0xffffffff);
 	assert_int_equal(regs(v)->rsp, 0x1000 - 6);
-	memcpy(h, ram + 0x30000 + 0x1000 - 6, sizeof(h));
-	assert_int_equal(h[0], 0x102);
-	assert_int_equal(h[1], 0x1000);
-	assert_int_equal(h[2], X86_RFLAGS_FIXED | X86_RFLAGS_IF);
+	assert_frame(2, 0x30000 + 0x1000 - 6, 0x102, 0x1000, X86_RFLAGS_FIXED | X86_RFLAGS_IF);
 	assert_int_equal(v->stats.faults_delivered, 1);
 
 	sr->ss = ss;
@@ -2627,9 +2639,7 @@ static void movss_pair_real_mode(void **state)
 	assert_int_equal(regs(v)->rip, 0x300);
 	assert_int_equal(sr->ss.base, 0x30000);
 	assert_int_equal(regs(v)->rsp, 0x1000 - 6);
-	memcpy(h, ram + 0x30000 + 0x1000 - 6, sizeof(h));
-	assert_int_equal(h[0], 0x102);
-	assert_int_equal(h[2], X86_RFLAGS_FIXED);
+	assert_frame(2, 0x30000 + 0x1000 - 6, 0x102, 0x1000, X86_RFLAGS_FIXED);
 }
 
 /*
@@ -2662,17 +2672,6 @@ static void ret_noncanonical_gp(void **state)
 	assert_int_equal(v->stats.faults_delivered, 1);
 }
 
-/* A 32-bit frame of three dwords at guest-physical at: EIP, CS, EFLAGS. */
-static void assert_frame32(uint64_t at, uint32_t eip, uint32_t cs, uint32_t eflags)
-{
-	uint32_t w[3];
-
-	memcpy(w, ram + at, sizeof(w));
-	assert_int_equal(w[0], eip);
-	assert_int_equal(w[1], cs);
-	assert_int_equal(w[2], eflags);
-}
-
 /*
  * POP SS then UD2 in 32-bit protected mode: ESP moves past the selector,
  * and the #UD frame goes to the new SS (GDT 0x30, based at 0x10000).
@@ -2693,7 +2692,7 @@ static void popss_pair_by_vmm(void **state)
 	assert_int_equal(regs(v)->rip, 0x130000);
 	assert_int_equal(regs(v)->rsp, STACK - 12);
 	assert_int_equal(v->run->s.regs.sregs.ss.base, 0x10000);
-	assert_frame32(0x10000 + STACK - 12, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_RF);
+	assert_frame(4, 0x10000 + STACK - 12, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_RF);
 }
 
 /*
@@ -2748,7 +2747,7 @@ static void legacy_into_delivered_with_of(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x130000);
 	assert_int_equal(regs(v)->rsp, frame);
-	assert_frame32(frame, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_OF);
+	assert_frame(4, frame, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_OF);
 }
 
 /* SS0:ESP0 of a 32-bit TSS at base: 0x10 (flat data at GDT 0x10):0x170000, returned. */
@@ -3319,10 +3318,8 @@ static void vm86_vme_intn_routes(void **state)
 	assert_int_equal(sr->cs.selector, 0x2000);
 	assert_int_equal(sr->cs.base, 0x20000);
 	assert_int_equal(regs(v)->rsp, 0x2000 - 6);
-	memcpy(w, ram + 0x70000 + 0x2000 - 6, sizeof(w));
-	assert_int_equal(w[0], 0x1802);
-	assert_int_equal(w[1], 0x7000);
-	assert_int_equal(w[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF | 0x3000);
+	assert_frame(2, 0x70000 + 0x2000 - 6, 0x1802, 0x7000,
+		       X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF | 0x3000);
 	assert_int_equal(regs(v)->rflags & ~(uint64_t)X86_RFLAGS_TF,
 			 X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_AC | 0x3000);
 	assert_false(v->step.guest_tf);
@@ -3702,7 +3699,6 @@ static void legacy_int3_delivered(void **state)
 	struct fake_vcpu *fc = fake_vcpu(v);
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 	uint64_t frame = STACK - 12;
-	uint16_t h[3];
 
 	(void)state;
 	flat32_gate(v, X86_VEC_BP);
@@ -3712,7 +3708,7 @@ static void legacy_int3_delivered(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x130000);
 	assert_int_equal(regs(v)->rsp, frame);
-	assert_frame32(frame, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+	assert_frame(4, frame, CODE + 1, 0x08, X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
 	assert_int_equal(sr->cs.selector, 0x38);
 	assert_true(sr->cs.db);
 	assert_false(sr->cs.l);
@@ -3846,10 +3842,8 @@ static void legacy_int3_delivered(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x200);
 	assert_int_equal(regs(v)->rsp, 0x1000 - 6);
-	memcpy(h, ram + 0x20000 + 0x1000 - 6, sizeof(h));
-	assert_int_equal(h[0], 0x101);
-	assert_int_equal(h[1], 0x1000);
-	assert_int_equal(h[2], X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
+	assert_frame(2, 0x20000 + 0x1000 - 6, 0x101, 0x1000,
+		       X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF);
 	assert_int_equal(sr->cs.selector, 0x1000);
 	assert_int_equal(sr->cs.base, 0x10000);
 	assert_false(regs(v)->rflags & (X86_RFLAGS_IF | X86_RFLAGS_AC));	/* TF: the VMM's */
