@@ -126,8 +126,13 @@ PROBES = [
 # same records as before. Half of those load SS from memory instead (event
 # movss-from-memory): SS stored to the record's operand through EBX and
 # loaded back from it (32-bit addresses in 16-bit code too), a MOV SS whose
-# length only a decoder knows.
+# length only a decoder knows. Some records of the classes in MOVSS_FAULTS
+# get the same MOV SS in front of their faulting instruction or INT3
+# (form movss-<class>, its class still the instruction's; event
+# fault-behind-movss): the VMM performs that pair itself where the
+# guest's TF is clear, and steps it where it is set.
 MOVSS = b"\x8c\xd1\x8e\xd1"
+MOVSS_FAULTS = ("fault-ud2", "fault-hlt-cpl3", "fault-cli-cpl3", "fault-syscall-sce0", "int3")
 MOVSS_MEM = {16: b"\x8c\xd1\x67\x89\x0b\x67\x8e\x13", 32: b"\x8c\xd1\x89\x0b\x8e\x13"}
 
 
@@ -149,7 +154,7 @@ def probe_case(rng, idx, name=None):
     if name == "icebp":
         c.needs = ("icebp",)
     pick = random.Random(c.seed ^ 0x55)
-    if probe and name in ("pushf", "popf-tf") and pick.random() < 0.4:
+    if probe and name in ("pushf", "popf-tf") + MOVSS_FAULTS and pick.random() < 0.4:
         mov, c.form = MOVSS, "movss-" + name
         if pick.random() < 0.5:
             mov = MOVSS_MEM[16 if c.mode == 2 else 32]
@@ -157,7 +162,9 @@ def probe_case(rng, idx, name=None):
             c.regs[R_BX] = 0
             c.events = list(c.events) + ["movss-from-memory"]
         c.insn = insn.replace(b"\x9c", mov + b"\x9c") if name == "pushf" else \
-            insn.replace(b"\x9d", mov + b"\x9d")
+            insn.replace(b"\x9d", mov + b"\x9d") if name == "popf-tf" else mov + insn
+        if name in MOVSS_FAULTS:
+            c.events = list(c.events) + ["fault-behind-movss"]
     return c
 
 
@@ -612,7 +619,9 @@ KNOWN_BUGS = {
         "from the VMCB after the VMM's KVM_SET_SREGS (KVM reports TR busy, as the CPU holds "
         "it). A lock-mix program with the guest's TF: the VMM delivers the trap of one "
         "operation, the CPU the #PF of the next (seed 56 record 92 of adb3ef4's deck, "
-        "pm32-pae at CPL3: 89 43 0c, then f0 0f c1 4b 06 across a page the CPL3 write faults on)",
+        "pm32-pae at CPL3: 89 43 0c, then f0 0f c1 4b 06 across a page the CPL3 write faults on); "
+        "or a fault behind MOV SS with the guest's TF, the pair stepped, the CPU delivering "
+        "its fault (seed 92 record 248 of 2026-12-06's deck, pm32-pae at CPL1: 8c d1 8e d1 f4)",
 }
 # What QEMU prints where it aborts on one of KNOWN_BUGS (the lab's boot dies).
 ORACLE_ABORTS = {"tcg-nested-busy-tr-abort": "invalid tss type"}
@@ -642,6 +651,12 @@ def avoid_known(c):
     if c.form == "lock-mix" and c.flags & GEN_TF and c.cpl and c.mode in (4, 5, 6, 7, 9) and \
             (c.page0, c.page1) != (PG_NORMAL, PG_NORMAL):
         # Without the guest's TF: no event the VMM delivers before a #PF the CPU does.
+        c.flags &= ~GEN_TF
+        hit.append("tcg-nested-busy-tr-abort")
+    if "fault-behind-movss" in c.events and c.flags & GEN_TF and c.cpl and \
+            c.mode in (4, 5, 6, 7, 9) and c.form not in ("movss-fault-ud2", "movss-fault-syscall-sce0"):
+        # Without it the VMM performs the pair: the event is its delivery, not the CPU's
+        # (a #UD it delivers with the guest's TF too).
         c.flags &= ~GEN_TF
         hit.append("tcg-nested-busy-tr-abort")
     if c.form == "lock-mix":
@@ -1009,6 +1024,25 @@ def pinned_legacy_ud_tf(idx, insn):
     return c
 
 
+def pinned_real_movss_ud2(idx):
+    """MOV SS, then UD2, in real mode with the guest's TF clear. Before
+    the VMM performed the pair outside protected mode, it stepped it; the
+    lab's QEMU does not stop at the #UD handler with the trap MOV SS held,
+    so the handler ran unwatched and its frame held the VMM's TF."""
+    c = pinned_legacy_ud_tf(idx, MOVSS + b"\x0f\x0b")
+    c.mode, c.form, c.flags = 8, "movss-fault-ud2", 0
+    c.events.append("fault-behind-movss")
+    return c
+
+
+def pinned_vm86_movss_hlt(idx):
+    """The same in virtual-8086 mode: MOV SS, then HLT (#GP(0) through the IDT)."""
+    c = pinned_vm86(idx, "movss-fault-hlt-cpl3", MOVSS + b"\xf4", False)
+    c.flags = 0
+    c.events.append("fault-behind-movss")
+    return c
+
+
 def pinned_lock_cmp_pm32_tf(idx):
     """Seed 38 record 384 of the long run (docs/reliability.md item 26):
     LOCK CMP with XACQUIRE in 32-bit protected mode at CPL0 with the
@@ -1115,7 +1149,7 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
           pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf,
           pinned_jmp_pt_noram_pm32_tf, pinned_split_lock_dr0_beside_tf, pinned_lm_off_int3_lidt,
-          pinned_lm_off_int3_tf]
+          pinned_lm_off_int3_tf, pinned_real_movss_ud2, pinned_vm86_movss_hlt]
 
 
 def legacyize(c):
@@ -1139,7 +1173,7 @@ def legacyize(c):
     r = random.Random(c.seed ^ 0x1e6ac7)
     if c.form == "mode-switch":
         return legacy_switch(c, r)
-    movable = c.mode in (1, 2, 3) or c.form == "fault-syscall-sce0"
+    movable = c.mode in (1, 2, 3) or c.form.endswith("fault-syscall-sce0")
     # Gates (32-bit, 16-bit or task gates), but vector 32: the executor's way back.
     gate = c.env == ENV_GATE and c.env_arg != 0x20
     env_ok = c.env == ENV_NONE or (c.env == ENV_DR and c.cpl == 0) or gate
@@ -1296,6 +1330,8 @@ def gen_explore(rng, idx):
 
 def klass(c):
     """The coverage class: the form of --explore's records, 'gen' for gen_case's."""
+    if c.form.startswith("movss-") and c.form[6:] in MOVSS_FAULTS:
+        return c.form[6:]
     return c.form if c.form in EXPLORE_CLASSES else "gen"
 
 
@@ -1386,6 +1422,8 @@ def missing_coverage(cov, classes=None):
         miss.append("a mode/CPL switch between consecutive records")
     if "movss-from-memory" not in cov["event"]:
         miss.append("MOV SS from memory before PUSHF or POPF")
+    if "fault-behind-movss" not in cov["event"]:
+        miss.append("a fault or INT3 behind MOV SS")
     # mode-switch's programs of each kind: compatibility to 64-bit mode, 16-bit to
     # 32-bit code, real to 16-bit protected mode.
     for kind in ("compat-64-compat",) + (() if ia32e_only else
@@ -1598,7 +1636,7 @@ def describe(c):
     elif c.env == ENV_SYSENTER:
         env = (f"; SYSENTER_CS {'0' if c.env_arg & 2 else 'set'}, back with "
                f"{'IRETQ' if c.env_arg & 1 else 'SYSEXIT'} to program+{c.aux:#x}")
-    if c.env or c.form in EXPLORE_CLASSES:
+    if c.env or klass(c) != "gen":
         env += f"; flags in {c.regs[R_FLAGS] & 0x8d5:#x}"
         if c.disarmed:
             env += f"; disarmed (host lacks {', '.join(c.disarmed)})"
