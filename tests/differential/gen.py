@@ -1025,10 +1025,11 @@ def pinned_legacy_ud_tf(idx, insn):
 
 
 def pinned_real_movss_ud2(idx):
-    """MOV SS, then UD2, in real mode with the guest's TF clear. Before
-    the VMM performed the pair outside protected mode, it stepped it; the
-    lab's QEMU does not stop at the #UD handler with the trap MOV SS held,
-    so the handler ran unwatched and its frame held the VMM's TF."""
+    """MOV SS, then UD2, in real mode with the guest's TF clear: the pair
+    the VMM performs outside protected mode. Stepped (before 06fe8ac), the
+    handler ran unwatched on the lab, counted (vmm --stats: 1 unchecked
+    run), though its frame agreed: KVM queues the #UD itself, without
+    the VMM's TF."""
     c = pinned_legacy_ud_tf(idx, MOVSS + b"\x0f\x0b")
     c.mode, c.form, c.flags = 8, "movss-fault-ud2", 0
     c.events.append("fault-behind-movss")

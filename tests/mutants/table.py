@@ -693,7 +693,10 @@ MUTANTS = [
                    "(s->dr7 & 0xff) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
                    "(s->dr7 & 0xff) || !mov->ss_desc_valid)")],
         "unit": ["stepping"],
-        "tests": ["diff-gen-pinned"],
+        # The lab's frames agree either way (KVM queues the real-mode
+        # #UD itself, without the VMM's TF): only vmm --stats tells, 1
+        # unchecked run in diff-gen-pinned's real-mode record.
+        "tests": [],
     },
     {
         "name": "movss-pair-real-base-kept",
