@@ -1948,12 +1948,19 @@ bool stepping_debug_exit(struct vcpu *v)
 						       : step_advance(s->rip, s->insn.len, s->mode))) {
 			s->checked = false;
 			s->guest_tf = false;	/* delivery clears it */
-		} else if (missed || behind == SHADOWED_FAULTED) {
+		} else if (missed || behind == SHADOWED_FAULTED ||
+			   (emulated && behind == SHADOWED_MAYBE &&
+			    (s->shadowed.kind == STEP_INT3 || s->shadowed.kind == STEP_INTN ||
+			     s->shadowed.kind == STEP_INTO))) {
 			escaped = true;
 			/*
 			 * An event was delivered (clearing TF) and its handler
 			 * ran unwatched up to an instruction KVM emulated: no
-			 * trap of the CPU's, and the handler's TF is clear.
+			 * trap of the CPU's, and the handler's TF is clear. So
+			 * for INT n, INT3 or INTO behind MOV SS with the guest's
+			 * TF, where the CPU drops the trap MOV SS held (QEMU's
+			 * TCG): that exit, inside the handler, is no trap of
+			 * the guest's.
 			 */
 			in_handler = emulated;
 		}
