@@ -225,8 +225,11 @@ def scaled(seconds):
 
 
 def scaled_str(seconds):
-    """scaled() for a command line: whole seconds."""
-    return str(int(round(scaled(seconds))))
+    """scaled() for a command line, as vmm --timeout takes it: whole
+    seconds where it is that long, else the fraction (0.5 stays 0.5 on
+    this machine's KVM, where rounding made it 0, which vmm refuses)."""
+    t = scaled(seconds)
+    return str(int(round(t))) if t >= 1 else f"{t:g}"
 
 
 def vm_statuses():
