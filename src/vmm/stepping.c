@@ -1831,13 +1831,37 @@ static void task_switched(struct vcpu *v)
 		v->stats.unchecked_runs++;
 }
 
+/*
+ * IRET whose step exit, the CPU's own, came one instruction past the
+ * frame's target: a KVM that performs IRET without its step trap (the
+ * nested PVM KVM, at CPL0) ran the target's instruction in the same step.
+ */
+static bool iret_step_late(struct vcpu *v, bool emulated)
+{
+	const struct step_state *s = &v->step;
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	struct step_mode mode = { .cs_l = sr->cs.l, .cs_d = sr->cs.db };
+	uint8_t b[DECODE_INSN_MAX];
+	struct step_insn in;
+	size_t n;
+
+	if (s->insn.kind != STEP_IRET || !s->to_known || emulated ||
+	    v->run->s.regs.regs.rip == s->to)
+		return false;
+	n = read_code(v, s->to, b);
+	step_classify(b, n, mode, &in);
+	full_length(v, s->to, b, n, &in);
+	return in.len && in.kind == STEP_OTHER && !in.rep &&
+	       v->run->s.regs.regs.rip == step_advance(s->to, in.len, mode);
+}
+
 bool stepping_debug_exit(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 	uint64_t dr6 = v->run->debug.arch.dr6;
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	/* Read first: this exit came from KVM's emulator, not the CPU (DR7_UNWRITTEN). */
-	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, in_handler = false;
+	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, in_handler = false, late_iret;
 	struct kvm_debugregs dr = { 0 };
 	uint64_t db[4];
 	struct step_db d;
@@ -1902,7 +1926,14 @@ bool stepping_debug_exit(struct vcpu *v)
 		frame_fix(v);
 	escaped = s->checked && (hit & X86_DR6_BS) &&
 		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
-	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped) {
+	/*
+	 * IRET completed there, loading the guest's TF from its frame, and the
+	 * instruction behind it ran unchecked, with that TF: its trap is owed.
+	 */
+	late_iret = s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);
+	if (late_iret)
+		v->stats.unchecked_runs++;
+	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped && !late_iret) {
 		bool missed = step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
 			      step_missed_target(&s->insn, s->to_known, s->to,
 						 v->run->s.regs.regs.rip) ||
@@ -1971,7 +2002,8 @@ bool stepping_debug_exit(struct vcpu *v)
 	 * CPU raises too (the first after a fault handler's IRET): the guest's.
 	 */
 	d = step_debug_exit(dr6, s->checked ? (escaped ? s->tf_at_start && !in_handler
-						 : step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after))
+					       : late_iret ? s->tf_after
+					       : step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after))
 					    : s->resume_tf,
 			    dr.dr7,
 			    step_exec_beside(db, dr.dr7,

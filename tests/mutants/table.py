@@ -749,6 +749,18 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "iret-step-late-missed",
+        "what": "an IRET whose step exit comes one instruction past its target (the nested "
+                "PVM KVM drops IRET's step trap) is taken for a handler the CPU entered: the "
+                "guest's TF from the frame and the trap after that instruction are lost",
+        "edits": [("src/vmm/stepping.c",
+                   "\tlate_iret = s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);",
+                   "\tlate_iret = 0 && s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);")],
+        "unit": ["stepping"],
+        # Only the PVM KVM shows it; the stock lab traps at IRET's target.
+        "tests": [],
+    },
+    {
         "name": "movss-pair-no-accessed-bit",
         "what": "SS loaded by the VMM leaves its descriptor's accessed bit clear, which the "
                 "CPU's load sets",

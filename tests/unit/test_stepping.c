@@ -1921,6 +1921,50 @@ static void movss_shadowed_int3_tf_emulated_in_handler(void **state)
 }
 
 /*
+ * IRETQ to a frame with TF set, whose step exit (the CPU's) comes one
+ * instruction past the target: a KVM that performs IRET without its step
+ * trap (the nested PVM KVM at CPL0) ran that instruction too. IRET
+ * completed, the guest's TF is the frame's, the instruction ran unchecked
+ * (counted), and its trap is the guest's. Elsewhere past the target: a
+ * handler the CPU entered, as before (nothing owed).
+ */
+static void iretq_step_exit_one_late(void **state)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf }, nop4[] = { 0x0f, 0x1f, 0x40, 0x00 };
+	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF, STACK,
+			      BOOT_SEL_DATA };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + CODE + 0x40, nop4, sizeof(nop4));
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 40;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	stepping_before_run(v);
+	assert_int_equal(v->step.insn.kind, STEP_IRET);
+	regs(v)->rsp = STACK;
+	step_to(v, CODE + 0x44, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));	/* its #DB, delivered */
+	assert_int_equal(v->stats.unchecked_runs, 1);
+
+	/* The frame's TF clear: the guest's TF clear after it, no trap owed. */
+	frame[2] = X86_RFLAGS_FIXED;
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 40;
+	regs(v)->rflags = X86_RFLAGS_FIXED;
+	v->step.guest_tf = false;
+	stepping_before_run(v);
+	regs(v)->rsp = STACK;
+	step_to(v, CODE + 0x44, DR6_STEP);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(v->stats.unchecked_runs, 2);
+}
+
+/*
  * IRETQ behind MOV SS: its frame, read before the step, says what TF it
  * loads. The guest's TF clear and the frame's set: the guest steps itself
  * from the target on, no trap yet. The guest's TF set and the frame's
@@ -3956,6 +4000,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_shadowed_int3_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_int3_frame_fixed, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_int3_tf_emulated_in_handler, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iretq_step_exit_one_late, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_iretq, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(movss_shadowed_iretq, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(popss_shadowed_iretd, setup_no_hwbp, teardown),
