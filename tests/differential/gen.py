@@ -130,7 +130,7 @@ PROBES = [
 # get the same MOV SS in front of their faulting instruction or INT3
 # (form movss-<class>, its class still the instruction's; event
 # fault-behind-movss): the VMM performs that pair itself where the
-# guest's TF is clear, and steps it where it is set.
+# guest's TF is clear, or the fault is a #UD, and steps it otherwise.
 MOVSS = b"\x8c\xd1\x8e\xd1"
 MOVSS_FAULTS = ("fault-ud2", "fault-hlt-cpl3", "fault-cli-cpl3", "fault-syscall-sce0", "int3")
 MOVSS_MEM = {16: b"\x8c\xd1\x67\x89\x0b\x67\x8e\x13", 32: b"\x8c\xd1\x89\x0b\x8e\x13"}
