@@ -417,7 +417,9 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 	fprintf(out, LABEL "%s%s\n", "LOCK MOV #UD:", tristate(hi->lock_ud),
 		hi->lock_ud == 0 ? " (this CPU completes a store with a LOCK prefix)" : "");
 	fprintf(out, LABEL "%s%s\n", "leaving long mode:", tristate(hi->leave_long_mode),
-		hi->leave_long_mode == 0 ? " (this KVM stops a guest that clears CR0.PG and EFER.LME)" : "");
+		hi->leave_long_mode == 0
+			? " (this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode)"
+			: "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",

@@ -655,9 +655,14 @@ int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 /*
  * Into compatibility mode as cs_write_code goes, then out of IA-32e mode
  * and back as a guest kernel's mode switch does: CR0.PG cleared (the code
- * is identity-mapped), EFER.LME cleared and set again, PG set again;
- * movl $1, (%ebx); hlt.
+ * is identity-mapped), EFER.LME cleared; with it clear, PAE paging on and
+ * off again (a PDPT at LM_OFF_PDPT whose first entry is the boot PD, a
+ * store of 2 at 4(%ebx) between), as the guests outside IA-32e mode have
+ * it; LME set again, PG set again; movl $1, (%ebx); hlt. A KVM that
+ * leaves IA-32e mode but cannot page outside it (the nested PVM KVM
+ * stops the VM there) cannot run them either.
  */
+#define LM_OFF_PDPT 0x300000u
 static const uint8_t lm_off_code[] = {
 	0x6a, CS_PROBE_SEL,
 	0x68, 0x09, 0x00, 0x10, 0x00,	/* BOOT_IMAGE_ADDR + 9 */
@@ -669,6 +674,20 @@ static const uint8_t lm_off_code[] = {
 	0x0f, 0x32,			/* rdmsr */
 	0x25, 0xff, 0xfe, 0xff, 0xff,	/* and $~LME, %eax */
 	0x0f, 0x30,			/* wrmsr */
+	0xc7, 0x05, 0x00, 0x00, 0x30, 0x00,
+	0x01, 0x40, 0x00, 0x00,		/* movl $(BOOT_PD_ADDR | P), LM_OFF_PDPT */
+	0x0f, 0x20, 0xde,		/* mov %cr3, %esi */
+	0xb8, 0x00, 0x00, 0x30, 0x00,	/* mov $LM_OFF_PDPT, %eax */
+	0x0f, 0x22, 0xd8,		/* mov %eax, %cr3 */
+	0x0f, 0x20, 0xc0,		/* mov %cr0, %eax */
+	0x0d, 0x00, 0x00, 0x00, 0x80,	/* or $PG, %eax: PAE paging */
+	0x0f, 0x22, 0xc0,		/* mov %eax, %cr0 */
+	0xc7, 0x43, 0x04, 0x02, 0x00, 0x00, 0x00,	/* movl $2, 4(%ebx) */
+	0x0f, 0x20, 0xc0,		/* mov %cr0, %eax */
+	0x25, 0xff, 0xff, 0xff, 0x7f,	/* and $~PG, %eax */
+	0x0f, 0x22, 0xc0,		/* mov %eax, %cr0 */
+	0x0f, 0x22, 0xde,		/* mov %esi, %cr3 */
+	0x0f, 0x32,			/* rdmsr */
 	0x0d, 0x00, 0x01, 0x00, 0x00,	/* or $LME, %eax */
 	0x0f, 0x30,			/* wrmsr */
 	0x0f, 0x20, 0xc0,		/* mov %cr0, %eax */
@@ -688,6 +707,8 @@ int hostinfo_probe_leave_long_mode(int kvm, char *err, size_t errlen)
 	result = probe_compat(&scratch, kvm, &p, lm_off_code, sizeof(lm_off_code), true);
 	if (result >= 0)
 		result = !result;	/* a halt after the store: back in IA-32e mode */
+	if (result == 1 && p.mem[0x200004] != 2)
+		result = probe_fail(&scratch, "the probe guest came back without paging outside IA-32e mode", 0);
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 

@@ -589,7 +589,8 @@ def lacks(need, vmm=None):
 # What a probe measured missing means on a machine's own KVM.
 LOCAL_LACKS = {
     "leave_long_mode": " (this KVM stops a guest that clears CR0.PG and EFER.LME and sets them "
-                       "again), so nothing runs outside IA-32e mode here",
+                       "again, or that turns on paging outside IA-32e mode), so nothing runs "
+                       "outside IA-32e mode here",
     "hw_breakpoint": " (KVM_GUESTDBG_USE_HW_BP does not stop the guest here)",
     "guest_data_breakpoint_cpl0": " (the guest's own data breakpoints do not fire while KVM "
                                   "single-steps it here)",
