@@ -1637,11 +1637,16 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 
 	if (!s->dr_valid || (s->dr7 & 0xff) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
 		return 0;
-	/* The accessed bit the load sets: an implicit supervisor write, as read_descriptor() reads. */
-	implicit_paging(v, &p);
-	if (desc && !(mov->ss_desc & X86_DESC_A) &&
-	    (pagewalk(&m, &p, la + X86_DESC_A_BYTE, WALK_WRITE, &aw) != WALK_OK || aw.gpa >= m.size))
-		return 0;
+	/*
+	 * The accessed bit the load sets: an implicit supervisor write, as
+	 * read_descriptor() reads (paged only here: KVM_GET_XSAVE under PKE).
+	 */
+	if (desc && !(mov->ss_desc & X86_DESC_A)) {
+		implicit_paging(v, &p);
+		if (pagewalk(&m, &p, la + X86_DESC_A_BYTE, WALK_WRITE, &aw) != WALK_OK ||
+		    aw.gpa >= m.size)
+			return 0;
+	}
 	if (desc) {
 		step_segment_cache(mov->ss_desc, mov->ss_sel, &sr->ss);
 	} else {
