@@ -108,6 +108,7 @@
 #define X86_RFLAGS_AC    X86_BIT(18)
 #define X86_RFLAGS_VIF   X86_BIT(19)
 #define X86_RFLAGS_VIP   X86_BIT(20)
+#define X86_RFLAGS_ID    X86_BIT(21)
 /* The six status flags that arithmetic writes: OF SF ZF AF PF CF (0x8d5). */
 #define X86_RFLAGS_ARITH (X86_RFLAGS_OF | X86_RFLAGS_SF | X86_RFLAGS_ZF | \
 			  X86_RFLAGS_AF | X86_RFLAGS_PF | X86_RFLAGS_CF)
@@ -124,6 +125,7 @@
 /* DR7: L0 enables DR0; R/W0 and LEN0 zero make it a one-byte execute breakpoint. */
 #define X86_DR7_L0         X86_BIT(0)
 #define X86_DR7_GD         X86_BIT(13)     /* MOV DR faults with #DB; cleared on #DB delivery */
+#define X86_DR7_ENABLES    0xff            /* L0-3 and G0-3 */
 
 /* Segment selectors. */
 #define X86_SEL_RPL        0x3

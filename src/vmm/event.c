@@ -50,16 +50,18 @@ int event_inject(struct vcpu *v, const struct emulate_exception *ex)
 	return v->ops->set_events(v, &ev);
 }
 
-int event_end_shadow(struct vcpu *v, const char **call)
+int event_end_shadow(struct vcpu *v, bool nmi, const char **call)
 {
 	struct kvm_vcpu_events ev;
 	int r;
 
 	*call = "KVM_GET_VCPU_EVENTS";
 	r = v->kvm->get_events(v, &ev);
-	if (r || !ev.interrupt.shadow)
+	if (r || (!ev.interrupt.shadow && !(nmi && ev.nmi.masked)))
 		return r;
 	ev.interrupt.shadow = 0;
+	if (nmi)
+		ev.nmi.masked = 0;
 	ev.flags = (ev.flags & KVM_VCPUEVENT_VALID_NMI_PENDING) | KVM_VCPUEVENT_VALID_SHADOW;
 	*call = "KVM_SET_VCPU_EVENTS (interrupt shadow)";
 	return v->kvm->set_events(v, &ev);

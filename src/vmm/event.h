@@ -18,8 +18,9 @@ int event_inject(struct vcpu *v, const struct emulate_exception *ex);
  * for one the VMM completed, or an event it delivered, in the guest's
  * place, as the CPU's completion would: left set, it would cover the next
  * instruction too, and VMX refuses entry with STI blocking and IF clear.
- * Through v->kvm. 0, or -errno with *call naming the ioctl.
+ * nmi: for an IRET, which ends the blocking of NMIs too (SDM vol. 3
+ * 6.7.1). Through v->kvm. 0, or -errno with *call naming the ioctl.
  */
-int event_end_shadow(struct vcpu *v, const char **call);
+int event_end_shadow(struct vcpu *v, bool nmi, const char **call);
 
 #endif

@@ -236,7 +236,7 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 	call = "KVM_SET_REGS";
 	r = v->ops->set_regs(v, &regs);
 	if (!r)
-		r = event_end_shadow(v, &call);
+		r = event_end_shadow(v, false, &call);
 	vm_resume_others(vm);
 	if (r) {
 		fail_host(v, call, r);

@@ -65,10 +65,10 @@ void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s)
 	fprintf(out, "},\"gp_injected\":%llu,\"ac_injected\":%llu,\"split_lock_stops\":%llu,\"sigbus\":%llu",
 		(unsigned long long)s->gp_injected, (unsigned long long)s->ac_injected,
 		(unsigned long long)s->split_lock_stops, (unsigned long long)s->sigbus);
-	fprintf(out, ",\"split_locks_detected\":%llu,\"split_locks_emulated\":%llu,\"split_lock_delays\":%llu,\"split_lock_delay_ns\":%llu,\"single_steps\":%llu,\"db_reinjected\":%llu,\"faults_delivered\":%llu,\"unchecked_runs\":%llu,\"rtm_aborts\":%llu}",
+	fprintf(out, ",\"split_locks_detected\":%llu,\"split_locks_emulated\":%llu,\"split_lock_delays\":%llu,\"split_lock_delay_ns\":%llu,\"single_steps\":%llu,\"db_reinjected\":%llu,\"faults_delivered\":%llu,\"unchecked_runs\":%llu,\"rtm_aborts\":%llu,\"irets_performed\":%llu}",
 		(unsigned long long)s->split_locks_detected, (unsigned long long)s->split_locks_emulated,
 		(unsigned long long)s->split_lock_delays, (unsigned long long)s->split_lock_delay_ns,
 		(unsigned long long)s->single_steps, (unsigned long long)s->db_reinjected,
 		(unsigned long long)s->faults_delivered, (unsigned long long)s->unchecked_runs,
-		(unsigned long long)s->rtm_aborts);
+		(unsigned long long)s->rtm_aborts, (unsigned long long)s->irets_performed);
 }

@@ -30,6 +30,7 @@ struct stats {
 	uint64_t faults_delivered;       /* foreseen faults emulate delivered itself (no breakpoints) */
 	uint64_t unchecked_runs;         /* guest code ran without the check: each at least one instruction */
 	uint64_t rtm_aborts;             /* XBEGINs emulate performed as an immediate abort */
+	uint64_t irets_performed;        /* IRETQs at CPL0 emulate performed itself */
 	uint64_t sigbus;
 };
 

@@ -676,6 +676,47 @@ bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, boo
 	return true;
 }
 
+/* The flags IRET loads at CPL0 in IA-32e mode: all but VM and the reserved bits. */
+#define IRET_CPL0_FLAGS (X86_RFLAGS_ARITH | X86_RFLAGS_TF | X86_RFLAGS_IF | X86_RFLAGS_DF | \
+			 (3u << 12) | X86_RFLAGS_NT | X86_RFLAGS_RF | X86_RFLAGS_AC | \
+			 X86_RFLAGS_VIF | X86_RFLAGS_VIP | X86_RFLAGS_ID)
+
+/* desc, loaded for seg's selector, gives seg's cache again and writes nothing. */
+static bool same_cache(uint64_t desc, const struct kvm_segment *seg)
+{
+	struct kvm_segment c;
+
+	if (!(desc & X86_DESC_P) || !(desc & X86_DESC_S) || !(desc & X86_DESC_A) ||
+	    seg->unusable || !seg->present)
+		return false;
+	step_segment_cache(desc, seg->selector, &c);
+	return c.base == seg->base && c.limit == seg->limit && c.type == seg->type &&
+	       c.dpl == seg->dpl && c.db == seg->db && c.s == seg->s && c.l == seg->l &&
+	       c.g == seg->g && c.avl == seg->avl;
+}
+
+bool step_iret_plan(const uint64_t frame[5], uint64_t cs_desc, uint64_t ss_desc,
+		    const struct kvm_segment *cs, const struct kvm_segment *ss, uint64_t rflags,
+		    bool la57, uint64_t *new_rflags)
+{
+	uint16_t ss_sel = (uint16_t)frame[4];
+
+	/* NT: a task return, #GP(0) in IA-32e mode; VM in the image: not this path. */
+	if ((rflags & X86_RFLAGS_NT) || (frame[2] & X86_RFLAGS_VM) ||
+	    !canonical(frame[0], la57) || !canonical(frame[3], la57))
+		return false;
+	if ((uint16_t)frame[1] != cs->selector || (cs->selector & X86_SEL_RPL) || !cs->l ||
+	    (cs_desc & X86_DESC_CODE) == 0 || !same_cache(cs_desc, cs))
+		return false;
+	/* A null SS (RPL 0) loads a null SS again; any other must be the one there. */
+	if (ss_sel != ss->selector || (ss_sel & X86_SEL_RPL) ||
+	    ((ss_sel & ~(unsigned)X86_SEL_RPL) &&
+	     ((ss_desc & (X86_DESC_CODE | X86_DESC_W)) != X86_DESC_W || !same_cache(ss_desc, ss))))
+		return false;
+	*new_rflags = (rflags & X86_RFLAGS_VM) | (frame[2] & IRET_CPL0_FLAGS) | X86_RFLAGS_FIXED;
+	return true;
+}
+
 /*
  * A code selector that is null, or past its descriptor table (ldt_limit
  * -1: no usable LDT): #GP(selector), which is #GP(0) for a null one.

@@ -489,11 +489,11 @@ static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *
 	return true;
 }
 
-/* event_end_shadow(), a failure stopping the VM. */
-static bool end_shadow(struct vcpu *v)
+/* event_end_shadow(), a failure stopping the VM; nmi: an IRET's, NMIs unblocked too. */
+static bool end_shadow(struct vcpu *v, bool nmi)
 {
 	const char *call;
-	int r = event_end_shadow(v, &call);
+	int r = event_end_shadow(v, nmi, &call);
 
 	return r ? stepping_fail(v, call, -r) : true;
 }
@@ -503,7 +503,7 @@ static bool delivered(struct vcpu *v)
 {
 	v->step.guest_tf = false;
 	v->step.iret_rf = false;
-	return end_shadow(v);
+	return end_shadow(v, false);
 }
 
 /* What the CPU's accesses set: accessed bits on the IDT and GDT, dirty too where written. */
@@ -1327,7 +1327,7 @@ static int land_sys(struct vcpu *v, const struct step_syscall *sc, enum step_kin
 	struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 
-	if (!end_shadow(v))
+	if (!end_shadow(v, false))
 		return -1;
 	sregs->cs = sc->cs;
 	sregs->ss = sc->ss;
@@ -1389,6 +1389,51 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
+ * IRETQ at CPL0 back to CPL0, CS and SS unchanged, performed by the VMM
+ * (step_iret_plan()): stepped, the nested PVM KVM runs it without its
+ * step trap, and the instruction at its target ran unchecked. Left to the
+ * CPU where a read could fault or watch it: the frame unreadable, the
+ * guest's breakpoints on, protection keys. -1 where the VM is stopping, 0
+ * where it is the CPU's, 1 done.
+ */
+static int perform_iret(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint64_t frame[5], desc[2] = { 0, 0 }, rflags;
+	uint8_t f[40], d[8];
+
+	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || s->insn.opsize != 8 ||
+	    emulate_cpl(sregs, regs->rflags) != 0 || (sregs->cr4 & X86_CR4_PKE) ||
+	    !s->dr_valid || (s->dr7 & X86_DR7_ENABLES) || read_linear(v, regs->rsp, 0, f, sizeof(f)) != sizeof(f))
+		return 0;
+	for (unsigned i = 0; i < 5; i++)
+		frame[i] = le64(f + 8 * i);
+	for (unsigned i = 0; i < 2; i++)
+		if (((uint16_t)frame[1 + 3 * i] & ~X86_SEL_RPL) &&
+		    read_descriptor(v, (uint16_t)frame[1 + 3 * i], d, 8))
+			desc[i] = le64(d);
+	if (!step_iret_plan(frame, desc[0], desc[1], &sregs->cs, &sregs->ss, regs->rflags,
+			    (sregs->cr4 & X86_CR4_LA57) != 0, &rflags))
+		return 0;
+	if (!end_shadow(v, true))
+		return -1;
+	read_ad(v, regs->rsp, sizeof(f));
+	regs->rip = frame[0];
+	regs->rsp = frame[3];
+	regs->rflags = rflags;
+	v->ops->set_regs(v, regs);
+	s->guest_tf = (rflags & X86_RFLAGS_TF) != 0;
+	/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
+	s->iret_rf = (rflags & X86_RFLAGS_RF) != 0;
+	v->stats.irets_performed++;
+	if (step_trap_owed(STEP_IRET, s->tf_at_start, s->guest_tf) && !reinject_db(v, X86_DR6_BS))
+		return -1;
+	return vm_stopping(v->vm) ? -1 : 1;
+}
+
+/*
  * XBEGIN, where the guest's CPUID has RTM, performed by the VMM as an
  * immediate abort (step_xbegin_abort()), so that the fallback is checked
  * from its first instruction. Without RTM it is the CPU's: #UD, or an
@@ -1406,7 +1451,7 @@ static int perform_xbegin(struct vcpu *v)
 	if (!step_xbegin_abort(&v->step.insn, regs->rip, long64, (sregs->cr4 & X86_CR4_LA57) != 0,
 			       sregs->cs.limit, v->step.guest_tf, &x))
 		return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
-	if (!end_shadow(v))
+	if (!end_shadow(v, false))
 		return -1;
 	/* A 32-bit write: zero-extended in 64-bit code, the upper half kept elsewhere. */
 	regs->rax = long64 ? x.status : (regs->rax & ~0xffffffffull) | x.status;
@@ -1635,7 +1680,7 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	size_t n;
 	bool ok, event = false;
 
-	if (!s->dr_valid || (s->dr7 & 0xff) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
+	if (!s->dr_valid || (s->dr7 & X86_DR7_ENABLES) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
 		return 0;
 	/*
 	 * The accessed bit the load sets: an implicit supervisor write, as
@@ -1743,7 +1788,9 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 			return 0;
 		vector = step_code_selector_fault((uint16_t)(b[0] | b[1] << 8), &sr->gdt, &sr->ldt,
 						  &err);
-		return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
+		if (vector < 0)
+			return perform_iret(v);
+		return deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
 	}
 	case STEP_INTO:
 		if (!(regs->rflags & X86_RFLAGS_OF))

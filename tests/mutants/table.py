@@ -366,8 +366,8 @@ MUTANTS = [
         "what": "a KVM_GET_VCPU_EVENTS that fails where an interrupt shadow must end (a "
                 "delivery under emulate, a completed split lock) is passed over",
         "edits": [("src/vmm/event.c",
-                   "\tif (r || !ev.interrupt.shadow)\n\t\treturn r;",
-                   "\tif (r || !ev.interrupt.shadow)\n\t\treturn 0;")],
+                   "\tif (r || (!ev.interrupt.shadow && !(nmi && ev.nmi.masked)))\n\t\treturn r;",
+                   "\tif (r || (!ev.interrupt.shadow && !(nmi && ev.nmi.masked)))\n\t\treturn 0;")],
         "unit": ["stepping", "splitlock"],
         "tests": ["ioctlfail-emulate"],
     },
@@ -690,8 +690,8 @@ MUTANTS = [
                 "with it: the lab's QEMU runs the handler unwatched, its frame showing the "
                 "VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "(s->dr7 & 0xff) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
-                   "(s->dr7 & 0xff) || !mov->ss_desc_valid)")],
+                   "(s->dr7 & X86_DR7_ENABLES) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
+                   "(s->dr7 & X86_DR7_ENABLES) || !mov->ss_desc_valid)")],
         "unit": ["stepping"],
         # The lab's frames agree either way (KVM queues the real-mode
         # #UD itself, without the VMM's TF): only vmm --stats tells, 1
@@ -817,10 +817,54 @@ MUTANTS = [
                 "shadow set: it covers the handler's first instruction, and VMX refuses the "
                 "entry with STI blocking and IF clear",
         "edits": [("src/vmm/stepping.c",
-                   "\tif (!end_shadow(v))\n\t\treturn -1;\n\tsregs->cs = sc->cs;",
+                   "\tif (!end_shadow(v, false))\n\t\treturn -1;\n\tsregs->cs = sc->cs;",
                    "\tsregs->cs = sc->cs;")],
         "unit": ["stepping"],
         # Neither the lab (SVM) nor TCG checks the shadow at entry.
+        "tests": [],
+    },
+    {
+        "name": "iret-performed-nmi-blocked",
+        "what": "an IRETQ the VMM performs leaves NMIs blocked, where the CPU's IRET ends "
+                "that blocking: an NMI handler's return would keep every later NMI out",
+        "edits": [("src/vmm/stepping.c", "\tif (!end_shadow(v, true))\n\t\treturn -1;\n\tread_ad(",
+                   "\tif (!end_shadow(v, false))\n\t\treturn -1;\n\tread_ad(")],
+        "unit": ["stepping"],
+        # No differential case sends an NMI.
+        "tests": [],
+    },
+    {
+        "name": "iret-performed-trap-dropped",
+        "what": "an IRETQ the VMM performs under the guest's own TF owes no trap: the guest's "
+                "single-step skips the instruction at IRET's target",
+        "edits": [("src/vmm/stepping.c",
+                   "\tif (step_trap_owed(STEP_IRET, s->tf_at_start, s->guest_tf) && "
+                   "!reinject_db(v, X86_DR6_BS))",
+                   "\tif (step_trap_owed(STEP_IRET, false, s->guest_tf) && "
+                   "!reinject_db(v, X86_DR6_BS))")],
+        "unit": ["stepping"],
+        # The differential cases' IRETs with TF set before them are at CPL3.
+        "tests": [],
+    },
+    {
+        "name": "iret-performed-descriptor-unchecked",
+        "what": "an IRETQ the VMM performs does not compare the CS descriptor with the cache: "
+                "one the guest changed (or whose accessed bit the CPU would write) is not "
+                "reloaded",
+        "edits": [("src/vmm/step.c",
+                   "\t    (cs_desc & X86_DESC_CODE) == 0 || !same_cache(cs_desc, cs))",
+                   "\t    (cs_desc & X86_DESC_CODE) == 0 || !cs->present)")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
+        "name": "iret-performed-flags-vm-loaded",
+        "what": "an IRETQ the VMM performs loads RFLAGS whole from its frame, reserved bits "
+                "included",
+        "edits": [("src/vmm/step.c",
+                   "(frame[2] & IRET_CPL0_FLAGS) | X86_RFLAGS_FIXED;",
+                   "frame[2] | X86_RFLAGS_FIXED;")],
+        "unit": ["stepping"],
         "tests": [],
     },
     {

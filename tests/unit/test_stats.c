@@ -92,13 +92,14 @@ static void every_counter(void **state)
 	s.faults_delivered = 15;
 	s.unchecked_runs = 16;
 	s.rtm_aborts = 17;
+	s.irets_performed = 18;
 	text = json(0, &s);
 	assert_string_equal(text,
 		"{\"index\":0,\"exits\":{},\"msr\":{\"test_ctrl\":{\"reads\":1,\"writes\":2},"
 		"\"core_capabilities\":{\"reads\":3,\"writes\":4}},\"gp_injected\":5,\"ac_injected\":6,"
 		"\"split_lock_stops\":7,\"sigbus\":8,\"split_locks_detected\":9,\"split_locks_emulated\":10,"
 		"\"split_lock_delays\":11,\"split_lock_delay_ns\":12,\"single_steps\":13,"
-		"\"db_reinjected\":14,\"faults_delivered\":15,\"unchecked_runs\":16,\"rtm_aborts\":17}");
+		"\"db_reinjected\":14,\"faults_delivered\":15,\"unchecked_runs\":16,\"rtm_aborts\":17,\"irets_performed\":18}");
 	free(text);
 }
 

@@ -1926,13 +1926,14 @@ static void movss_shadowed_int3_tf_emulated_in_handler(void **state)
  * trap (the nested PVM KVM at CPL0) ran that instruction too. IRET
  * completed, the guest's TF is the frame's, the instruction ran unchecked
  * (counted), and its trap is the guest's. Elsewhere past the target: a
- * handler the CPU entered, as before (nothing owed).
+ * handler the CPU entered, as before (nothing owed). A null SS in the
+ * frame: an IRET the VMM leaves to the CPU (iretq_performed()).
  */
 static void iretq_step_exit_one_late(void **state)
 {
 	static const uint8_t iretq[] = { 0x48, 0xcf }, nop4[] = { 0x0f, 0x1f, 0x40, 0x00 };
 	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, X86_RFLAGS_FIXED | X86_RFLAGS_TF, STACK,
-			      BOOT_SEL_DATA };
+			      0 };
 	struct vcpu *v = &fv.vm.vcpus[0];
 
 	(void)state;
@@ -2109,12 +2110,15 @@ static void movss_shadowed_sysenter_fault(void **state)
 	assert_false(v->step.shadowed_faulted);
 }
 
-/* IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with breakpoints. */
+/*
+ * IRETQ at CODE to CODE + 0x40 with `rflags` in its frame, checked with
+ * breakpoints; a null SS in it, which the VMM leaves to the CPU.
+ */
 static struct vcpu *iretq_with(uint64_t rflags)
 {
 	static const uint8_t iretq[] = { 0x48, 0xcf };
 	struct vcpu *v = &fv.vm.vcpus[0];
-	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, rflags, STACK, BOOT_SEL_DATA };
+	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, rflags, STACK, 0 };
 
 	memcpy(ram + CODE, iretq, sizeof(iretq));
 	regs(v)->rsp = STACK - 40;
@@ -2144,6 +2148,109 @@ static void iret_tf_rf_stepped(void **state)
 	v = iretq_with(X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_true(v->step.checked);
+}
+
+/* IRETQ at CODE, its frame at STACK - 40; before_run() on it. */
+static struct vcpu *iretq_frame(const uint64_t frame[5], uint64_t rflags)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + STACK - 40, frame, 40);
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK - 40;
+	regs(v)->rflags = rflags;
+	v->step.guest_tf = (rflags & X86_RFLAGS_TF) != 0;
+	stepping_before_run(v);
+	return v;
+}
+
+/*
+ * IRETQ at CPL0 back to CPL0 with the CS and SS there: performed by the
+ * VMM (stepped, a KVM may run it without its trap, and the target's
+ * instruction unchecked). RIP, RSP and RFLAGS the frame's (VM and the
+ * reserved bits not loaded), the guest's TF the frame's, NMIs unblocked,
+ * the target checked next; no trap where TF was clear before it. TF set
+ * before it: the trap at the target, delivered.
+ */
+static void iretq_performed(void **state)
+{
+	const uint64_t flags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF | X86_RFLAGS_ID |
+			       X86_RFLAGS_VIP | X86_RFLAGS_AC | X86_RFLAGS_NT | (3u << 12) |
+			       X86_RFLAGS_CF;
+	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, flags | X86_BIT(3) | X86_BIT(40),
+			      STACK + 0x100, BOOT_SEL_DATA };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	fc->events.nmi.masked = 1;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.irets_performed, 1);
+	assert_int_equal(regs(v)->rip, CODE + 0x40);
+	assert_int_equal(regs(v)->rsp, STACK + 0x100);
+	assert_int_equal(regs(v)->rflags, flags);
+	assert_int_equal(fc->events.nmi.masked, 0);
+	assert_true(v->step.guest_tf);
+	assert_int_equal(v->step.rip, CODE + 0x40);
+	assert_true(v->step.checked);
+	assert_int_equal(v->stats.db_reinjected, 0);
+
+	frame[2] = X86_RFLAGS_FIXED;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_int_equal(v->stats.irets_performed, 2);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));
+	assert_int_equal(word_at(regs(v)->rsp), CODE + 0x40);
+	assert_false(v->step.guest_tf);
+}
+
+/*
+ * What the VMM leaves to the CPU, stepped: a CS descriptor that would
+ * give another cache (or be written: accessed bit clear), another SS,
+ * NT set (#GP), a target that is not canonical, the guest's breakpoints
+ * on, protection keys.
+ */
+static void iretq_left_to_cpu(void **state)
+{
+	uint64_t frame[5] = { CODE + 0x40, BOOT_SEL_CODE64, X86_RFLAGS_FIXED, STACK,
+			      BOOT_SEL_DATA };
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	ram[BOOT_GDT_ADDR + BOOT_SEL_CODE64 + 5] &= (uint8_t)~1u;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	ram[BOOT_GDT_ADDR + BOOT_SEL_CODE64 + 5] |= 1u;
+	assert_int_equal(v->step.rip, CODE);
+	frame[4] = 0;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.rip, CODE);
+	frame[4] = BOOT_SEL_DATA;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED | X86_RFLAGS_NT);
+	assert_int_equal(v->step.rip, CODE);
+	frame[0] = 0x0000800000000000ull;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.rip, CODE);
+	frame[0] = CODE + 0x40;
+	fc->debugregs.db[0] = CODE + 0x80;
+	fc->debugregs.dr7 = X86_DR7_L0;
+	v->step.dr_valid = false;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.rip, CODE);
+	fc->debugregs.dr7 = 0;
+	v->step.dr_valid = false;
+	v->run->s.regs.sregs.cr4 |= X86_CR4_PKE;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.rip, CODE);
+	assert_int_equal(v->step.insn.kind, STEP_IRET);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(v->stats.irets_performed, 0);
+	/* All as it should be: performed. */
+	v->run->s.regs.sregs.cr4 &= ~(uint64_t)X86_CR4_PKE;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.irets_performed, 1);
 }
 
 /*
@@ -4021,6 +4128,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(movss_pair_real_mode, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iretq_performed, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iretq_left_to_cpu, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_rf_stepped, setup_hwbp, teardown),
