@@ -36,6 +36,8 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->intn_error_code = -1;
 	hi->lock_ud = -1;
 	hi->leave_long_mode = -1;
+	hi->cpl0_events = -1;
+	hi->cpl1 = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -420,6 +422,12 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->leave_long_mode == 0
 			? " (this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode)"
 			: "");
+	fprintf(out, LABEL "%s%s\n", "CPL0 events under TF:", tristate(hi->cpl0_events),
+		hi->cpl0_events == 0
+			? " (this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS)"
+			: "");
+	fprintf(out, LABEL "%s%s\n", "CPL1 and CPL2:", tristate(hi->cpl1),
+		hi->cpl1 == 0 ? " (this KVM stops a guest that runs at CPL1, internal error)" : "");
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
@@ -575,6 +583,8 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "intn_error_code", hi->intn_error_code },
 		{ "lock_ud", hi->lock_ud },
 		{ "leave_long_mode", hi->leave_long_mode },
+		{ "cpl0_events", hi->cpl0_events },
+		{ "cpl1", hi->cpl1 },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

@@ -85,6 +85,11 @@ struct hostinfo {
 	int lock_ud;
 	/* probe guest, unwatched: 1 = it left IA-32e mode (CR0.PG, EFER.LME off) and came back */
 	int leave_long_mode;
+	/* probe guest, unwatched: 1 = INT3 and #UD with TF set, and INT3 behind MOV SS,
+	 * are delivered at CPL0; 0 = KVM stops the VM there (its emulator's, PVM) */
+	int cpl0_events;
+	/* probe guest, unwatched: 1 = it ran at CPL1 and came back through a gate */
+	int cpl1;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -150,6 +155,17 @@ int hostinfo_probe_lock_ud(int kvm_fd, char *err, size_t errlen);
  * KVM of some hosts shuts it down at the EFER write), or -1 with err.
  */
 int hostinfo_probe_leave_long_mode(int kvm_fd, char *err, size_t errlen);
+/*
+ * Are events delivered at CPL0 where a KVM may emulate the guest: INT3 and
+ * an undefined opcode with TF set, INT3 behind MOV SS? 1, 0 (KVM internal
+ * error: the nested PVM KVM), or -1 with err.
+ */
+int hostinfo_probe_cpl0_events(int kvm_fd, char *err, size_t errlen);
+/*
+ * Can a guest run at CPL1 (IRETQ there, INT n back to CPL0)? 1, 0 (KVM
+ * internal error: the nested PVM KVM knows CPL0 and CPL3 only), or -1.
+ */
+int hostinfo_probe_cpl1(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

@@ -614,6 +614,22 @@ static const uint8_t intn_code[] = {
 	0xf4,
 };
 
+/* A present 64-bit interrupt gate (type 0x8e: DPL0, 0xee: DPL3) for vector to handler. */
+static void probe_gate(uint8_t *mem, uint64_t idt, unsigned vector, uint64_t handler, uint16_t cs,
+		       uint8_t type)
+{
+	uint8_t *gate = mem + idt + vector * 16;
+
+	memset(gate, 0, 16);
+	gate[0] = (uint8_t)handler;
+	gate[1] = (uint8_t)(handler >> 8);
+	gate[2] = (uint8_t)cs;
+	gate[3] = (uint8_t)(cs >> 8);
+	gate[5] = type;
+	gate[6] = (uint8_t)(handler >> 16);
+	gate[7] = (uint8_t)(handler >> 24);
+}
+
 int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
@@ -627,16 +643,8 @@ int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0) {
 			probe_fail(&scratch, "KVM_GET_SREGS", errno);
 		} else {
-			uint64_t handler = BOOT_IMAGE_ADDR + 3;
-			uint8_t *gate = p.mem + INTN_PROBE_IDT + X86_VEC_GP * 16;
-
-			gate[0] = (uint8_t)handler;
-			gate[1] = (uint8_t)(handler >> 8);
-			gate[2] = (uint8_t)sregs.cs.selector;
-			gate[3] = (uint8_t)(sregs.cs.selector >> 8);
-			gate[5] = 0x8e;		/* present, DPL0, 64-bit interrupt gate */
-			gate[6] = (uint8_t)(handler >> 16);
-			gate[7] = (uint8_t)(handler >> 24);
+			probe_gate(p.mem, INTN_PROBE_IDT, X86_VEC_GP, BOOT_IMAGE_ADDR + 3,
+				   sregs.cs.selector, 0x8e);
 			sregs.idt.base = INTN_PROBE_IDT;
 			sregs.idt.limit = (X86_VEC_GP + 1) * 16 - 1;
 			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0)
@@ -647,6 +655,159 @@ int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 					 (uint32_t)regs.rax == INTN_PROBE_VECTOR * 16 + 2 ? 0 : -1;
 			if (result < 0 && !scratch.probe_error[0])
 				probe_fail(&scratch, "the probe's #GP handler did not see either error code", 0);
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
+ * Events at CPL0 where a KVM may run the guest in its instruction
+ * emulator, whose INT n, INT3 and #UD do not work in 64-bit mode (the
+ * nested PVM KVM: KVM internal error): with TF set (INT3, then an
+ * undefined opcode, f3 0f 04), and INT3 behind MOV SS. The #DB handler
+ * returns (TF stays set), the #BP and #UD handlers store 1 at RBX and
+ * halt.
+ */
+#define EV_PROBE_HANDLERS 0x20u
+#define EV_PROBE_IDT (BOOT_IMAGE_ADDR + 0x100u)
+static const uint8_t ev_tf_int3[] = {
+	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,	/* TF on */
+	0x90, 0xcc, 0xf4,
+};
+static const uint8_t ev_tf_ud[] = {
+	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,
+	0x90, 0xf3, 0x0f, 0x04, 0xf4,
+};
+static const uint8_t ev_movss_int3[] = {
+	0x8c, 0xd0, 0x8e, 0xd0,		/* mov %ss, %eax; mov %eax, %ss */
+	0xcc, 0xf4,
+};
+static const uint8_t ev_handlers[] = {
+	0x48, 0xcf,			/* #DB: iretq */
+	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00, 0xf4,	/* #BP, #UD: movl $1, (%rbx); hlt */
+};
+
+/* One of them: 1 delivered, 0 KVM's internal error, -1 no answer. */
+static int probe_event_once(int kvm, const uint8_t *code, size_t len, char *err, size_t errlen)
+{
+	uint8_t image[EV_PROBE_HANDLERS + sizeof(ev_handlers)] = { 0 };
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int result = -1;
+
+	memcpy(image, code, len);
+	memcpy(image + EV_PROBE_HANDLERS, ev_handlers, sizeof(ev_handlers));
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, image, sizeof(image), 0) == 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
+		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
+			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
+		} else {
+			uint64_t h = BOOT_IMAGE_ADDR + EV_PROBE_HANDLERS;
+
+			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_DB, h, sregs.cs.selector, 0x8e);
+			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_BP, h + 2, sregs.cs.selector, 0x8e);
+			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_UD, h + 2, sregs.cs.selector, 0x8e);
+			sregs.idt.base = EV_PROBE_IDT;
+			sregs.idt.limit = (X86_VEC_UD + 1) * 16 - 1;
+			regs.rbx = 0x200000;
+			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0 ||
+			    __kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
+				probe_fail(&scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+			else
+				result = probe_end(&scratch, &p, true);
+			if (result == 1 && p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+				result = 0;
+			else if (result == 0 && p.mem[0x200000] == 1)
+				result = 1;
+			else if (result >= 0)
+				result = probe_fail(&scratch, "the probe guest neither halted in its "
+						    "handler nor stopped with KVM's internal error", 0);
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+int hostinfo_probe_cpl0_events(int kvm, char *err, size_t errlen)
+{
+	static const struct {
+		const uint8_t *code;
+		size_t len;
+	} seqs[] = {
+		{ ev_tf_int3, sizeof(ev_tf_int3) },
+		{ ev_tf_ud, sizeof(ev_tf_ud) },
+		{ ev_movss_int3, sizeof(ev_movss_int3) },
+	};
+	int result = 1;
+
+	for (size_t i = 0; i < ARRAY_SIZE(seqs) && result == 1; i++)
+		result = probe_event_once(kvm, seqs[i].code, seqs[i].len, err, errlen);
+	return result;
+}
+
+/*
+ * CPL1: IRETQ to a DPL1 64-bit code segment (CPL1_SEL_CODE, stack
+ * CPL1_SEL_DATA), which stores 1 at RBX and returns to CPL0 with INT $0x20
+ * through a DPL3 gate (RSP0 from the boot TSS); the handler stores 2 at
+ * RBX + 4 and halts. The nested PVM KVM runs only CPL0 and CPL3: it stops
+ * the VM, KVM internal error.
+ */
+#define CPL1_SEL_CODE 0x28u
+#define CPL1_SEL_DATA 0x30u
+static const uint8_t cpl1_code[] = {
+	0x6a, CPL1_SEL_DATA | 1,		/* push $ss */
+	0x68, 0x00, 0x00, 0x22, 0x00,		/* push $0x220000 */
+	0x9c,					/* pushfq */
+	0x6a, CPL1_SEL_CODE | 1,		/* push $cs */
+	0x68, 0x11, 0x00, 0x10, 0x00,		/* push $(BOOT_IMAGE_ADDR + 0x11) */
+	0x48, 0xcf,				/* iretq */
+	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00,	/* 0x11, CPL1: movl $1, (%rbx) */
+	0xcd, 0x20,				/* int $0x20 */
+	0xf4,
+	0xc7, 0x43, 0x04, 0x02, 0x00, 0x00, 0x00,	/* 0x1a, CPL0: movl $2, 4(%rbx) */
+	0xf4,
+};
+
+int hostinfo_probe_cpl1(int kvm, char *err, size_t errlen)
+{
+	uint64_t code = 0x00afbb000000ffffull, data = 0x00cfb3000000ffffull;	/* DPL1 */
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, cpl1_code, sizeof(cpl1_code), 0) == 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
+		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
+			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
+		} else {
+			uint64_t rsp0 = 0x210000;
+
+			memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_CODE, &code, sizeof(code));
+			memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_DATA, &data, sizeof(data));
+			memcpy(p.mem + BOOT_TSS_ADDR + 4, &rsp0, sizeof(rsp0));
+			probe_gate(p.mem, EV_PROBE_IDT, 0x20, BOOT_IMAGE_ADDR + 0x1a, sregs.cs.selector,
+				   0xee);
+			sregs.gdt.limit = CPL1_SEL_DATA + 7;
+			sregs.idt.base = EV_PROBE_IDT;
+			sregs.idt.limit = 0x21 * 16 - 1;
+			regs.rbx = 0x200000;
+			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0 ||
+			    __kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
+				probe_fail(&scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+			else
+				result = probe_end(&scratch, &p, true);
+			if (result == 1 && p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+				result = 0;
+			else if (result == 0 && p.mem[0x200000] == 1 && p.mem[0x200004] == 2)
+				result = 1;
+			else if (result >= 0)
+				result = probe_fail(&scratch, "the probe guest neither came back from "
+						    "CPL1 nor stopped with KVM's internal error", 0);
 		}
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
@@ -723,6 +884,8 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->intn_error_code = hostinfo_probe_intn_error_code(kvm, NULL, 0);
 	hi->lock_ud = hostinfo_probe_lock_ud(kvm, NULL, 0);
 	hi->leave_long_mode = hostinfo_probe_leave_long_mode(kvm, NULL, 0);
+	hi->cpl0_events = hostinfo_probe_cpl0_events(kvm, NULL, 0);
+	hi->cpl1 = hostinfo_probe_cpl1(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)
