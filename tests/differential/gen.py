@@ -1408,17 +1408,19 @@ def in_ia32e(cases):
     return kept, {klass(c) for c in kept}
 
 
-def missing_coverage(cov, classes=None):
+def missing_coverage(cov, classes=None, cpls=(0, 1, 2, 3), ia32e_only=None):
     """What a full --explore run must have covered and did not. CLASSES:
-    where the host cannot leave IA-32e mode, the classes of the records
-    that stayed there (the modes and switches outside it are not asked
-    for)."""
+    where the host cannot leave IA-32e mode or run CPL1 and CPL2, the
+    classes of the records that ran (the modes, CPLs and switches left
+    out are not asked for)."""
     other_vendor = SYSENTER_CLASSES[not AMD_LIKE]
-    ia32e_only = classes is not None
+    if ia32e_only is None:
+        ia32e_only = classes is not None
     miss = [f"class {k}" for k in EXPLORE_CLASSES
             if k not in cov["class"] and k not in other_vendor and (classes is None or k in classes)]
-    miss += [f"mode {m}/cpl{p}" for i, (m, cpls) in enumerate(zip(MODE_NAMES, MODE_CPLS))
-             for p in cpls if f"{m}/cpl{p}" not in cov["mode"] and not (ia32e_only and i >= 4)]
+    miss += [f"mode {m}/cpl{p}" for i, (m, mcpls) in enumerate(zip(MODE_NAMES, MODE_CPLS))
+             for p in mcpls if p in cpls and f"{m}/cpl{p}" not in cov["mode"]
+             and not (ia32e_only and i >= 4)]
     if not cov["switch"].get("changed"):
         miss.append("a mode/CPL switch between consecutive records")
     if "movss-from-memory" not in cov["event"]:
@@ -1901,6 +1903,13 @@ def main():
         n = len(cases)
         cases, kept = in_ia32e(cases)
         print(f"{n - len(cases)} records outside IA-32e mode left out: {ia32e_only}")
+    # Nor one that stops a guest at CPL1 (a probe measured it): CPL0 and CPL3 only.
+    no_cpl12 = lacks("cpl1", a.vmm)
+    if no_cpl12:
+        n = len(cases)
+        cases = [c for c in cases if c.cpl not in (1, 2)]
+        kept = {klass(c) for c in cases}
+        print(f"{n - len(cases)} records at CPL1 or CPL2 left out: {no_cpl12}")
     if a.log:
         for c in cases:
             c.flags |= GEN_LOG
@@ -1950,14 +1959,15 @@ def main():
     if miscounted:
         status = 1
     if a.require_coverage:
-        miss = missing_coverage(cov, kept)
+        miss = missing_coverage(cov, kept, (0, 3) if no_cpl12 else (0, 1, 2, 3),
+                                bool(ia32e_only))
         if miss:
             print("FAIL: --require-coverage: not covered: " + ", ".join(miss))
             status = 1
         else:
             print(f"every one of the {len(EXPLORE_CLASSES)} classes and "
                   f"{sum(len(cpls) for cpls in MODE_CPLS)} modes/CPLs covered" if kept is None else
-                  f"every class ({len(kept)}) and mode/CPL of IA-32e mode covered; the rest "
+                  f"every class ({len(kept)}) and mode/CPL this host can run covered; the rest "
                   "cannot run here")
     return status
 
