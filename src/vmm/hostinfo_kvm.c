@@ -687,6 +687,31 @@ static const uint8_t ev_handlers[] = {
 	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00, 0xf4,	/* #BP, #UD: movl $1, (%rbx); hlt */
 };
 
+/*
+ * Loads sregs and regs (RBX = 0x200000) and runs the probe guest: 1 where
+ * it halts having stored 1 at RBX (and 2 at RBX + 4 where `second`), 0
+ * where KVM stops it with its internal error, else -1 with probe_error.
+ */
+static int probe_stored_or_stopped(struct hostinfo *scratch, struct probe *p,
+				   struct kvm_sregs *sregs, struct kvm_regs *regs, bool second)
+{
+	int result;
+
+	regs->rbx = 0x200000;
+	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, sregs) < 0 ||
+	    __kvm_ioctl(p->vcpu, KVM_SET_REGS, regs) < 0)
+		return probe_fail(scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+	result = probe_end(scratch, p, true);
+	if (result == 1 && p->run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+		return 0;
+	if (result == 0 && p->mem[0x200000] == 1 && (!second || p->mem[0x200004] == 2))
+		return 1;
+	if (result >= 0)
+		result = probe_fail(scratch, "the probe guest neither stored what it should "
+				    "nor stopped with KVM's internal error", 0);
+	return result;
+}
+
 /* One of them: 1 delivered, 0 KVM's internal error, -1 no answer. */
 static int probe_event_once(int kvm, const uint8_t *code, size_t len, char *err, size_t errlen)
 {
@@ -712,19 +737,7 @@ static int probe_event_once(int kvm, const uint8_t *code, size_t len, char *err,
 			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_UD, h + 2, sregs.cs.selector, 0x8e);
 			sregs.idt.base = EV_PROBE_IDT;
 			sregs.idt.limit = (X86_VEC_UD + 1) * 16 - 1;
-			regs.rbx = 0x200000;
-			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0 ||
-			    __kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
-				probe_fail(&scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
-			else
-				result = probe_end(&scratch, &p, true);
-			if (result == 1 && p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
-				result = 0;
-			else if (result == 0 && p.mem[0x200000] == 1)
-				result = 1;
-			else if (result >= 0)
-				result = probe_fail(&scratch, "the probe guest neither halted in its "
-						    "handler nor stopped with KVM's internal error", 0);
+			result = probe_stored_or_stopped(&scratch, &p, &sregs, &regs, false);
 		}
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
@@ -795,19 +808,7 @@ int hostinfo_probe_cpl1(int kvm, char *err, size_t errlen)
 			sregs.gdt.limit = CPL1_SEL_DATA + 7;
 			sregs.idt.base = EV_PROBE_IDT;
 			sregs.idt.limit = 0x21 * 16 - 1;
-			regs.rbx = 0x200000;
-			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0 ||
-			    __kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
-				probe_fail(&scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
-			else
-				result = probe_end(&scratch, &p, true);
-			if (result == 1 && p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
-				result = 0;
-			else if (result == 0 && p.mem[0x200000] == 1 && p.mem[0x200004] == 2)
-				result = 1;
-			else if (result >= 0)
-				result = probe_fail(&scratch, "the probe guest neither came back from "
-						    "CPL1 nor stopped with KVM's internal error", 0);
+			result = probe_stored_or_stopped(&scratch, &p, &sregs, &regs, true);
 		}
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
