@@ -8,6 +8,7 @@
 #include "decode.h"
 #include "emulate.h"
 #include "event.h"
+#include "log.h"
 #include "pagewalk.h"
 #include "splitlock.h"
 #include "step.h"
@@ -1390,11 +1391,12 @@ static int perform_sysret(struct vcpu *v)
 
 /*
  * IRETQ at CPL0 back to CPL0, CS and SS unchanged, performed by the VMM
- * (step_iret_plan()): stepped, the nested PVM KVM runs it without its
- * step trap, and the instruction at its target ran unchecked. Left to the
- * CPU where a read could fault or watch it: the frame unreadable, the
- * guest's breakpoints on, protection keys. -1 where the VM is stopping, 0
- * where it is the CPU's, 1 done.
+ * (step_iret_plan()) once this KVM was seen to run one stepped without its
+ * trap (the nested PVM KVM: iret_step_late()), which leaves the
+ * instruction at its target unchecked. Elsewhere, and where a read could
+ * fault or watch it (the frame unreadable, the guest's breakpoints on,
+ * protection keys), the CPU's. -1 where the VM is stopping, 0 where it is
+ * the CPU's, 1 done.
  */
 static int perform_iret(struct vcpu *v)
 {
@@ -1404,7 +1406,8 @@ static int perform_iret(struct vcpu *v)
 	uint64_t frame[5], desc[2] = { 0, 0 }, rflags;
 	uint8_t f[40], d[8];
 
-	if (!(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || s->insn.opsize != 8 ||
+	if (!__atomic_load_n(&v->vm->iret_step_lost, __ATOMIC_RELAXED) ||
+	    !(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || s->insn.opsize != 8 ||
 	    emulate_cpl(sregs, regs->rflags) != 0 || (sregs->cr4 & X86_CR4_PKE) ||
 	    !s->dr_valid || (s->dr7 & X86_DR7_ENABLES) || read_linear(v, regs->rsp, 0, f, sizeof(f)) != sizeof(f))
 		return 0;
@@ -1983,8 +1986,12 @@ bool stepping_debug_exit(struct vcpu *v)
 	 * instruction behind it ran unchecked, with that TF: its trap is owed.
 	 */
 	late_iret = s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);
-	if (late_iret)
+	if (late_iret) {
 		v->stats.unchecked_runs++;
+		if (!__atomic_exchange_n(&v->vm->iret_step_lost, true, __ATOMIC_RELAXED))
+			info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without "
+			     "its trap; the VMM performs those IRETs itself from now on");
+	}
 	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped && !late_iret) {
 		bool missed = step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
 			      step_missed_target(&s->insn, s->to_known, s->to,

@@ -824,6 +824,18 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "iret-step-lost-unnoticed",
+        "what": "a stepped IRETQ whose exit came one instruction late does not mark the KVM "
+                "as losing IRET's trap: the VMM never performs those IRETs, and every "
+                "instruction at an IRET's target runs unchecked there",
+        "edits": [("src/vmm/stepping.c",
+                   "__atomic_exchange_n(&v->vm->iret_step_lost, true, __ATOMIC_RELAXED)",
+                   "__atomic_exchange_n(&v->vm->iret_step_lost, false, __ATOMIC_RELAXED)")],
+        "unit": ["stepping"],
+        # Only a KVM that loses the trap (the nested PVM KVM) shows it.
+        "tests": [],
+    },
+    {
         "name": "iret-performed-nmi-blocked",
         "what": "an IRETQ the VMM performs leaves NMIs blocked, where the CPU's IRET ends "
                 "that blocking: an NMI handler's return would keep every later NMI out",
