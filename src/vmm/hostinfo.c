@@ -38,6 +38,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->leave_long_mode = -1;
 	hi->cpl0_events = -1;
 	hi->cpl1 = -1;
+	hi->iret_step = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -426,6 +427,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->cpl0_events == 0
 			? " (this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS)"
 			: "");
+	fprintf(out, LABEL "%s%s\n", "IRETQ step trap:", tristate(hi->iret_step),
+		hi->iret_step == 0 ? " (single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself)" : "");
 	fprintf(out, LABEL "%s%s\n", "CPL1 and CPL2:", tristate(hi->cpl1),
 		hi->cpl1 == 0 ? " (this KVM stops a guest that runs at CPL1, internal error)" : "");
 	if (hi->singlestep_cpl0 > 0) {
@@ -585,6 +588,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "leave_long_mode", hi->leave_long_mode },
 		{ "cpl0_events", hi->cpl0_events },
 		{ "cpl1", hi->cpl1 },
+		{ "iret_step", hi->iret_step },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

@@ -90,6 +90,9 @@ struct hostinfo {
 	int cpl0_events;
 	/* probe guest, unwatched: 1 = it ran at CPL1 and came back through a gate */
 	int cpl1;
+	/* probe guest, single-stepped: 1 = the step after IRETQ at CPL0 ends at its target,
+	 * 0 = one instruction later (IRETQ run without its trap: the nested PVM KVM) */
+	int iret_step;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -166,6 +169,11 @@ int hostinfo_probe_cpl0_events(int kvm_fd, char *err, size_t errlen);
  * internal error: the nested PVM KVM knows CPL0 and CPL3 only), or -1.
  */
 int hostinfo_probe_cpl1(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does a single-stepped IRETQ at CPL0 trap at its target? 1, 0 (one
+ * instruction later: the nested PVM KVM), or -1 with err.
+ */
+int hostinfo_probe_iret_step(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

@@ -358,6 +358,67 @@ int hostinfo_probe_singlestep(int kvm, unsigned cpl, char *err, size_t errlen)
 }
 
 /*
+ * IRETQ at CPL0 to the next instruction (a frame of BOOT_SEL_CODE64,
+ * BOOT_SEL_DATA and the flags as they are), then nop; nop; hlt, single-
+ * stepped: KVM's step exit after IRETQ comes at its target, or (the
+ * nested PVM KVM) one instruction later, IRETQ run without its trap.
+ */
+#define IRET_PROBE_AT (BOOT_IMAGE_ADDR + 14)
+#define IRET_PROBE_TARGET (BOOT_IMAGE_ADDR + 16)
+static const uint8_t iret_step_code[] = {
+	0x48, 0x89, 0xe0,			/* mov %rsp, %rax */
+	0x6a, BOOT_SEL_DATA,			/* push $ss */
+	0x50,					/* push %rax */
+	0x9c,					/* pushfq */
+	0x6a, BOOT_SEL_CODE64,			/* push $cs */
+	0x68, 0x10, 0x00, 0x10, 0x00,		/* push $IRET_PROBE_TARGET */
+	0x48, 0xcf,				/* iretq */
+	0x90, 0x90, 0xf4,
+};
+_Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "iret_step_code's push of its target");
+
+int hostinfo_probe_iret_step(int kvm, char *err, size_t errlen)
+{
+	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	uint64_t before = 0;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, iret_step_code, sizeof(iret_step_code), 0) ==
+	    0) {
+		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
+		} else {
+			for (int i = 0; i < PROBE_MAX_EXITS && result < 0 && !scratch.probe_error[0];
+			     i++) {
+				uint64_t pc;
+
+				if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+					if (errno != EINTR && errno != EAGAIN)
+						probe_fail(&scratch, "KVM_RUN", errno);
+					continue;
+				}
+				if (p.run->exit_reason != KVM_EXIT_DEBUG) {
+					probe_fail(&scratch, exit_name(p.run->exit_reason), 0);
+					break;
+				}
+				pc = p.run->debug.arch.pc;
+				if (before == IRET_PROBE_AT)
+					result = pc == IRET_PROBE_TARGET ? 1 :
+						 pc == IRET_PROBE_TARGET + 1 ? 0 :
+						 probe_fail(&scratch, "the step after IRETQ ended elsewhere", 0);
+				before = pc;
+			}
+		}
+		dbg.control = 0;
+		(void)__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg);
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
  * The same nop; nop; hlt with a KVM_GUESTDBG_USE_HW_BP execute breakpoint on
  * the second nop: --split-lock=emulate puts one on an exception handler's
  * first instruction to check it before it runs.
@@ -878,6 +939,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
 	hi->singlestep_cpl3 = hostinfo_probe_singlestep(kvm, 3, NULL, 0);
+	hi->iret_step = hostinfo_probe_iret_step(kvm, NULL, 0);
 	hi->hwbp = hostinfo_probe_hwbp(kvm, hi->hwbp_detail, sizeof(hi->hwbp_detail));
 	hi->databp_cpl0 = hostinfo_probe_guest_bps(kvm, &hi->exec_bp_beside_step, NULL, 0);
 	hi->dr7_gd = hostinfo_probe_dr7_gd(kvm, NULL, 0);

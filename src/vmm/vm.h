@@ -46,7 +46,7 @@ struct vm {
 	bool step_hwbp;                /* ... and stop on a KVM_GUESTDBG_USE_HW_BP breakpoint */
 	bool guest_databp;             /* the guest's own data breakpoints fire (CPL0 probe) */
 	bool exec_bp_beside_step;      /* the CPU reports instruction breakpoints beside a step trap */
-	/* Seen at run time (atomic): KVM ran a stepped IRETQ at CPL0 without its trap. */
+	/* Probed, or seen at run time (atomic): KVM runs a stepped IRETQ at CPL0 without its trap. */
 	bool iret_step_lost;
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
@@ -80,6 +80,7 @@ struct vm_probes {
 	bool step_hwbp;                /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
 	bool guest_databp;             /* the guest's own data breakpoints fire at CPL0 */
 	bool exec_bp_beside_step;      /* reports instruction breakpoints beside a step trap */
+	bool iret_step_lost;           /* runs a stepped IRETQ at CPL0 without its trap */
 };
 
 /*

@@ -98,6 +98,13 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	/* One failed probe, one warning. */
 	p->exec_bp_beside_step = r >= 0 && probed(exec, err, "the guest's instruction breakpoints",
 						  "as if the CPU never reports one beside a step trap");
+	/* Where the answer is unknown, the first late step exit says so (stepping.c). */
+	r = hostinfo_probe_iret_step(kvm_fd, err, sizeof(err));
+	(void)probed(r, err, "IRETQ's step trap", "as if it is kept");
+	p->iret_step_lost = r == 0;
+	if (p->iret_step_lost)
+		info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without its "
+		     "trap; the VMM performs those IRETs itself");
 	return 0;
 }
 
@@ -144,6 +151,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->step_hwbp = c->probes.step_hwbp;
 	vm->guest_databp = c->probes.guest_databp;
 	vm->exec_bp_beside_step = c->probes.exec_bp_beside_step;
+	vm->iret_step_lost = c->probes.iret_step_lost;
 	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
 
 	mem = mmap(NULL, layout.ram_size, PROT_READ | PROT_WRITE,
