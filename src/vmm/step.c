@@ -696,17 +696,23 @@ static bool same_cache(uint64_t desc, const struct kvm_segment *seg)
 }
 
 bool step_iret_plan(const uint64_t frame[5], uint64_t cs_desc, uint64_t ss_desc,
-		    const struct kvm_segment *cs, const struct kvm_segment *ss, uint64_t rflags,
-		    bool la57, uint64_t *new_rflags)
+		    const struct kvm_segment *ss, uint64_t rflags, bool la57,
+		    struct kvm_segment *new_cs, uint64_t *new_rflags)
 {
-	uint16_t ss_sel = (uint16_t)frame[4];
+	uint16_t cs_sel = (uint16_t)frame[1], ss_sel = (uint16_t)frame[4];
 
 	/* NT: a task return, #GP(0) in IA-32e mode; VM in the image: not this path. */
-	if ((rflags & X86_RFLAGS_NT) || (frame[2] & X86_RFLAGS_VM) ||
-	    !canonical(frame[0], la57) || !canonical(frame[3], la57))
+	if ((rflags & X86_RFLAGS_NT) || (frame[2] & X86_RFLAGS_VM) || !canonical(frame[3], la57))
 		return false;
-	if ((uint16_t)frame[1] != cs->selector || (cs->selector & X86_SEL_RPL) || !cs->l ||
-	    (cs_desc & X86_DESC_CODE) == 0 || !same_cache(cs_desc, cs))
+	/* RPL 0, a present DPL0 code segment, not both L and D (#GP), accessed. */
+	if (!(cs_sel & ~(unsigned)X86_SEL_RPL) || (cs_sel & X86_SEL_RPL) ||
+	    (cs_desc & (X86_DESC_P | X86_DESC_S | X86_DESC_CODE | X86_DESC_A)) !=
+		    (X86_DESC_P | X86_DESC_S | X86_DESC_CODE | X86_DESC_A) ||
+	    ((cs_desc >> X86_DESC_DPL_SHIFT) & 3) ||
+	    ((cs_desc & X86_DESC_L) && (cs_desc & X86_DESC_DB)))
+		return false;
+	step_segment_cache(cs_desc, cs_sel, new_cs);
+	if (new_cs->l ? !canonical(frame[0], la57) : frame[0] > new_cs->limit)
 		return false;
 	/* A null SS (RPL 0) loads a null SS again; any other must be the one there. */
 	if (ss_sel != ss->selector || (ss_sel & X86_SEL_RPL) ||

@@ -455,19 +455,19 @@ bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, boo
 		      struct step_syscall *out);
 
 /*
- * IRETQ in 64-bit code at CPL0 back to CPL0 with the CS and SS it has,
- * performed by the VMM (SDM vol. 2 IRET, IA-32e mode, same privilege
- * level): a KVM may run it without its single-step trap (docs/design.md).
- * frame: RIP, CS, RFLAGS, RSP, SS as it pops them; cs_desc, ss_desc: the
- * descriptors their selectors name (0: unread). The CPU reloads CS and SS
- * from them: they must give the caches the vCPU has, accessed bits set
- * (no write). RFLAGS: the frame's, VM and the reserved bits as they are.
- * false: anything else (a fault, another level, NT, a descriptor that
- * differs), left to the CPU.
+ * IRETQ in 64-bit code at CPL0 back to CPL0 with the SS it has, performed
+ * by the VMM (SDM vol. 2 IRET, IA-32e mode, same privilege level): a KVM
+ * may run it without its single-step trap (docs/design.md). frame: RIP,
+ * CS, RFLAGS, RSP, SS as it pops them; cs_desc, ss_desc: the descriptors
+ * their selectors name (0: unread). SS's must give the cache the vCPU has,
+ * CS's a present DPL0 code segment (64-bit, or compatibility mode with RIP
+ * within its limit), accessed bits set (no write): *new_cs, its cache.
+ * RFLAGS: the frame's, VM and the reserved bits as they are. false:
+ * anything else (a fault, another level, NT), left to the CPU.
  */
 bool step_iret_plan(const uint64_t frame[5], uint64_t cs_desc, uint64_t ss_desc,
-		    const struct kvm_segment *cs, const struct kvm_segment *ss, uint64_t rflags,
-		    bool la57, uint64_t *new_rflags);
+		    const struct kvm_segment *ss, uint64_t rflags, bool la57,
+		    struct kvm_segment *new_cs, uint64_t *new_rflags);
 
 /*
  * XBEGIN performed by the VMM as a transaction that aborts at once, which

@@ -1390,7 +1390,7 @@ static int perform_sysret(struct vcpu *v)
 }
 
 /*
- * IRETQ at CPL0 back to CPL0, CS and SS unchanged, performed by the VMM
+ * IRETQ at CPL0 back to CPL0 with SS unchanged, performed by the VMM
  * (step_iret_plan()) once this KVM was seen to run one stepped without its
  * trap (the nested PVM KVM: iret_step_late()), which leaves the
  * instruction at its target unchecked. Elsewhere, and where a read could
@@ -1402,8 +1402,9 @@ static int perform_iret(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 	struct kvm_regs *regs = &v->run->s.regs.regs;
-	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	uint64_t frame[5], desc[2] = { 0, 0 }, rflags;
+	struct kvm_segment cs;
 	uint8_t f[40], d[8];
 
 	if (!__atomic_load_n(&v->vm->iret_step_lost, __ATOMIC_RELAXED) ||
@@ -1417,12 +1418,16 @@ static int perform_iret(struct vcpu *v)
 		if (((uint16_t)frame[1 + 3 * i] & ~X86_SEL_RPL) &&
 		    read_descriptor(v, (uint16_t)frame[1 + 3 * i], d, 8))
 			desc[i] = le64(d);
-	if (!step_iret_plan(frame, desc[0], desc[1], &sregs->cs, &sregs->ss, regs->rflags,
-			    (sregs->cr4 & X86_CR4_LA57) != 0, &rflags))
+	if (!step_iret_plan(frame, desc[0], desc[1], &sregs->ss, regs->rflags,
+			    (sregs->cr4 & X86_CR4_LA57) != 0, &cs, &rflags))
 		return 0;
 	if (!end_shadow(v, true))
 		return -1;
 	read_ad(v, regs->rsp, sizeof(f));
+	if (memcmp(&cs, &sregs->cs, sizeof(cs))) {
+		sregs->cs = cs;
+		v->ops->set_sregs(v, sregs);
+	}
 	regs->rip = frame[0];
 	regs->rsp = frame[3];
 	regs->rflags = rflags;

@@ -600,6 +600,8 @@ LOCAL_LACKS = {
                    "TF set, or at INT3 behind MOV SS: its instruction emulator runs the guest "
                    "there and cannot deliver them in 64-bit mode), so the case's oracle run "
                    "cannot run here",
+    "singlestep_cpl3": " (this KVM cannot single-step CPL3 code: CPL0 code that follows a CPL3 "
+                       "excursion without an exit in between runs unchecked, counted)",
     "cpl1": " (this KVM stops the VM with its internal error where a guest runs at CPL1: it "
             "knows CPL0 and CPL3 only), so the case's oracle run cannot run here",
 }

@@ -860,12 +860,11 @@ MUTANTS = [
     },
     {
         "name": "iret-performed-descriptor-unchecked",
-        "what": "an IRETQ the VMM performs does not compare the CS descriptor with the cache: "
-                "one the guest changed (or whose accessed bit the CPU would write) is not "
-                "reloaded",
+        "what": "an IRETQ the VMM performs does not check the return CS descriptor's DPL: a "
+                "DPL3 code segment at RPL0, #GP(selector) on the CPU, is loaded",
         "edits": [("src/vmm/step.c",
-                   "\t    (cs_desc & X86_DESC_CODE) == 0 || !same_cache(cs_desc, cs))",
-                   "\t    (cs_desc & X86_DESC_CODE) == 0 || !cs->present)")],
+                   "\t    ((cs_desc >> X86_DESC_DPL_SHIFT) & 3) ||\n",
+                   "")],
         "unit": ["stepping"],
         "tests": [],
     },

@@ -2213,6 +2213,30 @@ static void iretq_performed(void **state)
 }
 
 /*
+ * IRETQ at CPL0 to a 32-bit code segment at DPL0: compatibility mode, CS
+ * loaded from its descriptor (performed where the KVM loses the trap).
+ */
+static void iretq_performed_to_compat(void **state)
+{
+	uint64_t code32 = 0x00cf9b000000ffffull;
+	uint64_t frame[5] = { CODE + 0x40, 0x38, X86_RFLAGS_FIXED, STACK, BOOT_SEL_DATA };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.iret_step_lost = true;
+	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
+	v->run->s.regs.sregs.gdt.limit = 0x3f;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.irets_performed, 1);
+	assert_int_equal(v->run->s.regs.sregs.cs.selector, 0x38);
+	assert_false(v->run->s.regs.sregs.cs.l);
+	assert_true(v->run->s.regs.sregs.cs.db);
+	assert_int_equal(v->run->s.regs.sregs.cs.limit, 0xffffffff);
+	assert_true(v->run->kvm_dirty_regs & KVM_SYNC_X86_SREGS);
+	assert_int_equal(regs(v)->rip, CODE + 0x40);
+}
+
+/*
  * What the VMM leaves to the CPU, stepped: a CS descriptor that would
  * give another cache (or be written: accessed bit clear), another SS,
  * NT set (#GP), a target that is not canonical, the guest's breakpoints
@@ -2241,6 +2265,19 @@ static void iretq_left_to_cpu(void **state)
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
 	assert_int_equal(v->step.rip, CODE);
 	frame[0] = CODE + 0x40;
+	/* A DPL3 code segment (#GP(selector) at RPL0), one past its limit in compatibility mode. */
+	memcpy(ram + BOOT_GDT_ADDR + 0x30, &(uint64_t){ 0x00affb000000ffffull }, 8);
+	memcpy(ram + BOOT_GDT_ADDR + 0x38, &(uint64_t){ 0x00009b000000ffffull }, 8);
+	v->run->s.regs.sregs.gdt.limit = 0x3f;
+	frame[1] = 0x30;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.rip, CODE);
+	frame[1] = 0x38;
+	frame[0] = 0x10000;
+	v = iretq_frame(frame, X86_RFLAGS_FIXED);
+	assert_int_equal(v->step.rip, CODE);
+	frame[0] = CODE + 0x40;
+	frame[1] = BOOT_SEL_CODE64;
 	fc->debugregs.db[0] = CODE + 0x80;
 	fc->debugregs.dr7 = X86_DR7_L0;
 	v->step.dr_valid = false;
@@ -4136,6 +4173,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sysret_cpl3_faults, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_performed, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iretq_performed_to_compat, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_left_to_cpu, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),

@@ -676,6 +676,12 @@ static uint64_t user_mmio(uint64_t arg)
 	return *p;
 }
 
+/*
+ * A CPL3 MMIO exit, back to CPL0 through UD2's #UD, two split locks. Needs
+ * a KVM that steps CPL3 (--needs singlestep_cpl3): elsewhere nothing exits
+ * between the excursion and the split locks, which run unchecked, counted
+ * (step-cpl3-return-exit-then-cpl0-split-locks has an exit there).
+ */
 static int cpl3_mmio_then_cpl0(const struct boot_info *bi)
 {
 	uint64_t addr = LINE_SPLIT, got;
