@@ -64,6 +64,7 @@
 #define X86_CR4_OSXMMEXCPT X86_BIT(10)
 #define X86_CR4_LA57       X86_BIT(12)
 #define X86_CR4_VMXE       X86_BIT(13)
+#define X86_CR4_OSXSAVE    X86_BIT(18)
 #define X86_CR4_SMEP       X86_BIT(20)
 #define X86_CR4_SMAP       X86_BIT(21)
 #define X86_CR4_PKE        X86_BIT(22)

@@ -161,6 +161,8 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		if (i + 1 >= len)
 			return;
 		out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
+		out->op0f[0] = b[i + 1];
+		out->op0f[1] = i + 2 < len ? b[i + 2] : 0;
 		switch (b[i + 1]) {
 		case 0x05:
 			out->kind = STEP_SYSCALL;
@@ -349,6 +351,23 @@ uint64_t step_advance(uint64_t rip, unsigned len, struct step_mode mode)
 bool step_undecodable(const struct step_insn *insn)
 {
 	return insn->kind == STEP_OTHER && !insn->rep && !insn->len;
+}
+
+int step_kvm_fault_vector(const struct step_insn *insn, uint64_t cr4, uint64_t efer)
+{
+	uint8_t op = insn->op0f[0], m = insn->op0f[1];
+	bool vmx = op == 0x78 || op == 0x79 || (op == 0x01 && m >= 0xc2 && m <= 0xc4) ||
+		   (op == 0xc7 && (m >> 6) != 3 && ((m >> 3) & 7) >= 6) ||
+		   (op == 0x38 && (m == 0x80 || m == 0x81));
+	bool svm = op == 0x01 && m >= 0xd8 && m <= 0xdf && m != 0xd9;
+
+	if (op == 0x01 && m == 0xd1)
+		return cr4 & X86_CR4_OSXSAVE ? X86_VEC_GP : X86_VEC_UD;
+	if (vmx)
+		return cr4 & X86_CR4_VMXE ? X86_VEC_GP : X86_VEC_UD;
+	if (svm)
+		return efer & X86_EFER_SVME ? X86_VEC_GP : X86_VEC_UD;
+	return X86_VEC_GP;
 }
 
 bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,

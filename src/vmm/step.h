@@ -52,6 +52,7 @@ struct step_insn {
 	bool kvm_faults;     /* KVM intercepts it and may queue a fault of its own:
 				RDPMC, XSETBV, MOV to CR, CPUID, MONITOR/MWAIT,
 				VMX and SVM instructions */
+	uint8_t op0f[2];     /* for those: the two bytes after 0F */
 };
 
 /* CS state that changes how bytes decode. */
@@ -211,6 +212,14 @@ bool step_undecodable(const struct step_insn *insn);
  * both of which KVM intercepts and queues back, and the #GP or #UD of the
  * instructions KVM runs itself (`kvm_faults`).
  */
+/*
+ * The fault KVM queues for a `kvm_faults` instruction where it does not
+ * complete: #UD for XSETBV without CR4.OSXSAVE, VMX instructions without
+ * CR4.VMXE, SVM ones without EFER.SVME (VMCALL and VMMCALL aside: KVM's
+ * hypercalls); else #GP (RDPMC's counter, XSETBV's value, MOV to CR ...).
+ */
+int step_kvm_fault_vector(const struct step_insn *insn, uint64_t cr4, uint64_t efer);
+
 bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,
 			 uint64_t rflags);
 

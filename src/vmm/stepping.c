@@ -438,21 +438,25 @@ static bool kvm_emulates_access(struct vcpu *v, const uint8_t *bytes, size_t n)
  * breakpoint on its handler too (docs/design.md, "Forecast"). false:
  * plain stepping.
  */
-static bool predicted(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n)
+/* Stepped, with a breakpoint at vector's handler (again: see set_hw()); false: none there. */
+static bool predict_handler(struct vcpu *v, int vector, bool again)
 {
-	struct emulate_snapshot snap = snapshot(v);
 	uint64_t handler, la;
 	unsigned slot;
 	uint16_t sel;
-	int vector;
-
-	snap.regs.rip = rip;
-	vector = emulate_predict_fault(&snap, bytes, n, NULL);
 
 	if (vector < 0 || !gate_handler(v, (unsigned)vector, &handler, &slot, &sel) ||
 	    !handler_la(v, sel, handler, &la))
 		return false;
-	return set_hw(v, STEP_DEBUG_PREDICT, la, false);
+	return set_hw(v, STEP_DEBUG_PREDICT, la, again);
+}
+
+static bool predicted(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n)
+{
+	struct emulate_snapshot snap = snapshot(v);
+
+	snap.regs.rip = rip;
+	return predict_handler(v, emulate_predict_fault(&snap, bytes, n, NULL), false);
 }
 
 /* An event the VMM delivers itself (deliver_event). */
@@ -2416,8 +2420,16 @@ again:
 	 * come (docs/design.md, "An MSR access KVM fails by itself"), and for
 	 * an MMIO access with the guest's TF, whose frame must hold it.
 	 */
+	/*
+	 * An instruction KVM runs and may fault itself (RDPMC, XSETBV ...): a
+	 * breakpoint at the handler of the fault it would queue, where a KVM
+	 * that stops one instruction into the handler it injected (the nested
+	 * PVM KVM) would leave the frame unfixed.
+	 */
 	if (!(vm->step_hwbp && (s->insn.falls ? predicted(v, regs->rip, bytes, n)
 					      : predicted_pair(v, bytes, n))) &&
+	    !(vm->step_hwbp && s->insn.kvm_faults &&
+	      predict_handler(v, step_kvm_fault_vector(&s->insn, sregs->cr4, sregs->efer), true)) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
 		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||
 		    (s->tf_at_start && kvm_emulates_access(v, bytes, n))))

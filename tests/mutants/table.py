@@ -824,6 +824,30 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "kvm-fault-handler-unwatched",
+        "what": "an instruction KVM runs and may fault itself (RDPMC, XSETBV) is stepped "
+                "without a breakpoint at the handler: where KVM stops one instruction into "
+                "the handler it injected (the nested PVM KVM), its frame keeps TF as KVM "
+                "pushed it and the guest's own single-step ends",
+        "edits": [("src/vmm/stepping.c",
+                   "\t    !(vm->step_hwbp && s->insn.kvm_faults &&\n",
+                   "\t    !(vm->step_hwbp && s->insn.kvm_faults && false &&\n")],
+        "unit": ["stepping"],
+        # On a KVM with breakpoints (the PVM one); the lab has none.
+        "tests": ["diff-event-kvm-injected-gp-guest-tf-cpl0"],
+    },
+    {
+        "name": "kvm-fault-vector-always-gp",
+        "what": "the handler watched for an instruction KVM may fault is always #GP's: "
+                "XSETBV without CR4.OSXSAVE raises #UD",
+        "edits": [("src/vmm/step.c",
+                   "\t\treturn cr4 & X86_CR4_OSXSAVE ? X86_VEC_GP : X86_VEC_UD;",
+                   "\t\treturn X86_VEC_GP;")],
+        "unit": ["step", "stepping"],
+        # As above: the PVM KVM.
+        "tests": ["diff-event-kvm-injected-gp-guest-tf-cpl0"],
+    },
+    {
         "name": "iret-step-lost-unnoticed",
         "what": "a stepped IRETQ whose exit came one instruction late does not mark the KVM "
                 "as losing IRET's trap: the VMM never performs those IRETs, and every "

@@ -877,6 +877,27 @@ static void test_kvm_may_inject(void **state)
 			assert_int_equal(step_kvm_may_inject(&insn, 0, 0, X86_RFLAGS_FIXED), t[i].faults);
 		}
 	}
+	/* The fault KVM queues for them: #UD where the feature is off, else #GP. */
+	{
+		static const struct { uint8_t b[5]; size_t n; uint64_t cr4, efer; int vector; } t[] = {
+			{ { 0x0f, 0x33 }, 2, 0, 0, X86_VEC_GP },			/* RDPMC */
+			{ { 0x0f, 0x01, 0xd1 }, 3, 0, 0, X86_VEC_UD },		/* XSETBV */
+			{ { 0x0f, 0x01, 0xd1 }, 3, X86_CR4_OSXSAVE, 0, X86_VEC_GP },
+			{ { 0x0f, 0x01, 0xd8 }, 3, 0, 0, X86_VEC_UD },		/* VMRUN */
+			{ { 0x0f, 0x01, 0xd8 }, 3, 0, X86_EFER_SVME, X86_VEC_GP },
+			{ { 0x0f, 0x01, 0xd9 }, 3, 0, 0, X86_VEC_GP },		/* VMMCALL */
+			{ { 0xf3, 0x0f, 0xc7, 0x30 }, 4, 0, 0, X86_VEC_UD },	/* VMXON */
+			{ { 0xf3, 0x0f, 0xc7, 0x30 }, 4, X86_CR4_VMXE, 0, X86_VEC_GP },
+			{ { 0x0f, 0x78, 0xc0 }, 3, 0, 0, X86_VEC_UD },		/* VMREAD */
+			{ { 0x66, 0x0f, 0x38, 0x80, 0x08 }, 5, 0, 0, X86_VEC_UD },	/* INVEPT */
+			{ { 0x0f, 0x22, 0xd8 }, 3, 0, 0, X86_VEC_GP },		/* MOV CR3 */
+		};
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			step_classify(t[i].b, t[i].n, (struct step_mode){ .cs_l = true }, &insn);
+			assert_int_equal(step_kvm_fault_vector(&insn, t[i].cr4, t[i].efer), t[i].vector);
+		}
+	}
 }
 
 static void test_certain_fault(void **state)

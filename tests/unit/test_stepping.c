@@ -2213,6 +2213,29 @@ static void iretq_performed(void **state)
 }
 
 /*
+ * RDPMC and XSETBV, which KVM runs and may fault itself: with breakpoints,
+ * stepped with one at the handler of the fault it would queue (#GP; #UD
+ * for XSETBV without CR4.OSXSAVE), where a KVM that stops one instruction
+ * into the handler (the nested PVM KVM) would leave its frame unfixed.
+ */
+static void kvm_fault_handler_predicted(void **state)
+{
+	static const uint8_t rdpmc[] = { 0x0f, 0x33 }, xsetbv[] = { 0x0f, 0x01, 0xd1 };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, rdpmc, sizeof(rdpmc));
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+	assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_GP));
+	memcpy(ram + CODE, xsetbv, sizeof(xsetbv));
+	v->run->s.regs.sregs.cr4 &= ~(uint64_t)X86_CR4_OSXSAVE;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
+	assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_UD));
+}
+
+/*
  * IRETQ at CPL0 to a 32-bit code segment at DPL0: compatibility mode, CS
  * loaded from its descriptor (performed where the KVM loses the trap).
  */
@@ -4174,6 +4197,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(iret_tf_watched, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_performed_to_compat, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(kvm_fault_handler_predicted, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_left_to_cpu, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
