@@ -39,6 +39,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->cpl0_events = -1;
 	hi->cpl1 = -1;
 	hi->iret_step = -1;
+	hi->movss_trap = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -429,6 +430,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 			: "");
 	fprintf(out, LABEL "%s%s\n", "IRETQ step trap:", tristate(hi->iret_step),
 		hi->iret_step == 0 ? " (single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself)" : "");
+	fprintf(out, LABEL "%s%s\n", "MOV SS holds TF's trap:", tristate(hi->movss_trap),
+		hi->movss_trap == 0 ? " (the guest's single-step trap comes right after MOV SS, not after the next instruction)" : "");
 	fprintf(out, LABEL "%s%s\n", "CPL1 and CPL2:", tristate(hi->cpl1),
 		hi->cpl1 == 0 ? " (this KVM stops a guest that runs at CPL1, internal error)" : "");
 	if (hi->singlestep_cpl0 > 0) {
@@ -589,6 +592,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "cpl0_events", hi->cpl0_events },
 		{ "cpl1", hi->cpl1 },
 		{ "iret_step", hi->iret_step },
+		{ "movss_trap", hi->movss_trap },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

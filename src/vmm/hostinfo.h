@@ -93,6 +93,9 @@ struct hostinfo {
 	/* probe guest, single-stepped: 1 = the step after IRETQ at CPL0 ends at its target,
 	 * 0 = one instruction later (IRETQ run without its trap: the nested PVM KVM) */
 	int iret_step;
+	/* probe guest, unwatched: 1 = the single-step trap of MOV SS waits for the next
+	 * instruction, 0 = it comes right after MOV SS (the nested PVM KVM) */
+	int movss_trap;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -174,6 +177,11 @@ int hostinfo_probe_cpl1(int kvm_fd, char *err, size_t errlen);
  * instruction later: the nested PVM KVM), or -1 with err.
  */
 int hostinfo_probe_iret_step(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does MOV SS hold the guest's single-step trap over the next instruction
+ * (SDM vol. 3 6.8.3)? 1, 0 (right after MOV SS: the nested PVM KVM), -1.
+ */
+int hostinfo_probe_movss_trap(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

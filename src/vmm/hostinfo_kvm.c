@@ -822,6 +822,54 @@ int hostinfo_probe_cpl0_events(int kvm, char *err, size_t errlen)
 }
 
 /*
+ * POPF sets TF, then MOV SS, nop, hlt: the single-step trap of MOV SS waits
+ * for the nop (SDM vol. 3 6.8.3), so the #DB frame holds hlt's RIP; the
+ * nested PVM KVM, whose emulator runs CPL0 code with TF set, traps right
+ * after MOV SS (the nop's RIP). The #DB handler takes the frame's RIP into
+ * RAX and halts.
+ */
+#define MOVSS_PROBE_NOP (BOOT_IMAGE_ADDR + 14)
+static const uint8_t movss_trap_code[] = {
+	0x8c, 0xd0,				/* mov %ss, %eax */
+	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,	/* TF on */
+	0x8e, 0xd0,				/* mov %eax, %ss */
+	0x90, 0xf4,				/* MOVSS_PROBE_NOP: nop; hlt */
+	0x48, 0x8b, 0x04, 0x24, 0xf4,		/* 0x10, #DB: mov (%rsp), %rax; hlt */
+};
+
+int hostinfo_probe_movss_trap(int kvm, char *err, size_t errlen)
+{
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, movss_trap_code, sizeof(movss_trap_code),
+			     0) == 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0) {
+			probe_fail(&scratch, "KVM_GET_SREGS", errno);
+		} else {
+			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_DB, BOOT_IMAGE_ADDR + 0x10,
+				   sregs.cs.selector, 0x8e);
+			sregs.idt.base = EV_PROBE_IDT;
+			sregs.idt.limit = (X86_VEC_DB + 1) * 16 - 1;
+			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0)
+				probe_fail(&scratch, "KVM_SET_SREGS", errno);
+			else if (probe_shutdown_or_hlt(&scratch, &p) == 0 &&
+				 __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) == 0)
+				result = regs.rax == MOVSS_PROBE_NOP + 1 ? 1 :
+					 regs.rax == MOVSS_PROBE_NOP ? 0 : -1;
+			if (result < 0 && !scratch.probe_error[0])
+				probe_fail(&scratch, "the probe's #DB came neither after MOV SS nor "
+					   "after the instruction behind it", 0);
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
  * CPL1: IRETQ to a DPL1 64-bit code segment (CPL1_SEL_CODE, stack
  * CPL1_SEL_DATA), which stores 1 at RBX and returns to CPL0 with INT $0x20
  * through a DPL3 gate (RSP0 from the boot TSS); the handler stores 2 at
@@ -949,6 +997,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->leave_long_mode = hostinfo_probe_leave_long_mode(kvm, NULL, 0);
 	hi->cpl0_events = hostinfo_probe_cpl0_events(kvm, NULL, 0);
 	hi->cpl1 = hostinfo_probe_cpl1(kvm, NULL, 0);
+	hi->movss_trap = hostinfo_probe_movss_trap(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

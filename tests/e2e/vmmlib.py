@@ -600,6 +600,9 @@ LOCAL_LACKS = {
                    "TF set, or at INT3 behind MOV SS: its instruction emulator runs the guest "
                    "there and cannot deliver them in 64-bit mode), so the case's oracle run "
                    "cannot run here",
+    "movss_trap": " (the guest's single-step trap comes right after MOV SS here, where the "
+                  "architecture holds it over the next instruction), so the case's oracle run "
+                  "is no CPU there",
     "singlestep_cpl3": " (this KVM cannot single-step CPL3 code: CPL0 code that follows a CPL3 "
                        "excursion without an exit in between runs unchecked, counted)",
     "cpl1": " (this KVM stops the VM with its internal error where a guest runs at CPL1: it "
