@@ -1896,6 +1896,30 @@ static void task_switched(struct vcpu *v)
 }
 
 /*
+ * The instruction at RIP (CPL0) returns to CPL3: SYSEXIT, or an IRET whose
+ * frame holds an outer CS or, outside IA-32e mode, VM (virtual-8086 mode).
+ */
+static bool returns_outward(struct vcpu *v)
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	unsigned size = v->step.insn.opsize;
+	uint8_t cs[2], fl[4] = { 0 };
+
+	if (v->step.insn.kind == STEP_SYSEXIT)
+		return true;
+	if (v->step.insn.kind != STEP_IRET || !(sregs->cr0 & X86_CR0_PE) ||
+	    (!(sregs->efer & X86_EFER_LMA) && (regs->rflags & X86_RFLAGS_NT)) ||
+	    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp + size), 0, cs, 2) != 2)
+		return false;
+	if (!(sregs->efer & X86_EFER_LMA) && size == 4 &&
+	    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp + 2 * size), 0, fl, 4) ==
+		    4 && (fl[2] & (X86_RFLAGS_VM >> 16)))
+		return true;
+	return (cs[0] & X86_SEL_RPL) != 0;
+}
+
+/*
  * IRET whose step exit, the CPU's own, came one instruction past the
  * frame's target: a KVM that performs IRET without its step trap (the
  * nested PVM KVM, at CPL0) ran the target's instruction in the same step.
@@ -2340,6 +2364,18 @@ again:
 	 * a TSS is stepped: a step exit follows in the new task, and
 	 * task_switched() fixes both images.)
 	 */
+	/*
+	 * Where this KVM cannot step CPL3 (probed), a return there runs
+	 * unstepped with the guest's TF, counted: stepped, its trap would come
+	 * at CPL3, where such a KVM (the nested PVM one) hands it to the guest
+	 * as a #DB of its own.
+	 */
+	if (!vm->step_cpl3 && returns_outward(v)) {
+		v->stats.unchecked_runs++;
+		set_hw(v, STEP_DEBUG_OFF, 0, false);
+		s->outer_off = true;
+		return;
+	}
 	if (through_task_gate(v, &s->insn)) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);

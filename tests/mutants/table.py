@@ -824,6 +824,18 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "return-to-cpl3-stepped",
+        "what": "where the KVM cannot step CPL3, an IRETQ or SYSEXIT to CPL3 is stepped "
+                "anyway: the nested PVM KVM hands its trap to the guest as a #DB, and the "
+                "guest's own single-step at CPL3 ends there",
+        "edits": [("src/vmm/stepping.c", "\tif (!vm->step_cpl3 && returns_outward(v)) {",
+                   "\tif (!vm->step_cpl3 && returns_outward(v) && false) {")],
+        "unit": ["stepping"],
+        # On a KVM that cannot step CPL3 (the PVM one); the lab's simulation of it
+        # (VMM_TEST_NO_CPL3_STEP) steps such a return without harm.
+        "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl3", "diff-ac-cpl3-misaligned-guest-tf"],
+    },
+    {
         "name": "kvm-fault-handler-unwatched",
         "what": "an instruction KVM runs and may fault itself (RDPMC, XSETBV) is stepped "
                 "without a breakpoint at the handler: where KVM stops one instruction into "

@@ -1257,6 +1257,45 @@ static void cpl3_unstepped_then_io_exit(void **state)
 	assert_int_equal(v->stats.unchecked_runs, 1);
 }
 
+/*
+ * A KVM that cannot step CPL3 (the nested PVM one) hands the trap of a
+ * stepped IRETQ to CPL3 to the guest as a #DB of its own: such an IRETQ
+ * (and SYSEXIT) runs unstepped with the guest's TF, counted; one back to
+ * CPL0 is stepped.
+ */
+static void return_to_cpl3_unstepped(void **state)
+{
+	static const uint8_t iretq[] = { 0x48, 0xcf }, sysexit[] = { 0x48, 0x0f, 0x35 };
+	uint64_t frame[5] = { CODE + 0x40, 0x23, X86_RFLAGS_FIXED | X86_RFLAGS_TF, STACK, 0x1b };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.step_cpl3 = false;
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	regs(v)->rsp = STACK - 40;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	assert_true(v->step.outer_off);
+	assert_false(v->step.checked);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	assert_int_equal(regs(v)->rip, CODE);		/* the CPU's IRET */
+
+	memcpy(ram + CODE, sysexit, sizeof(sysexit));
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	assert_int_equal(v->stats.unchecked_runs, 2);
+
+	frame[1] = BOOT_SEL_CODE64;
+	frame[4] = 0;
+	memcpy(ram + CODE, iretq, sizeof(iretq));
+	memcpy(ram + STACK - 40, frame, sizeof(frame));
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_true(v->step.checked);
+	assert_int_equal(v->stats.unchecked_runs, 2);
+}
+
 /* The same through an MMIO write, which KVM finished before the exit: RIP does not move. */
 static void cpl3_unstepped_then_mmio_write(void **state)
 {
@@ -4198,6 +4237,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(iretq_performed, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_performed_to_compat, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_handler_predicted, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(return_to_cpl3_unstepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_left_to_cpu, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
