@@ -40,6 +40,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->cpl1 = -1;
 	hi->iret_step = -1;
 	hi->movss_trap = -1;
+	hi->syscall_sysret = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -432,6 +433,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		hi->iret_step == 0 ? " (single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself)" : "");
 	fprintf(out, LABEL "%s%s\n", "MOV SS holds TF's trap:", tristate(hi->movss_trap),
 		hi->movss_trap == 0 ? " (the guest's single-step trap comes right after MOV SS, not after the next instruction)" : "");
+	fprintf(out, LABEL "%s%s\n", "SYSCALL #UD, SYSRET with TF:", tristate(hi->syscall_sysret),
+		hi->syscall_sysret == 0 ? " (from CPL3, SYSCALL with EFER.SCE clear raises no #UD at itself, or with TF set its handler's SYSRETQ does not come back)" : "");
 	fprintf(out, LABEL "%s%s\n", "CPL1 and CPL2:", tristate(hi->cpl1),
 		hi->cpl1 == 0 ? " (this KVM stops a guest that runs at CPL1, internal error)" : "");
 	if (hi->singlestep_cpl0 > 0) {
@@ -593,6 +596,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "cpl1", hi->cpl1 },
 		{ "iret_step", hi->iret_step },
 		{ "movss_trap", hi->movss_trap },
+		{ "syscall_sysret", hi->syscall_sysret },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

@@ -96,6 +96,9 @@ struct hostinfo {
 	/* probe guest, unwatched: 1 = the single-step trap of MOV SS waits for the next
 	 * instruction, 0 = it comes right after MOV SS (the nested PVM KVM) */
 	int movss_trap;
+	/* probe guests at CPL3: 1 = SYSCALL with EFER.SCE clear raises #UD there, and with
+	 * SCE set and TF, SYSCALL to a SYSRETQ comes back; 0 = not (the nested PVM KVM) */
+	int syscall_sysret;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -182,6 +185,12 @@ int hostinfo_probe_iret_step(int kvm_fd, char *err, size_t errlen);
  * (SDM vol. 3 6.8.3)? 1, 0 (right after MOV SS: the nested PVM KVM), -1.
  */
 int hostinfo_probe_movss_trap(int kvm_fd, char *err, size_t errlen);
+/*
+ * From CPL3: SYSCALL with EFER.SCE clear raises #UD at itself, and with SCE
+ * set and TF, SYSCALL to a handler's SYSRETQ comes back? 1, 0 (either not:
+ * the nested PVM KVM), or -1 with err.
+ */
+int hostinfo_probe_syscall_sysret(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

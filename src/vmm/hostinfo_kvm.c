@@ -870,6 +870,90 @@ int hostinfo_probe_movss_trap(int kvm, char *err, size_t errlen)
 }
 
 /*
+ * SYSCALL and SYSRET from CPL3, which the nested PVM KVM takes over: with
+ * EFER.SCE clear, SYSCALL must raise #UD at itself (the #UD handler checks
+ * its frame's RIP, stores 1 at RBX and halts; a halt without the store is
+ * a #UD elsewhere); with SCE set and the guest's TF, SYSCALL to a handler
+ * that returns with SYSRETQ must come back to CPL3 (FMASK 0 keeps TF: the
+ * #DB handler returns from CPL0 frames, and for the first CPL3 one stores
+ * 1 and 2 and halts). RSP0 from the boot TSS, a user stack at 0x220000.
+ */
+#define SYS_PROBE_HANDLER (BOOT_IMAGE_ADDR + 0x20)
+static const uint8_t sce0_syscall_code[] = {
+	0x0f, 0x05, 0xf4,
+	[0x20] = 0x48, 0x81, 0x3c, 0x24, 0x00, 0x00, 0x10, 0x00,	/* cmpq $BOOT_IMAGE_ADDR, (%rsp) */
+	0x75, 0x06,					/* jne 1f */
+	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00,		/* movl $1, (%rbx) */
+	0xf4,						/* 1: hlt */
+};
+static const uint8_t syscall_tf_code[] = {
+	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,	/* TF on */
+	0x0f, 0x05,					/* syscall */
+	0x90, 0xf4,
+	[0x10] = 0x48, 0x0f, 0x07,			/* LSTAR: sysretq */
+	[0x20] = 0xf6, 0x44, 0x24, 0x08, 0x03,		/* #DB: testb $3, 8(%rsp) */
+	0x74, 0x0e,					/* jz 1f */
+	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00,		/* movl $1, (%rbx) */
+	0xc7, 0x43, 0x04, 0x02, 0x00, 0x00, 0x00, 0xf4,	/* movl $2, 4(%rbx); hlt */
+	0x48, 0xcf,					/* 1: iretq */
+};
+_Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "the syscall probes' addresses");
+
+/* One of them, at CPL3: 1 as the architecture has it, 0 not, -1 no answer. */
+static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
+{
+	struct {
+		struct kvm_msrs head;
+		struct kvm_msr_entry e[3];
+	} msrs = {
+		.head.nmsrs = 3,
+		.e = { { .index = MSR_STAR, .data = 0x0020000800000000ull },
+		       { .index = MSR_LSTAR, .data = BOOT_IMAGE_ADDR + 0x10 },
+		       { .index = MSR_SYSCALL_MASK, .data = 0 } },
+	};
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	uint64_t rsp0 = 0x210000;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, sce ? syscall_tf_code : sce0_syscall_code,
+			     sce ? sizeof(syscall_tf_code) : sizeof(sce0_syscall_code), 3) == 0) {
+		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
+		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
+			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
+		} else if (sce && __kvm_ioctl(p.vcpu, KVM_SET_MSRS, &msrs) != 3) {
+			probe_fail(&scratch, "KVM_SET_MSRS (STAR, LSTAR, FMASK)", errno);
+		} else {
+			memcpy(p.mem + BOOT_TSS_ADDR + 4, &rsp0, sizeof(rsp0));
+			probe_gate(p.mem, EV_PROBE_IDT, sce ? X86_VEC_DB : X86_VEC_UD, SYS_PROBE_HANDLER,
+				   BOOT_SEL_CODE64, 0x8e);
+			sregs.idt.base = EV_PROBE_IDT;
+			sregs.idt.limit = ((sce ? X86_VEC_DB : X86_VEC_UD) + 1) * 16 - 1;
+			sregs.efer = sce ? sregs.efer | X86_EFER_SCE : sregs.efer & ~(uint64_t)X86_EFER_SCE;
+			regs.rsp = 0x220000;
+			result = probe_stored_or_stopped(&scratch, &p, &sregs, &regs, sce);
+			/* A #UD elsewhere, or a fault where there is no gate (a triple fault). */
+			if (result < 0 && p.run && (p.run->exit_reason == KVM_EXIT_HLT ||
+						    p.run->exit_reason == KVM_EXIT_SHUTDOWN)) {
+				scratch.probe_error[0] = '\0';
+				result = 0;
+			}
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+int hostinfo_probe_syscall_sysret(int kvm, char *err, size_t errlen)
+{
+	int r = probe_sys_once(kvm, false, err, errlen);
+
+	return r == 1 ? probe_sys_once(kvm, true, err, errlen) : r;
+}
+
+/*
  * CPL1: IRETQ to a DPL1 64-bit code segment (CPL1_SEL_CODE, stack
  * CPL1_SEL_DATA), which stores 1 at RBX and returns to CPL0 with INT $0x20
  * through a DPL3 gate (RSP0 from the boot TSS); the handler stores 2 at
@@ -998,6 +1082,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->cpl0_events = hostinfo_probe_cpl0_events(kvm, NULL, 0);
 	hi->cpl1 = hostinfo_probe_cpl1(kvm, NULL, 0);
 	hi->movss_trap = hostinfo_probe_movss_trap(kvm, NULL, 0);
+	hi->syscall_sysret = hostinfo_probe_syscall_sysret(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)
