@@ -1398,9 +1398,10 @@ static int perform_sysret(struct vcpu *v)
  * (step_iret_plan()) once this KVM was seen to run one stepped without its
  * trap (the nested PVM KVM: iret_step_late()), which leaves the
  * instruction at its target unchecked. Elsewhere, and where a read could
- * fault or watch it (the frame unreadable, the guest's breakpoints on,
- * protection keys), the CPU's. -1 where the VM is stopping, 0 where it is
- * the CPU's, 1 done.
+ * fault or watch it (the frame unreadable, a guest data breakpoint on it,
+ * protection keys), the CPU's; an instruction breakpoint at the target is
+ * the next check's, RF as IRET loads it. -1 where the VM is stopping, 0
+ * where it is the CPU's, 1 done.
  */
 static int perform_iret(struct vcpu *v)
 {
@@ -1414,7 +1415,8 @@ static int perform_iret(struct vcpu *v)
 	if (!__atomic_load_n(&v->vm->iret_step_lost, __ATOMIC_RELAXED) ||
 	    !(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || s->insn.opsize != 8 ||
 	    emulate_cpl(sregs, regs->rflags) != 0 || (sregs->cr4 & X86_CR4_PKE) ||
-	    !s->dr_valid || (s->dr7 & X86_DR7_ENABLES) || read_linear(v, regs->rsp, 0, f, sizeof(f)) != sizeof(f))
+	    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(f)) ||
+	    read_linear(v, regs->rsp, 0, f, sizeof(f)) != sizeof(f))
 		return 0;
 	for (unsigned i = 0; i < 5; i++)
 		frame[i] = le64(f + 8 * i);

@@ -872,6 +872,16 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "iret-performed-data-bp-ignored",
+        "what": "an IRETQ the VMM performs ignores a guest data breakpoint on its frame, "
+                "whose #DB the CPU's stack reads would raise",
+        "edits": [("src/vmm/stepping.c",
+                   "\t    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(f)) ||",
+                   "\t    !s->dr_valid ||")],
+        "unit": ["stepping"],
+        "tests": [],
+    },
+    {
         "name": "iret-performed-nmi-blocked",
         "what": "an IRETQ the VMM performs leaves NMIs blocked, where the CPU's IRET ends "
                 "that blocking: an NMI handler's return would keep every later NMI out",

@@ -2340,8 +2340,9 @@ static void iretq_left_to_cpu(void **state)
 	assert_int_equal(v->step.rip, CODE);
 	frame[0] = CODE + 0x40;
 	frame[1] = BOOT_SEL_CODE64;
-	fc->debugregs.db[0] = CODE + 0x80;
-	fc->debugregs.dr7 = X86_DR7_L0;
+	/* A guest data breakpoint (read/write, 8 bytes) on the frame's RFLAGS. */
+	fc->debugregs.db[0] = STACK - 24;
+	fc->debugregs.dr7 = X86_DR7_L0 | (3ull << 16) | (2ull << 18);
 	v->step.dr_valid = false;
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
 	assert_int_equal(v->step.rip, CODE);
@@ -2353,8 +2354,11 @@ static void iretq_left_to_cpu(void **state)
 	assert_int_equal(v->step.insn.kind, STEP_IRET);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_int_equal(v->stats.irets_performed, 0);
-	/* All as it should be: performed. */
+	/* All as it should be, a guest instruction breakpoint elsewhere: performed. */
 	v->run->s.regs.sregs.cr4 &= ~(uint64_t)X86_CR4_PKE;
+	fc->debugregs.db[0] = CODE + 0x80;
+	fc->debugregs.dr7 = X86_DR7_L0;
+	v->step.dr_valid = false;
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
 	assert_int_equal(v->stats.irets_performed, 1);
 }
