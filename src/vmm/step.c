@@ -353,6 +353,39 @@ bool step_undecodable(const struct step_insn *insn)
 	return insn->kind == STEP_OTHER && !insn->rep && !insn->len;
 }
 
+int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *len)
+{
+	if (n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && (b[3] == 0xfa || b[3] == 0xfb)) {
+		*len = 4;	/* ENDBR64, ENDBR32 */
+		return 0;
+	}
+	if (n >= 3 && b[0] == 0x0f && b[1] == 0x01 && b[2] == 0xca) {
+		*len = 3;	/* CLAC */
+		return 0;
+	}
+	if (n >= 1 && (b[0] == 0x90 || b[0] == 0xfc)) {
+		*len = 1;	/* NOP, CLD */
+		return 0;
+	}
+	if (n >= 2 && b[0] == 0x6a) {
+		*len = 2;	/* PUSH imm8 */
+		return 1;
+	}
+	if (n >= 5 && b[0] == 0x68) {
+		*len = 5;	/* PUSH imm32 */
+		return 1;
+	}
+	if (n >= 1 && b[0] >= 0x50 && b[0] <= 0x57) {
+		*len = 1;
+		return 1;
+	}
+	if (long64 && n >= 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) {
+		*len = 2;	/* PUSH r8-r15 */
+		return 1;
+	}
+	return -1;
+}
+
 int step_kvm_fault_vector(const struct step_insn *insn, uint64_t cr4, uint64_t efer)
 {
 	uint8_t op = insn->op0f[0], m = insn->op0f[1];

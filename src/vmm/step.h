@@ -213,6 +213,14 @@ bool step_undecodable(const struct step_insn *insn);
  * instructions KVM runs itself (`kvm_faults`).
  */
 /*
+ * A handler's first instruction, for a KVM that reports the step after it
+ * rather than at the handler (the nested PVM KVM): its length in *len and
+ * the slots it pushed, 1 for PUSH imm8/imm32/reg, 0 for ENDBR, CLAC, CLD or
+ * NOP; -1 for anything else (the frame cannot be found behind it).
+ */
+int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *len);
+
+/*
  * The fault KVM queues for a `kvm_faults` instruction where it does not
  * complete: #UD for XSETBV without CR4.OSXSAVE, VMX instructions without
  * CR4.VMXE, SVM ones without EFER.SVME (VMCALL and VMMCALL aside: KVM's

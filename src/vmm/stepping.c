@@ -893,22 +893,38 @@ static bool diverted_at_handler(struct vcpu *v, uint64_t rip, uint64_t next)
 	enum step_idt f = idt_format(sregs);
 	unsigned size = step_idt_entry_size(f), gates = (sregs->idt.limit + 1u) / size;
 	unsigned vector, slot = 8;
-	uint8_t idt[256 * 16], raw[32];
-	uint64_t w[4] = { 0 }, handler = 0, mask;
+	uint8_t idt[256 * 16], raw[32], first[DECODE_INSN_MAX];
+	uint64_t w[4] = { 0 }, handler = 0, mask, rsp = regs->rsp;
 	struct paging p;
 	uint8_t *b;
-	int at;
+	int at, pushed = -1;
 
 	if (gates > 256)
 		gates = 256;
 	implicit_paging(v, &p);
 	gates = (unsigned)(pagewalk_read_as(&m, &p, sregs->idt.base, 0, idt, gates * size) / size);
-	for (vector = 0; vector < gates; vector++)
-		if (step_idt_handler(f, idt + vector * size, &handler, &slot) && handler == regs->rip)
+	for (vector = 0; vector < gates; vector++) {
+		unsigned len;
+
+		if (!step_idt_handler(f, idt + vector * size, &handler, &slot))
+			continue;
+		if (handler == regs->rip)
 			break;
+		/*
+		 * A KVM that reports the step after the handler's first
+		 * instruction (the nested PVM KVM, for events it delivers in
+		 * its emulator): the frame is behind what that one pushed.
+		 */
+		pushed = step_handler_first_push(first, read_code(v, handler, first), sregs->cs.l, &len);
+		if (pushed >= 0 && handler + len == regs->rip)
+			break;
+		pushed = -1;
+	}
+	if (pushed > 0)
+		rsp += slot;
 	/* The frame at SS:RSP, in slots of the gate's width (8, 4 or 2 bytes). */
 	if (vector == gates ||
-	    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), 0, raw, 4 * slot) !=
+	    read_linear(v, emulate_stack_la(sregs, regs->rflags, rsp), 0, raw, 4 * slot) !=
 		    4 * slot)
 		return false;
 	for (unsigned i = 0; i < 4; i++)
@@ -918,8 +934,7 @@ static bool diverted_at_handler(struct vcpu *v, uint64_t rip, uint64_t next)
 	at = step_frame_rflags(w, f != STEP_IDT_REAL && step_vector_error_code(vector),
 			       rip & mask, next & mask);
 	b = at < 0 ? NULL
-		   : stack_byte(v, emulate_stack_la(sregs, regs->rflags,
-						    regs->rsp + slot * (unsigned)at) + 1);
+		   : stack_byte(v, emulate_stack_la(sregs, regs->rflags, rsp + slot * (unsigned)at) + 1);
 	if (!b)
 		return false;
 	/* A fault pushes RFLAGS as the instruction began. */

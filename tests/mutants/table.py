@@ -836,6 +836,17 @@ MUTANTS = [
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl3", "diff-ac-cpl3-misaligned-guest-tf"],
     },
     {
+        "name": "frame-behind-handler-push-unseen",
+        "what": "a step exit one instruction into a handler (the nested PVM KVM's, for events "
+                "it delivers in its emulator) finds no frame behind the handler's first push: "
+                "the frame keeps the VMM's TF, which a performed IRETQ then gives the guest",
+        "edits": [("src/vmm/stepping.c", "\t\tif (pushed >= 0 && handler + len == regs->rip)",
+                   "\t\tif (pushed >= 0 && handler + len == regs->rip && false)")],
+        "unit": ["stepping"],
+        # gen.py seed 1 records 180 and 239 on the PVM KVM.
+        "tests": ["diff-gen-seed-1"],
+    },
+    {
         "name": "kvm-fault-handler-unwatched",
         "what": "an instruction KVM runs and may fault itself (RDPMC, XSETBV) is stepped "
                 "without a breakpoint at the handler: where KVM stops one instruction into "

@@ -877,6 +877,30 @@ static void test_kvm_may_inject(void **state)
 			assert_int_equal(step_kvm_may_inject(&insn, 0, 0, X86_RFLAGS_FIXED), t[i].faults);
 		}
 	}
+	/* A handler's first instruction: its length and the slots it pushed. */
+	{
+		static const struct { uint8_t b[5]; size_t n; bool l; int pushed; unsigned len; } t[] = {
+			{ { 0x6a, 0x0e }, 2, true, 1, 2 },
+			{ { 0x68, 1, 2, 3, 4 }, 5, true, 1, 5 },
+			{ { 0x55 }, 1, true, 1, 1 },
+			{ { 0x41, 0x57 }, 2, true, 1, 2 },
+			{ { 0x41, 0x57 }, 2, false, -1, 0 },	/* INC ECX outside 64-bit code */
+			{ { 0xf3, 0x0f, 0x1e, 0xfa }, 4, true, 0, 4 },
+			{ { 0x0f, 0x01, 0xca }, 3, true, 0, 3 },
+			{ { 0xfc }, 1, true, 0, 1 },
+			{ { 0x48, 0x89, 0xe5 }, 3, true, -1, 0 },
+			{ { 0x68, 1, 2 }, 3, true, -1, 0 },	/* cut short */
+		};
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			unsigned len = 0;
+
+			assert_int_equal(step_handler_first_push(t[i].b, t[i].n, t[i].l, &len),
+					 t[i].pushed);
+			if (t[i].pushed >= 0)
+				assert_int_equal(len, t[i].len);
+		}
+	}
 	/* The fault KVM queues for them: #UD where the feature is off, else #GP. */
 	{
 		static const struct { uint8_t b[5]; size_t n; uint64_t cr4, efer; int vector; } t[] = {

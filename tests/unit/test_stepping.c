@@ -852,6 +852,48 @@ static void sysenter_target(void **state)
 }
 
 /*
+ * RDPMC's #GP, KVM's, with the guest's TF, where the step exit comes after
+ * the handler's first instruction (PUSH imm8), as on the nested PVM KVM:
+ * the frame is found behind that push and gets the guest's TF (KVM pushed
+ * it clear), and the handler runs with TF clear. A first instruction whose
+ * stack effect is not known: left alone, the handler counted unchecked.
+ */
+static void fault_frame_behind_handler_push(void **state)
+{
+	static const uint8_t rdpmc[] = { 0x0f, 0x33 }, push_0d[] = { 0x6a, 0x0d };
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	memcpy(ram + CODE, rdpmc, sizeof(rdpmc));
+	memcpy(ram + HANDLER(X86_VEC_GP), push_0d, sizeof(push_0d));
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_true(v->step.tf_at_start);
+	memcpy(ram + STACK - 56, (uint64_t[]){ 0xd, 0, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED,
+					       STACK, BOOT_SEL_DATA }, 56);
+	regs(v)->rsp = STACK - 56;
+	step_to(v, HANDLER(X86_VEC_GP) + 2, DR6_STEP);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_false(v->step.guest_tf);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
+	/* mov %rsp, %rbp first: where the frame is is not known. */
+	memcpy(ram + HANDLER(X86_VEC_GP), (uint8_t[]){ 0x48, 0x89, 0xe5 }, 3);
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	memcpy(ram + STACK - 48, (uint64_t[]){ 0, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED, STACK,
+					       BOOT_SEL_DATA }, 48);
+	regs(v)->rsp = STACK - 48;
+	step_to(v, HANDLER(X86_VEC_GP) + 3, DR6_STEP);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+}
+
+/*
  * A JMP with the guest's TF that lands on a handler's first instruction
  * without a fault frame of its own at RSP: a branch that completed, and
  * its trap is the guest's.
@@ -4242,6 +4284,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(iretq_performed_to_compat, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(kvm_fault_handler_predicted, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(return_to_cpl3_unstepped, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(fault_frame_behind_handler_push, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_left_to_cpu, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
