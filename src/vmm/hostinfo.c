@@ -409,34 +409,41 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
 	fprintf(out, LABEL "%s%s%s\n", "breakpoint probe:", tristate(hi->hwbp),
 		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
-	fprintf(out, LABEL "%s%s\n", "guest data breakpoint:", tristate(hi->databp_cpl0),
-		hi->databp_cpl0 == 0 ? " (at CPL0 this KVM never fires one)" : "");
-	fprintf(out, LABEL "%s%s\n", "breakpoint beside a step:", tristate(hi->exec_bp_beside_step),
-		hi->exec_bp_beside_step == 0 ? " (this CPU reports no instruction breakpoint with a step trap)" : "");
-	fprintf(out, LABEL "%s%s\n", "DR7.GD #DB:", tristate(hi->dr7_gd),
-		hi->dr7_gd == 0 ? " (this CPU ignores DR7.GD; emulate raises the #DB as the SDM says)" : "");
-	fprintf(out, LABEL "%s%s\n", "CS write #GP:", tristate(hi->cs_write_gp),
-		hi->cs_write_gp == 0 ? " (this CPU writes through CS in compatibility mode)" : "");
-	fprintf(out, LABEL "%s%s\n", "INT n #GP error code:", tristate(hi->intn_error_code),
-		hi->intn_error_code == 0 ? " (this CPU pushes vector * 16 + 2, not vector * 8 + 2)" : "");
-	fprintf(out, LABEL "%s%s\n", "LOCK MOV #UD:", tristate(hi->lock_ud),
-		hi->lock_ud == 0 ? " (this CPU completes a store with a LOCK prefix)" : "");
-	fprintf(out, LABEL "%s%s\n", "leaving long mode:", tristate(hi->leave_long_mode),
-		hi->leave_long_mode == 0
-			? " (this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode)"
-			: "");
-	fprintf(out, LABEL "%s%s\n", "CPL0 events under TF:", tristate(hi->cpl0_events),
-		hi->cpl0_events == 0
-			? " (this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS)"
-			: "");
-	fprintf(out, LABEL "%s%s\n", "IRETQ step trap:", tristate(hi->iret_step),
-		hi->iret_step == 0 ? " (single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself)" : "");
-	fprintf(out, LABEL "%s%s\n", "MOV SS holds TF's trap:", tristate(hi->movss_trap),
-		hi->movss_trap == 0 ? " (the guest's single-step trap comes right after MOV SS, not after the next instruction)" : "");
-	fprintf(out, LABEL "%s%s\n", "SYSCALL #UD, SYSRET with TF:", tristate(hi->syscall_sysret),
-		hi->syscall_sysret == 0 ? " (from CPL3, SYSCALL with EFER.SCE clear raises no #UD at itself, or with TF set its handler's SYSRETQ does not come back)" : "");
-	fprintf(out, LABEL "%s%s\n", "CPL1 and CPL2:", tristate(hi->cpl1),
-		hi->cpl1 == 0 ? " (this KVM stops a guest that runs at CPL1, internal error)" : "");
+	{
+		/* The probes of one answer each: what a "no" means here. */
+		const struct {
+			const char *label;
+			int value;
+			const char *no;
+		} probes[] = {
+			{ "guest data breakpoint:", hi->databp_cpl0, "at CPL0 this KVM never fires one" },
+			{ "breakpoint beside a step:", hi->exec_bp_beside_step,
+			  "this CPU reports no instruction breakpoint with a step trap" },
+			{ "DR7.GD #DB:", hi->dr7_gd,
+			  "this CPU ignores DR7.GD; emulate raises the #DB as the SDM says" },
+			{ "CS write #GP:", hi->cs_write_gp,
+			  "this CPU writes through CS in compatibility mode" },
+			{ "INT n #GP error code:", hi->intn_error_code,
+			  "this CPU pushes vector * 16 + 2, not vector * 8 + 2" },
+			{ "LOCK MOV #UD:", hi->lock_ud, "this CPU completes a store with a LOCK prefix" },
+			{ "leaving long mode:", hi->leave_long_mode,
+			  "this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode" },
+			{ "CPL0 events under TF:", hi->cpl0_events,
+			  "this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS" },
+			{ "IRETQ step trap:", hi->iret_step,
+			  "single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself" },
+			{ "MOV SS holds TF's trap:", hi->movss_trap,
+			  "the guest's single-step trap comes right after MOV SS, not after the next instruction" },
+			{ "SYSCALL #UD, SYSRET with TF:", hi->syscall_sysret,
+			  "from CPL3, SYSCALL with EFER.SCE clear raises no #UD at itself, or with TF set its handler's SYSRETQ does not come back" },
+			{ "CPL1 and CPL2:", hi->cpl1, "this KVM stops a guest that runs at CPL1, internal error" },
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
+			fprintf(out, LABEL "%s%s%s%s\n", probes[i].label, tristate(probes[i].value),
+				probes[i].value == 0 ? " (" : "", probes[i].value == 0 ? probes[i].no : "",
+				probes[i].value == 0 ? ")" : "");
+	}
 	if (hi->singlestep_cpl0 > 0) {
 		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
 		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",

@@ -691,32 +691,45 @@ static void probe_gate(uint8_t *mem, uint64_t idt, unsigned vector, uint64_t han
 	gate[7] = (uint8_t)(handler >> 24);
 }
 
+/*
+ * The probe guest with one DPL0 gate in an IDT at idt, vector to handler,
+ * run to a halt: 0 with its registers in *regs, else -1 (probe_error says
+ * why, but for a triple fault).
+ */
+static int probe_gate_run(struct hostinfo *scratch, struct probe *p, uint64_t idt, unsigned vector,
+			  uint64_t handler, struct kvm_regs *regs)
+{
+	struct kvm_sregs sregs;
+
+	if (__kvm_ioctl(p->vcpu, KVM_GET_SREGS, &sregs) < 0)
+		return probe_fail(scratch, "KVM_GET_SREGS", errno);
+	probe_gate(p->mem, idt, vector, handler, sregs.cs.selector, 0x8e);
+	sregs.idt.base = idt;
+	sregs.idt.limit = (uint16_t)((vector + 1) * 16 - 1);
+	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0)
+		return probe_fail(scratch, "KVM_SET_SREGS", errno);
+	if (probe_shutdown_or_hlt(scratch, p) != 0)
+		return -1;
+	if (__kvm_ioctl(p->vcpu, KVM_GET_REGS, regs) < 0)
+		return probe_fail(scratch, "KVM_GET_REGS", errno);
+	return 0;
+}
+
 int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	struct hostinfo scratch;
-	struct kvm_sregs sregs;
 	struct kvm_regs regs;
 	int result = -1;
 
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, intn_code, sizeof(intn_code), 0) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0) {
-			probe_fail(&scratch, "KVM_GET_SREGS", errno);
-		} else {
-			probe_gate(p.mem, INTN_PROBE_IDT, X86_VEC_GP, BOOT_IMAGE_ADDR + 3,
-				   sregs.cs.selector, 0x8e);
-			sregs.idt.base = INTN_PROBE_IDT;
-			sregs.idt.limit = (X86_VEC_GP + 1) * 16 - 1;
-			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0)
-				probe_fail(&scratch, "KVM_SET_SREGS", errno);
-			else if (probe_shutdown_or_hlt(&scratch, &p) == 0 &&
-				 __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) == 0)
-				result = (uint32_t)regs.rax == INTN_PROBE_VECTOR * 8 + 2 ? 1 :
-					 (uint32_t)regs.rax == INTN_PROBE_VECTOR * 16 + 2 ? 0 : -1;
-			if (result < 0 && !scratch.probe_error[0])
-				probe_fail(&scratch, "the probe's #GP handler did not see either error code", 0);
-		}
+		if (probe_gate_run(&scratch, &p, INTN_PROBE_IDT, X86_VEC_GP, BOOT_IMAGE_ADDR + 3,
+				   &regs) == 0)
+			result = (uint32_t)regs.rax == INTN_PROBE_VECTOR * 8 + 2 ? 1 :
+				 (uint32_t)regs.rax == INTN_PROBE_VECTOR * 16 + 2 ? 0 : -1;
+		if (result < 0 && !scratch.probe_error[0])
+			probe_fail(&scratch, "the probe's #GP handler did not see either error code", 0);
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -841,30 +854,19 @@ int hostinfo_probe_movss_trap(int kvm, char *err, size_t errlen)
 {
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	struct hostinfo scratch;
-	struct kvm_sregs sregs;
 	struct kvm_regs regs;
 	int result = -1;
 
 	hostinfo_init(&scratch);
 	if (probe_setup_code(&scratch, kvm, &p, true, movss_trap_code, sizeof(movss_trap_code),
 			     0) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0) {
-			probe_fail(&scratch, "KVM_GET_SREGS", errno);
-		} else {
-			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_DB, BOOT_IMAGE_ADDR + 0x10,
-				   sregs.cs.selector, 0x8e);
-			sregs.idt.base = EV_PROBE_IDT;
-			sregs.idt.limit = (X86_VEC_DB + 1) * 16 - 1;
-			if (__kvm_ioctl(p.vcpu, KVM_SET_SREGS, &sregs) < 0)
-				probe_fail(&scratch, "KVM_SET_SREGS", errno);
-			else if (probe_shutdown_or_hlt(&scratch, &p) == 0 &&
-				 __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) == 0)
-				result = regs.rax == MOVSS_PROBE_NOP + 1 ? 1 :
-					 regs.rax == MOVSS_PROBE_NOP ? 0 : -1;
-			if (result < 0 && !scratch.probe_error[0])
-				probe_fail(&scratch, "the probe's #DB came neither after MOV SS nor "
-					   "after the instruction behind it", 0);
-		}
+		if (probe_gate_run(&scratch, &p, EV_PROBE_IDT, X86_VEC_DB, BOOT_IMAGE_ADDR + 0x10,
+				   &regs) == 0)
+			result = regs.rax == MOVSS_PROBE_NOP + 1 ? 1 :
+				 regs.rax == MOVSS_PROBE_NOP ? 0 : -1;
+		if (result < 0 && !scratch.probe_error[0])
+			probe_fail(&scratch, "the probe's #DB came neither after MOV SS nor after "
+				   "the instruction behind it", 0);
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -902,15 +904,12 @@ _Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "the syscall probes' addresses");
 /* One of them, at CPL3: 1 as the architecture has it, 0 not, -1 no answer. */
 static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
 {
-	struct {
-		struct kvm_msrs head;
-		struct kvm_msr_entry e[3];
-	} msrs = {
-		.head.nmsrs = 3,
-		.e = { { .index = MSR_STAR, .data = 0x0020000800000000ull },
-		       { .index = MSR_LSTAR, .data = BOOT_IMAGE_ADDR + 0x10 },
-		       { .index = MSR_SYSCALL_MASK, .data = 0 } },
+	static const struct kvm_msr_entry sys_msrs[] = {
+		{ .index = MSR_STAR, .data = 0x0020000800000000ull },
+		{ .index = MSR_LSTAR, .data = BOOT_IMAGE_ADDR + 0x10 },
+		{ .index = MSR_SYSCALL_MASK, .data = 0 },
 	};
+	struct kvm_msrs *msrs = calloc(1, sizeof(*msrs) + sizeof(sys_msrs));
 	struct probe p = { .vm = -1, .vcpu = -1 };
 	struct hostinfo scratch;
 	struct kvm_sregs sregs;
@@ -919,12 +918,16 @@ static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
 	int result = -1;
 
 	hostinfo_init(&scratch);
+	if (!msrs)
+		return -1;
+	msrs->nmsrs = ARRAY_SIZE(sys_msrs);
+	memcpy(msrs->entries, sys_msrs, sizeof(sys_msrs));
 	if (probe_setup_code(&scratch, kvm, &p, true, sce ? syscall_tf_code : sce0_syscall_code,
 			     sce ? sizeof(syscall_tf_code) : sizeof(sce0_syscall_code), 3) == 0) {
 		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
 		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
 			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
-		} else if (sce && __kvm_ioctl(p.vcpu, KVM_SET_MSRS, &msrs) != 3) {
+		} else if (sce && __kvm_ioctl(p.vcpu, KVM_SET_MSRS, msrs) != (int)ARRAY_SIZE(sys_msrs)) {
 			probe_fail(&scratch, "KVM_SET_MSRS (STAR, LSTAR, FMASK)", errno);
 		} else {
 			memcpy(p.mem + BOOT_TSS_ADDR + 4, &rsp0, sizeof(rsp0));
@@ -943,6 +946,7 @@ static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
 			}
 		}
 	}
+	free(msrs);
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
