@@ -227,10 +227,16 @@ WATCH = "; --split-lock=emulate cannot go on watching this guest$"
 WATCHING = [
     ("KVM_GET_VCPU_EVENTS:1+:EIO", "step-tf-sti-shadow", r"KVM_GET_VCPU_EVENTS", WATCH),
     ("KVM_GET_VCPU_EVENTS:1+:EIO", "step-split-lock-after-kvm-gp", r"KVM_GET_VCPU_EVENTS", WATCH),
-    ("KVM_SET_VCPU_EVENTS:1+:EIO", "step-split-lock-after-kvm-gp", r"KVM_SET_VCPU_EVENTS \(#GP\)", WATCH),
-    # Calls 1-9 are the four probes' (each sets, then clears, what it probed;
-    # the guest's breakpoints probe sets it again after its MOV to DR7).
-    ("KVM_SET_GUEST_DEBUG:10+:EIO", "step-tf-cpl0", r"KVM_SET_GUEST_DEBUG", WATCH),
+    # The #GP of a failed MSR access, taken back where KVM leaves it queued;
+    # where it does not (the nested PVM KVM), MOV SS's shadow that ends
+    # where the VMM performs SYSCALL behind it: the first of the cases that
+    # makes the call.
+    ("KVM_SET_VCPU_EVENTS:1+:EIO", ("step-split-lock-after-kvm-gp", "event-mov-ss-shadow-saves-flags"),
+     r"KVM_SET_VCPU_EVENTS \((#GP|interrupt shadow)\)", WATCH),
+    # Calls 1-11 are the five probes' (each sets, then clears, what it
+    # probed; the guest's breakpoints probe sets it again after its MOV to
+    # DR7).
+    ("KVM_SET_GUEST_DEBUG:12+:EIO", "step-tf-cpl0", r"KVM_SET_GUEST_DEBUG", WATCH),
     ("KVM_GET_DEBUGREGS:1+:EIO", "step-tf-cpl0", r"KVM_GET_DEBUGREGS", WATCH),
     ("KVM_SET_DEBUGREGS:1+:EIO", "step-tf-cpl0", r"KVM_SET_DEBUGREGS", WATCH),
     ("KVM_GET_MSRS:1+:short", "event-syscall-r11-fmask0", r"KVM_GET_MSRS \(MSR 0x[0-9a-f]+\)", WATCH),
@@ -263,10 +269,14 @@ def case_emulate(ctx, diffguest):
         if not vmm or not vmm[0].startswith("vmm: " + line) or \
                 any(l.startswith("vmm: error") for l in vmm[1:]):
             fails.append(f"{spec}: stderr {vmm}, want 'vmm: {line}' first, and no other error")
-    for spec, case, call, rest in WATCHING:
+    for spec, cases, call, rest in WATCHING:
         num = ENODATA if spec.endswith("short") else EIO
-        r = run_failing(ctx, spec, ["-q", "--split-lock=emulate", "--timeout", scaled_str(60),
-                                    "--append", "case=" + case, diffguest], timeout=120)
+        for case in (cases,) if isinstance(cases, str) else cases:
+            r = run_failing(ctx, spec, ["-q", "--split-lock=emulate", "--timeout", scaled_str(60),
+                                        "--append", "case=" + case, diffguest], timeout=120)
+            if isinstance(cases, str) or split_err(r)[0] or case == cases[-1]:
+                break
+            print(f"{case}: vmm made no {spec.split(':')[0]} here; the next case")
         if r.status == DIFF_SKIP and not split_err(r)[0]:
             print(f"{case}: not run: the guest skipped it ({r.out.strip().splitlines()[-1:]})")
             continue
