@@ -423,7 +423,7 @@ static struct emulate_snapshot snapshot(struct vcpu *v)
  * emulation (a #PF on the other part) keeps TF in its frame only where
  * single-step is issued again at the instruction (set_hw()'s `again`).
  */
-static bool kvm_emulates_access(struct vcpu *v, const uint8_t *bytes, size_t n)
+static bool access_emulated_by_kvm(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
 	struct emulate_snapshot snap = snapshot(v);
 	struct emulate_forecast f;
@@ -2485,7 +2485,7 @@ again:
 	      predict_handler(v, step_kvm_fault_vector(&s->insn, sregs->cr4, sregs->efer), true)) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
 		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||
-		    (s->tf_at_start && kvm_emulates_access(v, bytes, n))))
+		    (s->tf_at_start && access_emulated_by_kvm(v, bytes, n))))
 		return;
 	if (vm_stopping(vm))
 		return;

@@ -336,8 +336,8 @@ MUTANTS = [
         "what": "an MMIO access with the guest's TF gets no fresh single-step: the #PF KVM "
                 "queues from its emulation loses TF from its frame, and the guest's own "
                 "stepping stops after the handler",
-        "edits": [("src/vmm/stepping.c", "(s->tf_at_start && kvm_emulates_access(v, bytes, n))",
-                   "(false && kvm_emulates_access(v, bytes, n))")],
+        "edits": [("src/vmm/stepping.c", "(s->tf_at_start && access_emulated_by_kvm(v, bytes, n))",
+                   "(false && access_emulated_by_kvm(v, bytes, n))")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
