@@ -432,12 +432,6 @@ static bool access_emulated_by_kvm(struct vcpu *v, const uint8_t *bytes, size_t 
 	return f.mmio;
 }
 
-/*
- * A fault forecast for the instruction of `bytes` at rip (the one at RIP,
- * or the one behind MOV SS, which runs in its step): step with a
- * breakpoint on its handler too (docs/design.md, "Forecast"). false:
- * plain stepping.
- */
 /* Stepped, with a breakpoint at vector's handler (again: see set_hw()); false: none there. */
 static bool predict_handler(struct vcpu *v, int vector, bool again)
 {
@@ -451,6 +445,12 @@ static bool predict_handler(struct vcpu *v, int vector, bool again)
 	return set_hw(v, STEP_DEBUG_PREDICT, la, again);
 }
 
+/*
+ * A fault forecast for the instruction of `bytes` at rip (the one at RIP,
+ * or the one behind MOV SS, which runs in its step): step with a
+ * breakpoint on its handler too (docs/design.md, "Forecast"). false:
+ * plain stepping.
+ */
 static bool predicted(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n)
 {
 	struct emulate_snapshot snap = snapshot(v);
@@ -1410,9 +1410,9 @@ static int perform_sysret(struct vcpu *v)
 
 /*
  * IRETQ at CPL0 back to CPL0 with SS unchanged, performed by the VMM
- * (step_iret_plan()) once this KVM was seen to run one stepped without its
- * trap (the nested PVM KVM: iret_step_late()), which leaves the
- * instruction at its target unchecked. Elsewhere, and where a read could
+ * (step_iret_plan()) where this KVM runs one stepped without its trap (the
+ * nested PVM KVM: the iret_step probe, or a late exit, iret_step_late()),
+ * which leaves the instruction at its target unchecked. Elsewhere, and where a read could
  * fault or watch it (the frame unreadable, a guest data breakpoint on it,
  * protection keys), the CPU's; an instruction breakpoint at the target is
  * the next check's, RF as IRET loads it. -1 where the VM is stopping, 0
@@ -2374,14 +2374,6 @@ again:
 		}
 	}
 	/*
-	 * Through a task gate, stepped, the old task's TSS would save the
-	 * VMM's TF (or none of the guest's, hidden by KVM's), and the new
-	 * task runs unstepped anyway: it runs with the guest's own TF,
-	 * unchecked and counted, up to the next exit. (A far CALL or JMP to
-	 * a TSS is stepped: a step exit follows in the new task, and
-	 * task_switched() fixes both images.)
-	 */
-	/*
 	 * Where this KVM cannot step CPL3 (probed), a return there runs
 	 * unstepped with the guest's TF, counted: stepped, its trap would come
 	 * at CPL3, where such a KVM (the nested PVM one) hands it to the guest
@@ -2393,6 +2385,14 @@ again:
 		s->outer_off = true;
 		return;
 	}
+	/*
+	 * Through a task gate, stepped, the old task's TSS would save the
+	 * VMM's TF (or none of the guest's, hidden by KVM's), and the new
+	 * task runs unstepped anyway: it runs with the guest's own TF,
+	 * unchecked and counted, up to the next exit. (A far CALL or JMP to
+	 * a TSS is stepped: a step exit follows in the new task, and
+	 * task_switched() fixes both images.)
+	 */
 	if (through_task_gate(v, &s->insn)) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
@@ -2471,11 +2471,9 @@ again:
 	 * A fault KVM intercepts and injects keeps the step's TF only at the
 	 * RIP of the last KVM_SET_GUEST_DEBUG: issued here again where one may
 	 * come (docs/design.md, "An MSR access KVM fails by itself"), and for
-	 * an MMIO access with the guest's TF, whose frame must hold it.
-	 */
-	/*
-	 * An instruction KVM runs and may fault itself (RDPMC, XSETBV ...): a
-	 * breakpoint at the handler of the fault it would queue, where a KVM
+	 * an MMIO access with the guest's TF, whose frame must hold it. An
+	 * instruction KVM runs and may fault itself (RDPMC, XSETBV ...): with
+	 * a breakpoint at the handler of the fault it would queue, where a KVM
 	 * that stops one instruction into the handler it injected (the nested
 	 * PVM KVM) would leave the frame unfixed.
 	 */
