@@ -41,6 +41,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->iret_step = -1;
 	hi->movss_trap = -1;
 	hi->syscall_sysret = -1;
+	hi->split_fault = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -437,6 +438,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 			{ "SYSCALL #UD, SYSRET with TF:", hi->syscall_sysret,
 			  "from CPL3, SYSCALL with EFER.SCE clear raises no #UD at itself, or with TF set its handler's SYSRETQ does not come back" },
 			{ "CPL1 and CPL2:", hi->cpl1, "this KVM stops a guest that runs at CPL1, internal error" },
+			{ "split lock #PF atomic:", hi->split_fault,
+			  "a locked access that faults on its second page wrote its first" },
 		};
 
 		for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
@@ -604,6 +607,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "iret_step", hi->iret_step },
 		{ "movss_trap", hi->movss_trap },
 		{ "syscall_sysret", hi->syscall_sysret },
+		{ "split_fault", hi->split_fault },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

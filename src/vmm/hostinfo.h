@@ -99,6 +99,9 @@ struct hostinfo {
 	/* probe guests at CPL3: 1 = SYSCALL with EFER.SCE clear raises #UD there, and with
 	 * SCE set and TF, SYSCALL to a SYSRETQ comes back; 0 = not (the nested PVM KVM) */
 	int syscall_sysret;
+	/* probe guest, unwatched: 1 = a locked access across a page boundary that faults on
+	 * its second page writes nothing, 0 = the first page was written (KVM's emulator) */
+	int split_fault;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -191,6 +194,13 @@ int hostinfo_probe_movss_trap(int kvm_fd, char *err, size_t errlen);
  * the nested PVM KVM), or -1 with err.
  */
 int hostinfo_probe_syscall_sysret(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does a locked access that faults on its second page write nothing to
+ * its first (SDM: the whole access is checked before it writes)? 1, 0
+ * (written: KVM's emulator runs the guest's CPL0 code, the nested PVM
+ * KVM), or -1 with err.
+ */
+int hostinfo_probe_split_fault(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

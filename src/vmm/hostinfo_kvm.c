@@ -958,6 +958,44 @@ int hostinfo_probe_syscall_sysret(int kvm, char *err, size_t errlen)
 }
 
 /*
+ * A locked add across a page boundary whose second page is read-only
+ * (the 2 MiB page at 0x200000, CR0.WP set): the architecture checks the
+ * whole access first, so the #PF leaves memory as it was. KVM's
+ * instruction emulator writes the first page before the second faults,
+ * and the nested PVM KVM runs CPL0 code in it. The #PF handler halts.
+ */
+#define SPLIT_PROBE_AT 0x1ffffeu
+static const uint8_t split_fault_code[] = {
+	0xbc, 0x00, 0x00, 0x1f, 0x00,		/* mov $0x1f0000, %esp: below the read-only page */
+	0xbb, 0xfe, 0xff, 0x1f, 0x00,		/* mov $SPLIT_PROBE_AT, %ebx */
+	0xf0, 0x83, 0x03, 0x01,			/* lock addl $1, (%rbx) */
+	0xf4,
+	[0x10] = 0xf4,				/* #PF: hlt */
+};
+
+int hostinfo_probe_split_fault(int kvm, char *err, size_t errlen)
+{
+	static const uint8_t before[4] = { 0x11, 0x22, 0x33, 0x44 };
+	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct hostinfo scratch;
+	struct kvm_regs regs;
+	int result = -1;
+
+	hostinfo_init(&scratch);
+	if (probe_setup_code(&scratch, kvm, &p, true, split_fault_code, sizeof(split_fault_code),
+			     0) == 0) {
+		p.mem[BOOT_PD_ADDR + 8] &= (uint8_t)~X86_PTE_RW;
+		memcpy(p.mem + SPLIT_PROBE_AT, before, sizeof(before));
+		if (probe_gate_run(&scratch, &p, EV_PROBE_IDT, X86_VEC_PF, BOOT_IMAGE_ADDR + 0x10,
+				   &regs) == 0 && regs.rip == BOOT_IMAGE_ADDR + 0x11)
+			result = !memcmp(p.mem + SPLIT_PROBE_AT, before, sizeof(before));
+		if (result < 0 && !scratch.probe_error[0])
+			probe_fail(&scratch, "the probe's locked add raised no #PF", 0);
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
  * CPL1: IRETQ to a DPL1 64-bit code segment (CPL1_SEL_CODE, stack
  * CPL1_SEL_DATA), which stores 1 at RBX and returns to CPL0 with INT $0x20
  * through a DPL3 gate (RSP0 from the boot TSS); the handler stores 2 at
@@ -1087,6 +1125,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->cpl1 = hostinfo_probe_cpl1(kvm, NULL, 0);
 	hi->movss_trap = hostinfo_probe_movss_trap(kvm, NULL, 0);
 	hi->syscall_sysret = hostinfo_probe_syscall_sysret(kvm, NULL, 0);
+	hi->split_fault = hostinfo_probe_split_fault(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

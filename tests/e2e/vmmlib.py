@@ -606,6 +606,9 @@ LOCAL_LACKS = {
     "syscall_sysret": " (from CPL3 here, SYSCALL with EFER.SCE clear raises no #UD at itself, "
                       "or with TF set its handler's SYSRETQ does not come back), so the case's "
                       "oracle run is no CPU there",
+    "split_fault": " (a locked access that faults on its second page writes its first here: "
+                   "this KVM's instruction emulator runs CPL0 code), so the case's oracle run "
+                   "is no CPU there",
     "singlestep_cpl3": " (this KVM cannot single-step CPL3 code: CPL0 code that follows a CPL3 "
                        "excursion without an exit in between runs unchecked, counted)",
     "cpl1": " (this KVM stops the VM with its internal error where a guest runs at CPL1: it "
