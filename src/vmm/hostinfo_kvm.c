@@ -742,14 +742,16 @@ int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
  * returns (TF stays set), the #BP and #UD handlers store 1 at RBX and
  * halt.
  */
+/* pushfq; orq $TF, (%rsp); popfq: the probe guest's TF on. */
+#define PROBE_TF_ON 0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d
 #define EV_PROBE_HANDLERS 0x20u
 #define EV_PROBE_IDT (BOOT_IMAGE_ADDR + 0x100u)
 static const uint8_t ev_tf_int3[] = {
-	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,	/* TF on */
+	PROBE_TF_ON,
 	0x90, 0xcc, 0xf4,
 };
 static const uint8_t ev_tf_ud[] = {
-	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,
+	PROBE_TF_ON,
 	0x90, 0xf3, 0x0f, 0x04, 0xf4,
 };
 static const uint8_t ev_movss_int3[] = {
@@ -784,6 +786,14 @@ static int probe_stored_or_stopped(struct hostinfo *scratch, struct probe *p,
 		result = probe_fail(scratch, "the probe guest neither stored what it should "
 				    "nor stopped with KVM's internal error", 0);
 	return result;
+}
+
+/* The boot TSS's RSP0, for a probe guest that comes back to CPL0 from outside it. */
+static void probe_rsp0(struct probe *p)
+{
+	const uint64_t rsp0 = 0x210000;
+
+	memcpy(p->mem + BOOT_TSS_ADDR + 4, &rsp0, sizeof(rsp0));
 }
 
 /* One of them: 1 delivered, 0 KVM's internal error, -1 no answer. */
@@ -844,7 +854,7 @@ int hostinfo_probe_cpl0_events(int kvm, char *err, size_t errlen)
 #define MOVSS_PROBE_NOP (BOOT_IMAGE_ADDR + 14)
 static const uint8_t movss_trap_code[] = {
 	0x8c, 0xd0,				/* mov %ss, %eax */
-	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,	/* TF on */
+	PROBE_TF_ON,
 	0x8e, 0xd0,				/* mov %eax, %ss */
 	0x90, 0xf4,				/* MOVSS_PROBE_NOP: nop; hlt */
 	0x48, 0x8b, 0x04, 0x24, 0xf4,		/* 0x10, #DB: mov (%rsp), %rax; hlt */
@@ -889,7 +899,7 @@ static const uint8_t sce0_syscall_code[] = {
 	0xf4,						/* 1: hlt */
 };
 static const uint8_t syscall_tf_code[] = {
-	0x9c, 0x48, 0x81, 0x0c, 0x24, 0x00, 0x01, 0x00, 0x00, 0x9d,	/* TF on */
+	PROBE_TF_ON,
 	0x0f, 0x05,					/* syscall */
 	0x90, 0xf4,
 	[0x10] = 0x48, 0x0f, 0x07,			/* LSTAR: sysretq */
@@ -914,7 +924,6 @@ static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
 	struct hostinfo scratch;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
-	uint64_t rsp0 = 0x210000;
 	int result = -1;
 
 	hostinfo_init(&scratch);
@@ -930,7 +939,7 @@ static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
 		} else if (sce && __kvm_ioctl(p.vcpu, KVM_SET_MSRS, msrs) != (int)ARRAY_SIZE(sys_msrs)) {
 			probe_fail(&scratch, "KVM_SET_MSRS (STAR, LSTAR, FMASK)", errno);
 		} else {
-			memcpy(p.mem + BOOT_TSS_ADDR + 4, &rsp0, sizeof(rsp0));
+			probe_rsp0(&p);
 			probe_gate(p.mem, EV_PROBE_IDT, sce ? X86_VEC_DB : X86_VEC_UD, SYS_PROBE_HANDLER,
 				   BOOT_SEL_CODE64, 0x8e);
 			sregs.idt.base = EV_PROBE_IDT;
@@ -1033,11 +1042,9 @@ int hostinfo_probe_cpl1(int kvm, char *err, size_t errlen)
 		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
 			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
 		} else {
-			uint64_t rsp0 = 0x210000;
-
 			memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_CODE, &code, sizeof(code));
 			memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_DATA, &data, sizeof(data));
-			memcpy(p.mem + BOOT_TSS_ADDR + 4, &rsp0, sizeof(rsp0));
+			probe_rsp0(&p);
 			probe_gate(p.mem, EV_PROBE_IDT, 0x20, BOOT_IMAGE_ADDR + 0x1a, sregs.cs.selector,
 				   0xee);
 			sregs.gdt.limit = CPL1_SEL_DATA + 7;
