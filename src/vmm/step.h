@@ -219,6 +219,7 @@ bool step_undecodable(const struct step_insn *insn);
  * NOP; -1 for anything else (the frame cannot be found behind it).
  */
 int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *len);
+#define STEP_HANDLER_FIRST_MAX 5	/* the longest of them, PUSH imm32 */
 
 /*
  * The fault KVM queues for a `kvm_faults` instruction where it does not

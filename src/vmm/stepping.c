@@ -915,6 +915,8 @@ static bool diverted_at_handler(struct vcpu *v, uint64_t rip, uint64_t next)
 		 * instruction (the nested PVM KVM, for events it delivers in
 		 * its emulator): the frame is behind what that one pushed.
 		 */
+		if (regs->rip - handler - 1 >= STEP_HANDLER_FIRST_MAX)
+			continue;	/* not a first instruction away: nothing to read */
 		pushed = step_handler_first_push(first, read_code(v, handler, first), sregs->cs.l, &len);
 		if (pushed >= 0 && handler + len == regs->rip)
 			break;
