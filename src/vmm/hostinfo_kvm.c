@@ -144,6 +144,9 @@ struct probe {
 	struct kvm_run *run;
 	size_t run_size;
 	struct kvm_cpuid2 *cpuid;
+	/* The vCPU's registers as created; a probe changes them and probe_load()s them. */
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
 };
 
 static const char *exit_name(uint32_t r)
@@ -192,6 +195,11 @@ static int probe_run(struct hostinfo *hi, struct probe *p, uint32_t *edx)
 	return probe_fail(hi, "the probe guest did not report within 16 exits", 0);
 }
 
+/*
+ * Fills p from nothing (what it could not set stays -1 or NULL for
+ * probe_teardown()): its VM with code, its vCPU at cpl. 0, or -1 with
+ * probe_error.
+ */
 static int probe_setup_code(struct hostinfo *hi, int kvm, struct probe *p, bool table_bit,
 			    const uint8_t *code, size_t code_len, unsigned cpl);
 
@@ -207,12 +215,11 @@ static int probe_setup_code(struct hostinfo *hi, int kvm, struct probe *p, bool 
 		.ram_size = PROBE_RAM, .cpus = 1, .image_size = code_len,
 	};
 	struct kvm_cpuid_entry2 *leaf7;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 	const char *what;
 	void *m;
 	long run_size;
 
+	*p = (struct probe){ .vm = -1, .vcpu = -1 };
 	m = mmap(NULL, PROBE_RAM, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
@@ -247,8 +254,28 @@ static int probe_setup_code(struct hostinfo *hi, int kvm, struct probe *p, bool 
 	if (__kvm_vcpu_create(p->vm, &(struct kvm_vcpu_setup){
 				      .index = 0, .run_size = p->run_size, .cpuid = p->cpuid,
 				      .layout = &layout, .cpl = cpl,
-			      }, &p->vcpu, &p->run, &regs, &sregs, &what))
+			      }, &p->vcpu, &p->run, &p->regs, &p->sregs, &what))
 		return probe_fail(hi, what, errno);
+	return 0;
+}
+
+/*
+ * A one-question probe's start: a fresh scratch for its errors, and its VM
+ * with code at cpl (CPUID.(7,0):EDX[30] set). 0, or -1 with probe_error.
+ */
+static int probe_open(struct hostinfo *scratch, int kvm, struct probe *p, const uint8_t *code,
+		      size_t len, unsigned cpl)
+{
+	hostinfo_init(scratch);
+	return probe_setup_code(scratch, kvm, p, true, code, len, cpl);
+}
+
+/* p->sregs and p->regs into the vCPU: 0, or -1 with probe_error. */
+static int probe_load(struct hostinfo *scratch, struct probe *p)
+{
+	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, &p->sregs) < 0 ||
+	    __kvm_ioctl(p->vcpu, KVM_SET_REGS, &p->regs) < 0)
+		return probe_fail(scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
 	return 0;
 }
 
@@ -288,7 +315,7 @@ static int probe_finish(struct hostinfo *scratch, struct probe *p, int result, c
  */
 static void probe_cpuid(struct hostinfo *hi, int kvm)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	uint32_t r[4], edx = 0;
 	bool host_bit = false, table_bit;
 
@@ -322,12 +349,11 @@ static const uint8_t nop_nop_hlt[] = { 0x90, 0x90, 0xf4 };
 static int probe_debug_once(int kvm, unsigned cpl, struct kvm_guest_debug *dbg,
 			    char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, nop_nop_hlt, sizeof(nop_nop_hlt), cpl) == 0) {
+	if (probe_open(&scratch, kvm, &p, nop_nop_hlt, sizeof(nop_nop_hlt), cpl) == 0) {
 		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, dbg) < 0) {
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
 		} else if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
@@ -380,14 +406,12 @@ _Static_assert(BOOT_IMAGE_ADDR == 0x100000u, "iret_step_code's push of its targe
 int hostinfo_probe_iret_step(int kvm, char *err, size_t errlen)
 {
 	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	uint64_t before = 0;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, iret_step_code, sizeof(iret_step_code), 0) ==
-	    0) {
+	if (probe_open(&scratch, kvm, &p, iret_step_code, sizeof(iret_step_code), 0) == 0) {
 		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
 		} else {
@@ -468,15 +492,14 @@ _Static_assert(sizeof(bps_code) == BPS_EXEC_OFF + 2, "bps_code's DR0 is its seco
 
 int hostinfo_probe_guest_bps(int kvm, int *exec_beside_step, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	struct kvm_guest_debug dbg = {
 		.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP,
 	};
 	int data = -1, exec = -1, fired = 0;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, bps_code, sizeof(bps_code), 0) == 0) {
+	if (probe_open(&scratch, kvm, &p, bps_code, sizeof(bps_code), 0) == 0) {
 		if (__kvm_ioctl(p.vcpu, KVM_SET_GUEST_DEBUG, &dbg) < 0)
 			probe_fail(&scratch, "KVM_SET_GUEST_DEBUG", errno);
 		for (int i = 0; i < PROBE_MAX_EXITS && data < 0 && !scratch.probe_error[0]; i++) {
@@ -556,12 +579,11 @@ static const uint8_t gd_code[] = {
 
 int hostinfo_probe_dr7_gd(int kvm, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, gd_code, sizeof(gd_code), 0) == 0)
+	if (probe_open(&scratch, kvm, &p, gd_code, sizeof(gd_code), 0) == 0)
 		result = probe_shutdown_or_hlt(&scratch, &p);
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -591,21 +613,15 @@ static int probe_compat(struct hostinfo *scratch, int kvm, struct probe *p, cons
 			size_t len, bool stopped)
 {
 	uint64_t code32 = 0x00cf9a000000ffffull;	/* base 0, 4 GiB, 32-bit, DPL0 */
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 	int r;
 
-	if (probe_setup_code(scratch, kvm, p, true, code, len, 0))
+	if (probe_open(scratch, kvm, p, code, len, 0))
 		return -1;
 	memcpy(p->mem + BOOT_GDT_ADDR + CS_PROBE_SEL, &code32, sizeof(code32));
-	if (__kvm_ioctl(p->vcpu, KVM_GET_SREGS, &sregs) < 0 ||
-	    __kvm_ioctl(p->vcpu, KVM_GET_REGS, &regs) < 0)
-		return probe_fail(scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
-	sregs.gdt.limit = CS_PROBE_SEL + 7;
-	regs.rbx = 0x200000;
-	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0 ||
-	    __kvm_ioctl(p->vcpu, KVM_SET_REGS, &regs) < 0)
-		return probe_fail(scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+	p->sregs.gdt.limit = CS_PROBE_SEL + 7;
+	p->regs.rbx = 0x200000;
+	if (probe_load(scratch, p))
+		return -1;
 	r = probe_end(scratch, p, stopped);
 	if (r == 0 && p->mem[0x200000] != 1)
 		return probe_fail(scratch, "the probe guest halted without writing", 0);
@@ -614,11 +630,10 @@ static int probe_compat(struct hostinfo *scratch, int kvm, struct probe *p, cons
 
 int hostinfo_probe_cs_write(int kvm, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	int result;
 
-	hostinfo_init(&scratch);
 	result = probe_compat(&scratch, kvm, &p, cs_write_code, sizeof(cs_write_code), false);
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -635,22 +650,14 @@ static const uint8_t lock_mov_code[] = {
 
 int hostinfo_probe_lock_ud(int kvm, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
-	struct kvm_regs regs;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, lock_mov_code, sizeof(lock_mov_code), 0) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
-			probe_fail(&scratch, "KVM_GET_REGS", errno);
-		} else {
-			regs.rbx = 0x200000;
-			if (__kvm_ioctl(p.vcpu, KVM_SET_REGS, &regs) < 0)
-				probe_fail(&scratch, "KVM_SET_REGS", errno);
-			else
-				result = probe_shutdown_or_hlt(&scratch, &p);
-		}
+	if (probe_open(&scratch, kvm, &p, lock_mov_code, sizeof(lock_mov_code), 0) == 0) {
+		p.regs.rbx = 0x200000;
+		if (probe_load(&scratch, &p) == 0)
+			result = probe_shutdown_or_hlt(&scratch, &p);
 		/* #UD or a store: anything else is no answer. */
 		if ((result == 0 && p.mem[0x200000] != 1) || (result == 1 && p.mem[0x200000])) {
 			probe_fail(&scratch, "the probe guest's store does not match how it ended", 0);
@@ -699,16 +706,10 @@ static void probe_gate(uint8_t *mem, uint64_t idt, unsigned vector, uint64_t han
 static int probe_gate_run(struct hostinfo *scratch, struct probe *p, uint64_t idt, unsigned vector,
 			  uint64_t handler, struct kvm_regs *regs)
 {
-	struct kvm_sregs sregs;
-
-	if (__kvm_ioctl(p->vcpu, KVM_GET_SREGS, &sregs) < 0)
-		return probe_fail(scratch, "KVM_GET_SREGS", errno);
-	probe_gate(p->mem, idt, vector, handler, sregs.cs.selector, 0x8e);
-	sregs.idt.base = idt;
-	sregs.idt.limit = (uint16_t)((vector + 1) * 16 - 1);
-	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, &sregs) < 0)
-		return probe_fail(scratch, "KVM_SET_SREGS", errno);
-	if (probe_shutdown_or_hlt(scratch, p) != 0)
+	probe_gate(p->mem, idt, vector, handler, p->sregs.cs.selector, 0x8e);
+	p->sregs.idt.base = idt;
+	p->sregs.idt.limit = (uint16_t)((vector + 1) * 16 - 1);
+	if (probe_load(scratch, p) || probe_shutdown_or_hlt(scratch, p) != 0)
 		return -1;
 	if (__kvm_ioctl(p->vcpu, KVM_GET_REGS, regs) < 0)
 		return probe_fail(scratch, "KVM_GET_REGS", errno);
@@ -717,13 +718,12 @@ static int probe_gate_run(struct hostinfo *scratch, struct probe *p, uint64_t id
 
 int hostinfo_probe_intn_error_code(int kvm, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	struct kvm_regs regs;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, intn_code, sizeof(intn_code), 0) == 0) {
+	if (probe_open(&scratch, kvm, &p, intn_code, sizeof(intn_code), 0) == 0) {
 		if (probe_gate_run(&scratch, &p, INTN_PROBE_IDT, X86_VEC_GP, BOOT_IMAGE_ADDR + 3,
 				   &regs) == 0)
 			result = (uint32_t)regs.rax == INTN_PROBE_VECTOR * 8 + 2 ? 1 :
@@ -764,19 +764,17 @@ static const uint8_t ev_handlers[] = {
 };
 
 /*
- * Loads sregs and regs (RBX = 0x200000) and runs the probe guest: 1 where
+ * Loads p's registers (RBX = 0x200000) and runs the probe guest: 1 where
  * it halts having stored 1 at RBX (and 2 at RBX + 4 where `second`), 0
  * where KVM stops it with its internal error, else -1 with probe_error.
  */
-static int probe_stored_or_stopped(struct hostinfo *scratch, struct probe *p,
-				   struct kvm_sregs *sregs, struct kvm_regs *regs, bool second)
+static int probe_stored_or_stopped(struct hostinfo *scratch, struct probe *p, bool second)
 {
 	int result;
 
-	regs->rbx = 0x200000;
-	if (__kvm_ioctl(p->vcpu, KVM_SET_SREGS, sregs) < 0 ||
-	    __kvm_ioctl(p->vcpu, KVM_SET_REGS, regs) < 0)
-		return probe_fail(scratch, "KVM_SET_SREGS/KVM_SET_REGS", errno);
+	p->regs.rbx = 0x200000;
+	if (probe_load(scratch, p))
+		return -1;
 	result = probe_end(scratch, p, true);
 	if (result == 1 && p->run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
 		return 0;
@@ -800,29 +798,21 @@ static void probe_rsp0(struct probe *p)
 static int probe_event_once(int kvm, const uint8_t *code, size_t len, char *err, size_t errlen)
 {
 	uint8_t image[EV_PROBE_HANDLERS + sizeof(ev_handlers)] = { 0 };
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 	int result = -1;
 
 	memcpy(image, code, len);
 	memcpy(image + EV_PROBE_HANDLERS, ev_handlers, sizeof(ev_handlers));
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, image, sizeof(image), 0) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
-		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
-			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
-		} else {
-			uint64_t h = BOOT_IMAGE_ADDR + EV_PROBE_HANDLERS;
+	if (probe_open(&scratch, kvm, &p, image, sizeof(image), 0) == 0) {
+		uint64_t h = BOOT_IMAGE_ADDR + EV_PROBE_HANDLERS;
 
-			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_DB, h, sregs.cs.selector, 0x8e);
-			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_BP, h + 2, sregs.cs.selector, 0x8e);
-			probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_UD, h + 2, sregs.cs.selector, 0x8e);
-			sregs.idt.base = EV_PROBE_IDT;
-			sregs.idt.limit = (X86_VEC_UD + 1) * 16 - 1;
-			result = probe_stored_or_stopped(&scratch, &p, &sregs, &regs, false);
-		}
+		probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_DB, h, p.sregs.cs.selector, 0x8e);
+		probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_BP, h + 2, p.sregs.cs.selector, 0x8e);
+		probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_UD, h + 2, p.sregs.cs.selector, 0x8e);
+		p.sregs.idt.base = EV_PROBE_IDT;
+		p.sregs.idt.limit = (X86_VEC_UD + 1) * 16 - 1;
+		result = probe_stored_or_stopped(&scratch, &p, false);
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -862,14 +852,12 @@ static const uint8_t movss_trap_code[] = {
 
 int hostinfo_probe_movss_trap(int kvm, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	struct kvm_regs regs;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, movss_trap_code, sizeof(movss_trap_code),
-			     0) == 0) {
+	if (probe_open(&scratch, kvm, &p, movss_trap_code, sizeof(movss_trap_code), 0) == 0) {
 		if (probe_gate_run(&scratch, &p, EV_PROBE_IDT, X86_VEC_DB, BOOT_IMAGE_ADDR + 0x10,
 				   &regs) == 0)
 			result = regs.rax == MOVSS_PROBE_NOP + 1 ? 1 :
@@ -920,33 +908,29 @@ static int probe_sys_once(int kvm, bool sce, char *err, size_t errlen)
 		{ .index = MSR_SYSCALL_MASK, .data = 0 },
 	};
 	struct kvm_msrs *msrs = calloc(1, sizeof(*msrs) + sizeof(sys_msrs));
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 	int result = -1;
 
-	hostinfo_init(&scratch);
 	if (!msrs)
 		return -1;
 	msrs->nmsrs = ARRAY_SIZE(sys_msrs);
 	memcpy(msrs->entries, sys_msrs, sizeof(sys_msrs));
-	if (probe_setup_code(&scratch, kvm, &p, true, sce ? syscall_tf_code : sce0_syscall_code,
-			     sce ? sizeof(syscall_tf_code) : sizeof(sce0_syscall_code), 3) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
-		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
-			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
-		} else if (sce && __kvm_ioctl(p.vcpu, KVM_SET_MSRS, msrs) != (int)ARRAY_SIZE(sys_msrs)) {
+	if (probe_open(&scratch, kvm, &p, sce ? syscall_tf_code : sce0_syscall_code,
+		       sce ? sizeof(syscall_tf_code) : sizeof(sce0_syscall_code), 3) == 0) {
+		if (sce && __kvm_ioctl(p.vcpu, KVM_SET_MSRS, msrs) != (int)ARRAY_SIZE(sys_msrs)) {
 			probe_fail(&scratch, "KVM_SET_MSRS (STAR, LSTAR, FMASK)", errno);
 		} else {
+			struct kvm_sregs *sr = &p.sregs;
+
 			probe_rsp0(&p);
 			probe_gate(p.mem, EV_PROBE_IDT, sce ? X86_VEC_DB : X86_VEC_UD, SYS_PROBE_HANDLER,
 				   BOOT_SEL_CODE64, 0x8e);
-			sregs.idt.base = EV_PROBE_IDT;
-			sregs.idt.limit = ((sce ? X86_VEC_DB : X86_VEC_UD) + 1) * 16 - 1;
-			sregs.efer = sce ? sregs.efer | X86_EFER_SCE : sregs.efer & ~(uint64_t)X86_EFER_SCE;
-			regs.rsp = 0x220000;
-			result = probe_stored_or_stopped(&scratch, &p, &sregs, &regs, sce);
+			sr->idt.base = EV_PROBE_IDT;
+			sr->idt.limit = ((sce ? X86_VEC_DB : X86_VEC_UD) + 1) * 16 - 1;
+			sr->efer = sce ? sr->efer | X86_EFER_SCE : sr->efer & ~(uint64_t)X86_EFER_SCE;
+			p.regs.rsp = 0x220000;
+			result = probe_stored_or_stopped(&scratch, &p, sce);
 			/* A #UD elsewhere, or a fault where there is no gate (a triple fault). */
 			if (result < 0 && p.run && (p.run->exit_reason == KVM_EXIT_HLT ||
 						    p.run->exit_reason == KVM_EXIT_SHUTDOWN)) {
@@ -985,14 +969,12 @@ static const uint8_t split_fault_code[] = {
 int hostinfo_probe_split_fault(int kvm, char *err, size_t errlen)
 {
 	static const uint8_t before[4] = { 0x11, 0x22, 0x33, 0x44 };
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	struct kvm_regs regs;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, split_fault_code, sizeof(split_fault_code),
-			     0) == 0) {
+	if (probe_open(&scratch, kvm, &p, split_fault_code, sizeof(split_fault_code), 0) == 0) {
 		p.mem[BOOT_PD_ADDR + 8] &= (uint8_t)~X86_PTE_RW;
 		memcpy(p.mem + SPLIT_PROBE_AT, before, sizeof(before));
 		if (probe_gate_run(&scratch, &p, EV_PROBE_IDT, X86_VEC_PF, BOOT_IMAGE_ADDR + 0x10,
@@ -1030,28 +1012,19 @@ static const uint8_t cpl1_code[] = {
 int hostinfo_probe_cpl1(int kvm, char *err, size_t errlen)
 {
 	uint64_t code = 0x00afbb000000ffffull, data = 0x00cfb3000000ffffull;	/* DPL1 */
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 	int result = -1;
 
-	hostinfo_init(&scratch);
-	if (probe_setup_code(&scratch, kvm, &p, true, cpl1_code, sizeof(cpl1_code), 0) == 0) {
-		if (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &sregs) < 0 ||
-		    __kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0) {
-			probe_fail(&scratch, "KVM_GET_SREGS/KVM_GET_REGS", errno);
-		} else {
-			memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_CODE, &code, sizeof(code));
-			memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_DATA, &data, sizeof(data));
-			probe_rsp0(&p);
-			probe_gate(p.mem, EV_PROBE_IDT, 0x20, BOOT_IMAGE_ADDR + 0x1a, sregs.cs.selector,
-				   0xee);
-			sregs.gdt.limit = CPL1_SEL_DATA + 7;
-			sregs.idt.base = EV_PROBE_IDT;
-			sregs.idt.limit = 0x21 * 16 - 1;
-			result = probe_stored_or_stopped(&scratch, &p, &sregs, &regs, true);
-		}
+	if (probe_open(&scratch, kvm, &p, cpl1_code, sizeof(cpl1_code), 0) == 0) {
+		memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_CODE, &code, sizeof(code));
+		memcpy(p.mem + BOOT_GDT_ADDR + CPL1_SEL_DATA, &data, sizeof(data));
+		probe_rsp0(&p);
+		probe_gate(p.mem, EV_PROBE_IDT, 0x20, BOOT_IMAGE_ADDR + 0x1a, p.sregs.cs.selector, 0xee);
+		p.sregs.gdt.limit = CPL1_SEL_DATA + 7;
+		p.sregs.idt.base = EV_PROBE_IDT;
+		p.sregs.idt.limit = 0x21 * 16 - 1;
+		result = probe_stored_or_stopped(&scratch, &p, true);
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
@@ -1103,11 +1076,10 @@ static const uint8_t lm_off_code[] = {
 
 int hostinfo_probe_leave_long_mode(int kvm, char *err, size_t errlen)
 {
-	struct probe p = { .vm = -1, .vcpu = -1 };
+	struct probe p;
 	struct hostinfo scratch;
 	int result;
 
-	hostinfo_init(&scratch);
 	result = probe_compat(&scratch, kvm, &p, lm_off_code, sizeof(lm_off_code), true);
 	if (result >= 0)
 		result = !result;	/* a halt after the store: back in IA-32e mode */
