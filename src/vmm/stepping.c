@@ -1050,6 +1050,22 @@ static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size
 }
 
 /*
+ * The instruction at rip read into bytes and classified in `mode`, with
+ * the decoder's length where step_classify() leaves it to it: the bytes
+ * read (0: none could be).
+ */
+static size_t classify_at(struct vcpu *v, uint64_t rip, struct step_mode mode,
+			  uint8_t bytes[DECODE_INSN_MAX], struct step_insn *insn)
+{
+	size_t n = read_code(v, rip, bytes);
+
+	step_classify(bytes, n, mode, insn);
+	if (n)	/* not for every step: a decode */
+		full_length(v, rip, bytes, n, insn);
+	return n;
+}
+
+/*
  * The selector MOV SS or POP SS (bytes mov, s->insn) loads, read as the
  * CPU reads it, before any check of its own: from a register (its ModR/M
  * ends it), from its memory operand through its segment, or from SS:SP
@@ -1164,10 +1180,9 @@ static void classify_shadowed(struct vcpu *v, const uint8_t *mov)
 	size_t n = 0;
 
 	if ((s->insn.kind == STEP_MOV_SS || s->insn.kind == STEP_STI) && s->insn.len)
-		n = read_code(v, at, next);
-	step_classify(next, n, s->mode, &s->shadowed);
-	if (n)	/* not for every step: a decode */
-		full_length(v, at, next, n, &s->shadowed);
+		n = classify_at(v, at, s->mode, next, &s->shadowed);
+	else
+		step_classify(next, 0, s->mode, &s->shadowed);
 	s->shadowed_unchecked = !n || decode_maybe_locked(guest_mode(v), next, n);
 	s->shadowed_faulted = false;
 	s->shadowed_frame_valid = s->shadowed.kind == STEP_IRET &&
@@ -1950,14 +1965,11 @@ static bool iret_step_late(struct vcpu *v, bool emulated)
 	struct step_mode mode = { .cs_l = sr->cs.l, .cs_d = sr->cs.db };
 	uint8_t b[DECODE_INSN_MAX];
 	struct step_insn in;
-	size_t n;
 
 	if (s->insn.kind != STEP_IRET || !s->to_known || emulated ||
 	    v->run->s.regs.regs.rip == s->to)
 		return false;
-	n = read_code(v, s->to, b);
-	step_classify(b, n, mode, &in);
-	full_length(v, s->to, b, n, &in);
+	classify_at(v, s->to, mode, b, &in);
 	return in.len && in.kind == STEP_OTHER && !in.rep &&
 	       v->run->s.regs.regs.rip == step_advance(s->to, in.len, mode);
 }
@@ -2344,11 +2356,8 @@ again:
 	s->outer_off = false;
 	if (!hw_steps(s->hw.mode))
 		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
-	n = read_code(v, regs->rip, bytes);
-	step_classify(bytes, n, (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db },
-		      &s->insn);
-	full_length(v, regs->rip, bytes, n, &s->insn);
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
+	n = classify_at(v, regs->rip, s->mode, bytes, &s->insn);
 	s->rip = regs->rip;
 	s->rsp = regs->rsp;
 	if (s->insn.kind == STEP_BRANCH)
