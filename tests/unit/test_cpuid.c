@@ -13,10 +13,13 @@
 #include "vmm_msr.h"
 #include "x86.h"
 
-/* A table of leaves 0, 1, 7 and 0xb (two subleaves), as KVM reports them. */
+/*
+ * A table of leaves 0, 1, 7 and 0xb (two subleaves), as KVM reports them,
+ * in room for one entry more: a leaf 0xb past nent, which nothing may touch.
+ */
 static struct kvm_cpuid2 *table(uint32_t vendor_ebx)
 {
-	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + 5 * sizeof(c->entries[0]));
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + 6 * sizeof(c->entries[0]));
 
 	c->nent = 5;
 	c->entries[0] = (struct kvm_cpuid_entry2){ .function = 0, .eax = 0xd, .ebx = vendor_ebx };
@@ -26,6 +29,8 @@ static struct kvm_cpuid2 *table(uint32_t vendor_ebx)
 	c->entries[3] = (struct kvm_cpuid_entry2){ .function = 0xb, .index = 0, .edx = 0xff,
 						   .flags = KVM_CPUID_FLAG_SIGNIFCANT_INDEX };
 	c->entries[4] = (struct kvm_cpuid_entry2){ .function = 0xb, .index = 1, .edx = 0xff,
+						   .flags = KVM_CPUID_FLAG_SIGNIFCANT_INDEX };
+	c->entries[5] = (struct kvm_cpuid_entry2){ .function = 0xb, .index = 2, .edx = 0xff,
 						   .flags = KVM_CPUID_FLAG_SIGNIFCANT_INDEX };
 	return c;
 }
@@ -38,6 +43,7 @@ static void test_find(void **state)
 	assert_ptr_equal(cpuid_find(c, 0xb, 1), &c->entries[4]);
 	assert_ptr_equal(cpuid_find(c, 1, 5), &c->entries[1]);	/* no index: any */
 	assert_null(cpuid_find(c, 7, 1));
+	assert_null(cpuid_find(c, 0xb, 2));	/* past nent */
 	assert_null(cpuid_find(c, 0x80000008, 0));
 	free(c);
 }
@@ -69,6 +75,7 @@ static void test_fixup(void **state)
 	assert_int_equal(c->entries[1].ebx, 0x03010800);	/* the initial APIC ID */
 	assert_int_equal(c->entries[3].edx, 3);			/* x2APIC ID, every subleaf */
 	assert_int_equal(c->entries[4].edx, 3);
+	assert_int_equal(c->entries[5].edx, 0xff);		/* past nent: not the table's */
 	assert_int_equal(c->entries[2].edx, 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT);
 	free(c);
 }

@@ -75,6 +75,9 @@ static void names(void **state)
 	assert_int_equal(policy_parse("", &p), -1);
 	assert_int_equal(policy_parse("onn", &p), -1);
 	assert_string_equal(policy_name(POLICY_OFF), "off");
+	assert_string_equal(policy_name(POLICY_EMULATE), "emulate");
+	/* Past the table (a corrupt value): a name all the same, read from nowhere else. */
+	assert_string_equal(policy_name((enum policy)(POLICY_EMULATE + 1)), "?");
 }
 
 /* warn is the kernel's default: said so unless the command line chose it. */
