@@ -239,6 +239,9 @@ static void sizes(void **state)
 	assert_int_equal(cli_parse_size("1MB", &b), 0);
 	assert_int_equal(cli_parse_size("99999999999999999999G", &b), -1);
 	assert_int_equal(cli_parse_size("17179869184G", &b), -1);
+	/* The largest that fits, 2^34 - 1 GiB: taken. */
+	assert_int_equal(cli_parse_size("17179869183G", &b), 0);
+	assert_true(b == 17179869183ull << 30);
 	assert_int_equal(cli_parse_size("1T", &b), -1);
 	assert_int_equal(cli_parse_size("M", &b), -1);
 }
