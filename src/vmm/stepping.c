@@ -955,6 +955,24 @@ static uint64_t read_fmask(struct vcpu *v)
 }
 
 /*
+ * Slot i (0 RIP, 1 CS, 2 RFLAGS, then RSP and SS) of the frame the IRET at
+ * RIP pops, at its operand size, through SS at the stack's width, as the
+ * CPU reads it at CPL0: false (and 0) where that read faults.
+ */
+static bool iret_slot(struct vcpu *v, unsigned i, uint64_t *val)
+{
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	unsigned size = v->step.insn.opsize;
+	uint8_t b[8] = { 0 };
+	bool ok = size <= sizeof(b) &&
+		  read_linear(v, emulate_stack_la(&v->run->s.regs.sregs, regs->rflags,
+						  regs->rsp + i * size), 0, b, size) == size;
+
+	*val = ok ? le64(b) : 0;
+	return ok;
+}
+
+/*
  * The guest's TF once the instruction at RIP completes; for an IRET,
  * SYSENTER or SYSEXIT, also where it goes (step_missed_target()).
  */
@@ -967,7 +985,6 @@ static bool tf_after(struct vcpu *v)
 		.tf = v->step.guest_tf, .of = (regs->rflags & X86_RFLAGS_OF) != 0,
 	};
 	uint8_t buf[8] = { 0 };
-	uint64_t at = regs->rsp;
 
 	v->step.to_known = false;
 	switch (insn->kind) {
@@ -983,17 +1000,13 @@ static bool tf_after(struct vcpu *v)
 		break;
 	case STEP_IRET:
 		/* NT outside long mode: a task switch, which returns elsewhere. */
-		v->step.to_known =
-			read_linear(v, emulate_stack_la(sregs, regs->rflags, at), 0, buf,
-				    insn->opsize) == insn->opsize &&
-			((sregs->efer & X86_EFER_LMA) || !(regs->rflags & X86_RFLAGS_NT));
-		v->step.to = le64(buf);
-		memset(buf, 0, sizeof(buf));
-		at += 2ull * insn->opsize;	/* RIP, CS, then RFLAGS */
-		/* fallthrough */
+		v->step.to_known = iret_slot(v, 0, &v->step.to) &&
+				   ((sregs->efer & X86_EFER_LMA) || !(regs->rflags & X86_RFLAGS_NT));
+		in.popped_valid = iret_slot(v, 2, &in.popped);
+		break;
 	case STEP_POPF:
-		in.popped_valid = read_linear(v, emulate_stack_la(&v->run->s.regs.sregs, regs->rflags, at),
-					      0, buf, insn->opsize) == insn->opsize;
+		in.popped_valid = read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), 0,
+					      buf, insn->opsize) == insn->opsize;
 		in.popped = le64(buf);
 		break;
 	case STEP_SYSRET:
@@ -1442,16 +1455,16 @@ static int perform_iret(struct vcpu *v)
 	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	uint64_t frame[5], desc[2] = { 0, 0 }, rflags;
 	struct kvm_segment cs;
-	uint8_t f[40], d[8];
+	uint8_t d[8];
 
 	if (!__atomic_load_n(&v->vm->iret_step_lost, __ATOMIC_RELAXED) ||
 	    !(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || s->insn.opsize != 8 ||
 	    emulate_cpl(sregs, regs->rflags) != 0 || (sregs->cr4 & X86_CR4_PKE) ||
-	    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(f)) ||
-	    read_linear(v, regs->rsp, 0, f, sizeof(f)) != sizeof(f))
+	    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(frame)))
 		return 0;
 	for (unsigned i = 0; i < 5; i++)
-		frame[i] = le64(f + 8 * i);
+		if (!iret_slot(v, i, &frame[i]))
+			return 0;
 	for (unsigned i = 0; i < 2; i++)
 		if (((uint16_t)frame[1 + 3 * i] & ~X86_SEL_RPL) &&
 		    read_descriptor(v, (uint16_t)frame[1 + 3 * i], d, 8))
@@ -1461,7 +1474,7 @@ static int perform_iret(struct vcpu *v)
 		return 0;
 	if (!end_shadow(v, true))
 		return -1;
-	read_ad(v, regs->rsp, sizeof(f));
+	read_ad(v, regs->rsp, sizeof(frame));
 	if (memcmp(&cs, &sregs->cs, sizeof(cs))) {
 		sregs->cs = cs;
 		v->ops->set_sregs(v, sregs);
@@ -1826,14 +1839,12 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	case STEP_XBEGIN:
 		return perform_xbegin(v);
 	case STEP_IRET: {
-		uint8_t b[2];
+		uint64_t cs;
 
 		/* The frame's CS, as wide as the operand: certain faults are delivered. */
-		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l ||
-		    read_linear(v, regs->rsp + s->insn.opsize, 0, b, 2) != 2)
+		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l || !iret_slot(v, 1, &cs))
 			return 0;
-		vector = step_code_selector_fault((uint16_t)(b[0] | b[1] << 8), &sr->gdt, &sr->ldt,
-						  &err);
+		vector = step_code_selector_fault((uint16_t)cs, &sr->gdt, &sr->ldt, &err);
 		if (vector < 0)
 			return perform_iret(v);
 		return deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
@@ -1937,20 +1948,18 @@ static bool returns_outward(struct vcpu *v)
 {
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
-	unsigned size = v->step.insn.opsize;
-	uint8_t cs[2], fl[4] = { 0 };
+	uint64_t cs, fl;
 
 	if (v->step.insn.kind == STEP_SYSEXIT)
 		return true;
 	if (v->step.insn.kind != STEP_IRET || !(sregs->cr0 & X86_CR0_PE) ||
 	    (!(sregs->efer & X86_EFER_LMA) && (regs->rflags & X86_RFLAGS_NT)) ||
-	    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp + size), 0, cs, 2) != 2)
+	    !iret_slot(v, 1, &cs))
 		return false;
-	if (!(sregs->efer & X86_EFER_LMA) && size == 4 &&
-	    read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp + 2 * size), 0, fl, 4) ==
-		    4 && (fl[2] & (X86_RFLAGS_VM >> 16)))
+	if (!(sregs->efer & X86_EFER_LMA) && v->step.insn.opsize == 4 && iret_slot(v, 2, &fl) &&
+	    (fl & X86_RFLAGS_VM))
 		return true;
-	return (cs[0] & X86_SEL_RPL) != 0;
+	return (cs & X86_SEL_RPL) != 0;
 }
 
 /*

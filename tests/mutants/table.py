@@ -887,8 +887,8 @@ MUTANTS = [
         "what": "an IRETQ the VMM performs ignores a guest data breakpoint on its frame, "
                 "whose #DB the CPU's stack reads would raise",
         "edits": [("src/vmm/stepping.c",
-                   "\t    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(f)) ||",
-                   "\t    !s->dr_valid ||")],
+                   "\t    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(frame)))",
+                   "\t    !s->dr_valid)")],
         "unit": ["stepping"],
         "tests": [],
     },
