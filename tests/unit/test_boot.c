@@ -56,6 +56,9 @@ static void identity_map(void **state)
 		}
 		assert_int_equal(translate(mem, BOOT_PML4_ADDR, sizes[i] - 1, &pa), 0);
 		assert_int_equal(pa, sizes[i] - 1);
+		/* No PDPT entry past the GiBs RAM needs (one would point past the PDs). */
+		for (uint64_t e = (sizes[i] + (1ull << 30) - 1) >> 30; e < 512; e++)
+			assert_int_equal(get64(mem, BOOT_PDPT_ADDR + e * 8), 0);
 		/* Nothing above RAM is mapped (up to the 4 GiB the PDs cover). */
 		if (sizes[i] < (4ull << 30))
 			assert_int_equal(translate(mem, BOOT_PML4_ADDR,

@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +124,50 @@ static void flush_at_the_buffer_edge(void **state)
 	free(out);
 }
 
+/* A console whose reader is gone: output is dropped, once said, and never blocks. */
+static void reader_gone(void **state)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+
+	(void)state;
+	assert_int_equal(sigaction(SIGPIPE, &ign, &old), 0);
+	close(pipefd[0]);
+	pipefd[0] = -1;
+	put(0, "lost\n");
+	assert_true(s.broken);
+	put(1, "lost too\n");
+	assert_true(s.broken);
+	assert_int_equal(sigaction(SIGPIPE, &old, NULL), 0);
+}
+
+/*
+ * A reader that stopped reading while the VM stops: once the pipe is
+ * full, output waits SERIAL_STOP_WAIT_MS for it, then is dropped.
+ */
+static void reader_stuck_while_stopping(void **state)
+{
+	static atomic_bool stopping = true;
+	char line[SERIAL_LINE_MAX];
+	unsigned lines = 0;
+
+	(void)state;
+	assert_int_equal(fcntl(pipefd[1], F_SETFL, O_NONBLOCK), 0);
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 2] = '\n';
+	line[sizeof(line) - 1] = '\0';
+	/* Fill the pipe; a nonblocking write that fails now is taken as the end. */
+	while (!s.broken && lines < 4096) {
+		put(0, line);
+		lines++;
+	}
+	assert_true(s.broken);
+	s.broken = false;
+	assert_int_equal(fcntl(pipefd[1], F_SETFL, 0), 0);
+	s.stopping = &stopping;
+	put(1, "waits, then is dropped\n");
+	assert_true(s.broken);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +175,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(flush_ends_partial_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_lines_are_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_at_the_buffer_edge, setup, teardown),
+		cmocka_unit_test_setup_teardown(reader_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(reader_stuck_while_stopping, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
