@@ -61,6 +61,7 @@ static void rex_only_in_64_bit_mode(void **state)
 	static const uint8_t rex_add[] = { 0xf0, 0x48, 0x01, 0x03 };
 	static const uint8_t rex_first[] = { 0x48, 0xf0, 0x01, 0x03 };
 	static const uint8_t c16b[] = { 0xf0, 0x48, 0x0f, 0xc7, 0x0b };
+	static const uint8_t xchg_mem[] = { 0x87, 0x03 }, osz_lock[] = { 0x66, 0xf0 };
 	struct decode_insn si;
 
 	(void)state;
@@ -74,6 +75,12 @@ static void rex_only_in_64_bit_mode(void **state)
 	assert_true(decode_maybe_locked(DECODE_MODE_64, rex_first, sizeof(rex_first)));
 	assert_false(decode_maybe_locked(DECODE_MODE_32, rex_first, sizeof(rex_first)));
 	assert_true(decode_maybe_locked(DECODE_MODE_32, rex_add, sizeof(rex_add)));
+	/* XCHG with memory locks; its ModR/M must be among the bytes read, not past them. */
+	assert_true(decode_maybe_locked(DECODE_MODE_64, xchg_mem, 2));
+	assert_false(decode_maybe_locked(DECODE_MODE_64, xchg_mem, 1));
+	/* Nor a LOCK past the bytes read. */
+	assert_false(decode_maybe_locked(DECODE_MODE_64, osz_lock, 1));
+	assert_true(decode_maybe_locked(DECODE_MODE_64, osz_lock, 2));
 }
 
 static void segments(void **state)

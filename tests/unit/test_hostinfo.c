@@ -161,6 +161,7 @@ static void cmdline(void **state)
 		{ "split_lock_detect=ratelimit:1\n", true, false, "ratelimit:1", 1 },
 		{ "a split_lock_detect=ratelimit:1000 b", true, false, "ratelimit:1000", 1000 },
 		{ "split_lock_detect=ratelimit:250\n", true, false, "ratelimit:250", 250 },
+		{ "split_lock_detect=ratelimit:999", true, false, "ratelimit:999", 999 },
 		/* the kernel's sscanf("%d") takes leading zeros and ignores junk after */
 		{ "split_lock_detect=ratelimit:007", true, false, "ratelimit:007", 7 },
 		{ "split_lock_detect=ratelimit:10abc", true, false, "ratelimit:10abc", 10 },
@@ -597,6 +598,19 @@ static void json_escaping(void **state)
 		fail_msg("invalid JSON: %s", out);
 	assert_has(out, "\"split_lock_detect\":\"\\ufffd\\ufffd\xc3\xa9x\\u007f\\ufffd\\ufffd\"");
 	free(out);
+	/*
+	 * Characters at the edges of each length pass as they are: U+07FF
+	 * (lead 0xdf), U+0800 and U+0905 (lead 0xe0), U+FFFD (lead 0xef),
+	 * U+10000 and U+10FFFF.
+	 */
+	hostinfo_init(&hi);
+	hostinfo_parse_cmdline(&hi, "split_lock_detect=\xdf\xbf\xe0\xa0\x80\xe0\xa4\x85\xef\xbf\xbd"
+			       "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
+	hostinfo_finish(&hi);
+	out = printed(hostinfo_print_json, &hi);
+	assert_has(out, "\"split_lock_detect\":\"\xdf\xbf\xe0\xa0\x80\xe0\xa4\x85\xef\xbf\xbd"
+		   "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"");
+	free(out);
 }
 
 static void text_report(void **state)
@@ -635,6 +649,15 @@ static void text_report(void **state)
 	out = printed(hostinfo_print, &hi);
 	assert_has(out, "nested virtualization:        none\n");
 	free(out);
+	out = printed(hostinfo_print_json, &hi);
+	assert_has(out, "\"nested\":\"none\",");
+	free(out);
+	/* No single-step at CPL0 either: no claim that emulate sees CPL0. */
+	hi.singlestep_cpl0 = 0;
+	out = printed(hostinfo_print, &hi);
+	assert_has(out, "single-step probe:            CPL0 no, CPL3 no\n");
+	free(out);
+	hi.singlestep_cpl0 = 1;
 
 	hostinfo_parse_cpuinfo(&hi, cpuinfo_both);
 	hostinfo_parse_cmdline(&hi, "split_lock_detect=fatal");

@@ -16,6 +16,7 @@
 
 #include "boot.h"
 #include "capture.h"
+#include "dump.h"
 #include "event.h"
 #include "fake_kvm.h"
 #include "vmm_boot.h"
@@ -718,6 +719,46 @@ static void ac_on_unknown_instruction_stops(void **state)
 	free(out);
 }
 
+/*
+ * The INIT state KVM on SVM leaves after a triple fault (RIP 0xfff0, CS
+ * 0xf000 based at 0xffff0000, protection off) says the registers are lost;
+ * anything else differing from it is a state worth dumping.
+ */
+static void reset_state_recognised(void **state)
+{
+	struct kvm_regs r = { .rip = 0xfff0 };
+	struct kvm_sregs s = { .cs = { .selector = 0xf000, .base = 0xffff0000 } };
+
+	(void)state;
+	assert_true(dump_is_reset_state(&r, &s));
+	r.rip = 0xfff1;
+	assert_false(dump_is_reset_state(&r, &s));
+	r.rip = 0xfff0;
+	s.cs.selector = 0xf001;
+	assert_false(dump_is_reset_state(&r, &s));
+	s.cs.selector = 0xf000;
+	s.cs.base = 0xf0000;
+	assert_false(dump_is_reset_state(&r, &s));
+	s.cs.base = 0xffff0000;
+	s.cr0 = X86_CR0_PE;
+	assert_false(dump_is_reset_state(&r, &s));
+}
+
+/* The bytes at RIP as a dump shows them: all that fit, whole, or "(unreadable)". */
+static void bytes_formatted(void **state)
+{
+	static const uint8_t ud2[] = { 0x0f, 0x0b };
+	char buf[6];
+
+	(void)state;
+	dump_format_bytes(buf, sizeof(buf), ud2, 2);
+	assert_string_equal(buf, "0f 0b");
+	dump_format_bytes(buf, 5, ud2, 2);
+	assert_string_equal(buf, "0f");
+	dump_format_bytes(buf, sizeof(buf), ud2, 0);
+	assert_string_equal(buf, "(unre");
+}
+
 static void registers_unreadable(void)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
@@ -884,6 +925,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(other_exception_is_unhandled, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(injection_failure_stops, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(injected_events, setup_enumerated, teardown),
+		cmocka_unit_test(reset_state_recognised),
+		cmocka_unit_test(bytes_formatted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
