@@ -89,6 +89,13 @@ static void test_classify_events(void **state)
 	assert_int_equal(CLASSIFY(m64, 0x8e, 0x10).kind, STEP_MOV_SS);
 	assert_int_equal(CLASSIFY(m64, 0x8e, 0x10).len, 0);	/* memory form: length unknown */
 	assert_int_equal(CLASSIFY(m64, 0x8e, 0xd8).kind, STEP_OTHER);
+	{
+		/* Cut short after 8e: its ModR/M is not among the bytes read. */
+		static const uint8_t mov_ss[] = { 0x8e, 0xd0 };
+
+		step_classify(mov_ss, 1, m64, &i);
+		assert_int_equal(i.kind, STEP_OTHER);
+	}
 	assert_true(CLASSIFY(m64, 0xf3, 0xa4).rep);
 	assert_true(CLASSIFY(m64, 0xf2, 0x48, 0xaf).rep);	/* repne scasq */
 	assert_true(CLASSIFY(m32, 0xf3, 0x6e).rep);		/* rep outsb */
@@ -860,6 +867,7 @@ static void test_kvm_may_inject(void **state)
 			{ { 0x0f, 0x22, 0xd8 }, 3, true },		/* MOV CR3, RAX */
 			{ { 0x0f, 0xa2 }, 2, true },			/* CPUID */
 			{ { 0x0f, 0x01, 0xd8 }, 3, true },		/* VMRUN */
+			{ { 0x0f, 0x01, 0xdf }, 3, true },		/* INVLPGA, the last SVM one */
 			{ { 0xf3, 0x0f, 0xc7, 0x30 }, 4, true },	/* VMXON (%rax) */
 			{ { 0x66, 0x0f, 0x38, 0x82, 0x08 }, 5, true },	/* INVPCID */
 			{ { 0x0f, 0x01, 0xf9 }, 3, false },		/* RDTSCP */
@@ -884,6 +892,9 @@ static void test_kvm_may_inject(void **state)
 			{ { 0x68, 1, 2, 3, 4 }, 5, true, 1, 5 },
 			{ { 0x55 }, 1, true, 1, 1 },
 			{ { 0x41, 0x57 }, 2, true, 1, 2 },
+			{ { 0x41, 0x50 }, 2, true, 1, 2 },	/* PUSH R8, the first */
+			{ { 0x50 }, 1, true, 1, 1 },
+			{ { 0x57 }, 1, true, 1, 1 },
 			{ { 0x41, 0x57 }, 2, false, -1, 0 },	/* INC ECX outside 64-bit code */
 			{ { 0xf3, 0x0f, 0x1e, 0xfa }, 4, true, 0, 4 },
 			{ { 0x0f, 0x01, 0xca }, 3, true, 0, 3 },
