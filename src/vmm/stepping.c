@@ -1841,8 +1841,11 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	case STEP_IRET: {
 		uint64_t cs;
 
+		/* Outside 64-bit code, virtual-8086 mode's certain #GP (below). */
+		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)
+			break;
 		/* The frame's CS, as wide as the operand: certain faults are delivered. */
-		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l || !iret_slot(v, 1, &cs))
+		if (!iret_slot(v, 1, &cs))
 			return 0;
 		vector = step_code_selector_fault((uint16_t)cs, &sr->gdt, &sr->ldt, &err);
 		if (vector < 0)

@@ -1044,6 +1044,14 @@ def pinned_vm86_movss_hlt(idx):
     return c
 
 
+def pinned_vm86_iret_iopl0_tf(idx):
+    """IRET in virtual-8086 mode at IOPL 0 with the guest's TF: #GP(0) at
+    the IRET, whatever its frame (SDM vol. 3 20.2.7). The VMM judged IRET
+    only in 64-bit code and stepped this one, so the CPU's #GP ran its
+    handler with the VMM's TF."""
+    return pinned_vm86(idx, "fault-cli-cpl3", b"\xcf\x90", False)
+
+
 def pinned_lock_cmp_pm32_tf(idx):
     """Seed 38 record 384 of the long run (docs/reliability.md item 26):
     LOCK CMP with XACQUIRE in 32-bit protected mode at CPL0 with the
@@ -1150,7 +1158,8 @@ PINNED = [pinned_pae_pf_handler_tf, pinned_movdr7_reserved_tf, pinned_vm86_intn_
           pinned_far_jmp_indirect_pm32_tf, pinned_mmio_pf_guest_tf, pinned_jmp_unreadable_pm32_tf,
           pinned_lm_off_split_lock, pinned_ljmp_unbacked_pm32_tf, pinned_lm_off_tf,
           pinned_jmp_pt_noram_pm32_tf, pinned_split_lock_dr0_beside_tf, pinned_lm_off_int3_lidt,
-          pinned_lm_off_int3_tf, pinned_real_movss_ud2, pinned_vm86_movss_hlt]
+          pinned_lm_off_int3_tf, pinned_real_movss_ud2, pinned_vm86_movss_hlt,
+          pinned_vm86_iret_iopl0_tf]
 
 
 def legacyize(c):

@@ -228,6 +228,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "vm86-iret-stepped",
+        "what": "IRET in virtual-8086 mode below IOPL 3 is stepped, not delivered as the "
+                "certain #GP(0): the CPU's #GP runs its handler with the VMM's TF",
+        "edits": [("src/vmm/stepping.c",
+                   "\t\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\t\tbreak;\n",
+                   "\t\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\t\treturn 0;\n")],
+        "unit": ["stepping"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "legacy-soft-int-gate-unchecked",
         "what": "outside IA-32e mode INT n, INT3 and INTO are delivered without their gate's "
                 "checks: through a DPL0 gate from CPL1-3 they are stepped, and the step in "

@@ -878,6 +878,21 @@ static void fault_frame_behind_handler_push(void **state)
 	assert_int_equal(v->stats.db_reinjected, 0);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 
+	/* CLD first, which pushes nothing: the frame is at RSP. */
+	memcpy(ram + HANDLER(X86_VEC_GP), (uint8_t[]){ 0xfc }, 1);
+	regs(v)->rip = CODE;
+	regs(v)->rsp = STACK;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_true(v->step.tf_at_start);
+	memcpy(ram + STACK - 48, (uint64_t[]){ 0, CODE, BOOT_SEL_CODE64, X86_RFLAGS_FIXED, STACK,
+					       BOOT_SEL_DATA }, 48);
+	regs(v)->rsp = STACK - 48;
+	step_to(v, HANDLER(X86_VEC_GP) + 1, DR6_STEP);
+	assert_int_equal(word_at(STACK - 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+
 	/* mov %rsp, %rbp first: where the frame is is not known. */
 	memcpy(ram + HANDLER(X86_VEC_GP), (uint8_t[]){ 0x48, 0x89, 0xe5 }, 3);
 	regs(v)->rip = CODE;
@@ -1336,6 +1351,7 @@ static void return_to_cpl3_unstepped(void **state)
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_true(v->step.checked);
 	assert_int_equal(v->stats.unchecked_runs, 2);
+
 }
 
 /* The same through an MMIO write, which KVM finished before the exit: RIP does not move. */
@@ -2488,6 +2504,32 @@ static void flat32_gate(struct vcpu *v, unsigned vector)
 	sr->ss.limit = 0xffffffff;
 	sr->idt.limit = 8 * NGATES - 1;
 	sr->gdt.limit = 0x3f;
+}
+
+/*
+ * IRETD in 32-bit protected mode to virtual-8086 mode (VM in its EFLAGS
+ * image, CS 0x2000 with RPL 0): a return outward, unstepped where CPL3
+ * cannot be stepped, as return_to_cpl3_unstepped has it for IRETQ.
+ */
+static void iretd_to_vm86_unstepped(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.step_cpl3 = false;
+	flat32_gate(v, X86_VEC_GP);
+	ram[CODE] = 0xcf;
+	memcpy(ram + STACK - 36, (uint32_t[]){ 0x100, 0x2000, X86_RFLAGS_FIXED | X86_RFLAGS_VM,
+					       0xf00, 0x2000, 0, 0, 0, 0 }, 36);
+	regs(v)->rsp = STACK - 36;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	assert_int_equal(v->stats.unchecked_runs, 1);
+	/* Without VM, back to CPL0 code (RPL 0): stepped. */
+	memcpy(ram + STACK - 36, (uint32_t[]){ CODE + 0x40, 0x38, X86_RFLAGS_FIXED }, 12);
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(v->stats.unchecked_runs, 1);
 }
 
 /*
@@ -3693,6 +3735,15 @@ static void vm86_vme_intn_routes(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x1800);
 	assert_true(v->step.checked);
+	/* A 16-bit TSS has no bitmap: the CPU's to judge; the INT is stepped. */
+	ram[0x3066] = 0x88;
+	ram[0x3068 + 2] = 0;
+	sr->tr.type = 3;
+	vm86_vme_int10(v, 0x3000, false);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x1800);
+	assert_true(v->step.checked);
+	sr->tr.type = 11;
 
 	/* A 16-bit POPF loading TF below IOPL 3 under VME: #GP(0) at the POPF; without TF, stepped. */
 	for (unsigned tf = 0; tf < 2; tf++) {
@@ -3708,15 +3759,25 @@ static void vm86_vme_intn_routes(void **state)
 			step_to(v, 0x130001, DR6_STEP);
 		}
 	}
+	/* A 16-bit IRET whose FLAGS image (at SP + 4) loads TF: the same #GP(0). */
+	vm86_vme_int10(v, 0, false);
+	ram[0x71800] = 0xcf;
+	memcpy(ram + 0x72000, (const uint16_t[]){ 0x1234, 0x7000, X86_RFLAGS_FIXED | X86_RFLAGS_TF }, 6);
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	memcpy(f, ram + esp0 - 40, sizeof(f));
+	assert_int_equal(f[1], 0x1800);
+	step_to(v, 0x130001, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 }
 
 /*
- * INT n in virtual-8086 mode below IOPL 3 (no CR4.VME): #GP(0), certain,
- * delivered by the VMM through the 32-bit gate to CPL0 on SS0:ESP0, GS,
- * FS, DS and ES pushed, the guest's TF in the frame. Stepped instead, the
- * CPU's #GP ran its handler with the VMM's TF and the step there was
- * taken for the guest's own trap: a #DB the CPU never raises.
+ * INT n (and IRET) in virtual-8086 mode below IOPL 3 (no CR4.VME):
+ * #GP(0), certain, delivered by the VMM through the 32-bit gate to CPL0
+ * on SS0:ESP0, GS, FS, DS and ES pushed, the guest's TF in the frame.
+ * Stepped instead, the CPU's #GP ran its handler with the VMM's TF and
+ * the step there was taken for the guest's own trap: a #DB the CPU never
+ * raises. IRET was stepped so until by_vmm() judged it outside 64-bit code.
  */
 static void vm86_intn_iopl0_gp(void **state)
 {
@@ -3761,6 +3822,21 @@ static void vm86_intn_iopl0_gp(void **state)
 	step_to(v, 0x130001, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 0);
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+
+	/* IRET there is the same certain #GP(0), at the IRET, whatever its frame. */
+	sr->cs = sr->ss = sr->ds = sr->es = sr->fs = sr->gs = rs;
+	sr->cs.selector = sr->ss.selector = 0x7000;
+	sr->cs.base = sr->ss.base = 0x70000;
+	ram[0x71800] = 0xcf;
+	regs(v)->rip = 0x1800;
+	regs(v)->rsp = 0x2000;
+	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF;
+	v->step.guest_tf = true;
+	stepping_before_run(v);
+	assert_int_equal(regs(v)->rip, 0x130000);
+	memcpy(f, ram + esp0 - 40, sizeof(f));
+	assert_int_equal(f[1], 0x1800);
+	assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF | X86_RFLAGS_RF);
 }
 
 /*
@@ -4285,6 +4361,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(kvm_fault_handler_predicted, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(return_to_cpl3_unstepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(fault_frame_behind_handler_push, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(iretd_to_vm86_unstepped, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iretq_left_to_cpu, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(task_switch_saved_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(iret_selector_fault_delivered, setup_no_hwbp, teardown),
