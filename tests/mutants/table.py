@@ -230,7 +230,8 @@ MUTANTS = [
     {
         "name": "vm86-iret-stepped",
         "what": "IRET in virtual-8086 mode below IOPL 3 is stepped, not delivered as the "
-                "certain #GP(0): the CPU's #GP runs its handler with the VMM's TF",
+                "certain #GP(0): the CPU's #GP runs its handler with the VMM's TF where "
+                "the KVM does not stop there (the lab's does, and the frame is fixed)",
         "edits": [("src/vmm/stepping.c",
                    "\t\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\t\tbreak;\n",
                    "\t\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\t\treturn 0;\n")],
