@@ -3793,50 +3793,41 @@ static void vm86_intn_iopl0_gp(void **state)
 	memset(ram + 0x130000, 0x90, 16);
 	sr->tr = (struct kvm_segment){ .base = 0x3000, .limit = 0x67, .selector = 0xa8,
 				       .type = 11, .present = 1 };
-	sr->cs = sr->ss = rs;
-	rs.selector = 0x8000;
-	rs.base = 0x80000;
-	sr->ds = sr->es = sr->fs = sr->gs = rs;
-	ram[0x71800] = 0xcd;		/* int $0x21 */
-	ram[0x71801] = 0x21;
-	regs(v)->rip = 0x1800;
-	regs(v)->rsp = 0x2000;
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF;
-	v->step.guest_tf = true;
-	stepping_before_run(v);
-	assert_int_equal(regs(v)->rip, 0x130000);
-	assert_int_equal(regs(v)->rsp, esp0 - 40);
-	memcpy(f, ram + esp0 - 40, sizeof(f));
-	assert_int_equal(f[0], 0);			/* error code */
-	assert_int_equal(f[1], 0x1800);			/* the INT itself: a fault */
-	assert_int_equal(f[2], 0x7000);
-	assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF | X86_RFLAGS_RF);
-	assert_int_equal(f[4], 0x2000);
-	assert_int_equal(f[5], 0x7000);
-	for (unsigned i = 6; i < 10; i++)
-		assert_int_equal(f[i], 0x8000);		/* ES, DS, FS, GS */
-	assert_int_equal(sr->cs.selector, 0x38);
-	assert_true(sr->ds.unusable);
-	assert_false(regs(v)->rflags & X86_RFLAGS_VM);
-	assert_false(v->step.guest_tf);
-	step_to(v, 0x130001, DR6_STEP);
-	assert_int_equal(v->stats.unchecked_runs, 0);
-	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+	/* int $0x21, then IRET: the same #GP(0) at the instruction, whatever IRET's frame. */
+	for (unsigned iret = 0; iret < 2; iret++) {
+		struct kvm_segment ds = rs;
 
-	/* IRET there is the same certain #GP(0), at the IRET, whatever its frame. */
-	sr->cs = sr->ss = sr->ds = sr->es = sr->fs = sr->gs = rs;
-	sr->cs.selector = sr->ss.selector = 0x7000;
-	sr->cs.base = sr->ss.base = 0x70000;
-	ram[0x71800] = 0xcf;
-	regs(v)->rip = 0x1800;
-	regs(v)->rsp = 0x2000;
-	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF;
-	v->step.guest_tf = true;
-	stepping_before_run(v);
-	assert_int_equal(regs(v)->rip, 0x130000);
-	memcpy(f, ram + esp0 - 40, sizeof(f));
-	assert_int_equal(f[1], 0x1800);
-	assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF | X86_RFLAGS_RF);
+		ds.selector = 0x8000;
+		ds.base = 0x80000;
+		sr->cs = sr->ss = rs;
+		sr->ds = sr->es = sr->fs = sr->gs = ds;
+		ram[0x71800] = iret ? 0xcf : 0xcd;
+		ram[0x71801] = 0x21;
+		regs(v)->rip = 0x1800;
+		regs(v)->rsp = 0x2000;
+		regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF;
+		v->step.guest_tf = true;
+		stepping_before_run(v);
+		assert_int_equal(regs(v)->rip, 0x130000);
+		assert_int_equal(regs(v)->rsp, esp0 - 40);
+		memcpy(f, ram + esp0 - 40, sizeof(f));
+		assert_int_equal(f[0], 0);			/* error code */
+		assert_int_equal(f[1], 0x1800);			/* the instruction itself: a fault */
+		assert_int_equal(f[2], 0x7000);
+		assert_int_equal(f[3], X86_RFLAGS_FIXED | X86_RFLAGS_VM | X86_RFLAGS_TF |
+				 X86_RFLAGS_RF);
+		assert_int_equal(f[4], 0x2000);
+		assert_int_equal(f[5], 0x7000);
+		for (unsigned i = 6; i < 10; i++)
+			assert_int_equal(f[i], 0x8000);		/* ES, DS, FS, GS */
+		assert_int_equal(sr->cs.selector, 0x38);
+		assert_true(sr->ds.unusable);
+		assert_false(regs(v)->rflags & X86_RFLAGS_VM);
+		assert_false(v->step.guest_tf);
+		step_to(v, 0x130001, DR6_STEP);
+		assert_int_equal(v->stats.unchecked_runs, 0);
+		assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* no #DB for the guest */
+	}
 }
 
 /*
