@@ -955,21 +955,30 @@ static uint64_t read_fmask(struct vcpu *v)
 }
 
 /*
- * Slot i (0 RIP, 1 CS, 2 RFLAGS, then RSP and SS) of the frame the IRET at
- * RIP pops, at its operand size, through SS at the stack's width, as the
- * CPU reads it at CPL0: false (and 0) where that read faults.
+ * Slot i, `size` bytes wide, of the stack at sp through sr's SS (at the
+ * stack's width), as the CPU pops it at CPL0: false (and 0) where that
+ * read faults.
  */
-static bool iret_slot(struct vcpu *v, unsigned i, uint64_t *val)
+static bool stack_slot(struct vcpu *v, const struct kvm_sregs *sr, uint64_t sp, unsigned size,
+		       unsigned i, uint64_t *val)
 {
-	const struct kvm_regs *regs = &v->run->s.regs.regs;
-	unsigned size = v->step.insn.opsize;
 	uint8_t b[8] = { 0 };
 	bool ok = size <= sizeof(b) &&
-		  read_linear(v, emulate_stack_la(&v->run->s.regs.sregs, regs->rflags,
-						  regs->rsp + i * size), 0, b, size) == size;
+		  read_linear(v, emulate_stack_la(sr, v->run->s.regs.regs.rflags, sp + i * size), 0,
+			      b, size) == size;
 
 	*val = ok ? le64(b) : 0;
 	return ok;
+}
+
+/*
+ * Slot i of what the instruction at RIP pops, at its operand size: POPF's
+ * image (0), IRET's frame (0 RIP, 1 CS, 2 RFLAGS, then RSP and SS).
+ */
+static bool popped_slot(struct vcpu *v, unsigned i, uint64_t *val)
+{
+	return stack_slot(v, &v->run->s.regs.sregs, v->run->s.regs.regs.rsp, v->step.insn.opsize,
+			  i, val);
 }
 
 /*
@@ -984,7 +993,6 @@ static bool tf_after(struct vcpu *v)
 	struct step_tf_inputs in = {
 		.tf = v->step.guest_tf, .of = (regs->rflags & X86_RFLAGS_OF) != 0,
 	};
-	uint8_t buf[8] = { 0 };
 
 	v->step.to_known = false;
 	switch (insn->kind) {
@@ -1000,14 +1008,12 @@ static bool tf_after(struct vcpu *v)
 		break;
 	case STEP_IRET:
 		/* NT outside long mode: a task switch, which returns elsewhere. */
-		v->step.to_known = iret_slot(v, 0, &v->step.to) &&
+		v->step.to_known = popped_slot(v, 0, &v->step.to) &&
 				   ((sregs->efer & X86_EFER_LMA) || !(regs->rflags & X86_RFLAGS_NT));
-		in.popped_valid = iret_slot(v, 2, &in.popped);
+		in.popped_valid = popped_slot(v, 2, &in.popped);
 		break;
 	case STEP_POPF:
-		in.popped_valid = read_linear(v, emulate_stack_la(sregs, regs->rflags, regs->rsp), 0,
-					      buf, insn->opsize) == insn->opsize;
-		in.popped = le64(buf);
+		in.popped_valid = popped_slot(v, 0, &in.popped);
 		break;
 	case STEP_SYSRET:
 		in.r11 = regs->r11;
@@ -1165,14 +1171,9 @@ static bool shadowed_iret_frame(struct vcpu *v, const uint8_t *mov, uint64_t fra
 			return false;
 		}
 	}
-	for (unsigned i = 0; i < 3; i++) {
-		uint8_t b[8] = { 0 };
-
-		if (read_linear(v, emulate_stack_la(&sr, regs->rflags, sp + i * size), 0, b, size) !=
-		    size)
+	for (unsigned i = 0; i < 3; i++)
+		if (!stack_slot(v, &sr, sp, size, i, &frame[i]))
 			return false;
-		frame[i] = le64(b);
-	}
 	return true;
 }
 
@@ -1463,7 +1464,7 @@ static int perform_iret(struct vcpu *v)
 	    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(frame)))
 		return 0;
 	for (unsigned i = 0; i < 5; i++)
-		if (!iret_slot(v, i, &frame[i]))
+		if (!popped_slot(v, i, &frame[i]))
 			return 0;
 	for (unsigned i = 0; i < 2; i++)
 		if (((uint16_t)frame[1 + 3 * i] & ~X86_SEL_RPL) &&
@@ -1845,7 +1846,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)
 			break;
 		/* The frame's CS, as wide as the operand: certain faults are delivered. */
-		if (!iret_slot(v, 1, &cs))
+		if (!popped_slot(v, 1, &cs))
 			return 0;
 		vector = step_code_selector_fault((uint16_t)cs, &sr->gdt, &sr->ldt, &err);
 		if (vector < 0)
@@ -1957,9 +1958,9 @@ static bool returns_outward(struct vcpu *v)
 		return true;
 	if (v->step.insn.kind != STEP_IRET || !(sregs->cr0 & X86_CR0_PE) ||
 	    (!(sregs->efer & X86_EFER_LMA) && (regs->rflags & X86_RFLAGS_NT)) ||
-	    !iret_slot(v, 1, &cs))
+	    !popped_slot(v, 1, &cs))
 		return false;
-	if (!(sregs->efer & X86_EFER_LMA) && v->step.insn.opsize == 4 && iret_slot(v, 2, &fl) &&
+	if (!(sregs->efer & X86_EFER_LMA) && v->step.insn.opsize == 4 && popped_slot(v, 2, &fl) &&
 	    (fl & X86_RFLAGS_VM))
 		return true;
 	return (cs & X86_SEL_RPL) != 0;
