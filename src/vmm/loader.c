@@ -53,7 +53,9 @@ int loader_load(const char *path, uint8_t *mem, uint64_t ram_size, unsigned cpus
 	struct stat st;
 	int fd, r, status = LOADER_NO_INPUT;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO with no writer would hang open() with the stop
+	 * signals blocked; it is refused below as not a regular file. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		snprintf(err, errlen, "guest image '%s': %s", path, strerror(errno));
 		return LOADER_NO_INPUT;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array_size.h"
 #include "boot.h"
 #include "cli.h"
 #include "hostinfo.h"
@@ -152,23 +153,28 @@ static int decide_split_lock(const struct cli_options *o, struct vm_config *c,
 /*
  * Opened before the guest runs, so that a file that cannot be written is
  * an error at once rather than lost work at the end, and before the
- * sandbox, which refuses open(). The buffer is allocated now too: glibc
+ * sandbox, which refuses open(). Non-blocking, so that a FIFO nobody reads
+ * is an error rather than a hang. The buffer is allocated now too: glibc
  * would otherwise fstat() the file at the first write.
  */
 static FILE *open_stats(const char *path)
 {
-	FILE *out;
-	int err;
+	FILE *out = NULL;
+	int fd, err;
 
 	if (!path)
 		return stderr;
-	if (!(out = fopen(path, "w")) || setvbuf(out, NULL, _IOFBF, BUFSIZ) != 0) {
-		err = errno;
-		if (out)
-			fclose(out);
-		die(VMM_EXIT_CANTCREAT, "--stats: cannot write '%s': %s", path, strerror(err));
-	}
-	return out;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 &&
+	    (out = fdopen(fd, "w")) && setvbuf(out, NULL, _IOFBF, BUFSIZ) == 0)
+		return out;
+	err = errno;
+	if (out)
+		fclose(out);
+	else if (fd >= 0)
+		close(fd);
+	die(VMM_EXIT_CANTCREAT, "--stats: cannot write '%s': %s", path,
+	    err == ENXIO ? "a FIFO that nobody reads" : strerror(err));
 }
 
 /*
@@ -188,30 +194,53 @@ static void fill_standard_fds(void)
 }
 
 /*
- * --self-test: the installed guest, else the one built beside this vmm (a
- * build tree has build/vmm and build/guest.bin), so that the same command
- * works installed and uninstalled.
+ * --self-test: the guest installed beside this vmm (BINDIR/../share/vmm, so
+ * that a relocated install finds its own), at the configured prefix, or
+ * built beside it (a build tree has build/vmm and build/guest.bin).
  */
 static const char *self_test_image(void)
 {
-	static char beside[4096];
-	ssize_t n = readlink("/proc/self/exe", beside, sizeof(beside) - 1);
-	char *slash;
+	static const char *const beside[] = { "/../share/vmm/guest.bin", "/guest.bin" };
+	static char path[4096];
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash = NULL;
 
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+	}
+	for (size_t i = 0; slash && i < ARRAY_SIZE(beside); i++) {
+		*slash = '\0';
+		if ((size_t)snprintf(path, sizeof(path), "%s%s", exe, beside[i]) < sizeof(path) &&
+		    access(path, R_OK) == 0)
+			return path;
+	}
 	if (access(VMM_SELF_TEST_IMAGE, R_OK) == 0)
 		return VMM_SELF_TEST_IMAGE;
-	if (n > 0) {
-		beside[n] = '\0';
-		slash = strrchr(beside, '/');
-		if (slash && (size_t)(slash - beside) + sizeof("/guest.bin") <= sizeof(beside)) {
-			strcpy(slash, "/guest.bin");
-			if (access(beside, R_OK) == 0)
-				return beside;
-		}
-	}
-	die(VMM_EXIT_NOINPUT, "--self-test: no self-test guest at %s nor beside this vmm; "
-	    "install it with 'meson install' or name an image: vmm [options] guest.bin",
-	    VMM_SELF_TEST_IMAGE);
+	die(VMM_EXIT_NOINPUT, "--self-test: no self-test guest beside this vmm (../share/vmm/guest.bin "
+	    "or guest.bin) nor at %s; install it with 'meson install' or name an image: "
+	    "vmm [options] guest.bin", VMM_SELF_TEST_IMAGE);
+}
+
+/*
+ * A VM stopped by signal N ends vmm by that signal once cleaned up, so that
+ * a shell loop sees it (Ctrl-C stops the loop too). The status 128+N stays
+ * in --stats.
+ */
+static void die_by_signal(int status)
+{
+	int sig = status - VMM_EXIT_SIGNAL_BASE;
+	sigset_t set;
+
+	if (sig <= 0 || sig >= NSIG)
+		return;
+	fflush(NULL);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	raise(sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 static void close_stats(FILE *out, const char *path)
@@ -300,6 +329,8 @@ int main(int argc, char **argv)
 	};
 	if (config.split_lock_emulate && !config.probes.step_cpl3)
 		layout.flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
+	if (config.probes.no_alignment_check)
+		layout.flags |= BOOT_FLAG_NO_ALIGNMENT_CHECK;
 	status = vm_create(&vm, &config);
 	if (status)
 		goto out;
@@ -327,5 +358,6 @@ int main(int argc, char **argv)
 	vm_destroy(&vm);
 out:
 	close(sig_fd);
+	die_by_signal(status);
 	return status;
 }
