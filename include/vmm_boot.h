@@ -49,6 +49,12 @@
  * split locks at CPL3 are neither reported (#AC) nor emulated.
  */
 #define BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY (1u << 0)
+/*
+ * NO_ALIGNMENT_CHECK: this host's CPU, probed by vmm at start, raises no
+ * legacy alignment-check #AC (CR0.AM, RFLAGS.AC, CPL3): QEMU's TCG. The
+ * guest cannot pass a check of it there, and says so as a skip.
+ */
+#define BOOT_FLAG_NO_ALIGNMENT_CHECK   (1u << 1)
 
 /* RDI points at the vCPU's own copy at entry. */
 struct boot_info {

@@ -42,6 +42,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->movss_trap = -1;
 	hi->syscall_sysret = -1;
 	hi->split_fault = -1;
+	hi->alignment_check = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -440,6 +441,8 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 			{ "CPL1 and CPL2:", hi->cpl1, "this KVM stops a guest that runs at CPL1, internal error" },
 			{ "split lock #PF atomic:", hi->split_fault,
 			  "a locked access that faults on its second page wrote its first" },
+			{ "alignment-check #AC:", hi->alignment_check,
+			  "this CPU raises no #AC for a misaligned access at CPL3 with CR0.AM and RFLAGS.AC set" },
 		};
 
 		for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
@@ -608,6 +611,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "movss_trap", hi->movss_trap },
 		{ "syscall_sysret", hi->syscall_sysret },
 		{ "split_fault", hi->split_fault },
+		{ "alignment_check", hi->alignment_check },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

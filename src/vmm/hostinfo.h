@@ -102,6 +102,9 @@ struct hostinfo {
 	/* probe guest, unwatched: 1 = a locked access across a page boundary that faults on
 	 * its second page writes nothing, 0 = the first page was written (KVM's emulator) */
 	int split_fault;
+	/* probe guest at CPL3: 1 = a misaligned load with CR0.AM and RFLAGS.AC set raises
+	 * #AC, 0 = it does not (QEMU's TCG) */
+	int alignment_check;
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -201,6 +204,12 @@ int hostinfo_probe_syscall_sysret(int kvm_fd, char *err, size_t errlen);
  * KVM), or -1 with err.
  */
 int hostinfo_probe_split_fault(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does a misaligned load at CPL3 with CR0.AM and RFLAGS.AC set raise the
+ * legacy alignment-check #AC? 1, 0 (QEMU's TCG never raises it), or -1
+ * with err.
+ */
+int hostinfo_probe_alignment_check(int kvm_fd, char *err, size_t errlen);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

@@ -1088,6 +1088,67 @@ int hostinfo_probe_leave_long_mode(int kvm, char *err, size_t errlen)
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
+/*
+ * The legacy alignment check (SDM vol. 3 6.15, #AC): at CPL3 with CR0.AM
+ * and RFLAGS.AC set, a misaligned load faults. The probe loads from an odd
+ * address, then reports on port 0xf4 (IOPL 3); with no IDT the #AC ends in
+ * a triple fault. The same run with RFLAGS.AC clear must reach the report,
+ * so that only the alignment check can tell the two apart. QEMU's TCG
+ * never raises it.
+ */
+static const uint8_t align_code[] = {
+	0x8b, 0x05, 0x1b, 0x00, 0x00, 0x00,	/* mov 0x21(%rip base 6), %eax: misaligned */
+	0x66, 0xba, PROBE_PORT, 0x00,		/* mov $PROBE_PORT, %dx */
+	0xef,					/* out %eax, (%dx) */
+	0xf4,
+	[0x24] = 0,
+};
+
+/* 1 triple fault, 0 the report reached, -1 with probe_error. */
+static int probe_align_once(struct hostinfo *scratch, int kvm, bool ac)
+{
+	struct probe p;
+	int result = -1;
+
+	if (probe_open(scratch, kvm, &p, align_code, sizeof(align_code), 3) == 0) {
+		p.sregs.cr0 |= X86_CR0_AM;
+		p.regs.rflags |= (3u << 12) | (ac ? X86_RFLAGS_AC : 0);
+		for (int i = 0; i < PROBE_MAX_EXITS && result < 0 && !probe_load(scratch, &p); i++) {
+			if (__kvm_ioctl(p.vcpu, KVM_RUN, NULL) < 0) {
+				if (errno != EINTR && errno != EAGAIN)
+					probe_fail(scratch, "KVM_RUN", errno);
+				break;
+			}
+			if (p.run->exit_reason == KVM_EXIT_SHUTDOWN)
+				result = 1;
+			else if (p.run->exit_reason == KVM_EXIT_IO && p.run->io.port == PROBE_PORT)
+				result = 0;
+			else if (p.run->exit_reason != KVM_EXIT_INTR) {
+				probe_fail(scratch, exit_name(p.run->exit_reason), 0);
+				break;
+			}
+		}
+	}
+	probe_teardown(scratch, &p);
+	return result;
+}
+
+int hostinfo_probe_alignment_check(int kvm, char *err, size_t errlen)
+{
+	struct hostinfo scratch;
+	int with_ac, without;
+
+	hostinfo_init(&scratch);
+	without = probe_align_once(&scratch, kvm, false);
+	with_ac = without == 0 ? probe_align_once(&scratch, kvm, true) : -1;
+	if (without == 1)
+		probe_fail(&scratch, "the probe's load faulted with RFLAGS.AC clear", 0);
+	if (with_ac < 0 && err)
+		snprintf(err, errlen, "%s", scratch.probe_error[0] ? scratch.probe_error :
+			 "no answer within 16 exits");
+	return with_ac;
+}
+
 static void probe_singlestep(struct hostinfo *hi, int kvm)
 {
 	hi->singlestep_cpl0 = hostinfo_probe_singlestep(kvm, 0, NULL, 0);
@@ -1105,6 +1166,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->movss_trap = hostinfo_probe_movss_trap(kvm, NULL, 0);
 	hi->syscall_sysret = hostinfo_probe_syscall_sysret(kvm, NULL, 0);
 	hi->split_fault = hostinfo_probe_split_fault(kvm, NULL, 0);
+	hi->alignment_check = hostinfo_probe_alignment_check(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

@@ -88,7 +88,7 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 		       probed(hostinfo_probe_singlestep(kvm_fd, 3, err, sizeof(err)), err,
 			      "single-stepping at CPL3", "without stepping CPL3 code");
 	if (!p->step_cpl3)
-		info("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
+		warn("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
 	/* Tests take the path of hosts without working breakpoints (the lab's) here too. */
 	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") &&
 		       probed(hostinfo_probe_hwbp(kvm_fd, err, sizeof(err)), err,
@@ -110,15 +110,17 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 
 int vm_probe(bool emulate, struct vm_probes *p)
 {
-	int kvm_fd, status;
+	char err[160];
+	int kvm_fd, status = 0;
 
 	*p = (struct vm_probes){ 0 };
-	if (!emulate)
-		return 0;
-	kvm_fd = kvm_open();
+	kvm_fd = emulate ? kvm_open() : __kvm_open(err, sizeof(err));
 	if (kvm_fd < 0)
-		return VMM_EXIT_HOST;
-	status = probe_stepping(kvm_fd, p);
+		return emulate ? VMM_EXIT_HOST : 0;
+	/* Unknown stays "raises": the guest then checks it as on any CPU. */
+	p->no_alignment_check = hostinfo_probe_alignment_check(kvm_fd, err, sizeof(err)) == 0;
+	if (emulate)
+		status = probe_stepping(kvm_fd, p);
 	(void)close(kvm_fd);    /* nothing written through it: no error to lose */
 	return status;
 }
