@@ -8,14 +8,26 @@ set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
 vmm_install_packages
+echo "run.sh: building ./build (a minute the first time; build/*.compile.log has the details)" >&2
 vmm_build build
 
 args=("$@")
-# Options that run no VM of build/guest.bin, or name their own guest.
+# build/guest.bin unless the arguments name an image of their own or run
+# no VM. The options that take their value as the next argument:
 image=(build/guest.bin)
+takes_value=" --cpus --memory --timeout --append --split-lock --split-lock-ratelimit "
+skip_next=0
 for a in "$@"; do
+	if [ $skip_next = 1 ]; then
+		skip_next=0
+		continue
+	fi
 	case $a in
 	--host-info | --self-test | --help | -h | --version) image=() ;;
+	--) ;;
+	-[!-]*) [[ $a =~ ^-[^-]*[cmta]$ ]] && skip_next=1 ;; # -c 2, -qc 2; not -c2
+	-*) [[ $takes_value == *" $a "* ]] && skip_next=1 ;;
+	*) image=() ;; # the user's own image
 	esac
 done
 
