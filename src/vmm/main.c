@@ -329,8 +329,6 @@ int main(int argc, char **argv)
 	};
 	if (config.split_lock_emulate && !config.probes.step_cpl3)
 		layout.flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
-	if (config.probes.no_alignment_check)
-		layout.flags |= BOOT_FLAG_NO_ALIGNMENT_CHECK;
 	status = vm_create(&vm, &config);
 	if (status)
 		goto out;

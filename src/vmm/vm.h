@@ -81,14 +81,13 @@ struct vm_probes {
 	bool guest_databp;             /* the guest's own data breakpoints fire at CPL0 */
 	bool exec_bp_beside_step;      /* reports instruction breakpoints beside a step trap */
 	bool iret_step_lost;           /* runs a stepped IRETQ at CPL0 without its trap */
-	bool no_alignment_check;       /* raises no legacy #AC at CPL3 (QEMU's TCG) */
 };
 
 /*
  * Probes once, before anything is built, since the boot flags depend on the
- * answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY, BOOT_FLAG_NO_ALIGNMENT_CHECK).
- * Opens /dev/kvm for the probe guests and closes it again. 0, or the exit
- * status after one line; without a /dev/kvm, vm_create() says so.
+ * answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). Under emulate only, it opens
+ * /dev/kvm for the probe guests and closes it again. 0, or the exit status
+ * after one line; without a /dev/kvm, vm_create() says so.
  */
 int vm_probe(bool emulate, struct vm_probes *p);
 
