@@ -25,9 +25,9 @@ enum {
 
 /*
  * One table feeds getopt_long and --help, so the two cannot drift apart.
- * Long-only options take their value after '=' (getopt is told the value
- * is optional, so that the space form reaches cli_parse and is named);
- * vm_only ones mean nothing to --host-info, which refuses them.
+ * has_arg is getopt_long's own: a required value follows '=' or a space,
+ * an optional one (--stats[=FILE]) only '='. vm_only ones mean nothing to
+ * --host-info, which refuses them.
  */
 static const struct cli_option {
 	const char *name;
@@ -45,7 +45,9 @@ static const struct cli_option {
 	{ "split-lock", required_argument, OPT_SPLIT_LOCK, true, "POLICY",
 	  "inherit (default), on, off or emulate" },
 	{ "split-lock-ratelimit", required_argument, OPT_SPLIT_LOCK_RATELIMIT, true, "N",
-	  "emulate at most N split locks a second per VM, delaying the vCPU beyond (default: no limit)" },
+	  "emulate at most N split locks a second per VM, delaying the vCPU beyond "
+	  "(default: no limit); any policy: counts the split locks that reach vmm, "
+	  "under emulate or on a split_lock_detect=fatal host" },
 	{ "append", required_argument, 'a', true, "TEXT",
 	  "command line handed to the guest in boot_info" },
 	{ "stats", optional_argument, OPT_STATS, true, "FILE",
@@ -62,32 +64,72 @@ static const struct cli_option {
 
 #define N_OPTIONS ARRAY_SIZE(options)
 
+#define USAGE_COLUMNS 80
+#define USAGE_HELP_COLUMN 31   /* "  " + 28 for "-c, --cpus N" + " " */
+
+/*
+ * Words of text from column col on, each line broken before USAGE_COLUMNS
+ * and continued at column indent, so that --help fits an 80-column terminal.
+ */
+static void put_wrapped(FILE *out, size_t col, size_t indent, const char *text)
+{
+	bool line_start = true;
+
+	for (text += strspn(text, " "); *text; text += strspn(text, " ")) {
+		size_t n = strcspn(text, " ");
+
+		if (!line_start && col + 1 + n > USAGE_COLUMNS) {
+			fprintf(out, "\n%*s", (int)indent, "");
+			col = indent;
+			line_start = true;
+		}
+		if (!line_start) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(text, 1, n, out);
+		col += n;
+		text += n;
+		line_start = false;
+	}
+	fputc('\n', out);
+}
+
 void cli_usage(FILE *out)
 {
+	char left[48], tail[320];
+
 	fprintf(out, "usage: vmm [options] guest.bin\n"
 		     "       vmm --self-test [options]\n"
 		     "       vmm --host-info [--json]\n\n"
 		     "Boots guest.bin on /dev/kvm with split-lock detection "
 		     "virtualised per VM.\n\noptions:\n");
 	for (size_t i = 0; i < N_OPTIONS; i++) {
-		char left[48];
 		const struct cli_option *o = &options[i];
+		int len;
 
 		if (o->val < 0x100)
-			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->val,
-				 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+			len = snprintf(left, sizeof(left), "  -%c, --%s%s%s", o->val,
+				       o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 		else if (o->has_arg == optional_argument)
-			snprintf(left, sizeof(left), "    --%s[=%s]", o->name, o->arg);
+			len = snprintf(left, sizeof(left), "      --%s[=%s]", o->name, o->arg);
 		else
-			snprintf(left, sizeof(left), "    --%s%s%s", o->name,
-				 o->arg ? "=" : "", o->arg ? o->arg : "");
-		fprintf(out, "  %-28s %s\n", left, o->help);
+			len = snprintf(left, sizeof(left), "      --%s%s%s", o->name,
+				       o->arg ? "=" : "", o->arg ? o->arg : "");
+		/* A name too long for its column puts the help on the next line. */
+		if (len + 1 > USAGE_HELP_COLUMN)
+			fprintf(out, "%s\n%*s", left, USAGE_HELP_COLUMN, "");
+		else
+			fprintf(out, "%-*s", USAGE_HELP_COLUMN, left);
+		put_wrapped(out, USAGE_HELP_COLUMN, USAGE_HELP_COLUMN, o->help);
 	}
-	fprintf(out, "\nexit status: the guest's own (0-%d), %d for usage errors, "
-		     "%d-%d for other errors of vmm (as sysexits(3)), %d-%d for a VM "
-		     "that vmm stopped, 128+N on signal N (see vmm(1)).\n",
-		GUEST_STATUS_MAX, VMM_EXIT_USAGE, VMM_EXIT_USAGE + 1, VMM_EXIT_SYSEXITS_LAST,
-		VMM_EXIT_VM_FIRST, VMM_EXIT_VM_LAST);
+	snprintf(tail, sizeof(tail), "exit status: the guest's own (0-%d), %d for usage errors, "
+		 "%d-%d for other errors of vmm (as sysexits(3)), %d-%d for a VM "
+		 "that vmm stopped, 128+N on signal N (see vmm(1)).",
+		 GUEST_STATUS_MAX, VMM_EXIT_USAGE, VMM_EXIT_USAGE + 1, VMM_EXIT_SYSEXITS_LAST,
+		 VMM_EXIT_VM_FIRST, VMM_EXIT_VM_LAST);
+	fputc('\n', out);
+	put_wrapped(out, 0, 0, tail);
 }
 
 int cli_parse_size(const char *s, uint64_t *bytes)
@@ -119,18 +161,24 @@ int cli_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
 /*
  * Plain decimal only, as for sizes and counts: strtod would also take
  * "0x10", "1e2", "0x1p3" and leading blanks, none of which a user means
  * as a number of seconds, and would make --timeout the odd one out.
+ * A digit on either side of the point is enough: ".5" and "5." as strtod.
  */
 int cli_parse_seconds(const char *s, uint64_t *ms)
 {
 	const uint64_t max_s = 7 * 86400;
-	uint64_t whole = 0, frac_ms = 0;
+	uint64_t whole = 0, frac_ms = 0, total;
 	bool nonzero = false, round_up = false;
 
-	if (!s || *s < '0' || *s > '9')
+	if (!s || !(is_digit(s[0]) || (s[0] == '.' && is_digit(s[1]))))
 		return -1;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		whole = whole * 10 + (uint64_t)(*s - '0');
@@ -156,11 +204,11 @@ int cli_parse_seconds(const char *s, uint64_t *ms)
 	}
 	if (*s || !nonzero)
 		return -1;
-	*ms = whole * 1000 + frac_ms + round_up;
-	if (*ms > max_s * 1000)
+	total = whole * 1000 + frac_ms + round_up;
+	if (total > max_s * 1000)
 		return -1;
-	if (*ms == 0)
-		*ms = 1;
+	/* A failed parse leaves *ms alone. */
+	*ms = total ? total : 1;
 	return 0;
 }
 
@@ -198,11 +246,8 @@ static void build_getopt_tables(struct option *longopts, char *shortopts)
 	char *p = shortopts;
 
 	for (size_t i = 0; i < N_OPTIONS; i++) {
-		int has_arg = options[i].has_arg;
-
-		if (options[i].val >= 0x100 && has_arg == required_argument)
-			has_arg = optional_argument;
-		longopts[i] = (struct option){ options[i].name, has_arg, NULL, options[i].val };
+		longopts[i] = (struct option){ options[i].name, options[i].has_arg, NULL,
+					       options[i].val };
 		if (options[i].val < 0x100) {
 			*p++ = (char)options[i].val;
 			if (options[i].has_arg == required_argument)
@@ -221,18 +266,136 @@ static const struct cli_option *option_of(int val)
 	return NULL;
 }
 
-/*
- * "--split-lock emulate": getopt left the value as the next argument
- * (argv[optind], not yet permuted). Says how to give it, or that it is
- * missing when the next argument is an option or nothing.
- */
-static enum cli_result needs_equals(const struct cli_option *opt, int argc,
-				    char *const argv[], char *err, size_t errlen)
+/* getopt_long found no value for opt at the end of the line. */
+static enum cli_result missing_value(const struct cli_option *opt, const char *given,
+				     char *err, size_t errlen)
 {
-	if (optind < argc && argv[optind][0] != '-')
-		return fail(err, errlen, "--%s takes its value with '=': --%s=%s",
-			    opt->name, opt->name, argv[optind]);
-	return fail(err, errlen, "--%s needs a value: --%s=%s", opt->name, opt->name, opt->arg);
+	if (strncmp(given, "--", 2) == 0)
+		return fail(err, errlen, "option '--%s' needs a value (%s)", opt->name, opt->arg);
+	return fail(err, errlen, "option '-%c' needs a value (%s)", opt->val, opt->arg);
+}
+
+/*
+ * "--split": getopt_long calls a prefix of several names unknown too, so
+ * the candidates are found again here to name them.
+ */
+static enum cli_result unknown_long(const char *given, char *err, size_t errlen)
+{
+	const char *name = given + 2;
+	size_t len = strcspn(name, "="), n = 0, used;
+	const struct cli_option *match[N_OPTIONS];
+
+	for (size_t i = 0; len && i < N_OPTIONS; i++)
+		if (strncmp(options[i].name, name, len) == 0)
+			match[n++] = &options[i];
+	if (n < 2)
+		return fail(err, errlen, "unknown option '%s' (see vmm --help)", given);
+	used = (size_t)snprintf(err, errlen, "option '--%.*s' is ambiguous: ", (int)len, name);
+	for (size_t i = 0; i < n && used < errlen; i++)
+		used += (size_t)snprintf(err + used, errlen - used, "%s--%s",
+					 i == 0 ? "" : i + 1 < n ? ", " : " or ", match[i]->name);
+	return CLI_ERROR;
+}
+
+/*
+ * getopt_long's '?': optopt is 0 for an unknown or ambiguous long option,
+ * the option's val for one given a value it does not take, and the letter
+ * for an unknown letter (whose argument optind may not have passed yet).
+ */
+static enum cli_result bad_option(char *const argv[], char *err, size_t errlen)
+{
+	const struct cli_option *opt = optopt ? option_of(optopt) : NULL;
+	const char *given = argv[optind - 1];
+
+	if (optopt && !opt)
+		return fail(err, errlen, "unknown option '-%c' (see vmm --help)", optopt);
+	if (opt)
+		return fail(err, errlen, "--%s takes no value, got '%s'", opt->name, given);
+	return unknown_long(given, err, errlen);
+}
+
+/* One option's value into o: CLI_RUN, or CLI_ERROR with the reason in err. */
+static enum cli_result take_value(int c, const char *arg, struct cli_options *o,
+				  char *err, size_t errlen)
+{
+	uint64_t n;
+
+	switch (c) {
+	case 'c':
+		if (parse_count(arg, VMM_MAX_VCPUS, &n))
+			return fail(err, errlen, "--cpus: '%s' is not a number from 1 to %u",
+				    arg, VMM_MAX_VCPUS);
+		o->cpus = (unsigned)n;
+		break;
+	case 'm':
+		if (cli_parse_size(arg, &o->ram_size))
+			return fail(err, errlen, "--memory: '%s' is not a size such as 64M or 1G",
+				    arg);
+		if (o->ram_size < VMM_MIN_RAM || o->ram_size > VMM_MAX_RAM)
+			return fail(err, errlen, "--memory: %s is outside %lluM-%lluM", arg,
+				    (unsigned long long)(VMM_MIN_RAM >> 20),
+				    (unsigned long long)(VMM_MAX_RAM >> 20));
+		break;
+	case 't':
+		if (cli_parse_seconds(arg, &o->timeout_ms))
+			return fail(err, errlen,
+				    "--timeout: '%s' is not a positive number of seconds (at most a week)",
+				    arg);
+		break;
+	case 'a':
+		if (strlen(arg) >= BOOT_CMDLINE_MAX)
+			return fail(err, errlen, "--append: text is %zu bytes, the limit is %u",
+				    strlen(arg), BOOT_CMDLINE_MAX - 1);
+		o->append = arg;
+		break;
+	case OPT_SPLIT_LOCK:
+		if (policy_parse(arg, &o->split_lock))
+			return fail(err, errlen,
+				    "--split-lock: '%s' is not one of inherit, on, off, emulate",
+				    arg);
+		break;
+	case OPT_SPLIT_LOCK_RATELIMIT:
+		if (parse_count(arg, 1000000, &o->split_lock_ratelimit))
+			return fail(err, errlen,
+				    "--split-lock-ratelimit: '%s' is not a number from 1 to 1000000",
+				    arg);
+		break;
+	}
+	return CLI_RUN;
+}
+
+/*
+ * What is left after the options: the image, or nothing for --host-info and
+ * --self-test. stats_next is the argument after a bare --stats, if any.
+ */
+static enum cli_result check_operands(int argc, char *const argv[], struct cli_options *o,
+				      const struct cli_option *vm_option,
+				      const char *stats_next, char *err, size_t errlen)
+{
+	if (o->json && !o->host_info)
+		return fail(err, errlen, "--json only goes with --host-info");
+	if (o->host_info && o->self_test)
+		return fail(err, errlen, "--host-info and --self-test exclude each other");
+	if (o->host_info && vm_option)
+		return fail(err, errlen,
+			    "--host-info runs no VM: --%s does not go with it (usage: vmm --host-info [--json])",
+			    vm_option->name);
+	if (o->host_info || o->self_test) {
+		if (optind < argc)
+			return fail(err, errlen, "--%s takes no guest image, got '%s'",
+				    o->host_info ? "host-info" : "self-test", argv[optind]);
+		return CLI_RUN;
+	}
+	if (optind >= argc)
+		return fail(err, errlen, "no guest image given (usage: vmm [options] guest.bin)");
+	/* "--stats out.json img": a bare --stats took no file, and two images remain. */
+	if (argc - optind > 1 && stats_next && stats_next == argv[optind])
+		return fail(err, errlen, "--stats takes its value with '=': --stats=%s", stats_next);
+	if (argc - optind > 1)
+		return fail(err, errlen, "one guest image expected, got extra argument '%s'",
+			    argv[optind + 1]);
+	o->image = argv[optind];
+	return CLI_RUN;
 }
 
 enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
@@ -258,55 +421,7 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 
 		if (opt && opt->vm_only && !vm_option)
 			vm_option = opt;
-		if (opt && c >= 0x100 && opt->has_arg == required_argument && !optarg)
-			return needs_equals(opt, argc, argv, err, errlen);
 		switch (c) {
-		case 'c': {
-			uint64_t n;
-
-			if (parse_count(optarg, VMM_MAX_VCPUS, &n))
-				return fail(err, errlen,
-					    "--cpus: '%s' is not a number from 1 to %u",
-					    optarg, VMM_MAX_VCPUS);
-			o->cpus = (unsigned)n;
-			break;
-		}
-		case 'm':
-			if (cli_parse_size(optarg, &o->ram_size))
-				return fail(err, errlen,
-					    "--memory: '%s' is not a size such as 64M or 1G",
-					    optarg);
-			if (o->ram_size < VMM_MIN_RAM || o->ram_size > VMM_MAX_RAM)
-				return fail(err, errlen,
-					    "--memory: %s is outside %lluM-%lluM", optarg,
-					    (unsigned long long)(VMM_MIN_RAM >> 20),
-					    (unsigned long long)(VMM_MAX_RAM >> 20));
-			break;
-		case 't':
-			if (cli_parse_seconds(optarg, &o->timeout_ms))
-				return fail(err, errlen,
-					    "--timeout: '%s' is not a positive number of seconds (at most a week)",
-					    optarg);
-			break;
-		case 'a':
-			if (strlen(optarg) >= BOOT_CMDLINE_MAX)
-				return fail(err, errlen,
-					    "--append: text is %zu bytes, the limit is %u",
-					    strlen(optarg), BOOT_CMDLINE_MAX - 1);
-			o->append = optarg;
-			break;
-		case OPT_SPLIT_LOCK:
-			if (policy_parse(optarg, &o->split_lock))
-				return fail(err, errlen,
-					    "--split-lock: '%s' is not one of inherit, on, off, emulate",
-					    optarg);
-			break;
-		case OPT_SPLIT_LOCK_RATELIMIT:
-			if (parse_count(optarg, 1000000, &o->split_lock_ratelimit))
-				return fail(err, errlen,
-					    "--split-lock-ratelimit: '%s' is not a number from 1 to 1000000",
-					    optarg);
-			break;
 		case OPT_STATS:
 			o->stats = true;
 			if (optarg && !*optarg)
@@ -322,36 +437,13 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 		case 'h': return CLI_HELP;
 		case 'V': return CLI_VERSION;
 		case ':':
-			return fail(err, errlen, "option '%s' needs a value",
-				    argv[optind - 1]);
+			return missing_value(option_of(optopt), argv[optind - 1], err, errlen);
+		case '?':
+			return bad_option(argv, err, errlen);
 		default:
-			return fail(err, errlen, "unknown option '%s' (see vmm --help)",
-				    argv[optind - 1]);
+			if (take_value(c, optarg, o, err, errlen) != CLI_RUN)
+				return CLI_ERROR;
 		}
 	}
-	if (o->json && !o->host_info)
-		return fail(err, errlen, "--json only goes with --host-info");
-	if (o->host_info && o->self_test)
-		return fail(err, errlen, "--host-info and --self-test exclude each other");
-	if (o->host_info && vm_option)
-		return fail(err, errlen,
-			    "--host-info runs no VM: --%s does not go with it (usage: vmm --host-info [--json])",
-			    vm_option->name);
-	if (o->host_info || o->self_test) {
-		if (optind < argc)
-			return fail(err, errlen,
-				    "--%s takes no guest image, got '%s'",
-				    o->host_info ? "host-info" : "self-test", argv[optind]);
-		return CLI_RUN;
-	}
-	if (optind >= argc)
-		return fail(err, errlen, "no guest image given (usage: vmm [options] guest.bin)");
-	/* "--stats out.json img": a bare --stats took no file, and two images remain. */
-	if (argc - optind > 1 && stats_next && stats_next == argv[optind])
-		return fail(err, errlen, "--stats takes its value with '=': --stats=%s", stats_next);
-	if (argc - optind > 1)
-		return fail(err, errlen, "one guest image expected, got extra argument '%s'",
-			    argv[optind + 1]);
-	o->image = argv[optind];
-	return CLI_RUN;
+	return check_operands(argc, argv, o, vm_option, stats_next, err, errlen);
 }

@@ -15,8 +15,9 @@
  *    field points into an argument, --append shorter than BOOT_CMDLINE_MAX;
  *  - CLI_ERROR: a one-line message that fits the buffer;
  *  - cli_parse_size agrees with a reference parser written from its
- *    documentation; cli_parse_seconds accepts only what starts with a digit,
- *    gives 1 ms..one week, and reads plain integers exactly.
+ *    documentation; cli_parse_seconds accepts only what starts with a digit
+ *    or a point and a digit, gives 1 ms..one week, and reads plain integers
+ *    exactly.
  */
 #include <inttypes.h>
 
@@ -82,7 +83,8 @@ static void check_seconds(const char *s)
 	size_t digits = strspn(s, "0123456789");
 
 	if (r == 0) {
-		FUZZ_CHECK(*s >= '0' && *s <= '9', "cli_parse_seconds accepted \"%s\"", s);
+		FUZZ_CHECK((*s >= '0' && *s <= '9') || (*s == '.' && s[1] >= '0' && s[1] <= '9'),
+			   "cli_parse_seconds accepted \"%s\"", s);
 		FUZZ_CHECK(ms >= 1 && ms <= 7ull * 86400 * 1000,
 			   "cli_parse_seconds(\"%s\") = %" PRIu64 " ms", s, ms);
 	} else {

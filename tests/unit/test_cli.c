@@ -203,11 +203,15 @@ static void seconds(void **state)
 		{ "10", 10000 }, { "0.5", 500 }, { "2.", 2000 }, { "2.5", 2500 },
 		{ "0.0004", 1 }, { "0.0015", 2 }, { "0.0014", 1 }, { "1.23456", 1235 },
 		{ "007", 7000 }, { "604800", 604800000 }, { "604800.000", 604800000 },
+		/* A leading point, as strtod and a person take it. */
+		{ ".5", 500 }, { "5.", 5000 }, { "5", 5000 }, { ".0004", 1 }, { ".25", 250 },
 	};
 	/* strtod's other forms are refused, as they are for sizes and counts. */
 	static const char *const bad[] = {
-		"0", "0.0", "0.", "", ".5", "-1", "+1", " 1", "1 ", "1s", "0x10", "1e2", "1E2",
+		"0", "0.0", "0.", "", "-1", "+1", " 1", "1 ", "1s", "0x10", "1e2", "1E2",
 		"0x1p3", "inf", "nan", "1..2", "604800.001", "604801", "99999999999999999999",
+		".", ".0", ".00", "-.5", "+.5", " .5", "..5", ".5.", ".e1", ".5e1", "-0.5",
+		"NaN", "INF", "infinity", ".x", "604800.5",
 	};
 	uint64_t ms;
 
@@ -298,27 +302,10 @@ static void host_info_refuses_vm_options(void **state)
 	}
 }
 
-/* Long-only options take their value after '=': the space form says so. */
-static void value_needs_equals(void **state)
+/* Each case is refused with err exactly msg. */
+static void refused_exactly(const struct bad_case *cases, size_t n)
 {
-	static const struct {
-		const char *args[4];
-		const char *msg;
-	} cases[] = {
-		{ { "--split-lock", "emulate", "img" },
-		  "--split-lock takes its value with '=': --split-lock=emulate" },
-		{ { "img", "--split-lock", "on" },
-		  "--split-lock takes its value with '=': --split-lock=on" },
-		{ { "--split-lock-ratelimit", "5", "img" },
-		  "--split-lock-ratelimit takes its value with '=': --split-lock-ratelimit=5" },
-		{ { "--stats", "out.json", "img" },
-		  "--stats takes its value with '=': --stats=out.json" },
-		{ { "img", "--split-lock" }, "--split-lock needs a value: --split-lock=POLICY" },
-		{ { "--split-lock", "-q", "img" }, "--split-lock needs a value: --split-lock=POLICY" },
-	};
-
-	(void)state;
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct cli_options o;
 		char *argv[6] = { "vmm" };
 		int argc = 1;
@@ -327,10 +314,87 @@ static void value_needs_equals(void **state)
 			argv[argc++] = (char *)cases[i].args[j];
 		argv[argc] = NULL;
 		err[0] = '\0';
-		assert_int_equal(cli_parse(argc, argv, &o, err, sizeof(err)), CLI_ERROR);
+		if (cli_parse(argc, argv, &o, err, sizeof(err)) != CLI_ERROR)
+			fail_msg("case %zu ('%s' ...) was not refused", i, cases[i].args[0]);
 		if (strcmp(err, cases[i].msg))
 			fail_msg("case %zu: '%s', want '%s'", i, err, cases[i].msg);
 	}
+}
+
+/* --timeout takes the forms of a decimal a person writes, and says its range. */
+static void timeout_forms(void **state)
+{
+	static const struct bad_case bad[] = {
+		{ { "-t", "-.5", "img" },
+		  "--timeout: '-.5' is not a positive number of seconds (at most a week)" },
+		{ { "--timeout=", "img" },
+		  "--timeout: '' is not a positive number of seconds (at most a week)" },
+		{ { "-t", ".", "img" },
+		  "--timeout: '.' is not a positive number of seconds (at most a week)" },
+		{ { "-t", "nan", "img" },
+		  "--timeout: 'nan' is not a positive number of seconds (at most a week)" },
+		{ { "--timeout", "inf", "img" },
+		  "--timeout: 'inf' is not a positive number of seconds (at most a week)" },
+		{ { "-t", "604800.5", "img" },
+		  "--timeout: '604800.5' is not a positive number of seconds (at most a week)" },
+		{ { "-t", ".5x", "img" },
+		  "--timeout: '.5x' is not a positive number of seconds (at most a week)" },
+	};
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "-t", ".5", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 500);
+	assert_int_equal(PARSE(&o, "--timeout=.5", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 500);
+	assert_int_equal(PARSE(&o, "-t", "0.5", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 500);
+	assert_int_equal(PARSE(&o, "-t", "5.", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 5000);
+	assert_int_equal(PARSE(&o, "-t", "5", "img"), CLI_RUN);
+	assert_int_equal(o.timeout_ms, 5000);
+	refused_exactly(bad, ARRAY_SIZE(bad));
+}
+
+/*
+ * Long-only options with a required value take it either way, as
+ * getopt_long's required_argument does; --stats[=FILE] keeps its value
+ * after '=' only, so that "--stats guest.bin" stays stats on stderr.
+ */
+static void long_only_values(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ { "--split-lock", "build/guest.bin" },
+		  "--split-lock: 'build/guest.bin' is not one of inherit, on, off, emulate" },
+		{ { "--split-lock-ratelimit", "img" },
+		  "--split-lock-ratelimit: 'img' is not a number from 1 to 1000000" },
+		{ { "--stats", "out.json", "img" },
+		  "--stats takes its value with '=': --stats=out.json" },
+		{ { "img", "--split-lock" }, "option '--split-lock' needs a value (POLICY)" },
+		{ { "img", "--split-lock-ratelimit" },
+		  "option '--split-lock-ratelimit' needs a value (N)" },
+		{ { "img", "--split-lock-r" }, "option '--split-lock-ratelimit' needs a value (N)" },
+		{ { "img", "-c" }, "option '-c' needs a value (N)" },
+		{ { "img", "-qt" }, "option '-t' needs a value (SECONDS)" },
+		{ { "img", "--timeout" }, "option '--timeout' needs a value (SECONDS)" },
+	};
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--split-lock", "emulate", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock, POLICY_EMULATE);
+	assert_string_equal(o.image, "img");
+	assert_int_equal(PARSE(&o, "img", "--split-lock", "on"), CLI_RUN);
+	assert_int_equal(o.split_lock, POLICY_ON);
+	assert_string_equal(o.image, "img");
+	assert_int_equal(PARSE(&o, "--split-lock-ratelimit", "5", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_ratelimit, 5);
+	assert_int_equal(PARSE(&o, "--split-lock-r", "7", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_ratelimit, 7);
+	assert_int_equal(PARSE(&o, "--split-lock=off", "--split-lock-ratelimit=9", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock, POLICY_OFF);
+	assert_int_equal(o.split_lock_ratelimit, 9);
+	refused_exactly(cases, ARRAY_SIZE(cases));
 	/* A bare --stats before the image is still stderr. */
 	assert_int_equal(PARSE(&o_unused, "--stats", "img"), CLI_RUN);
 	assert_true(o_unused.stats);
@@ -339,6 +403,122 @@ static void value_needs_equals(void **state)
 	assert_int_equal(PARSE(&o_unused, "--stats=s.json", "--split-lock=emulate", "img"), CLI_RUN);
 	assert_string_equal(o_unused.stats_path, "s.json");
 	assert_int_equal(o_unused.split_lock, POLICY_EMULATE);
+}
+
+/* An abbreviation that fits several options names them; a unique one works. */
+static void abbreviations(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ { "--split=off", "img" },
+		  "option '--split' is ambiguous: --split-lock or --split-lock-ratelimit" },
+		{ { "--split", "off", "img" },
+		  "option '--split' is ambiguous: --split-lock or --split-lock-ratelimit" },
+		{ { "--s", "img" },
+		  "option '--s' is ambiguous: --split-lock, --split-lock-ratelimit, --stats or --self-test" },
+		{ { "--h" }, "option '--h' is ambiguous: --host-info or --help" },
+		{ { "--bogus", "img" }, "unknown option '--bogus' (see vmm --help)" },
+		{ { "--bogus=1", "img" }, "unknown option '--bogus=1' (see vmm --help)" },
+		{ { "--=x", "img" }, "unknown option '--=x' (see vmm --help)" },
+		{ { "-x", "img" }, "unknown option '-x' (see vmm --help)" },
+		{ { "-qx", "img" }, "unknown option '-x' (see vmm --help)" },
+		{ { "-xq", "img" }, "unknown option '-x' (see vmm --help)" },
+	};
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--split-lock=on", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock, POLICY_ON);
+	assert_int_equal(PARSE(&o, "--split-lock-r=5", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_ratelimit, 5);
+	assert_int_equal(PARSE(&o, "--st", "img"), CLI_RUN);
+	assert_true(o.stats);
+	assert_int_equal(PARSE(&o, "--se"), CLI_RUN);
+	assert_true(o.self_test);
+	assert_int_equal(PARSE(&o, "--ho", "--js"), CLI_RUN);
+	assert_true(o.host_info && o.json);
+	assert_int_equal(PARSE(&o, "--he"), CLI_HELP);
+	assert_int_equal(PARSE(&o, "--vers"), CLI_VERSION);
+	assert_int_equal(PARSE(&o, "--cp", "3", "--mem=8M", "img"), CLI_RUN);
+	assert_int_equal(o.cpus, 3);
+	refused_exactly(cases, ARRAY_SIZE(cases));
+}
+
+/* An option that takes no value says so when given one. */
+static void no_value_options(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ { "--help=foo" }, "--help takes no value, got '--help=foo'" },
+		{ { "--version=x" }, "--version takes no value, got '--version=x'" },
+		{ { "--quiet=1", "img" }, "--quiet takes no value, got '--quiet=1'" },
+		{ { "--host-info", "--json=1" }, "--json takes no value, got '--json=1'" },
+		{ { "--host-info=1" }, "--host-info takes no value, got '--host-info=1'" },
+		{ { "--self-test=1" }, "--self-test takes no value, got '--self-test=1'" },
+		{ { "--self-test=" }, "--self-test takes no value, got '--self-test='" },
+		{ { "--hel=x" }, "--help takes no value, got '--hel=x'" },
+		{ { "img", "--qu=yes" }, "--quiet takes no value, got '--qu=yes'" },
+	};
+
+	(void)state;
+	refused_exactly(cases, ARRAY_SIZE(cases));
+}
+
+/*
+ * The ratelimit acts wherever a split lock reaches vmm, which a host booted
+ * with split_lock_detect=fatal does under every policy: none refuses it.
+ */
+static void ratelimit_under_every_policy(void **state)
+{
+	static const char *const policies[] = {
+		"--split-lock=inherit", "--split-lock=on", "--split-lock=off", "--split-lock=emulate",
+	};
+	struct cli_options o;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(policies); i++) {
+		assert_int_equal(PARSE(&o, (char *)policies[i], "--split-lock-ratelimit=5", "img"),
+				 CLI_RUN);
+		assert_int_equal(o.split_lock_ratelimit, 5);
+		assert_int_equal(PARSE(&o, "--split-lock-ratelimit=5", (char *)policies[i], "img"),
+				 CLI_RUN);
+	}
+}
+
+/*
+ * --help fits 80 columns: a help text too long for its line goes on in the
+ * help column, and no word of it is lost to the wrapping.
+ */
+static void usage_fits_80_columns(void **state)
+{
+	char *text = NULL, *line, *save = NULL, *flat;
+	size_t len = 0, n = 0;
+	bool in_options = false;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	cli_usage(f);
+	assert_int_equal(fclose(f), 0);
+	flat = malloc(len + 1);
+	assert_non_null(flat);
+	/* The text with every run of blanks and newlines as one space. */
+	for (size_t i = 0; i < len; i++)
+		if (!(text[i] == ' ' || text[i] == '\n') || (n && flat[n - 1] != ' '))
+			flat[n++] = text[i] == '\n' ? ' ' : text[i];
+	flat[n] = '\0';
+	assert_non_null(strstr(flat, "--split-lock-ratelimit=N emulate at most N split locks a second per VM"));
+	assert_non_null(strstr(flat, "128+N on signal N (see vmm(1))."));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strlen(line) > 80)
+			fail_msg("%zu columns: '%s'", strlen(line), line);
+		in_options = (in_options || !strcmp(line, "options:")) &&
+			     strncmp(line, "exit status", 11) != 0;
+		/* An option's continuation starts in the help column, 31. */
+		if (in_options && strspn(line, " ") > 6 && strspn(line, " ") != 31)
+			fail_msg("continuation not in the help column: '%s'", line);
+	}
+	free(flat);
+	free(text);
 }
 
 int main(void)
@@ -355,7 +535,12 @@ int main(void)
 		cmocka_unit_test(seconds),
 		cmocka_unit_test(host_info_alone),
 		cmocka_unit_test(host_info_refuses_vm_options),
-		cmocka_unit_test(value_needs_equals),
+		cmocka_unit_test(timeout_forms),
+		cmocka_unit_test(long_only_values),
+		cmocka_unit_test(abbreviations),
+		cmocka_unit_test(no_value_options),
+		cmocka_unit_test(ratelimit_under_every_policy),
+		cmocka_unit_test(usage_fits_80_columns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

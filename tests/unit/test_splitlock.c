@@ -53,6 +53,19 @@ static int setup_not_enumerated(void **state)
 	return setup_vm(false);
 }
 
+/*
+ * --split-lock=off on a split_lock_detect=fatal host: KVM still hands vmm
+ * the guest's split locks, which --split-lock-ratelimit then paces.
+ */
+static int setup_policy_off(void **state)
+{
+	(void)state;
+	if (setup_vm(false))
+		return -1;
+	fv.vm.policy = POLICY_OFF;
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -908,6 +921,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ac_emulated_shadow_unwritable_stops, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_emulated_shadow_unreadable_stops, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ratelimit_delays_counted, setup_enumerated, teardown),
+		cmocka_unit_test_setup_teardown(ratelimit_delays_counted, setup_policy_off, teardown),
 		cmocka_unit_test_setup_teardown(emulation_warns_with_rip, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_stops_when_it_cannot_emulate, setup_enumerated, teardown),
 		cmocka_unit_test_setup_teardown(ac_becomes_the_page_fault, setup_enumerated, teardown),
