@@ -15,10 +15,7 @@
 /* Reserved TEST_CTRL bits the test writes, each must raise #GP. */
 static const unsigned reserved_bits[] = { 0, 1, 28, 30, 31, 32, 48, 63 };
 
-/* ~5 s at CPL0 on the project's hosts; plenty on real hardware. */
-#define AP_WAIT_SPINS 1000000u
-
-static bool enumerated;
+static bool enumerated, enumeration_read;
 /*
  * Every split lock this test makes, by privilege level, whatever became of
  * it (completed or #AC): printed as split_locks_made.cpl0= and .cpl3= for
@@ -26,12 +23,6 @@ static bool enumerated;
  * (split_locks_detected), which must see each one.
  */
 static unsigned made_cpl0, made_cpl3;
-/* vCPU 0 -> vCPU 1 handshake for the per-vCPU TEST_CTRL check. */
-enum { AP_IDLE, AP_READ_TEST_CTRL, AP_RELEASE };
-static uint32_t ap_request;
-static uint32_t ap_done;
-static int ap_vector;
-static uint64_t ap_value;
 
 /*
  * Two pages, so that operands can cross a cache line inside a page and a
@@ -196,6 +187,7 @@ static void test_enumeration(const struct boot_info *bi)
 		tap_skip("IA32_CORE_CAPABILITIES is absent",
 			 "core_caps.value: IA32_CORE_CAPABILITIES has no bit but 5");
 	enumerated = caps & CORE_CAP_SPLIT_LOCK_DETECT;
+	enumeration_read = true;
 	tap_diag("sld=%s", enumerated ? "enumerated" : "not-enumerated");
 
 	vec = wrmsr_safe(MSR_IA32_CORE_CAPABILITIES, caps);
@@ -245,21 +237,26 @@ static void test_ctrl_reserved_bits(void)
 	       faults, ARRAY_SIZE(reserved_bits), bad);
 }
 
-/* vCPU 1 reads its own TEST_CTRL while vCPU 0's bit 29 is set. */
+/*
+ * Each AP (up to PERCPU_MAX_APS) reads its own TEST_CTRL, never written,
+ * while vCPU 0's bit 29 is set: its reset value, 0.
+ */
 static void test_ctrl_per_vcpu(const struct boot_info *bi)
 {
-	if (bi->cpu_count < 2) {
+	unsigned n = percpu_aps(bi), wrong = 0;
+	bool answered;
+
+	if (n == 0) {
 		tap_skip("needs 2 vCPUs", "test_ctrl.per_cpu: TEST_CTRL is per vCPU");
 		return;
 	}
-	atomic_store(&ap_request, AP_READ_TEST_CTRL);
-	if (!spin_wait_eq32(&ap_done, 1, AP_WAIT_SPINS)) {
-		tap_ok(false, "test_ctrl.per_cpu: TEST_CTRL is per vCPU, but vCPU 1 never answered");
-		return;
-	}
-	tap_ok(ap_vector == EXC_NONE && ap_value == 0,
-	       "test_ctrl.per_cpu: TEST_CTRL is per vCPU, vCPU 0 has bit 29 set and vCPU 1 reads 0x%llx (vector %d)",
-	       (unsigned long long)ap_value, ap_vector);
+	answered = ap_call(AP_OP_READ, 0, percpu_mask(n));
+	for (unsigned i = 1; i <= n; i++)
+		if (ap_reply(i)->vector != EXC_NONE || ap_reply(i)->value != 0)
+			wrong++;
+	tap_ok(answered && wrong == 0,
+	       "test_ctrl.per_cpu: TEST_CTRL is per vCPU, vCPU 0 has bit 29 set and each AP reads its reset value 0 (vCPU 1 reads 0x%llx, vector %d; %u of %u APs wrong)",
+	       (unsigned long long)ap_reply(1)->value, ap_reply(1)->vector, wrong, n);
 }
 
 static void test_ctrl_present(const struct boot_info *bi)
@@ -281,7 +278,7 @@ static void test_ctrl_present(const struct boot_info *bi)
 
 static void test_test_ctrl(const struct boot_info *bi)
 {
-	if (enumerated)
+	if (splitlock_enumerated())
 		test_ctrl_present(bi);
 	else
 		test_ctrl_absent();
@@ -305,7 +302,7 @@ static void test_no_ac_without_split_lock(const struct boot_info *bi)
 
 	(void)bi;
 	/* Inside one line nothing is a split lock, whatever TEST_CTRL says. */
-	if (enumerated)
+	if (splitlock_enumerated())
 		wrmsr_safe(MSR_TEST_CTRL, TEST_CTRL_SPLIT_LOCK_DETECT);
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++) {
 		int vec;
@@ -316,7 +313,7 @@ static void test_no_ac_without_split_lock(const struct boot_info *bi)
 			bad++;
 	}
 	tap_ok(bad == 0, "split_lock.in_line: locked operations of 1 to 16 bytes inside one cache line complete without #AC%s (%u wrong)",
-	       enumerated ? ", TEST_CTRL bit 29 set" : "", bad);
+	       splitlock_enumerated() ? ", TEST_CTRL bit 29 set" : "", bad);
 
 	/* A misaligned access that is not locked is no split lock. */
 	asm volatile(ASM_TRY("1f") "movl %1, (%2)\n\t"
@@ -325,7 +322,7 @@ static void test_no_ac_without_split_lock(const struct boot_info *bi)
 	tap_ok(exception_vector() == EXC_NONE && word == 0xa1b2c3d4u,
 	       "split_lock.unlocked: unlocked access across a cache line completes without #AC (vector %d)",
 	       exception_vector());
-	if (enumerated)
+	if (splitlock_enumerated())
 		wrmsr_safe(MSR_TEST_CTRL, 0);
 }
 
@@ -365,7 +362,7 @@ static void test_split_lock_ac(const struct boot_info *bi)
 {
 	int user_vec;
 
-	if (!enumerated) {
+	if (!splitlock_enumerated()) {
 		tap_skip("split-lock detection is not enumerated",
 			 "split_lock.ac: split locks with TEST_CTRL bit 29 set raise #AC");
 		tap_skip("split-lock detection is not enumerated",
@@ -414,7 +411,7 @@ static void test_split_lock_ac_rip(const struct boot_info *bi)
 	uint64_t insn;
 
 	(void)bi;
-	if (!enumerated) {
+	if (!splitlock_enumerated()) {
 		tap_skip("split-lock detection is not enumerated",
 			 "split_lock.ac_rip: split-lock #AC reports the RIP of the instruction");
 		tap_skip("split-lock detection is not enumerated",
@@ -435,38 +432,31 @@ static void test_split_lock_ac_rip(const struct boot_info *bi)
 	wrmsr_safe(MSR_TEST_CTRL, 0);
 }
 
-/* The last of the group: no split lock comes after it. */
-static void count_split_locks(const struct boot_info *bi)
+/* Run after every test that makes split locks (test_percpu.c's last). */
+void splitlock_count_made(const struct boot_info *bi)
 {
 	(void)bi;
 	tap_diag("split_locks_made.cpl0=%u", made_cpl0);
 	tap_diag("split_locks_made.cpl3=%u", made_cpl3);
 }
 
-static void release_ap(const struct boot_info *bi)
+void splitlock_made_cpl0(unsigned n)
 {
-	(void)bi;
-	atomic_store(&ap_request, AP_RELEASE);
+	made_cpl0 += n;
 }
 
-void splitlock_ap(const struct boot_info *bi)
+/* test_enumeration's answer; where selftest.only left it out, read here. */
+bool splitlock_enumerated(void)
 {
-	uint32_t req;
+	uint64_t caps = 0;
 
-	if (bi->cpu_index != 1)
-		return;
-	/* Bounded: a vCPU 0 that died must not leave this one spinning for ever. */
-	for (uint64_t i = 0; i < 20 * (uint64_t)AP_WAIT_SPINS; i++) {
-		req = atomic_load(&ap_request);
-		if (req == AP_RELEASE)
-			return;
-		if (req == AP_READ_TEST_CTRL) {
-			ap_vector = rdmsr_safe(MSR_TEST_CTRL, &ap_value);
-			atomic_store(&ap_done, 1);
-			return;
-		}
-		cpu_relax();
+	if (!enumeration_read) {
+		enumerated = rdmsr_safe(MSR_IA32_CORE_CAPABILITIES, &caps) == EXC_NONE &&
+			     (caps & CORE_CAP_SPLIT_LOCK_DETECT);
+		enumeration_read = true;
+		tap_diag("sld=%s", enumerated ? "enumerated" : "not-enumerated");
 	}
+	return enumerated;
 }
 
 static const struct guest_test tests[] = {
@@ -477,8 +467,6 @@ static const struct guest_test tests[] = {
 	{ "ac", test_split_lock_ac },
 	{ "user_unasked", test_split_lock_user_unasked },
 	{ "ac_rip", test_split_lock_ac_rip },
-	{ "count", count_split_locks },
-	{ "release_ap", release_ap },
 };
 
 TEST_GROUP(splitlock_tests, "split-lock detection", tests);

@@ -49,6 +49,44 @@ MUTANTS = [
         "edits": [("src/vmm/msr.c", "\t\ts->test_ctrl = val;\n", "\t\t(void)s;\n")],
         "tests": ["msr-test-ctrl-emulate", "split-lock-ac-emulate"],
     },
+    # The README's per-vCPU promises: each vCPU has its own TEST_CTRL (both
+    # directions), reset to 0, and #AC follows the faulting vCPU's own bit.
+    {
+        "name": "test-ctrl-written-to-vcpu0",
+        "what": "every vCPU's TEST_CTRL write lands in vCPU 0's (one TEST_CTRL per VM)",
+        "edits": [("src/vmm/splitlock.c",
+                   "\tif (msr_write(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index,",
+                   "\tif (msr_write(v->vm->split_lock_enumerated, &v->vm->vcpus[0].msrs, "
+                   "v->run->msr.index,")],
+        "tests": ["selftest-percpu-emulate"],
+    },
+    {
+        "name": "test-ctrl-read-from-vcpu0",
+        "what": "every vCPU reads vCPU 0's TEST_CTRL",
+        "edits": [("src/vmm/splitlock.c",
+                   "\tif (msr_read(v->vm->split_lock_enumerated, &v->msrs, v->run->msr.index, &val)",
+                   "\tif (msr_read(v->vm->split_lock_enumerated, &v->vm->vcpus[0].msrs, "
+                   "v->run->msr.index, &val)")],
+        "tests": ["selftest-percpu-emulate"],
+    },
+    {
+        "name": "ap-test-ctrl-reset-set",
+        "what": "an AP's TEST_CTRL starts with bit 29 set, where reset clears it",
+        "edits": [("src/vmm/vcpu.c", "\tmsr_reset(&v->msrs);\n",
+                   "\tmsr_reset(&v->msrs);\n\tif (v->index)\n"
+                   "\t\tv->msrs.test_ctrl = 1ull << 29;\n")],
+        "tests": ["selftest-percpu-emulate"],
+    },
+    {
+        "name": "ac-follows-vcpu0",
+        "what": "whether a split lock raises #AC is decided by vCPU 0's TEST_CTRL, "
+                "whichever vCPU made it",
+        "edits": [("src/vmm/splitlock.c",
+                   "s->ac_requested = splitlock_decide_ac(&v->msrs) == SPLITLOCK_AC_INJECT;",
+                   "s->ac_requested = splitlock_decide_ac(&v->vm->vcpus[0].msrs) == "
+                   "SPLITLOCK_AC_INJECT;")],
+        "tests": ["selftest-percpu-emulate"],
+    },
     {
         "name": "ac-never-injected",
         "what": "a split lock the guest asked #AC for is not injected (reported as injected)",
