@@ -1,46 +1,60 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test suite:
-#   build/        gcc: every suite on this machine's KVM (the VM suites skip
-#                 without one), then the VM suites (e2e, bad-input,
-#                 differential) again on the lab's stock KVM: tests/lab/
-#                 server.py boots it in the background at the start
-#   build-clang/  clang: the whole tree must build clean, unit tests
-#   build-asan/   AddressSanitizer + UBSan: every suite, booting build/guest.bin
-#                 (its VM suites run where this machine has a KVM)
-#   mutants       vmm rebuilt with deliberate defects: the suites must fail
-#   run-sh        ./run.sh as README has it (its own lab where there is no KVM)
-# Ends with "tests: N passed, N failed, N skipped; VM boots: N on this
-# machine's KVM, N on the lab's stock KVM", and fails when no VM was booted
-# (unless VMM_TEST_ALLOW_NO_KVM=1). README.md ("Tests") and docs/lab.md
-# have the details.
+# Installs what is missing, builds, and runs every test suite, each phase
+# once (docs/testing.md, "What ./test.sh runs where", says why):
+#   gcc      build/: every suite on this machine's KVM (the VM suites skip
+#            without one)
+#   clang    build-clang/: the whole tree must build clean; unit tests
+#   asan     build-asan/: AddressSanitizer + UBSan, every suite, booting
+#            build/guest.bin (its VM suites skip without a KVM here)
+#   lab      tests/lab/server.py boots a stock KVM inside QEMU in the
+#            background at the start. With a KVM here it runs only what
+#            this KVM could not judge (its skips, CPL3 stepping, the
+#            self-test under each policy); without one, every VM suite
+#   mutants  vmm rebuilt with deliberate defects: the suites must fail. On
+#            this machine's KVM where there is one (those it cannot judge
+#            then go to the lab), else on the lab
+#   run-sh   ./run.sh as README has it (its own lab where there is no KVM)
+# Ends with a table of each phase's time and "tests: N passed, N failed,
+# N skipped; mutants: ...; VM boots: ..."; every failure of the run
+# (tests, mutants not killed, phases) is counted in "failed". Fails when
+# no VM was booted (unless VMM_TEST_ALLOW_NO_KVM=1).
 set -euo pipefail
 cd "$(dirname "$0")"
+t_setup=$SECONDS
 . scripts/setup.sh
 vmm_install_packages
+vmm_build build
 
-status=0
 logs=()
-run_suite() { # label dir [meson test args...]
+mkdir -p build/lab build/meson-logs
+phases=$PWD/build/meson-logs/phases.tsv
+printf 'setup and gcc build\t%d\t0\n' $((SECONDS - t_setup)) >"$phases"
+export VMM_TEST_BOOT_LOG=$PWD/build/meson-logs/vm-boots.log
+rm -f "$VMM_TEST_BOOT_LOG" build/lab/state.json build/meson-logs/mutants*.json
+
+# phase NAME CMD...: runs CMD, records its time and status; never stops the run.
+phase() {
+	local name=$1 t0=$SECONDS rc=0
+	shift
+	echo "== [$name] $*"
+	"$@" || rc=$?
+	printf '%s\t%d\t%d\n' "$name" $((SECONDS - t0)) "$rc" >>"$phases"
+	return 0
+}
+suite() { # label dir [meson test args...]
 	local label=$1 dir=$2
 	shift 2
-	echo "== [$label] meson test -C $dir $*"
-	meson test -C "$dir" --print-errorlogs --logbase "$label" "$@" || status=1
 	logs+=("$label=$dir/meson-logs/$label.json")
+	meson test -C "$dir" --print-errorlogs --logbase "$label" "$@"
 }
-
-vmm_build build
-mkdir -p build/lab
-export VMM_TEST_BOOT_LOG=$PWD/build/meson-logs/vm-boots.log
-rm -f "$VMM_TEST_BOOT_LOG" build/lab/state.json
+kvm_here=0
+[ -r /dev/kvm ] && [ -w /dev/kvm ] && kvm_here=1
 
 # The lab boots while the rest runs. Bounded from outside: the server's own
-# deadline, then timeout's KILL; a hang is reported with its evidence. The
-# deadline is 80 minutes of CI's 90: where this machine has a KVM, every VM
-# suite runs on it twice (gcc, ASan) before the lab's turn, and a deadline
-# of 55 minutes (3300 s) killed the lab in the middle of its suites.
+# deadline, then timeout's KILL; a hang is reported with its evidence.
 lab_state=$PWD/build/lab/state.json
-timeout -k 30 4800 python3 tests/lab/server.py start --build build --state "$lab_state" \
-	--timeout 4700 >build/lab/server.log 2>&1 &
+timeout -k 30 3000 python3 tests/lab/server.py start --build build --state "$lab_state" \
+	--timeout 2900 >build/lab/server.log 2>&1 &
 lab_pid=$!
 stop_lab() {
 	python3 tests/lab/server.py stop --state "$lab_state" >/dev/null 2>&1 &
@@ -52,48 +66,80 @@ stop_lab() {
 }
 trap stop_lab EXIT
 
-run_suite gcc build --no-suite run-sh
+phase gcc suite gcc build --no-suite run-sh
 
-CC=clang vmm_build build-clang
-run_suite clang build-clang --suite unit
+clang_build() { CC=clang vmm_build build-clang; }
+phase "clang build" clang_build
+phase clang suite clang build-clang --suite unit
 
 # The guest is freestanding code and is never built with sanitizers: the
-# sanitizer build boots the gcc build's guest.bin.
-vmm_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dguest=false \
-	-Dguest_image="$PWD/build/guest.bin"
+# sanitizer build boots the gcc build's guest.bin, every suite on this
+# machine's KVM (about as long as gcc's). Never in the lab: a sanitizer
+# runtime adds nothing to what a stock KVM tells, and minutes under TCG.
+phase "asan build" vmm_build build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+	-Dguest=false -Dguest_image="$PWD/build/guest.bin"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	run_suite asan build-asan
+	phase asan suite asan build-asan
 
-echo "== the lab (tests/lab/server.py; its log: build/lab/server.log)"
-lab_ok=0
-python3 tests/lab/server.py wait --state "$lab_state" --timeout 900 && lab_ok=1 || {
-	rc=$?
+mutants() { # where [run.py args...]
+	local where=$1
+	shift
+	if [ "$where" = lab ]; then
+		VMM_TEST_LAB=$lab_state python3 tests/mutants/run.py --build build "$@"
+	else
+		python3 tests/mutants/run.py --build build "$@"
+	fi
+}
+# Where mutants run fastest: this machine's KVM, before the lab's turn.
+if [ $kvm_here = 1 ]; then
+	phase "mutants (this KVM)" mutants here --json build/meson-logs/mutants.json
+fi
+
+lab_up() {
+	python3 tests/lab/server.py wait --state "$lab_state" --timeout 900 && return 0
+	local rc=$?
 	cat build/lab/server.log >&2
 	if [ "$rc" = 77 ] && [ "${VMM_TEST_ALLOW_NO_KVM:-}" = 1 ]; then
 		echo "lab: cannot be had here; VMM_TEST_ALLOW_NO_KVM=1: going on without it"
-	else
-		echo "lab: FAIL: the lab did not come up (above); it is the stock KVM every VM suite runs on" >&2
-		status=1
+		return 77
 	fi
+	echo "lab: FAIL: the lab did not come up (above); it is the stock KVM of this run" >&2
+	return 1
 }
-if [ $lab_ok = 1 ]; then
-	# One meson per lab boot, each with its share of the tests (shards.py).
-	echo "== [gcc-lab] the VM suites on the lab's boots"
+lab_suites() {
+	local judge=()
+	[ $kvm_here = 1 ] && judge=(--judge-after build/meson-logs/gcc.json)
 	python3 tests/lab/shards.py --build build --state "$lab_state" --logbase gcc-lab \
-		--setup lab --suite e2e --suite bad-input --suite differential || status=1
+		--setup lab --suite e2e --suite bad-input --suite differential "${judge[@]}"
+}
+phase "lab up" lab_up
+lab_ok=0
+grep -q '"status": "ready"' "$lab_state" 2>/dev/null && lab_ok=1
+if [ $lab_ok = 1 ]; then
 	logs+=("gcc-lab=build/meson-logs/gcc-lab.json")
-	VMM_TEST_LAB=$lab_state python3 tests/mutants/run.py --build build || status=1
+	phase gcc-lab lab_suites
+	if [ $kvm_here = 1 ]; then
+		phase "mutants (lab)" mutants lab --not-killed-in build/meson-logs/mutants.json \
+			--json build/meson-logs/mutants-lab.json
+	else
+		phase "mutants (lab)" mutants lab --json build/meson-logs/mutants.json
+	fi
 fi
 trap - EXIT
-stop_lab
-if ! grep -q '"status": "stopped"' "$lab_state" 2>/dev/null && [ $lab_ok = 1 ]; then
+lab_clean() {
+	stop_lab
+	[ $lab_ok = 1 ] || return 0
+	grep -q '"status": "stopped"' "$lab_state" 2>/dev/null && return 0
 	echo "lab: FAIL: a lab boot did not end cleanly:" >&2
 	tail -n 60 build/lab/server.log >&2
-	status=1
-fi
+	return 1
+}
+phase "lab stop" lab_clean
 
-# README's ./run.sh as a new user runs it: here it boots a lab of its own.
-run_suite gcc-run-sh build --suite run-sh
+# README's ./run.sh as a new user runs it: where there is no KVM here, it
+# boots a lab of its own.
+phase gcc-run-sh suite gcc-run-sh build --suite run-sh
 
-python3 scripts/test-summary.py --boots "$VMM_TEST_BOOT_LOG" "${logs[@]}" || status=1
-exit $status
+python3 scripts/test-summary.py --boots "$VMM_TEST_BOOT_LOG" --phases "$phases" \
+	--mutants build/meson-logs/mutants.json --mutants build/meson-logs/mutants-lab.json \
+	"${logs[@]}"

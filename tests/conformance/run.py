@@ -78,6 +78,14 @@ ROWS = [
     ("split_lock.in_line", "locked operations inside one cache line: no #AC"),
     ("split_lock.unlocked", "unlocked access across a cache line: no #AC"),
     ("legacy_ac.cpl3", "legacy alignment check: misaligned load at CPL3, CR0.AM and RFLAGS.AC set, raises #AC"),
+    ("percpu.cpuid", "CPUID.(7,0):EDX[30] is the same on every vCPU"),
+    ("percpu.core_caps", "IA32_CORE_CAPABILITIES reads the same on every vCPU"),
+    ("percpu.set", "each AP sets its own TEST_CTRL bit 29"),
+    ("percpu.isolated", "an AP's TEST_CTRL is seen by no other vCPU"),
+    ("percpu.reserved_gp", "reserved TEST_CTRL bits raise #GP on each AP"),
+    ("percpu.ac_ap_asked", "bit 29 on the APs only: their split locks raise #AC, vCPU 0's completes"),
+    ("percpu.clear", "each AP clears its own bit 29, vCPU 0's stays set"),
+    ("percpu.ac_bsp_asked", "bit 29 on vCPU 0 only: its split lock raises #AC, the APs' complete"),
 ]
 PATTERNS = {
     "msr.absent_gp": re.compile(r"^(rd|wr)msr_safe of nonexistent MSR"),
@@ -465,10 +473,12 @@ def check_tcg(results, rows):
         want("cpuid", ["skip"], "QEMU's TCG does not enumerate IA32_CORE_CAPABILITIES")
         for rid in ["test_ctrl.reset", "test_ctrl.set", "test_ctrl.clear",
                     "test_ctrl.reserved_gp", "test_ctrl.per_cpu", "split_lock.ac",
-                    "split_lock.ac_cpl3", "split_lock.ac_rip", "split_lock.ac_rf"]:
+                    "split_lock.ac_cpl3", "split_lock.ac_rip", "split_lock.ac_rf",
+                    "percpu.core_caps", "percpu.set", "percpu.isolated", "percpu.reserved_gp",
+                    "percpu.ac_ap_asked", "percpu.clear", "percpu.ac_bsp_asked"]:
             want(rid, ["skip"], "nothing enumerates split-lock detection")
         for rid in ["split_lock.clear", "split_lock.clear_cpl3", "split_lock.in_line",
-                    "split_lock.unlocked", "core_caps.read"]:
+                    "split_lock.unlocked", "core_caps.read", "percpu.cpuid"]:
             want(rid, ["pass"], "a CPU without split-lock detection just executes them")
         # MSRs that are not enumerated must behave like any MSR that does not
         # exist on the same CPU: #GP, as the SDM says, where that CPU raises it.
@@ -486,6 +496,30 @@ def check_tcg(results, rows):
 
 
 # ------------------------------------------------------------------ the document
+
+DOC = os.path.join(REPO, "docs", "conformance.md")
+
+
+def doc_stale(results):
+    """docs/conformance.md against this run: each configuration run here must
+    have the outcome the document gives it (its figures cannot go stale)."""
+    try:
+        with open(DOC) as f:
+            doc = f.read()
+    except OSError as e:
+        return [f"{DOC}: {e}"]
+    fails = []
+    for r in results:
+        m = re.search(r"^\| [HL]\d+ \| " + re.escape(r["title"]) + r" \(this machine\) \|.*\| ([^|]*) \|$",
+                      doc, re.M)
+        if not m:
+            fails.append(f"docs/conformance.md has no row for {r['title']}")
+        elif m.group(1).strip() != outcome(r):
+            fails.append(f"docs/conformance.md is stale: {r['title']}: it says "
+                         f"'{m.group(1).strip()}', this run gives '{outcome(r)}'; regenerate it: "
+                         "tests/conformance/run.py --build build --lab --write docs/conformance.md")
+    return fails
+
 
 def md(s):
     return s.replace("|", "\\|").replace("\n", " ")
@@ -632,7 +666,7 @@ def main():
         for r in results:
             print(f"--- {r['name']}: {' '.join(r['cmd'])}\n{r['out']}{r['err']}")
         rows, table_errors = load_expected()
-        fails = table_errors + check_tcg(results, rows)
+        fails = table_errors + check_tcg(results, rows) + doc_stale(results)
         for f in fails:
             print("FAIL: " + f)
         if not fails:

@@ -24,6 +24,7 @@ import os
 import re
 import resource
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +32,9 @@ import time
 import remote
 
 SKIP = 77
+# meson's ERROR: the environment broke (the lab stopped, its agent gone),
+# so nothing was judged. Never a failure of vmm: it kills no mutant.
+ENV_ERROR = 99
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -54,6 +58,24 @@ class Skip(Exception):
 
 class Failure(Exception):
     """Raised where a case cannot go on; case_main() reports it as a failure."""
+
+
+class LabGone(Exception):
+    """The lab a case runs in stopped or broke off: an error of the run,
+    not a verdict on vmm. Escapes every case's own handling, to exit 99."""
+
+
+def _env_error_hook(kind, value, tb):
+    """Every script imports this module: a lab that went away ends any of
+    them with meson's ERROR status, whatever it was doing."""
+    if issubclass(kind, (LabGone, remote.AgentError)):
+        sys.stdout.flush()
+        print(f"ERROR: the lab went away, nothing was judged: {value}", flush=True)
+        os._exit(ENV_ERROR)
+    sys.__excepthook__(kind, value, tb)
+
+
+sys.excepthook = _env_error_hook
 
 
 class LocalTarget:
@@ -124,7 +146,7 @@ class LabTarget:
         self.state_path = state_path
         st = self.state()
         if st is None:
-            raise Failure(f"VMM_TEST_LAB={state_path}: no lab state there "
+            raise LabGone(f"VMM_TEST_LAB={state_path}: no lab state there "
                           "(start one with tests/lab/server.py start)")
         pin = os.environ.get("VMM_TEST_LAB_BOOT")  # tests/lab/shards.py gives each meson its boot
         # A pinned boot on its way back up after a freeze or a QEMU crash
@@ -166,9 +188,9 @@ class LabTarget:
     def why_not(self):
         if self.boot is None:
             st = self.state() or {"status": "gone", "boots": []}
-            raise SystemExit(report([f"the lab asked for (VMM_TEST_LAB) is {st['status']}: "
-                                     + "; ".join(f"boot {b['id']} {b['state']} {b.get('error', '')}"
-                                                 for b in st["boots"])]))
+            raise LabGone(f"the lab asked for (VMM_TEST_LAB) is {st['status']}: "
+                          + "; ".join(f"boot {b['id']} {b['state']} {b.get('error', '')}"
+                                      for b in st["boots"]))
         return None
 
     def trouble(self):
@@ -399,7 +421,7 @@ class Process:
             try:
                 return self.proc.poll()
             except remote.AgentError as e:
-                raise Failure(f"{e}\n{self.target.trouble()}")
+                raise LabGone(f"{e}\n{self.target.trouble()}")
         pid, wstatus = os.waitpid(self.pid, os.WNOHANG)
         return os.waitstatus_to_exitcode(wstatus) if pid else None
 

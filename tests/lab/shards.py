@@ -7,6 +7,13 @@ machine to itself) would otherwise run every such test one after another
 on one boot while the other idles.
 
   shards.py --build DIR --state FILE --logbase NAME [--setup S] [--suite X ...]
+            [--judge-after LOG]
+
+With --judge-after LOG (meson's JSON log of the same suites on this
+machine's KVM), only what that KVM could not judge runs: the tests it
+skipped, the tests of CPL3 code where it cannot single-step CPL3 (vmm
+--host-info), and the self-test under each policy, so that every run
+still boots the product on a stock KVM (lab_picks()).
 
 The shares are balanced by each test's duration in DIR's last log of the
 same NAME where there is one, else by a rough cost (emulate and matrix
@@ -43,6 +50,29 @@ def cost(name, last):
     return 60 if any(w in name for w in SLOW) else 5
 
 
+# The self-test under every policy, on 1 and 2 vCPUs: a stock KVM boots the
+# product in every run, whatever this machine's KVM judged.
+STOCK_SMOKE = ("selftest-", "policy-")
+
+
+def lab_picks(build, log, tests):
+    """The tests of `tests` that this machine's KVM did not judge in `log`."""
+    skipped = set()
+    with open(log) as f:
+        for ln in f:
+            r = json.loads(ln)
+            if r["result"] == "SKIP":
+                skipped.add(r["name"].split(" / ", 1)[1])
+    info = subprocess.run([os.path.join(build, "vmm"), "--host-info", "--json"],
+                          capture_output=True, text=True)
+    try:
+        cpl3 = json.loads(info.stdout)["kvm"]["probe"]["singlestep_cpl3"]
+    except (ValueError, KeyError, TypeError):
+        cpl3 = None
+    return [t for t in tests
+            if t in skipped or t.startswith(STOCK_SMOKE) or (not cpl3 and "cpl3" in t)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -51,6 +81,8 @@ def main():
     ap.add_argument("--logbase", required=True)
     ap.add_argument("--setup")
     ap.add_argument("--suite", action="append", default=[])
+    ap.add_argument("--judge-after", metavar="LOG",
+                    help="only what this machine's KVM could not judge in LOG")
     a = ap.parse_args()
     setup = ["--setup", a.setup] if a.setup else []
     with open(a.state) as f:
@@ -62,6 +94,8 @@ def main():
                             + [x for s in a.suite for x in ("--suite", s)],
                             capture_output=True, text=True, check=True).stdout
     tests = [ln.split(" / ", 1)[1].strip() for ln in listed.splitlines() if " / " in ln]
+    if a.judge_after:
+        tests = lab_picks(a.build, a.judge_after, tests)
     logdir = os.path.join(a.build, "meson-logs")
     last = {}
     try:

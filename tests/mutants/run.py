@@ -16,14 +16,25 @@ this machine's /dev/kvm. A mutant's "unit" tests (a defect a VM shows
 only by chance, such as a race) run in the mutant's own build, before its
 edits are reverted.
 
-Verdict: killed if a named test exits 1 (or runs past its timeout, which
-meson counts as a failure); 77 (skip) kills nothing. --baseline first runs
-every named test with the real BUILD/vmm, all of which must pass; without
-it, that is left to the main suite (./test.sh runs them just before).
+Verdict: killed once a named test judged the mutant and failed it (exit
+1, or past its timeout, which meson counts as a failure); the named tests
+after it are not run. A skip (77) kills nothing, and neither does an error
+of the environment (exit 99: the lab went away; or a harness traceback):
+a mutant with no kill and such an error is an ERROR of the run, not a
+survivor. A mutant whose every named test skipped (a KVM that cannot run
+them) is UNJUDGED. ./test.sh hands every mutant this machine's KVM did not
+kill to the lab (--not-killed-in), whose stock KVM judges what this one
+cannot (leaving IA-32e mode, CPL3 stepping, nested SVM). With a lab of
+several boots, one mutant runs per boot at once; here, one per core (two
+at most).
+--baseline first runs every named test with the real BUILD/vmm, all of
+which must pass; without it, that is left to the main suite (./test.sh
+runs them just before). --json FILE writes the verdicts for
+scripts/test-summary.py.
 
-Exits 0 when every mutant was killed, 1 when one survived, an edit no longer
-applies, a build failed or the baseline failed; 77 when no KVM is to be had.
-Ends with `mutants: N killed, N survived`.
+Exits 0 when every mutant was killed, 1 when one survived or errored, an
+edit no longer applies, a build failed or the baseline failed; 77 when no
+KVM is to be had. Ends with `mutants: N killed, N survived, N errors`.
 """
 import argparse
 import json
@@ -44,6 +55,7 @@ sys.path.insert(0, HERE)
 from table import MUTANTS  # noqa: E402
 
 SKIP = 77
+ENV_ERROR = 99  # tests/e2e/vmmlib.py: the lab went away, nothing judged
 # The meson 'lab' setup (tests/lab/meson.build): what it adds on the lab.
 LAB_SETUP = {"timeout_multiplier": 4, "env": {"VMM_TEST_LAB_TIME_SCALE": "4"}}
 # Top-level entries of the source tree that the copy leaves out.
@@ -156,6 +168,7 @@ class Tests:
         self.build = os.path.abspath(build)
         self.real_vmm = os.path.join(self.build, "vmm")
         self.lab = lab
+        self.where = "the lab's stock KVM" if lab else "this machine's KVM"
         r = subprocess.run(["meson", "introspect", "--tests", self.build],
                            stdout=subprocess.PIPE, text=True, check=True)
         self.by_name = {t["name"]: t for t in json.loads(r.stdout)}
@@ -169,9 +182,9 @@ class Tests:
         return not os.path.isabs(arg) and \
             os.path.normpath(os.path.join(workdir, arg)) == self.real_vmm
 
-    def run(self, name, vmm):
-        """(verdict, status, seconds, output): verdict 'fail', 'pass', 'skip'
-        or 'timeout'."""
+    def run(self, name, vmm, boot=None):
+        """(verdict, status, seconds, output): verdict 'fail', 'pass', 'skip',
+        'timeout' or 'error' (nothing judged). boot: the lab boot to pin."""
         t = self.by_name[name]
         workdir = t.get("workdir") or self.build
         cmd = [vmm if (i and t["cmd"][i - 1] == "--vmm") or self._is_vmm(a, workdir) else a
@@ -182,6 +195,8 @@ class Tests:
         env.update(t.get("env") or {})
         # Mutant runs are not the suite's boots.
         env.pop("VMM_TEST_BOOT_LOG", None)
+        if boot is not None:
+            env["VMM_TEST_LAB_BOOT"] = str(boot)
         timeout = t.get("timeout") or 30
         if self.lab:
             env.update(LAB_SETUP["env"])
@@ -192,7 +207,8 @@ class Tests:
                              start_new_session=True)
         try:
             out, _ = p.communicate(timeout=timeout)
-            verdict = {0: "pass", 1: "fail", SKIP: "skip"}.get(p.returncode, "fail")
+            verdict = {0: "pass", 1: "fail", SKIP: "skip", ENV_ERROR: "error"}.get(
+                p.returncode, "fail")
             # A harness that crashed judged nothing: that kills no mutant.
             if verdict == "fail" and b"Traceback (most recent call last)" in out:
                 verdict = "error"
@@ -216,6 +232,9 @@ def main():
     ap.add_argument("--baseline", action="store_true",
                     help="first run every named test with the real vmm: all must pass")
     ap.add_argument("--verbose", action="store_true", help="print each test's output")
+    ap.add_argument("--json", help="write the verdicts here (scripts/test-summary.py reads them)")
+    ap.add_argument("--not-killed-in", metavar="JSON",
+                    help="only the mutants an earlier --json did not kill (none: exit 0)")
     a = ap.parse_args()
     t_start = time.monotonic()
 
@@ -231,6 +250,13 @@ def main():
         log(f"mutants: FAIL: --only names no mutant of tests/mutants/table.py: {', '.join(unknown)}")
         return 2
     mutants = [m for m in MUTANTS if not a.only or m["name"] in a.only]
+    if a.not_killed_in:
+        with open(a.not_killed_in) as f:
+            left = {r["name"] for r in json.load(f)["mutants"] if r["verdict"] != "killed"}
+        mutants = [m for m in mutants if m["name"] in left]
+        if not mutants:
+            log(f"mutants: every mutant of {a.not_killed_in} was killed")
+            return 0
     tests = Tests(a.build, lab)
     problems = []
     for m in mutants:
@@ -262,57 +288,123 @@ def main():
         log("mutants: FAIL: " + why)
         return 1
 
-    # Built in a thread while the previous mutant's tests run (those mostly
-    # wait for the lab).
+    # Built in a thread while earlier mutants' tests run (those mostly wait
+    # for the lab); judged by one worker per lab boot.
     built = queue.Queue()
 
     def build_all():
         for m in mutants:
-            t0 = time.monotonic()
-            binary, why = builder.build(m)
-            built.put((m, binary, why, time.monotonic() - t0))
+            try:
+                binary, why = builder.build(m)
+            except Exception as e:  # a worker waits for every mutant: never leave one out
+                binary, why = None, f"the build raised {e!r}"
+            built.put((m, binary, why))
     threading.Thread(target=build_all, daemon=True).start()
 
-    rows = []
-    for _ in mutants:
-        m, binary, why, build_secs = built.get()
-        if why:
-            log(f"mutant {m['name']}: BROKEN: {why}")
-            rows.append((m["name"], "-", "EDIT/BUILD FAILED"))
-            continue
-        results = [(f"unit:{n}", v) for n, v in builder.unit_results.get(m["name"], [])]
-        for n, v in results:
-            log(f"mutant {m['name']}: {n}: {v} (in the mutant's own build)")
-        for n in m["tests"]:
-            verdict, st, secs, out = tests.run(n, binary)
-            results.append((n, verdict))
-            log(f"mutant {m['name']}: {n}: {verdict} (exit {st}, {secs:.1f} s)")
-            if a.verbose or verdict in ("error",):
-                sys.stdout.write(out)
-            else:
-                for line in first_fail_lines(out):
-                    log(f"    {line[:200]}")
-        os.unlink(binary)
-        killed = any(v in ("fail", "timeout") for _, v in results)
-        rows.append((m["name"], ", ".join(f"{n}:{v}" for n, v in results),
-                     "killed" if killed else "SURVIVED"))
-        if not killed:
-            log(f"mutant {m['name']} SURVIVED ({m['what']}): no named test failed; "
-                "a test that catches it is missing")
+    rows = {}
+    lock = threading.Lock()
 
+    def work(boot):
+        while True:
+            with lock:
+                if len(rows) + pending[0] >= len(mutants):
+                    return
+                pending[0] += 1
+            m, binary, why = built.get()
+            row = judge(m, binary, why, tests, builder, boot, a.verbose, lock)
+            with lock:
+                pending[0] -= 1
+                rows[m["name"]] = row
+
+    pending = [0]
+    workers = [threading.Thread(target=work, args=(b,)) for b in lab_boots(lab)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    ordered = [rows[m["name"]] for m in mutants]
+    return finish(ordered, a.json, t_start, where)
+
+
+def lab_boots(lab):
+    """The boots to pin one worker each to: the lab's ready ones; here, one
+    unpinned worker per core (two at most); [None] for a lab whose state
+    names none."""
+    if not lab:
+        return [None] * min(2, os.cpu_count() or 1)
+    try:
+        with open(lab) as f:
+            st = json.load(f)
+    except (OSError, ValueError):
+        return [None]
+    ids = [b["id"] for b in st.get("boots", []) if b.get("state") == "ready"]
+    return ids or [None]
+
+
+def judge(m, binary, why, tests, builder, boot, verbose, lock):
+    """One mutant's row: (name, results, verdict). Its tests run in order
+    until one kills it."""
+    def say(msg):
+        with lock:
+            log(msg)
+    if why:
+        say(f"mutant {m['name']}: BROKEN: {why}")
+        return (m["name"], "-", "EDIT/BUILD FAILED")
+    results = [(f"unit:{n}", v) for n, v in builder.unit_results.get(m["name"], [])]
+    for n, v in results:
+        say(f"mutant {m['name']}: {n}: {v} (in the mutant's own build)")
+    for n in m["tests"]:
+        if any(v in ("fail", "timeout") for _, v in results):
+            break
+        verdict, st, secs, out = tests.run(n, binary, boot)
+        results.append((n, verdict))
+        lines = [f"mutant {m['name']}: {n}: {verdict} (exit {st}, {secs:.1f} s"
+                 + (f", lab boot {boot})" if boot is not None else ")")]
+        if verbose or verdict == "error":
+            lines.append(out.rstrip())
+        else:
+            lines += [f"    {line[:200]}" for line in first_fail_lines(out)]
+        say("\n".join(lines))
+    os.unlink(binary)
+    verdicts = {v for _, v in results}
+    verdict = ("killed" if verdicts & {"fail", "timeout"} else
+               "ERROR" if "error" in verdicts else
+               "SURVIVED" if "pass" in verdicts else "UNJUDGED")
+    if verdict == "SURVIVED":
+        say(f"mutant {m['name']} SURVIVED ({m['what']}): no named test failed; "
+            "a test that catches it is missing")
+    elif verdict == "UNJUDGED":
+        say(f"mutant {m['name']}: UNJUDGED: every named test skipped on {tests.where}; "
+            "a KVM that runs them must judge it")
+    elif verdict == "ERROR":
+        say(f"mutant {m['name']}: ERROR: a test's environment broke (above), and no "
+            "test judged it: the run is in error, the mutant unjudged")
+    return (m["name"], ", ".join(f"{n}:{v}" for n, v in results), verdict)
+
+
+def finish(rows, json_path, t_start, where):
+    """The table, the closing line and --json; the exit status."""
     w = max(len(r[0]) for r in rows)
     log("")
     log(f"{'mutant':<{w}}  verdict            tests")
     for name, res, verdict in rows:
         log(f"{name:<{w}}  {verdict:<17}  {res}")
-    nkilled = sum(r[2] == "killed" for r in rows)
-    survived = [r[0] for r in rows if r[2] == "SURVIVED"]
-    broken = [r[0] for r in rows if r[2] not in ("killed", "SURVIVED")]
-    log(f"mutants: {nkilled} killed, {len(survived)} survived"
-        + (f" ({', '.join(survived)})" if survived else "")
+    count = {k: [r[0] for r in rows if r[2] == k]
+             for k in ("killed", "SURVIVED", "UNJUDGED", "ERROR")}
+    broken = [r[0] for r in rows if r[2] not in count]
+    secs = time.monotonic() - t_start
+    log(f"mutants: {len(count['killed'])} killed, {len(count['SURVIVED'])} survived"
+        + (f" ({', '.join(count['SURVIVED'])})" if count["SURVIVED"] else "")
+        + f", {len(count['ERROR'])} errors" + (f" ({', '.join(count['ERROR'])})" if count["ERROR"] else "")
+        + (f", {len(count['UNJUDGED'])} unjudged ({', '.join(count['UNJUDGED'])})"
+           if count["UNJUDGED"] else "")
         + (f", {len(broken)} whose edit or build failed ({', '.join(broken)})" if broken else "")
-        + f"; {time.monotonic() - t_start:.0f} s on {where}")
-    return 0 if nkilled == len(rows) else 1
+        + f"; {secs:.0f} s on {where}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"seconds": round(secs), "where": where,
+                       "mutants": [{"name": n, "verdict": v, "tests": r} for n, r, v in rows]}, f)
+    return 0 if len(count["killed"]) == len(rows) else 1
 
 
 if __name__ == "__main__":
