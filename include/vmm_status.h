@@ -37,7 +37,10 @@
 #define VMM_EXIT_VM_FIRST        80
 #define VMM_EXIT_VM_LAST         87
 
-/* 128 + N: stopped by signal N (SIGINT -> 130, SIGTERM -> 143). */
+/*
+ * 128 + N: stopped by signal N (SIGINT -> 130, SIGTERM -> 143): the VM's
+ * status and --stats' record; vmm itself then dies by N (main.c).
+ */
 #define VMM_EXIT_SIGNAL_BASE     128
 
 #endif

@@ -125,7 +125,7 @@ void cli_usage(FILE *out)
 	}
 	snprintf(tail, sizeof(tail), "exit status: the guest's own (0-%d), %d for usage errors, "
 		 "%d-%d for other errors of vmm (as sysexits(3)), %d-%d for a VM "
-		 "that vmm stopped, 128+N on signal N (see vmm(1)).",
+		 "that vmm stopped; killed by the signal that stopped it (see vmm(1)).",
 		 GUEST_STATUS_MAX, VMM_EXIT_USAGE, VMM_EXIT_USAGE + 1, VMM_EXIT_SYSEXITS_LAST,
 		 VMM_EXIT_VM_FIRST, VMM_EXIT_VM_LAST);
 	fputc('\n', out);

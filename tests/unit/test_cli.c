@@ -507,7 +507,7 @@ static void usage_fits_80_columns(void **state)
 			flat[n++] = text[i] == '\n' ? ' ' : text[i];
 	flat[n] = '\0';
 	assert_non_null(strstr(flat, "--split-lock-ratelimit=N emulate at most N split locks a second per VM"));
-	assert_non_null(strstr(flat, "128+N on signal N (see vmm(1))."));
+	assert_non_null(strstr(flat, "killed by the signal that stopped it (see vmm(1))."));
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strlen(line) > 80)
 			fail_msg("%zu columns: '%s'", strlen(line), line);
