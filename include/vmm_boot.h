@@ -55,6 +55,12 @@
  * guest cannot pass a check of it there, and says so as a skip.
  */
 #define BOOT_FLAG_NO_ALIGNMENT_CHECK   (1u << 1)
+/*
+ * CPUID_7_EDX30_SET: vmm set CPUID.(7,0):EDX[30] for this vCPU and its probe
+ * saw such a bit reach a guest, so a guest that reads 0 there has found a
+ * defect, not a KVM that answers leaf 7 from the host.
+ */
+#define BOOT_FLAG_CPUID_7_EDX30_SET    (1u << 2)
 
 /* RDI points at the vCPU's own copy at entry. */
 struct boot_info {

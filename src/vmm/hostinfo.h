@@ -210,6 +210,12 @@ int hostinfo_probe_split_fault(int kvm_fd, char *err, size_t errlen);
  * with err.
  */
 int hostinfo_probe_alignment_check(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does a CPUID.(7,0):EDX[30] set with KVM_SET_CPUID2 reach the guest? 1, 0
+ * (this KVM answers leaf 7 from the host: the project's nested KVM), -1
+ * where the probe found no answer.
+ */
+int hostinfo_probe_cpuid_reaches(int kvm_fd);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

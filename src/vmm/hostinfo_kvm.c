@@ -333,6 +333,15 @@ static void probe_cpuid(struct hostinfo *hi, int kvm)
 	probe_teardown(hi, &p);
 }
 
+int hostinfo_probe_cpuid_reaches(int kvm_fd)
+{
+	struct hostinfo scratch;
+
+	hostinfo_init(&scratch);
+	probe_cpuid(&scratch, kvm_fd);
+	return scratch.cpuid_7_edx30_reaches_guest;
+}
+
 /*
  * nop; nop; hlt at the given CPL. A working single-step exits with
  * KVM_EXIT_DEBUG after the first nop. One that does not ends otherwise and

@@ -205,15 +205,16 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	free(cpuid);
 	/*
-	 * Last, so that the VM's own set-up is what a failing call hits first:
-	 * a CPU that raises no legacy #AC (QEMU's TCG) is named in boot_info,
-	 * and the self-test skips that check. Unknown stays "raises".
+	 * Last, so that the VM's own set-up is what a failing call hits first.
+	 * boot_info says what the host does to the guest's view (the self-test
+	 * skips or holds its checks by it); unknown leaves a flag clear.
 	 */
-	if (hostinfo_probe_alignment_check(vm->kvm_fd, NULL, 0) == 0) {
+	if (hostinfo_probe_alignment_check(vm->kvm_fd, NULL, 0) == 0)
 		layout.flags |= BOOT_FLAG_NO_ALIGNMENT_CHECK;
-		for (unsigned i = 0; i < vm->ncpus; i++)
-			boot_build_info(vm->mem, &layout, i);
-	}
+	if (hostinfo_probe_cpuid_reaches(vm->kvm_fd) == 1)
+		layout.flags |= BOOT_FLAG_CPUID_7_EDX30_SET;
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		boot_build_info(vm->mem, &layout, i);
 	return 0;
 }
 

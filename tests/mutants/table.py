@@ -87,6 +87,84 @@ MUTANTS = [
                    "SPLITLOCK_AC_INJECT;")],
         "tests": ["selftest-percpu-emulate"],
     },
+    # The README's promises on enumeration, reset values and reserved bits
+    # (docs/claims.md maps each claim to its tests and mutants).
+    {
+        "name": "policy-off-enumerates",
+        "what": "--split-lock=off tells the guest that split-lock detection exists",
+        "edits": [("src/vmm/policy.c", "\tcase POLICY_OFF:\n\t\td->enumerate = false;",
+                   "\tcase POLICY_OFF:\n\t\td->enumerate = true;")],
+        "tests": ["policy-off-1cpu"],
+    },
+    {
+        "name": "inherit-enumerates-anywhere",
+        "what": "--split-lock=inherit enumerates detection on a host that cannot deliver its #AC",
+        "edits": [("src/vmm/policy.c", "\tcase POLICY_INHERIT:\n\t\td->enumerate = deliver;",
+                   "\tcase POLICY_INHERIT:\n\t\td->enumerate = true;")],
+        "tests": ["policy-inherit-1cpu"],
+    },
+    # CPUID reaches the guest only on a stock KVM (this project's machines
+    # answer leaf 7 from the host): these two are judged in the lab.
+    {
+        "name": "cpuid-edx30-never-set",
+        "what": "CPUID.(7,0):EDX[30] is never set: IA32_CORE_CAPABILITIES is not enumerated",
+        "edits": [("src/vmm/cpuid.c", "\tif (e)\n\t\te->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;",
+                   "\tif (e && 0)\n\t\te->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;")],
+        "tests": ["selftest-1cpu"],
+    },
+    {
+        "name": "cpuid-edx30-vcpu0-only",
+        "what": "CPUID.(7,0):EDX[30] is set on vCPU 0 only",
+        "edits": [("src/vmm/cpuid.c", "\tif (e)\n\t\te->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;",
+                   "\tif (e && cpu == 0)\n\t\te->edx |= 1u << CPUID_7_EDX_CORE_CAPABILITIES_BIT;")],
+        "tests": ["selftest-percpu-emulate"],
+    },
+    {
+        "name": "on-starts-anyway",
+        "what": "--split-lock=on starts a VM on a host that cannot deliver split-lock #AC",
+        "edits": [("src/vmm/policy.c", "\t\td->start = deliver;", "\t\td->start = true;")],
+        "tests": ["policy-on-1cpu"],
+    },
+    {
+        "name": "test-ctrl-reset-set",
+        "what": "TEST_CTRL starts with bit 29 set on every vCPU, where reset clears it",
+        "edits": [("src/vmm/msr.c", "\ts->test_ctrl = 0;", "\ts->test_ctrl = TEST_CTRL_SPLIT_LOCK_DETECT;")],
+        "tests": ["selftest-percpu-emulate"],
+    },
+    {
+        "name": "test-ctrl-reserved-accepted",
+        "what": "TEST_CTRL takes its reserved bits instead of raising #GP",
+        "edits": [("src/vmm/msr.c", "\t\tif (!mask || (val & ~mask))", "\t\tif (!mask)")],
+        "tests": ["selftest-percpu-emulate"],
+    },
+    {
+        "name": "test-ctrl-readable-unenumerated",
+        "what": "TEST_CTRL reads without #GP where detection is not enumerated",
+        "edits": [("src/vmm/msr.c", "\t\tif (!msr_test_ctrl_mask(enumerated))\n\t\t\treturn MSR_GP;\n", "")],
+        "tests": ["policy-off-1cpu"],
+    },
+    {
+        "name": "core-caps-writable",
+        "what": "a write of IA32_CORE_CAPABILITIES succeeds instead of raising #GP",
+        "edits": [("src/vmm/msr.c", "\t\treturn MSR_GP;\t/* feature-enumerating, like CPUID */",
+                   "\t\treturn MSR_OK;")],
+        "tests": ["selftest-1cpu"],
+    },
+    {
+        "name": "unasked-split-lock-silent",
+        "what": "a split lock vmm completes for a guest that did not ask #AC is not warned about",
+        "edits": [("src/vmm/splitlock.c",
+                   "\t\twarn(\"vCPU %u: %s emulated; the guest did not ask for #AC\", v->index, what);",
+                   "\t\t(void)what;")],
+        "tests": ["split-lock-unasked-emulate"],
+    },
+    {
+        "name": "ratelimit-ignored",
+        "what": "--split-lock-ratelimit never delays a vCPU",
+        "edits": [("src/vmm/vm.c", "\tdeadline = start + ratelimit_delay(&vm->split_lock_rate, start);",
+                   "\tdeadline = start;")],
+        "tests": ["emulate-ratelimit"],
+    },
     {
         "name": "ac-never-injected",
         "what": "a split lock the guest asked #AC for is not injected (reported as injected)",
