@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import (case_main, parse_tap, scaled, scaled_str, start,  # noqa: E402
+from vmmlib import (HOST_LOSS_WARNING, case_main, parse_tap, scaled, scaled_str, start,  # noqa: E402
                     tap_failures, target)
 
 EXIT_POLICY = 78
@@ -189,7 +189,21 @@ def check(vm, policy, hi):
             fails.append(st)
         else:
             fails += split_lock_count_failures(policy, hi, diags, st)
-    return fails + guest_view_failures(policy, hi, enumerated, r.err, diags)
+    return fails + guest_view_failures(policy, hi, enumerated, r.err, diags) + \
+        loss_warning_failures(policy, hi, r.err)
+
+
+def loss_warning_failures(policy, hi, err):
+    """Under emulate on a KVM that cannot single-step CPL3 the loss of
+    detection there is a warning (which -q keeps), and only then."""
+    step3 = hi["kvm"]["probe"]["singlestep_cpl3"]
+    want = policy == "emulate" and step3 is False
+    got = bool(HOST_LOSS_WARNING.search(err))
+    if want != got:
+        return [f"{policy}: the CPL3 loss warning is {'missing' if want else 'there'} "
+                f"(singlestep_cpl3 {step3}); it must be a 'vmm: warning:' line exactly "
+                "where emulate cannot step CPL3"]
+    return []
 
 
 def case_policy(ctx, policy, cpus):

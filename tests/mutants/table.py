@@ -159,6 +159,14 @@ MUTANTS = [
         "tests": ["split-lock-unasked-emulate"],
     },
     {
+        "name": "cpl3-loss-not-a-warning",
+        "what": "the loss of split-lock detection at CPL3 is an informational line, which -q hides",
+        "edits": [("src/vmm/vm_kvm.c",
+                   "\t\twarn(\"split-lock emulation: this KVM cannot single-step CPL3 code",
+                   "\t\tinfo(\"split-lock emulation: this KVM cannot single-step CPL3 code")],
+        "tests": ["policy-emulate-1cpu"],
+    },
+    {
         "name": "ratelimit-ignored",
         "what": "--split-lock-ratelimit never delays a vCPU",
         "edits": [("src/vmm/vm.c", "\tdeadline = start + ratelimit_delay(&vm->split_lock_rate, start);",
