@@ -91,9 +91,14 @@ mutants() { # where [run.py args...]
 		python3 tests/mutants/run.py --build build "$@"
 	fi
 }
-# Where mutants run fastest: this machine's KVM, before the lab's turn.
+# Where mutants run fastest: this machine's KVM, before the lab's turn. Those
+# it does not kill go to the lab; test-summary.py counts each mutant by its
+# last verdict, so the phase fails only where no verdicts were written.
+mutants_here() {
+	mutants here --json build/meson-logs/mutants.json || [ -s build/meson-logs/mutants.json ]
+}
 if [ $kvm_here = 1 ]; then
-	phase "mutants (this KVM)" mutants here --json build/meson-logs/mutants.json
+	phase "mutants (this KVM)" mutants_here
 fi
 
 lab_up() {
