@@ -164,7 +164,8 @@ MUTANTS = [
         "edits": [("src/vmm/vm_kvm.c",
                    "\t\twarn(\"split-lock emulation: this KVM cannot single-step CPL3 code",
                    "\t\tinfo(\"split-lock emulation: this KVM cannot single-step CPL3 code")],
-        "tests": ["policy-emulate-1cpu"],
+        # The test hook takes the path of a KVM without CPL3 stepping on any KVM.
+        "tests": ["cpl3-loss-warning-quiet", "policy-emulate-1cpu"],
     },
     {
         "name": "ratelimit-ignored",
