@@ -60,6 +60,9 @@ def run_sh(source, args, lab):
         fails.append("the lab's readiness line is missing")
     if "Traceback" in r.err:
         fails.append("a Python traceback on stderr")
+    # Not silent for the minute a first build takes.
+    if not re.search(r"^run\.sh: building \./build ", r.err, re.M):
+        fails.append("./run.sh did not say that it builds")
     # The server stops its boot within a minute of labrun's stop.
     end = time.monotonic() + 90
     while leftovers() and time.monotonic() < end:
