@@ -130,6 +130,23 @@ static int give_back(struct vm *vm, int status)
 	return status;
 }
 
+/*
+ * What the host does to the guest's view, for boot_info.flags (the
+ * self-test skips or holds its checks by them); an unknown answer leaves
+ * its flag clear. Probed after the VM's own set-up, so that a failing
+ * call hits that first.
+ */
+static uint32_t host_boot_flags(int kvm_fd)
+{
+	uint32_t flags = 0;
+
+	if (hostinfo_probe_alignment_check(kvm_fd, NULL, 0) == 0)
+		flags |= BOOT_FLAG_NO_ALIGNMENT_CHECK;
+	if (hostinfo_probe_cpuid_reaches(kvm_fd) == 1)
+		flags |= BOOT_FLAG_CPUID_7_EDX30_SET;
+	return flags;
+}
+
 int vm_create(struct vm *vm, const struct vm_config *c)
 {
 	struct boot_layout layout = *c->layout;
@@ -169,7 +186,6 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 		errmsg("%s", err);
 		return give_back(vm, r == LOADER_NO_INPUT ? VMM_EXIT_NOINPUT : VMM_EXIT_IMAGE);
 	}
-	boot_setup_memory(vm->mem, &layout);
 
 	vm->kvm_fd = kvm_open();
 	if (vm->kvm_fd < 0 || kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps)))
@@ -204,17 +220,9 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 		}
 	}
 	free(cpuid);
-	/*
-	 * Last, so that the VM's own set-up is what a failing call hits first.
-	 * boot_info says what the host does to the guest's view (the self-test
-	 * skips or holds its checks by it); unknown leaves a flag clear.
-	 */
-	if (hostinfo_probe_alignment_check(vm->kvm_fd, NULL, 0) == 0)
-		layout.flags |= BOOT_FLAG_NO_ALIGNMENT_CHECK;
-	if (hostinfo_probe_cpuid_reaches(vm->kvm_fd) == 1)
-		layout.flags |= BOOT_FLAG_CPUID_7_EDX30_SET;
-	for (unsigned i = 0; i < vm->ncpus; i++)
-		boot_build_info(vm->mem, &layout, i);
+	/* Guest memory is written once, when boot_info's flags are known. */
+	layout.flags |= host_boot_flags(vm->kvm_fd);
+	boot_setup_memory(vm->mem, &layout);
 	return 0;
 }
 
