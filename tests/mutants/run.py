@@ -289,8 +289,10 @@ def main():
         return 1
 
     # Built in a thread while earlier mutants' tests run (those mostly wait
-    # for the lab); judged by one worker per lab boot.
+    # for the lab); judged by one worker per lab boot, each stopping at the
+    # None the builder puts for it after the last mutant.
     built = queue.Queue()
+    boots = lab_boots(lab)
 
     def build_all():
         for m in mutants:
@@ -299,25 +301,18 @@ def main():
             except Exception as e:  # a worker waits for every mutant: never leave one out
                 binary, why = None, f"the build raised {e!r}"
             built.put((m, binary, why))
+        for _ in boots:
+            built.put(None)
     threading.Thread(target=build_all, daemon=True).start()
 
     rows = {}
     lock = threading.Lock()
 
     def work(boot):
-        while True:
-            with lock:
-                if len(rows) + pending[0] >= len(mutants):
-                    return
-                pending[0] += 1
-            m, binary, why = built.get()
-            row = judge(m, binary, why, tests, builder, boot, a.verbose, lock)
-            with lock:
-                pending[0] -= 1
-                rows[m["name"]] = row
+        for m, binary, why in iter(built.get, None):
+            rows[m["name"]] = judge(m, binary, why, tests, builder, boot, a.verbose, lock)
 
-    pending = [0]
-    workers = [threading.Thread(target=work, args=(b,)) for b in lab_boots(lab)]
+    workers = [threading.Thread(target=work, args=(b,)) for b in boots]
     for w in workers:
         w.start()
     for w in workers:
