@@ -82,23 +82,19 @@ phase "asan build" vmm_build build-asan -Db_sanitize=address,undefined -Db_lunde
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	phase asan suite asan build-asan
 
-mutants() { # where [run.py args...]
-	local where=$1
-	shift
-	if [ "$where" = lab ]; then
-		VMM_TEST_LAB=$lab_state python3 tests/mutants/run.py --build build "$@"
-	else
-		python3 tests/mutants/run.py --build build "$@"
-	fi
+# mutants WHERE JSON [run.py args...]: run.py on this machine's KVM (here)
+# or the lab's, its verdicts in JSON. test-summary.py counts each mutant by
+# its last verdict, so the phase fails only where run.py wrote none.
+mutants() {
+	local lab=() json=$2
+	[ "$1" = lab ] && lab=(env "VMM_TEST_LAB=$lab_state")
+	"${lab[@]}" python3 tests/mutants/run.py --build build --json "$json" "${@:3}" ||
+		[ -s "$json" ]
 }
-# Where mutants run fastest: this machine's KVM, before the lab's turn. Those
-# it does not kill go to the lab; test-summary.py counts each mutant by its
-# last verdict, so the phase fails only where no verdicts were written.
-mutants_here() {
-	mutants here --json build/meson-logs/mutants.json || [ -s build/meson-logs/mutants.json ]
-}
+# Where mutants run fastest: this machine's KVM, before the lab's turn.
+# Those it does not kill go to the lab.
 if [ $kvm_here = 1 ]; then
-	phase "mutants (this KVM)" mutants_here
+	phase "mutants (this KVM)" mutants here build/meson-logs/mutants.json
 fi
 
 lab_up() {
@@ -125,10 +121,10 @@ if [ $lab_ok = 1 ]; then
 	logs+=("gcc-lab=build/meson-logs/gcc-lab.json")
 	phase gcc-lab lab_suites
 	if [ $kvm_here = 1 ]; then
-		phase "mutants (lab)" mutants lab --not-killed-in build/meson-logs/mutants.json \
-			--json build/meson-logs/mutants-lab.json
+		phase "mutants (lab)" mutants lab build/meson-logs/mutants-lab.json \
+			--not-killed-in build/meson-logs/mutants.json
 	else
-		phase "mutants (lab)" mutants lab --json build/meson-logs/mutants.json
+		phase "mutants (lab)" mutants lab build/meson-logs/mutants.json
 	fi
 fi
 trap - EXIT
