@@ -66,6 +66,8 @@ unsigned percpu_aps(const struct boot_info *bi);
 uint64_t percpu_mask(unsigned aps);
 bool ap_call(enum ap_op op, uint64_t arg, uint64_t mask);
 const struct ap_reply *ap_reply(unsigned cpu);
+/* How many APs in mask did not answer with `vector` and `want`. */
+unsigned ap_replies_not(uint64_t mask, int vector, uint64_t want);
 void ap_release(void);
 
 /* bench.c: "--append bench" runs this on vCPU 0 instead of the tests. */

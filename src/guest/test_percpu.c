@@ -163,8 +163,7 @@ bool ap_call(enum ap_op op, uint64_t arg, uint64_t mask)
 	return all;
 }
 
-/* How many APs in mask did not answer with `vector` and `want`. */
-static unsigned replies_not(uint64_t mask, int vector, uint64_t want)
+unsigned ap_replies_not(uint64_t mask, int vector, uint64_t want)
 {
 	unsigned wrong = 0;
 
@@ -196,7 +195,7 @@ static void check_cpuid(const struct boot_info *bi)
 static void check_core_caps(unsigned n)
 {
 	bool answered = ap_call(AP_OP_CORE_CAPS, 0, percpu_mask(n));
-	unsigned wrong = replies_not(percpu_mask(n), EXC_NONE, CORE_CAP_SPLIT_LOCK_DETECT);
+	unsigned wrong = ap_replies_not(percpu_mask(n), EXC_NONE, CORE_CAP_SPLIT_LOCK_DETECT);
 
 	tap_ok(answered && wrong == 0, "%s (0x20 on vCPU 0, %u of %u APs differ)", DESC_CORE_CAPS, wrong, n);
 }
@@ -212,18 +211,18 @@ static void check_set_isolated(unsigned n)
 
 	for (unsigned k = 1; k <= n; k++) {
 		if (ap_call(AP_OP_WRITE, BIT29, 1ull << k) && replies[k].vector == EXC_NONE &&
-		    ap_call(AP_OP_READ, 0, 1ull << k) && !replies_not(1ull << k, EXC_NONE, BIT29))
+		    ap_call(AP_OP_READ, 0, 1ull << k) && !ap_replies_not(1ull << k, EXC_NONE, BIT29))
 			set++;
 		if (rdmsr_safe(MSR_TEST_CTRL, &v) != EXC_NONE || v != 0)
 			seen++;
 		later = percpu_mask(n) & ~percpu_mask(k);
 		if (later) {
 			ap_call(AP_OP_READ, 0, later);
-			seen += replies_not(later, EXC_NONE, 0);
+			seen += ap_replies_not(later, EXC_NONE, 0);
 		}
 	}
 	ap_call(AP_OP_READ, 0, percpu_mask(n));
-	seen += replies_not(percpu_mask(n), EXC_NONE, BIT29);
+	seen += ap_replies_not(percpu_mask(n), EXC_NONE, BIT29);
 	tap_ok(set == n, "%s (%u of %u did)", DESC_SET, set, n);
 	tap_ok(seen == 0, "%s (%u reads wrong)", DESC_ISOLATED, seen);
 }
@@ -251,7 +250,7 @@ static void check_ac_ap_asked(unsigned n)
 	wrmsr_safe(MSR_TEST_CTRL, 0);
 	split_lock(0, 41, &bsp);
 	answered = ap_call(AP_OP_SPLIT_LOCK, 41, percpu_mask(n));
-	wrong = replies_not(percpu_mask(n), X86_VEC_AC, 41);
+	wrong = ap_replies_not(percpu_mask(n), X86_VEC_AC, 41);
 	splitlock_made_cpl0(1 + n);
 	tap_ok(answered && bsp.vector == EXC_NONE && bsp.value == 42 && wrong == 0,
 	       "%s (vCPU 0: vector %d, 0x%llx after; %u of %u APs wrong)", DESC_AC_AP,
@@ -269,7 +268,7 @@ static void check_clear(unsigned n)
 		if (replies[k].vector != EXC_NONE)
 			wrong++;
 	ok = ap_call(AP_OP_READ, 0, percpu_mask(n)) && ok;
-	wrong += replies_not(percpu_mask(n), EXC_NONE, 0);
+	wrong += ap_replies_not(percpu_mask(n), EXC_NONE, 0);
 	ok = rdmsr_safe(MSR_TEST_CTRL, &v) == EXC_NONE && v == BIT29 && ok;
 	tap_ok(ok && wrong == 0, "%s (%u AP accesses wrong, vCPU 0 reads 0x%llx)", DESC_CLEAR, wrong,
 	       (unsigned long long)v);
@@ -284,7 +283,7 @@ static void check_ac_bsp_asked(unsigned n)
 
 	split_lock(0, 41, &bsp);
 	answered = ap_call(AP_OP_SPLIT_LOCK, 41, percpu_mask(n));
-	wrong = replies_not(percpu_mask(n), EXC_NONE, 42);
+	wrong = ap_replies_not(percpu_mask(n), EXC_NONE, 42);
 	splitlock_made_cpl0(1 + n);
 	wrmsr_safe(MSR_TEST_CTRL, 0);
 	tap_ok(answered && bsp.vector == X86_VEC_AC && bsp.value == 41 && wrong == 0,

@@ -244,7 +244,7 @@ static void test_ctrl_reserved_bits(void)
  */
 static void test_ctrl_per_vcpu(const struct boot_info *bi)
 {
-	unsigned n = percpu_aps(bi), wrong = 0;
+	unsigned n = percpu_aps(bi), wrong;
 	bool answered;
 
 	if (n == 0) {
@@ -252,9 +252,7 @@ static void test_ctrl_per_vcpu(const struct boot_info *bi)
 		return;
 	}
 	answered = ap_call(AP_OP_READ, 0, percpu_mask(n));
-	for (unsigned i = 1; i <= n; i++)
-		if (ap_reply(i)->vector != EXC_NONE || ap_reply(i)->value != 0)
-			wrong++;
+	wrong = ap_replies_not(percpu_mask(n), EXC_NONE, 0);
 	tap_ok(answered && wrong == 0,
 	       "test_ctrl.per_cpu: TEST_CTRL is per vCPU, vCPU 0 has bit 29 set and each AP reads its reset value 0 (vCPU 1 reads 0x%llx, vector %d; %u of %u APs wrong)",
 	       (unsigned long long)ap_reply(1)->value, ap_reply(1)->vector, wrong, n);
