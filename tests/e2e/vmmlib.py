@@ -554,18 +554,6 @@ def parse_tap(text):
 LEGACY_AC = re.compile(r"\bAC=1\b.*\braises #AC\b")
 
 
-def cpu_lacks(desc, probes=None):
-    """Why the CPU cannot pass this self-test check, as a probe in the same
-    boot measured it (probes: a lab boot's, else the target's), or None.
-    Only QEMU's TCG (the lab) lacks one: it never raises the legacy
-    alignment-check #AC (tests/lab/acprobe.c)."""
-    ac = (target().probes if probes is None else probes).get("acprobe", {}).get("out", "")
-    if LEGACY_AC.search(desc) and re.search(r"ac_flag=1 result=none", ac):
-        return ("the lab's CPU (QEMU's TCG) raises no legacy #AC; a real CPU does "
-                f"(lab-acprobe in this boot: {ac.strip()})")
-    return None
-
-
 def skip_disagrees(r):
     """For a skipped legacy #AC check: why vmm's own probe (which made the
     guest skip) is wrong, as the lab's acprobe of the same boot measured
