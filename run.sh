@@ -13,9 +13,10 @@ vmm_build build
 
 args=("$@")
 # build/guest.bin unless the arguments name an image of their own or run
-# no VM. The options that take their value as the next argument:
+# no VM. The long options that may take their value as the next argument,
+# from vmm's own --help ("--cpus N", "--split-lock=POLICY"; not "--stats[=FILE]"):
 image=(build/guest.bin)
-takes_value=" --cpus --memory --timeout --append --split-lock --split-lock-ratelimit "
+takes_value=" $(./build/vmm --help | sed -nE 's/^ +(-[a-z], )?(--[a-z-]+)[ =][A-Z]+ .*/\2/p' | tr '\n' ' ')"
 skip_next=0
 for a in "$@"; do
 	if [ $skip_next = 1 ]; then

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "vmm_boot.h"
 #include "vmm_status.h"
 #include "array_size.h"
@@ -17,6 +18,7 @@
 enum {
 	OPT_SPLIT_LOCK = 0x100,
 	OPT_SPLIT_LOCK_RATELIMIT,
+	OPT_HOST_QUIRKS,
 	OPT_STATS,
 	OPT_HOST_INFO,
 	OPT_JSON,
@@ -48,6 +50,9 @@ static const struct cli_option {
 	  "emulate at most N split locks a second per VM, delaying the vCPU beyond "
 	  "(default: no limit); any policy: counts the split locks that reach vmm, "
 	  "under emulate or on a split_lock_detect=fatal host" },
+	{ "host-quirks", required_argument, OPT_HOST_QUIRKS, true, "LIST",
+	  "under emulate, step as on a KVM with these quirks, whatever the probes "
+	  "found (names in vmm(1)); for tests and for reproducing another host" },
 	{ "append", required_argument, 'a', true, "TEXT",
 	  "command line handed to the guest in boot_info" },
 	{ "stats", optional_argument, OPT_STATS, true, "FILE",
@@ -360,6 +365,13 @@ static enum cli_result take_value(int c, const char *arg, struct cli_options *o,
 				    "--split-lock-ratelimit: '%s' is not a number from 1 to 1000000",
 				    arg);
 		break;
+	case OPT_HOST_QUIRKS: {
+		char why[256];
+
+		if (profile_parse_quirks(arg, &o->host_quirks, why, sizeof(why)))
+			return fail(err, errlen, "--host-quirks: %s", why);
+		break;
+	}
 	}
 	return CLI_RUN;
 }

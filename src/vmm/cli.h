@@ -16,6 +16,7 @@ struct cli_options {
 	uint64_t timeout_ms;          /* 0: no watchdog */
 	enum policy split_lock;
 	uint64_t split_lock_ratelimit; /* emulated split locks a second, 0: no limit */
+	unsigned host_quirks;         /* --host-quirks: enum profile_quirk bits */
 	bool quiet;
 	bool stats;
 	const char *stats_path;       /* --stats=FILE; NULL: stderr */

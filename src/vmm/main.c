@@ -321,13 +321,13 @@ int main(int argc, char **argv)
 	status = decide_split_lock(&opts, &config, &decision);
 	/* Probed before the layout is built: its boot flags depend on the answers. */
 	if (!status)
-		status = vm_probe(config.split_lock_emulate, &config.probes);
+		status = vm_probe(config.split_lock_emulate, opts.host_quirks, &config.host);
 	if (status)
 		goto out;
 	layout = (struct boot_layout){
 		.ram_size = opts.ram_size, .cpus = opts.cpus, .cmdline = opts.append,
 	};
-	if (config.split_lock_emulate && !config.probes.step_cpl3)
+	if (config.split_lock_emulate && !config.host.step_cpl3)
 		layout.flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
 	status = vm_create(&vm, &config);
 	if (status)
@@ -337,7 +337,6 @@ int main(int argc, char **argv)
 	sandbox_enter();
 	info("%s", decision.line);
 	start_vcpus(&vm);
-	sandbox_test_hook();
 	wait_for_stop(&vm, sig_fd, opts.timeout_ms);
 	for (unsigned i = 0; i < vm.ncpus; i++)
 		if (vm.vcpus[i].started)

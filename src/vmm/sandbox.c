@@ -18,7 +18,6 @@
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <unistd.h>
@@ -377,19 +376,4 @@ void sandbox_enter(void)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die_errno("prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
 	install_filter();
-}
-
-void sandbox_test_hook(void)
-{
-	const char *v = getenv("VMM_TEST_FORBIDDEN_SYSCALL");
-	long fd;
-
-	if (!v || !*v || strcmp(v, "0") == 0)
-		return;
-	/* Raw, so that no libc wrapper stands between the test and the filter. */
-	fd = syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
-	if (fd >= 0)
-		close((int)fd);
-	die(VMM_EXIT_SOFTWARE, "VMM_TEST_FORBIDDEN_SYSCALL: socket() was allowed (returned %ld): the seccomp filter is not in force",
-	    fd);
 }

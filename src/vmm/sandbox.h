@@ -54,11 +54,4 @@ const struct sandbox_rule *sandbox_find(const char *name);
  */
 void sandbox_enter(void);
 
-/*
- * With VMM_TEST_FORBIDDEN_SYSCALL set (not empty, not "0") in the
- * environment, makes a system call the filter refuses, so that tests can
- * watch the refusal. Does nothing otherwise.
- */
-void sandbox_test_hook(void);
-
 #endif

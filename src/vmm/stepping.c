@@ -786,7 +786,7 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 		set_hw(v, STEP_DEBUG_STEP, 0, false);
 		return;
 	}
-	if (v->vm->step_hwbp && handler_la(v, sel, handler, &la)) {
+	if (v->vm->host.step_hwbp && handler_la(v, sel, handler, &la)) {
 		set_hw(v, STEP_DEBUG_WATCH, la, false);
 		return;
 	}
@@ -1458,7 +1458,7 @@ static int perform_iret(struct vcpu *v)
 	struct kvm_segment cs;
 	uint8_t d[8];
 
-	if (!__atomic_load_n(&v->vm->iret_step_lost, __ATOMIC_RELAXED) ||
+	if (!__atomic_load_n(&v->vm->host.iret_step_lost, __ATOMIC_RELAXED) ||
 	    !(sregs->efer & X86_EFER_LMA) || !sregs->cs.l || s->insn.opsize != 8 ||
 	    emulate_cpl(sregs, regs->rflags) != 0 || (sregs->cr4 & X86_CR4_PKE) ||
 	    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(frame)))
@@ -2065,7 +2065,7 @@ bool stepping_debug_exit(struct vcpu *v)
 	late_iret = s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);
 	if (late_iret) {
 		v->stats.unchecked_runs++;
-		if (!__atomic_exchange_n(&v->vm->iret_step_lost, true, __ATOMIC_RELAXED))
+		if (!__atomic_exchange_n(&v->vm->host.iret_step_lost, true, __ATOMIC_RELAXED))
 			info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without "
 			     "its trap; the VMM performs those IRETs itself from now on");
 	}
@@ -2148,7 +2148,7 @@ bool stepping_debug_exit(struct vcpu *v)
 							     v->run->s.regs.regs.rip),
 					     /* KVM emulates MOV DR while it steps the guest */
 					     s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&
-					     v->vm->exec_bp_beside_step));
+					     v->vm->host.exec_bp_beside_step));
 	if (in_handler)
 		s->guest_tf = false;
 	if (escaped || !s->checked)
@@ -2228,7 +2228,7 @@ static bool hold_others(struct vcpu *v, enum splitlock_outcome *o)
 {
 	struct vm *vm = v->vm;
 
-	if (vm->ncpus < 2 || !vm->step_hwbp || v->step.holds_pause)
+	if (vm->ncpus < 2 || !vm->host.step_hwbp || v->step.holds_pause)
 		return true;
 	if (!vm_pause_others(vm, v))
 		return false;
@@ -2295,7 +2295,7 @@ static bool check_split_locks(struct vcpu *v)
 			vm_pause_point(v->vm, v);
 			continue;
 		}
-		data = v->vm->guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
+		data = v->vm->host.guest_databp && step_has_data_bp(s->dr7) && locked_operand(v, &acc);
 		o = splitlock_check(v);
 		if (o == SPLITLOCK_LEFT_TO_CPU && !hold_others(v, &o))
 			return false;
@@ -2318,7 +2318,7 @@ static bool check_split_locks(struct vcpu *v)
 				   step_exec_beside(s->db, s->dr7,
 						    emulate_code_la(&v->run->s.regs.sregs, regs->rflags,
 								    regs->rip),
-						    v->vm->exec_bp_beside_step);
+						    v->vm->host.exec_bp_beside_step);
 		if (payload && (!reinject_db(v, payload) || vm_stopping(v->vm)))
 			return false;
 		vm_pause_point(v->vm, v);
@@ -2360,7 +2360,7 @@ again:
 	}
 	cpl = emulate_cpl(sregs, v->run->s.regs.regs.rflags);
 	/* Where this KVM cannot step CPL3 code (probed), it runs unchecked. */
-	if (!vm->step_cpl3 && cpl != 0) {
+	if (!vm->host.step_cpl3 && cpl != 0) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
 		s->outer_off = true;
@@ -2403,7 +2403,7 @@ again:
 	 * at CPL3, where such a KVM (the nested PVM one) hands it to the guest
 	 * as a #DB of its own.
 	 */
-	if (!vm->step_cpl3 && returns_outward(v)) {
+	if (!vm->host.step_cpl3 && returns_outward(v)) {
 		v->stats.unchecked_runs++;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
 		s->outer_off = true;
@@ -2438,7 +2438,7 @@ again:
 		watch_handler(v, X86_VEC_DB);
 		return;
 	}
-	if (vm->step_hwbp && step_delivers(&s->insn, regs->rflags)) {
+	if (vm->host.step_hwbp && step_delivers(&s->insn, regs->rflags)) {
 		s->guest_tf = false;
 		watch_handler(v, s->insn.vector);
 		return;
@@ -2448,7 +2448,7 @@ again:
 	 * (emulate_predict_fault) is delivered by the VMM, and the handler
 	 * checked. MOV SS from memory too: its read comes before its shadow.
 	 */
-	if (!vm->step_hwbp && (s->insn.falls || s->insn.kind == STEP_MOV_SS) && deliveries < 4) {
+	if (!vm->host.step_hwbp && (s->insn.falls || s->insn.kind == STEP_MOV_SS) && deliveries < 4) {
 		struct emulate_snapshot snap = snapshot(v);
 		struct emulate_forecast f;
 
@@ -2466,7 +2466,7 @@ again:
 	 * Only an IRETQ from 64-bit code back to the same code segment: the
 	 * breakpoint takes a linear address, and the popped RIP is one there.
 	 */
-	if (s->insn.kind == STEP_IRET && s->tf_after && vm->step_hwbp &&
+	if (s->insn.kind == STEP_IRET && s->tf_after && vm->host.step_hwbp &&
 	    !(s->popped & X86_RFLAGS_RF) && sregs->cs.l && s->insn.opsize == 8) {
 		uint8_t ret[16] = { 0 };
 
@@ -2486,7 +2486,7 @@ again:
 	 * handler, watched there; else the frame is fixed where the CPU stops
 	 * at the handler with the trap MOV SS held (shadowed_after()).
 	 */
-	if (s->insn.kind == STEP_MOV_SS && vm->step_hwbp && !s->guest_tf &&
+	if (s->insn.kind == STEP_MOV_SS && vm->host.step_hwbp && !s->guest_tf &&
 	    step_delivers(&s->shadowed, regs->rflags)) {
 		watch_handler(v, s->shadowed.vector);
 		return;
@@ -2501,9 +2501,9 @@ again:
 	 * that stops one instruction into the handler it injected (the nested
 	 * PVM KVM) would leave the frame unfixed.
 	 */
-	if (!(vm->step_hwbp && (s->insn.falls ? predicted(v, regs->rip, bytes, n)
+	if (!(vm->host.step_hwbp && (s->insn.falls ? predicted(v, regs->rip, bytes, n)
 					      : predicted_pair(v, bytes, n))) &&
-	    !(vm->step_hwbp && s->insn.kvm_faults &&
+	    !(vm->host.step_hwbp && s->insn.kvm_faults &&
 	      predict_handler(v, step_kvm_fault_vector(&s->insn, sregs->cr4, sregs->efer), true)) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
 		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||
@@ -2696,7 +2696,7 @@ static int sync_set_events(struct vcpu *v, const struct kvm_vcpu_events *ev)
 	    ev->exception.nr < 32 && ((X86_VEC_FAULTS >> ev->exception.nr) & 1) &&
 	    deliver_fault(v, ev->exception.nr, ev->exception.error_code))
 		return 0;
-	if (exception && hw_steps(v->step.hw.mode) && v->vm->step_hwbp) {
+	if (exception && hw_steps(v->step.hw.mode) && v->vm->host.step_hwbp) {
 		if (!set_hw(v, STEP_DEBUG_OFF, 0, false))
 			return -EIO;
 		r = v->kvm->set_regs(v, &v->run->s.regs.regs);

@@ -18,6 +18,7 @@
 #include <linux/kvm.h>
 
 #include "policy.h"
+#include "profile.h"
 #include "ratelimit.h"
 #include "serial.h"
 
@@ -42,12 +43,7 @@ struct vm {
 	struct serial serial;
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
-	bool step_cpl3;                /* this KVM can single-step CPL3 code */
-	bool step_hwbp;                /* ... and stop on a KVM_GUESTDBG_USE_HW_BP breakpoint */
-	bool guest_databp;             /* the guest's own data breakpoints fire (CPL0 probe) */
-	bool exec_bp_beside_step;      /* the CPU reports instruction breakpoints beside a step trap */
-	/* Probed, or seen at run time (atomic): KVM runs a stepped IRETQ at CPL0 without its trap. */
-	bool iret_step_lost;
+	struct host_profile host;      /* under emulate: how this KVM steps */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
 	pthread_mutex_t lock;          /* guards halted and the cond */
@@ -74,22 +70,15 @@ void vm_destroy_common(struct vm *vm);
 
 /* ---- vm_kvm.c, in the KVM library: the VM's whole lifetime */
 
-/* What this KVM can do for --split-lock=emulate; all false without it. */
-struct vm_probes {
-	bool step_cpl3;                /* single-steps CPL3 code */
-	bool step_hwbp;                /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
-	bool guest_databp;             /* the guest's own data breakpoints fire at CPL0 */
-	bool exec_bp_beside_step;      /* reports instruction breakpoints beside a step trap */
-	bool iret_step_lost;           /* runs a stepped IRETQ at CPL0 without its trap */
-};
-
 /*
- * Probes once, before anything is built, since the boot flags depend on the
- * answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). Under emulate only, it opens
- * /dev/kvm for the probe guests and closes it again. 0, or the exit status
- * after one line; without a /dev/kvm, vm_create() says so.
+ * Fills the host profile from the probes, then forces the --host-quirks
+ * on it. Probes once, before anything is built, since the boot flags depend
+ * on the answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). Under emulate only (all
+ * false without), it opens /dev/kvm for the probe guests and closes it
+ * again. 0, or the exit status after one line; without a /dev/kvm,
+ * vm_create() says so.
  */
-int vm_probe(bool emulate, struct vm_probes *p);
+int vm_probe(bool emulate, unsigned quirks, struct host_profile *p);
 
 /* Everything decided before the VM takes any resource. */
 struct vm_config {
@@ -97,7 +86,7 @@ struct vm_config {
 	bool split_lock_enumerated;    /* the policy's answer */
 	bool split_lock_emulate;
 	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
-	struct vm_probes probes;
+	struct host_profile host;
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */
 	const char *image;
 	int console_fd;

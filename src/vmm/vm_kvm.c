@@ -62,7 +62,7 @@ static bool probed(int r, const char *err, const char *what, const char *instead
  * CPL3 go unseen.
  */
 
-static int probe_stepping(int kvm_fd, struct vm_probes *p)
+static int probe_stepping(int kvm_fd, struct host_profile *p)
 {
 	const int sync = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	char err[160] = "";
@@ -83,15 +83,9 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 		       cpl0 == 0 ? "does not stop after one instruction" : "could not be probed", err);
 		return VMM_EXIT_HOST;
 	}
-	/* VMM_TEST_NO_CPL3_STEP: the path of hosts that cannot (this project's), for tests. */
-	p->step_cpl3 = !getenv("VMM_TEST_NO_CPL3_STEP") &&
-		       probed(hostinfo_probe_singlestep(kvm_fd, 3, err, sizeof(err)), err,
+	p->step_cpl3 = probed(hostinfo_probe_singlestep(kvm_fd, 3, err, sizeof(err)), err,
 			      "single-stepping at CPL3", "without stepping CPL3 code");
-	if (!p->step_cpl3)
-		warn("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
-	/* Tests take the path of hosts without working breakpoints (the lab's) here too. */
-	p->step_hwbp = !getenv("VMM_TEST_NO_HWBP") &&
-		       probed(hostinfo_probe_hwbp(kvm_fd, err, sizeof(err)), err,
+	p->step_hwbp = probed(hostinfo_probe_hwbp(kvm_fd, err, sizeof(err)), err,
 			      "hardware breakpoints", "without breakpoints");
 	r = hostinfo_probe_guest_bps(kvm_fd, &exec, err, sizeof(err));
 	p->guest_databp = probed(r, err, "the guest's data breakpoints", "as if they never fire at CPL0");
@@ -102,17 +96,24 @@ static int probe_stepping(int kvm_fd, struct vm_probes *p)
 	r = hostinfo_probe_iret_step(kvm_fd, err, sizeof(err));
 	(void)probed(r, err, "IRETQ's step trap", "as if it is kept");
 	p->iret_step_lost = r == 0;
-	if (p->iret_step_lost)
-		info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without its "
-		     "trap; the VMM performs those IRETs itself");
 	return 0;
 }
 
-int vm_probe(bool emulate, struct vm_probes *p)
+/* What the user must know of the profile, forced or probed. */
+static void report_profile(const struct host_profile *p)
+{
+	if (!p->step_cpl3)
+		warn("split-lock emulation: this KVM cannot single-step CPL3 code, so split locks at CPL3 are not detected");
+	if (p->iret_step_lost)
+		info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without its "
+		     "trap; the VMM performs those IRETs itself");
+}
+
+int vm_probe(bool emulate, unsigned quirks, struct host_profile *p)
 {
 	int kvm_fd, status;
 
-	*p = (struct vm_probes){ 0 };
+	*p = (struct host_profile){ 0 };
 	if (!emulate)
 		return 0;
 	kvm_fd = kvm_open();
@@ -120,7 +121,11 @@ int vm_probe(bool emulate, struct vm_probes *p)
 		return VMM_EXIT_HOST;
 	status = probe_stepping(kvm_fd, p);
 	(void)close(kvm_fd);    /* nothing written through it: no error to lose */
-	return status;
+	if (status)
+		return status;
+	profile_force_quirks(p, quirks);
+	report_profile(p);
+	return 0;
 }
 
 /* After the one line saying why: everything vm_create took goes back. */
@@ -164,11 +169,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	vm->split_lock_enumerated = c->split_lock_enumerated;
 	vm->split_lock_emulate = c->split_lock_emulate;
-	vm->step_cpl3 = c->probes.step_cpl3;
-	vm->step_hwbp = c->probes.step_hwbp;
-	vm->guest_databp = c->probes.guest_databp;
-	vm->exec_bp_beside_step = c->probes.exec_bp_beside_step;
-	vm->iret_step_lost = c->probes.iret_step_lost;
+	vm->host = c->host;
 	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
 
 	mem = mmap(NULL, layout.ram_size, PROT_READ | PROT_WRITE,

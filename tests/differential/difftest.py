@@ -16,7 +16,7 @@ always watch a handler the CPU enters on its own: docs/design.md), but
 only if --stats counts at least as many unchecked runs as split locks went
 unseen (a run that hid two split locks must count two): never a pretence.
 "# split locks at CPL1-3: M" adds M to N where vmm steps code outside CPL0
-(vmm --host-info's singlestep_cpl3, without VMM_TEST_NO_CPL3_STEP), and
+(vmm --host-info's singlestep_cpl3, without --host-quirks=no-cpl3-step), and
 elsewhere allows M more unseen, on the same terms. "# unchecked runs: U"
 is the test side's count of what emulate cannot watch in the case: --stats
 must count exactly U where vmm steps code outside CPL0, at least U
@@ -42,12 +42,12 @@ from vmmlib import Failure, host_info, kvm_usable, lacks, report, run_vmm, scale
 GUEST_SKIP = 63
 
 
-def steps_outside_cpl0(vmm):
+def steps_outside_cpl0(a):
     """Whether --split-lock=emulate steps CPL1-3 code here (else it runs
-    unchecked, counted): the probe, unless a test turned it off."""
-    if os.environ.get("VMM_TEST_NO_CPL3_STEP"):
+    unchecked, counted): the probe, unless --host-quirks turned it off."""
+    if "no-cpl3-step" in a.host_quirks.split(","):
         return False
-    return host_info(vmm)["kvm"]["probe"].get("singlestep_cpl3") is True
+    return host_info(a.vmm)["kvm"]["probe"].get("singlestep_cpl3") is True
 
 
 def oracle_problem(vmm):
@@ -65,6 +65,8 @@ def oracle_problem(vmm):
 def run_policy(a, policy, append, stats=None, cpus=None):
     args = ["--split-lock=" + policy, "-c", str(cpus or a.cpus),
             "--timeout", scaled_str(a.timeout), "--append", append]
+    if a.host_quirks:
+        args.append("--host-quirks=" + a.host_quirks)
     if stats:
         args.append("--stats=" + stats)
     return run_vmm(a.vmm, args + [a.guest], timeout=scaled(a.timeout + 60))
@@ -209,6 +211,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60,
                     help="vmm --timeout of each run")
     ap.add_argument("--list-check", nargs="+")
+    ap.add_argument("--host-quirks", default="",
+                    help="vmm --host-quirks of every run: a quirky KVM's path on this one")
     ap.add_argument("--needs", action="append", default=[],
                     help="what the case needs of the CPU and KVM: where the boot's probe "
                          "measured it missing, a divergence skips (meson.build)")
@@ -232,7 +236,7 @@ def main():
             # divergence can be excused then, so 10 s show it as well as 60.
             print(f"--- {', '.join(missing)} measured missing here: --timeout 10, not {a.timeout:g}")
             a.timeout = 10
-        fails, why = compare(a, "case=" + a.case, a.status, steps_outside_cpl0(a.vmm))
+        fails, why = compare(a, "case=" + a.case, a.status, steps_outside_cpl0(a))
         if why is None:
             fails, why = excuse(fails, a.needs, a.vmm)
         if why is not None:

@@ -2,7 +2,11 @@
 """vmm --host-info [--json]: what a person or a script reads of this host,
 with or without a KVM (without one, that output is what the user sees).
 
-  hostinfo_test.py --vmm build/vmm json|text
+  hostinfo_test.py --vmm build/vmm json|text|profile
+
+"profile": what --split-lock=emulate stepped by (--stats's
+split_lock.host_profile) is what --host-info's probes found, and each
+--host-quirks name forces its entry the quirky way and no other.
 
 On the lab's stock KVM the answer must also show what makes the lab worth
 having: CPUID.(7,0):EDX[30] reaches guests and single-steps work at CPL0
@@ -14,7 +18,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import case_main, run, scaled, target  # noqa: E402
+from vmmlib import Failure, Skip, case_main, image, run, scaled, target  # noqa: E402
 
 CAPS = ("user_space_msr", "msr_filter", "exception_payload", "vcpu_events", "set_guest_debug",
         "bus_lock_exit", "immediate_exit", "nr_vcpus", "max_vcpus")
@@ -80,5 +84,47 @@ def case_text(ctx):
     return [f"stdout does not match /{rx}/" for rx in want if not re.search(rx, r.out, re.M)]
 
 
+# 64-bit machine code, loaded at 1 MiB: out 0xf4 with eax = 0 (exit 0).
+EXIT_0 = "66baf400" "31c0" "ef"
+QUIRKS = {"no-cpl3-step": ("step_cpl3", False), "no-hw-breakpoints": ("step_hwbp", False),
+          "no-guest-data-breakpoints": ("guest_databp", False),
+          "no-exec-breakpoint-beside-step": ("exec_bp_beside_step", False),
+          "iret-step-lost": ("iret_step_lost", True)}
+
+
+def stepped_by(ctx, quirks):
+    stats = os.path.join(ctx.tmp, "stats.json")
+    args = [ctx.vmm, "-q", "--split-lock=emulate", "--stats=" + stats, "--timeout", "30"]
+    r = run(args + (["--host-quirks=" + quirks] if quirks else []) + [image(ctx.tmp, EXIT_0)],
+            timeout=scaled(60))
+    print(f"--- --host-quirks={quirks}: status {r.status}\n{r.err}", end="")
+    if r.status == 69:
+        raise Skip(f"vmm --split-lock=emulate does not run here: {r.err.strip()}")
+    if r.status != 0:
+        raise Failure(f"--host-quirks={quirks}: exit status {r.status}")
+    with open(stats) as f:
+        return json.load(f)["split_lock"]["host_profile"]
+
+
+def case_profile(ctx):
+    probe = ctx.hi["kvm"]["probe"]
+    probed = {"step_cpl3": probe["singlestep_cpl3"] is True,
+              "step_hwbp": probe["hw_breakpoint"] is True,
+              "guest_databp": probe["guest_data_breakpoint_cpl0"] is True,
+              "exec_bp_beside_step": probe["exec_bp_beside_step"] is True,
+              "iret_step_lost": probe["iret_step"] is False}
+    fails = []
+    got = stepped_by(ctx, "")
+    if got != probed:
+        fails.append(f"without quirks: stepped by {got}, the probes say {probed}")
+    for name, (entry, quirky) in QUIRKS.items():
+        want = dict(probed, **{entry: quirky})
+        got = stepped_by(ctx, name)
+        if got != want:
+            fails.append(f"--host-quirks={name}: stepped by {got}, expected {want}")
+    return fails
+
+
 if __name__ == "__main__":
-    sys.exit(case_main({"json": case_json, "text": case_text}, __doc__, needs_kvm=False))
+    sys.exit(case_main({"json": case_json, "text": case_text, "profile": case_profile}, __doc__,
+                       needs_kvm=False))

@@ -7,8 +7,10 @@ CASE is one of:
   status     every thread of a running VM has no capabilities, no_new_privs
              and a seccomp filter (/proc/PID/task/*/status); SIGTERM still
              stops it
-  forbidden  VMM_TEST_FORBIDDEN_SYSCALL=1: the refused call ends vmm with
-             status 70 (EX_SOFTWARE: a bug in vmm) and one line naming it
+  forbidden SHIM
+             the LD_PRELOAD shim forbidden.c makes a refused call from a
+             vCPU thread: it ends vmm with status 70 (EX_SOFTWARE: a bug in
+             vmm) and one line naming it
   paths      stop paths that make run-time system calls (register dump,
              MMIO and port warnings, --stats to stderr and to a file) pass
              through the filter without a refusal
@@ -93,8 +95,9 @@ def case_status(ctx):
     return fails
 
 
-def case_forbidden(ctx):
-    env = dict(os.environ, VMM_TEST_FORBIDDEN_SYSCALL="1")
+def case_forbidden(ctx, shim):
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(shim),
+               ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
     r = run([ctx.vmm, "-q", "-c", "2", "--timeout", scaled_str(60), image(ctx.tmp, LOOP)], env=env,
             timeout=scaled(60))
     print("--- stderr ---\n" + r.err)

@@ -246,6 +246,19 @@ MUTANTS = [
         "tests": ["sandbox-forbidden"],
     },
     {
+        "name": "host-quirks-not-forced",
+        "what": "--host-quirks is parsed and never applied: the probes' profile stands",
+        "edits": [("src/vmm/vm_kvm.c", "\tprofile_force_quirks(p, quirks);", "\tprofile_force_quirks(p, quirks & 0);")],
+        "tests": ["host-info-profile", "cpl3-loss-warning-quiet"],
+    },
+    {
+        "name": "host-quirk-hwbp-kept",
+        "what": "--host-quirks=no-hw-breakpoints leaves the probed breakpoints in use",
+        "edits": [("src/vmm/profile.c", "\t\tp->step_hwbp = false;", "\t\tp->step_hwbp = p->step_hwbp;")],
+        "unit": ["profile"],
+        "tests": ["host-info-profile"],
+    },
+    {
         "name": "timeout-ignored",
         "what": "--timeout never expires",
         "edits": [("src/vmm/main.c",
@@ -930,8 +943,8 @@ MUTANTS = [
         "what": "INT3 behind MOV SS is stepped with the pair even where a breakpoint could "
                 "watch its handler: the CPU pushes the VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "\tif (s->insn.kind == STEP_MOV_SS && vm->step_hwbp && !s->guest_tf &&",
-                   "\tif (0 && s->insn.kind == STEP_MOV_SS && vm->step_hwbp && !s->guest_tf &&")],
+                   "\tif (s->insn.kind == STEP_MOV_SS && vm->host.step_hwbp && !s->guest_tf &&",
+                   "\tif (0 && s->insn.kind == STEP_MOV_SS && vm->host.step_hwbp && !s->guest_tf &&")],
         "unit": ["stepping"],
         # Where MOV SS is certain to complete, as in the differential case,
         # the pair is the VMM's (mov_ss_pair): only the unit test, whose
@@ -964,11 +977,11 @@ MUTANTS = [
         "what": "where the KVM cannot step CPL3, an IRETQ or SYSEXIT to CPL3 is stepped "
                 "anyway: the nested PVM KVM hands its trap to the guest as a #DB, and the "
                 "guest's own single-step at CPL3 ends there",
-        "edits": [("src/vmm/stepping.c", "\tif (!vm->step_cpl3 && returns_outward(v)) {",
-                   "\tif (!vm->step_cpl3 && returns_outward(v) && false) {")],
+        "edits": [("src/vmm/stepping.c", "\tif (!vm->host.step_cpl3 && returns_outward(v)) {",
+                   "\tif (!vm->host.step_cpl3 && returns_outward(v) && false) {")],
         "unit": ["stepping"],
         # On a KVM that cannot step CPL3 (the PVM one); the lab's simulation of it
-        # (VMM_TEST_NO_CPL3_STEP) steps such a return without harm.
+        # (--host-quirks=no-cpl3-step) steps such a return without harm.
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl3", "diff-ac-cpl3-misaligned-guest-tf"],
     },
     {
@@ -989,8 +1002,8 @@ MUTANTS = [
                 "the handler it injected (the nested PVM KVM), its frame keeps TF as KVM "
                 "pushed it and the guest's own single-step ends",
         "edits": [("src/vmm/stepping.c",
-                   "\t    !(vm->step_hwbp && s->insn.kvm_faults &&\n",
-                   "\t    !(vm->step_hwbp && s->insn.kvm_faults && false &&\n")],
+                   "\t    !(vm->host.step_hwbp && s->insn.kvm_faults &&\n",
+                   "\t    !(vm->host.step_hwbp && s->insn.kvm_faults && false &&\n")],
         "unit": ["stepping"],
         # On a KVM with breakpoints (the PVM one); the lab has none.
         "tests": ["diff-event-kvm-injected-gp-guest-tf-cpl0"],
@@ -1012,8 +1025,8 @@ MUTANTS = [
                 "as losing IRET's trap: the VMM never performs those IRETs, and every "
                 "instruction at an IRET's target runs unchecked there",
         "edits": [("src/vmm/stepping.c",
-                   "__atomic_exchange_n(&v->vm->iret_step_lost, true, __ATOMIC_RELAXED)",
-                   "__atomic_exchange_n(&v->vm->iret_step_lost, false, __ATOMIC_RELAXED)")],
+                   "__atomic_exchange_n(&v->vm->host.iret_step_lost, true, __ATOMIC_RELAXED)",
+                   "__atomic_exchange_n(&v->vm->host.iret_step_lost, false, __ATOMIC_RELAXED)")],
         "unit": ["stepping"],
         # Only a KVM that loses the trap (the nested PVM KVM) shows it.
         "tests": [],

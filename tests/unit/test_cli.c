@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "profile.h"
 #include "vmm_boot.h"
 #include "array_size.h"
 
@@ -36,6 +37,25 @@ static void defaults(void **state)
 	assert_string_equal(o.image, "guest.bin");
 	assert_false(o.quiet);
 	assert_null(o.append);
+	assert_int_equal(o.host_quirks, 0);
+}
+
+/* --host-quirks: a list of known names, a bad name refused by name. */
+static void host_quirks(void **state)
+{
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--host-quirks=no-cpl3-step,iret-step-lost", "img"), CLI_RUN);
+	assert_int_equal(o.host_quirks, PROFILE_NO_CPL3_STEP | PROFILE_IRET_STEP_LOST);
+	assert_int_equal(PARSE(&o, "--host-quirks", "no-hw-breakpoints", "img"), CLI_RUN);
+	assert_int_equal(o.host_quirks, PROFILE_NO_HW_BREAKPOINTS);
+	assert_int_equal(PARSE(&o, "--host-quirks=no-cpl3-step,fast", "img"), CLI_ERROR);
+	assert_non_null(strstr(err, "--host-quirks: 'fast' is not one of no-cpl3-step, "));
+	assert_int_equal(PARSE(&o, "--host-quirks=", "img"), CLI_ERROR);
+	assert_non_null(strstr(err, "--host-quirks: '' is not one of"));
+	assert_int_equal(PARSE(&o, "--host-quirks=no-cpl3-step", "--host-info"), CLI_ERROR);
+	assert_non_null(strstr(err, "--host-quirks does not go with it"));
 }
 
 static void all_options(void **state)
@@ -415,7 +435,7 @@ static void abbreviations(void **state)
 		  "option '--split' is ambiguous: --split-lock or --split-lock-ratelimit" },
 		{ { "--s", "img" },
 		  "option '--s' is ambiguous: --split-lock, --split-lock-ratelimit, --stats or --self-test" },
-		{ { "--h" }, "option '--h' is ambiguous: --host-info or --help" },
+		{ { "--h" }, "option '--h' is ambiguous: --host-quirks, --host-info or --help" },
 		{ { "--bogus", "img" }, "unknown option '--bogus' (see vmm --help)" },
 		{ { "--bogus=1", "img" }, "unknown option '--bogus=1' (see vmm --help)" },
 		{ { "--=x", "img" }, "unknown option '--=x' (see vmm --help)" },
@@ -434,7 +454,7 @@ static void abbreviations(void **state)
 	assert_true(o.stats);
 	assert_int_equal(PARSE(&o, "--se"), CLI_RUN);
 	assert_true(o.self_test);
-	assert_int_equal(PARSE(&o, "--ho", "--js"), CLI_RUN);
+	assert_int_equal(PARSE(&o, "--host-i", "--js"), CLI_RUN);
 	assert_true(o.host_info && o.json);
 	assert_int_equal(PARSE(&o, "--he"), CLI_HELP);
 	assert_int_equal(PARSE(&o, "--vers"), CLI_VERSION);
@@ -526,6 +546,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults),
 		cmocka_unit_test(all_options),
+		cmocka_unit_test(host_quirks),
 		cmocka_unit_test(self_test),
 		cmocka_unit_test(help_and_version),
 		cmocka_unit_test(limits),

@@ -56,8 +56,8 @@ static int setup_vm(bool hwbp, unsigned ncpus)
 		return -1;
 	ram = fv.vm.mem;
 	fv.vm.split_lock_emulate = true;
-	fv.vm.step_cpl3 = true;
-	fv.vm.step_hwbp = hwbp;
+	fv.vm.host.step_cpl3 = true;
+	fv.vm.host.step_hwbp = hwbp;
 	v = &fv.vm.vcpus[0];
 	fc = fake_vcpu(v);
 	memcpy(ram + BOOT_GDT_ADDR + BOOT_SEL_CODE64, &code64, sizeof(code64));
@@ -249,7 +249,7 @@ static void split_lock_data_breakpoint(void **state)
 	uint64_t frame = STACK - 40;
 
 	(void)state;
-	fv.vm.guest_databp = true;
+	fv.vm.host.guest_databp = true;
 	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
 	regs(v)->rdi = 0x20003e;
 	/* DR1: a dword write breakpoint on the operand's second line (L1, RW1 01, LEN1 11). */
@@ -293,7 +293,7 @@ static uint64_t split_lock_tf_dr6(bool cpu_reports)
 	struct fake_vcpu *fc = fake_vcpu(v);
 	struct capture c;
 
-	fv.vm.exec_bp_beside_step = cpu_reports;
+	fv.vm.host.exec_bp_beside_step = cpu_reports;
 	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
 	regs(v)->rdi = 0x20003e;
 	v->step.guest_tf = true;
@@ -1276,7 +1276,7 @@ static void cpl3_unstepped_then_io_exit(void **state)
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 
 	(void)state;
-	fv.vm.step_cpl3 = false;
+	fv.vm.host.step_cpl3 = false;
 	to_cpl3(v);
 	stepping_before_run(v);
 	assert_false(v->step.checked);
@@ -1327,7 +1327,7 @@ static void return_to_cpl3_unstepped(void **state)
 	struct vcpu *v = &fv.vm.vcpus[0];
 
 	(void)state;
-	fv.vm.step_cpl3 = false;
+	fv.vm.host.step_cpl3 = false;
 	memcpy(ram + CODE, iretq, sizeof(iretq));
 	memcpy(ram + STACK - 40, frame, sizeof(frame));
 	regs(v)->rsp = STACK - 40;
@@ -1361,7 +1361,7 @@ static void cpl3_unstepped_then_mmio_write(void **state)
 	struct kvm_sregs *sr = &v->run->s.regs.sregs;
 
 	(void)state;
-	fv.vm.step_cpl3 = false;
+	fv.vm.host.step_cpl3 = false;
 	to_cpl3(v);
 	stepping_before_run(v);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
@@ -1426,16 +1426,16 @@ static void left_split_completes_unchecked(void **state)
 static void left_split_holds_others(void **state)
 {
 	struct vcpu *v = &fv.vm.vcpus[0];
-	bool watched = fv.vm.step_hwbp && fv.vm.ncpus > 1;
+	bool watched = fv.vm.host.step_hwbp && fv.vm.ncpus > 1;
 	(void)state;
 	place_left_split(v);
 	stepping_before_run(v);
 	assert_true(v->step.checked);
 	assert_true(v->step.left_split);
-	assert_int_equal(v->step.hw.mode, fv.vm.step_hwbp ? STEP_DEBUG_PREDICT : STEP_DEBUG_STEP);
+	assert_int_equal(v->step.hw.mode, fv.vm.host.step_hwbp ? STEP_DEBUG_PREDICT : STEP_DEBUG_STEP);
 	assert_ptr_equal(fv.vm.pauser, watched ? v : NULL);
 	assert_int_equal(atomic_load(&fv.vm.pausing), watched);
-	if (fv.vm.step_hwbp) {
+	if (fv.vm.host.step_hwbp) {
 		regs(v)->rsp = STACK - 48;
 		v->run->debug.arch.pc = HANDLER(X86_VEC_PF);
 		step_to(v, HANDLER(X86_VEC_PF), X86_DR6_ACTIVE_LOW | 1);
@@ -1496,7 +1496,7 @@ static uint64_t mov_dr7_step_dr6(bool cpu_reports)
 	struct vcpu *v = &fv.vm.vcpus[0];
 	struct fake_vcpu *fc = fake_vcpu(v);
 
-	fv.vm.exec_bp_beside_step = cpu_reports;
+	fv.vm.host.exec_bp_beside_step = cpu_reports;
 	memcpy(ram + CODE, mov_dr7, sizeof(mov_dr7));
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	fc->debugregs.db[0] = CODE + 3;
@@ -2046,7 +2046,7 @@ static void iretq_step_exit_one_late(void **state)
 	assert_int_equal(v->stats.db_reinjected, 1);
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));	/* its #DB, delivered */
 	assert_int_equal(v->stats.unchecked_runs, 1);
-	assert_true(fv.vm.iret_step_lost);	/* the VMM performs such IRETs from now on */
+	assert_true(fv.vm.host.iret_step_lost);	/* the VMM performs such IRETs from now on */
 
 	/* The frame's TF clear: the guest's TF clear after it, no trap owed. */
 	frame[2] = X86_RFLAGS_FIXED;
@@ -2288,7 +2288,7 @@ static void iretq_performed(void **state)
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
 	assert_int_equal(v->stats.irets_performed, 0);
 	assert_int_equal(v->step.rip, CODE);
-	fv.vm.iret_step_lost = true;
+	fv.vm.host.iret_step_lost = true;
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
 	assert_int_equal(v->stats.irets_performed, 1);
 	assert_int_equal(regs(v)->rip, CODE + 0x40);
@@ -2343,7 +2343,7 @@ static void iretq_performed_to_compat(void **state)
 	struct vcpu *v = &fv.vm.vcpus[0];
 
 	(void)state;
-	fv.vm.iret_step_lost = true;
+	fv.vm.host.iret_step_lost = true;
 	memcpy(ram + BOOT_GDT_ADDR + 0x38, &code32, sizeof(code32));
 	v->run->s.regs.sregs.gdt.limit = 0x3f;
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
@@ -2370,7 +2370,7 @@ static void iretq_left_to_cpu(void **state)
 	struct fake_vcpu *fc = fake_vcpu(v);
 
 	(void)state;
-	fv.vm.iret_step_lost = true;
+	fv.vm.host.iret_step_lost = true;
 	ram[BOOT_GDT_ADDR + BOOT_SEL_CODE64 + 5] &= (uint8_t)~1u;
 	v = iretq_frame(frame, X86_RFLAGS_FIXED);
 	ram[BOOT_GDT_ADDR + BOOT_SEL_CODE64 + 5] |= 1u;
@@ -2516,7 +2516,7 @@ static void iretd_to_vm86_unstepped(void **state)
 	struct vcpu *v = &fv.vm.vcpus[0];
 
 	(void)state;
-	fv.vm.step_cpl3 = false;
+	fv.vm.host.step_cpl3 = false;
 	flat32_gate(v, X86_VEC_GP);
 	ram[CODE] = 0xcf;
 	memcpy(ram + STACK - 36, (uint32_t[]){ 0x100, 0x2000, X86_RFLAGS_FIXED | X86_RFLAGS_VM,
@@ -2681,7 +2681,7 @@ static void movss_mem_gp(void **state)
 	regs(v)->rax = 0x8000000000000000ull;
 	regs(v)->rflags = X86_RFLAGS_FIXED;
 	stepping_before_run(v);
-	if (fv.vm.step_hwbp) {
+	if (fv.vm.host.step_hwbp) {
 		assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
 		assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_GP));
 		return;

@@ -712,7 +712,7 @@ static uint64_t user_add(uint64_t arg)
 
 /*
  * A CPL3 excursion, then at CPL0 an I/O, MMIO or MSR exit, then two split
- * locks. Where the KVM cannot step CPL3 (VMM_TEST_NO_CPL3_STEP in the lab)
+ * locks. Where the KVM cannot step CPL3 (or with --host-quirks=no-cpl3-step)
  * the excursion and the CPL0 code up to that exit run unchecked, counted;
  * the split locks behind the exit must be stepped and detected.
  */

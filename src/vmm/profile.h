@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host profile: how this host's KVM behaves where --split-lock=emulate
+ * must work around it. vm_kvm.c fills it from the probes, once, before the
+ * VM is built; the stepping code reads it and nothing else about the host.
+ * --host-quirks forces entries, so a test (or a person reproducing another
+ * host) takes a quirky host's path on any KVM.
+ */
+#ifndef VMM_PROFILE_H
+#define VMM_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct host_profile {
+	bool step_cpl3;            /* single-steps CPL3 code */
+	bool step_hwbp;            /* stops on a KVM_GUESTDBG_USE_HW_BP breakpoint */
+	bool guest_databp;         /* the guest's own data breakpoints fire at CPL0 */
+	bool exec_bp_beside_step;  /* reports instruction breakpoints beside a step trap */
+	/* Runs a stepped IRETQ at CPL0 without its trap: probed, or seen at run time (atomic). */
+	bool iret_step_lost;
+};
+
+/* The quirks --host-quirks names, as bits. */
+enum profile_quirk {
+	PROFILE_NO_CPL3_STEP = 1u << 0,
+	PROFILE_NO_HW_BREAKPOINTS = 1u << 1,
+	PROFILE_NO_GUEST_DATA_BREAKPOINTS = 1u << 2,
+	PROFILE_NO_EXEC_BREAKPOINT_BESIDE_STEP = 1u << 3,
+	PROFILE_IRET_STEP_LOST = 1u << 4,
+};
+
+/*
+ * "no-cpl3-step,iret-step-lost" into quirk bits. 0, or -1 with the first
+ * name it does not know in err.
+ */
+int profile_parse_quirks(const char *list, unsigned *quirks, char *err, size_t errlen);
+/* Every name profile_parse_quirks takes, comma-separated, for a message. */
+void profile_quirk_names(char *buf, size_t len);
+/* The probed profile as a host with these quirks would have it. */
+void profile_force_quirks(struct host_profile *p, unsigned quirks);
+/* {"step_cpl3":true,...}: what --stats says emulate stepped by. */
+void profile_print_json(FILE *out, const struct host_profile *p);
+
+#endif
