@@ -7,7 +7,9 @@ the built libraries with nm:
 - every symbol a module exports begins with its module's name (module =
   NAME.c and NAME.h; NAME_kvm.c is NAME's ioctl half), or is one of the
   exceptions docs/design.md lists;
-- no static symbol carries another module's prefix.
+- no static symbol carries another module's prefix;
+- nothing calls getenv: how the host behaves comes from the probes and
+  the command line (profile.c), never from a test's environment.
 
 Usage: check.py NM LIBVMMPURE LIBVMMKVM. Prints each breach; exit 1 if any.
 """
@@ -56,6 +58,8 @@ def main():
     for lib in (pure, kvm):
         for obj, kind, name in syms[lib]:
             if kind == 'U':
+                if name in ('getenv', 'secure_getenv'):
+                    breaches.append(f'{obj}: calls {name}; a test takes a host\'s path with --host-quirks')
                 if lib == pure and (name == 'ioctl' or name in kvm_only):
                     breaches.append(f'{obj}: vmmpure uses {name}, which only the KVM side may')
                 continue
