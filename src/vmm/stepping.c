@@ -1807,6 +1807,92 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	return ok ? 1 : 0;
 }
 
+/* by_vmm()'s answer where only the instruction's certain fault can decide. */
+#define BY_VMM_CERTAIN_FAULT 2
+
+/* IRETQ in 64-bit code: the frame's CS, as wide as the operand: certain faults are delivered. */
+static int iret_by_vmm(struct vcpu *v)
+{
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t cs;
+	uint32_t err;
+	int vector;
+
+	/* Outside 64-bit code, virtual-8086 mode's certain #GP (by_vmm()). */
+	if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)
+		return BY_VMM_CERTAIN_FAULT;
+	if (!popped_slot(v, 1, &cs))
+		return 0;
+	vector = step_code_selector_fault((uint16_t)cs, &sr->gdt, &sr->ldt, &err);
+	if (vector < 0)
+		return perform_iret(v);
+	return deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
+}
+
+/* INT n, INT3, INTO and INT1, delivered as the CPU does; no single-step trap follows any. */
+static int soft_int_by_vmm(struct vcpu *v, struct vmm_event *e)
+{
+	const struct step_state *s = &v->step;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	bool v86 = (regs->rflags & X86_RFLAGS_VM) != 0;
+
+	if (s->insn.kind == STEP_INTO && !(regs->rflags & X86_RFLAGS_OF))
+		return 0;
+	/*
+	 * In virtual-8086 mode CR4.VME routes INT n by the TSS's redirection
+	 * bitmap (vme_route()): to the IVT, a #GP(0) or the IDT; where it
+	 * cannot be read, stepped. Without it, below IOPL 3, INT n is a certain
+	 * #GP(0) (INTO is not IOPL-sensitive).
+	 */
+	if (s->insn.kind == STEP_INTN && v86 && (v->run->s.regs.sregs.cr4 & X86_CR4_VME)) {
+		enum step_vme_int how;
+
+		if (!vme_route(v, s->insn.vector, &how, &e->ivt_image, &e->ivt_flags))
+			return 0;
+		if (how == STEP_VME_GP)
+			return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
+		e->ivt = how == STEP_VME_IVT;	/* else the IDT, as below */
+	} else if (s->insn.kind == STEP_INTN && v86 && X86_RFLAGS_IOPL(regs->rflags) < 3) {
+		return BY_VMM_CERTAIN_FAULT;
+	}
+	/* INT1 leaves DR6 as it is, and is no software interrupt. */
+	e->soft = s->insn.kind != STEP_INT1;
+	e->vector = s->insn.vector;
+	return deliver_event(v, e) ? 1 : 0;
+}
+
+/* The fault the instruction is certain to raise, delivered; MOV SS paired with the next. */
+static int certain_fault_by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
+{
+	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
+	uint64_t gpr[16], ss_at = ~0ull;
+	struct step_cpu c;
+	uint8_t d[8];
+	uint32_t err;
+	int vector;
+
+	cpu_for_faults(v, bytes, n, gpr, &c);
+	/* From memory only without protection keys, which could fault the read first. */
+	c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&
+			 (ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE));
+	if (c.ss_sel_valid && !c.real && (c.ss_sel & ~X86_SEL_RPL) &&
+	    read_descriptor(v, c.ss_sel, d, 8)) {
+		c.ss_desc_valid = true;
+		c.ss_desc = le64(d);
+	}
+	vector = step_certain_fault(bytes, n, &c, &err);
+	/* MOV SS's fault of its selector comes after the reads (of its descriptor: within its table). */
+	if ((vector == X86_VEC_GP || vector == X86_VEC_SS) &&
+	    v->step.insn.kind == STEP_MOV_SS && c.ss_sel_valid)
+		mov_ss_read_ad(v, &c, ss_at, c.ss_desc_valid && err);
+	if (vector < 0 && v->step.insn.kind == STEP_MOV_SS)
+		return mov_ss_pair(v, &c, ss_at);
+	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
+	if (vector == X86_VEC_DB)
+		return reinject_db(v, X86_DR6_BD) ? 1 : -1;
+	return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
+}
+
 /*
  * What the VMM does itself instead of stepping the instruction at RIP, so
  * that no handler runs unchecked and every saved RFLAGS holds the guest's
@@ -1817,11 +1903,8 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
 	struct step_state *s = &v->step;
-	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
-	const struct kvm_sregs *sr = &v->run->s.regs.sregs;
-	uint32_t err;
-	int vector;
+	int r;
 
 	/*
 	 * SYSCALL and SYSRET with EFER.SCE clear: #UD in every mode, certain
@@ -1830,7 +1913,7 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 	 * handler unwatched and the SYSCALL was taken for completed.
 	 */
 	if ((s->insn.kind == STEP_SYSCALL || s->insn.kind == STEP_SYSRET) &&
-	    !(sr->efer & X86_EFER_SCE))
+	    !(v->run->s.regs.sregs.efer & X86_EFER_SCE))
 		return deliver_fault(v, X86_VEC_UD, 0) ? 1 : 0;
 	switch (s->insn.kind) {
 	case STEP_SYSCALL:
@@ -1839,82 +1922,20 @@ static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 		return perform_sysret(v);
 	case STEP_XBEGIN:
 		return perform_xbegin(v);
-	case STEP_IRET: {
-		uint64_t cs;
-
-		/* Outside 64-bit code, virtual-8086 mode's certain #GP (below). */
-		if (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)
-			break;
-		/* The frame's CS, as wide as the operand: certain faults are delivered. */
-		if (!popped_slot(v, 1, &cs))
-			return 0;
-		vector = step_code_selector_fault((uint16_t)cs, &sr->gdt, &sr->ldt, &err);
-		if (vector < 0)
-			return perform_iret(v);
-		return deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
-	}
+	case STEP_IRET:
+		r = iret_by_vmm(v);
+		break;
 	case STEP_INTO:
-		if (!(regs->rflags & X86_RFLAGS_OF))
-			return 0;
-		/* fallthrough */
 	case STEP_INTN:
-		/*
-		 * In virtual-8086 mode CR4.VME routes INT n by the TSS's
-		 * redirection bitmap (vme_route()): to the IVT, a #GP(0) or
-		 * the IDT; where it cannot be read, stepped. Without it, below
-		 * IOPL 3, INT n is the certain #GP(0) below (INTO is not
-		 * IOPL-sensitive).
-		 */
-		if (s->insn.kind == STEP_INTN && (regs->rflags & X86_RFLAGS_VM) &&
-		    (sr->cr4 & X86_CR4_VME)) {
-			enum step_vme_int how;
-
-			if (!vme_route(v, s->insn.vector, &how, &e.ivt_image, &e.ivt_flags))
-				return 0;
-			if (how == STEP_VME_GP)
-				return deliver_fault(v, X86_VEC_GP, 0) ? 1 : 0;
-			e.ivt = how == STEP_VME_IVT;	/* else the IDT, as below */
-		} else if ((regs->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(regs->rflags) < 3 &&
-			   s->insn.kind == STEP_INTN) {
-			break;
-		}
-		/* fallthrough */
 	case STEP_INT3:
-		e.soft = true;
-		/* fallthrough */
 	case STEP_INT1:
-		/* INT1 leaves DR6 as it is; no single-step trap follows any of them. */
-		e.vector = s->insn.vector;
-		return deliver_event(v, &e) ? 1 : 0;
+		r = soft_int_by_vmm(v, &e);
+		break;
 	default:
+		r = BY_VMM_CERTAIN_FAULT;
 		break;
 	}
-	{
-		uint64_t gpr[16], ss_at = ~0ull;
-		struct step_cpu c;
-		uint8_t d[8];
-
-		cpu_for_faults(v, bytes, n, gpr, &c);
-		/* From memory only without protection keys, which could fault the read first. */
-		c.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&
-				 (ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE));
-		if (c.ss_sel_valid && !c.real && (c.ss_sel & ~X86_SEL_RPL) &&
-		    read_descriptor(v, c.ss_sel, d, 8)) {
-			c.ss_desc_valid = true;
-			c.ss_desc = le64(d);
-		}
-		vector = step_certain_fault(bytes, n, &c, &err);
-		/* MOV SS's fault of its selector comes after the reads (of its descriptor: within its table). */
-		if ((vector == X86_VEC_GP || vector == X86_VEC_SS) &&
-		    s->insn.kind == STEP_MOV_SS && c.ss_sel_valid)
-			mov_ss_read_ad(v, &c, ss_at, c.ss_desc_valid && err);
-		if (vector < 0 && s->insn.kind == STEP_MOV_SS)
-			return mov_ss_pair(v, &c, ss_at);
-	}
-	/* MOV DR with DR7.GD at CPL0: #DB with BD, the guest's (reinject_db clears GD). */
-	if (vector == X86_VEC_DB)
-		return reinject_db(v, X86_DR6_BD) ? 1 : -1;
-	return vector >= 0 && deliver_fault(v, (unsigned)vector, err) ? 1 : 0;
+	return r == BY_VMM_CERTAIN_FAULT ? certain_fault_by_vmm(v, bytes, n) : r;
 }
 
 /*
@@ -1987,46 +2008,225 @@ static bool iret_step_late(struct vcpu *v, bool emulated)
 	       v->run->s.regs.regs.rip == step_advance(s->to, in.len, mode);
 }
 
+/*
+ * The exit at our breakpoint of STEP_DEBUG_WATCH: the event is delivered
+ * (or the IRET done), the next instruction is checked before it runs.
+ * set_hw() reads the guest's TF back from the unstepped registers.
+ */
+static bool watched_exit(struct vcpu *v, uint64_t hit)
+{
+	struct step_state *s = &v->step;
+	bool ours = (hit & s->hw.mine) && v->run->debug.arch.pc == s->hw.addr;
+	uint64_t guests = s->hw.guests;
+
+	if (!set_hw(v, STEP_DEBUG_STEP, 0, false))
+		return true;
+	/* The guest's own breakpoints that fired too (a data breakpoint on the frame). */
+	if (ours) {
+		if (hit & guests)
+			reinject_db(v, hit & guests);
+		return true;
+	}
+	/*
+	 * Something else: the guest's own #DB (its TF is the hardware's
+	 * while watching, its breakpoints are armed beside ours), or the
+	 * event went elsewhere (a fault in its delivery).
+	 */
+	v->stats.unchecked_runs++;
+	if (hit & (X86_DR6_BS | X86_DR6_BD | X86_DR6_BT | guests))
+		reinject_db(v, hit & ~(X86_DR6_B0_3 & ~guests));
+	return true;
+}
+
+/* The guest's DR0-3 and DR7: read again only where the step may have changed them. */
+static bool guest_debugregs(struct vcpu *v, uint64_t hit, uint64_t db[4], uint64_t *dr7)
+{
+	struct step_state *s = &v->step;
+	struct kvm_debugregs dr = { 0 };
+	int r;
+
+	if (s->dr_valid && s->insn.kind != STEP_MOV_DR && !(hit & X86_DR6_B0_3)) {
+		memcpy(db, s->db, 4 * sizeof(db[0]));
+		*dr7 = s->dr7;
+		return true;
+	}
+	r = v->kvm->get_debugregs(v, &dr);
+	if (r) {
+		stepping_fail(v, "KVM_GET_DEBUGREGS", -r);
+		return false;
+	}
+	memcpy(db, dr.db, 4 * sizeof(db[0]));
+	*dr7 = dr.dr7;
+	return true;
+}
+
+/* What a step exit says of the checked instruction. */
+struct step_verdict {
+	bool escaped;    /* guest code ran that nothing checked */
+	bool late_iret;  /* an IRET whose trap KVM lost: the instruction behind ran too */
+	bool in_handler; /* the exit is inside a handler, where KVM's emulator stopped */
+};
+
+/*
+ * The checked instruction did not end where it would have, had it not
+ * faulted: it was diverted to a handler (verdict unchanged, the step
+ * unchecked), or it escaped.
+ */
+static void judge_diversion(struct vcpu *v, uint64_t hit, bool emulated, struct step_verdict *j)
+{
+	struct step_state *s = &v->step;
+	const struct kvm_run *run = v->run;
+	bool missed = step_diverted(&s->insn, s->rip, run->s.regs.regs.rip, s->mode) ||
+		      step_missed_target(&s->insn, s->to_known, s->to, run->s.regs.regs.rip) ||
+		      (emulated && step_undecodable_diverted(&s->insn, s->rip,
+							     run->s.regs.regs.rip, s->mode)) ||
+		      ((step_jump_faulted(&s->insn, s->rsp, run->s.regs.regs.rsp) ||
+			step_branch_missed(&s->insn, &s->branch, run->s.regs.regs.rip)) &&
+		       run->s.regs.sregs.tr.selector == s->tr.selector);
+	/*
+	 * A branch may go anywhere, a handler included: only a frame of its
+	 * own RIP there says it faulted (a non-canonical target, a #PF on
+	 * CALL's push, a far branch's bad selector). So may what the decoder
+	 * rejects, its length unknown, and what KVM runs itself (VMRUN ...).
+	 */
+	bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn) ||
+		       s->insn.kvm_faults) && (hit & X86_DR6_BS);
+	enum shadowed_end behind = shadowed_end(v);
+	uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
+
+	/*
+	 * The instruction behind MOV SS faulted, and the CPU stopped at its
+	 * handler (with the trap MOV SS held, which is the guest's there too
+	 * if its TF was set: shadowed_after()). Delivery cleared the guest's
+	 * TF. One that may go anywhere faulted only where the frame holds its
+	 * own RIP.
+	 */
+	if (behind != SHADOWED_DONE &&
+	    diverted_at_handler(v, at, behind == SHADOWED_FAULTED
+					       ? step_advance(at, s->shadowed.len, s->mode) : at)) {
+		s->shadowed_faulted = true;
+		s->guest_tf = false;
+	/*
+	 * The instruction faulted: no step of its own is owed to the guest,
+	 * and what an IRET would have loaded (tf_after) is not the guest's:
+	 * its TF stays as it was.
+	 */
+	} else if ((missed || branch || behind == SHADOWED_FAULTED) &&
+		   diverted_at_handler(v, s->rip, branch || behind == SHADOWED_FAULTED ? s->rip : at)) {
+		s->checked = false;
+		s->guest_tf = false;	/* delivery clears it */
+	} else if (missed || behind == SHADOWED_FAULTED ||
+		   (emulated && behind == SHADOWED_MAYBE &&
+		    (s->shadowed.kind == STEP_INT3 || s->shadowed.kind == STEP_INTN ||
+		     s->shadowed.kind == STEP_INTO))) {
+		j->escaped = true;
+		/*
+		 * An event was delivered (clearing TF) and its handler ran
+		 * unwatched up to an instruction KVM emulated: no trap of the
+		 * CPU's, and the handler's TF is clear. So for INT n, INT3 or
+		 * INTO behind MOV SS with the guest's TF, where the CPU drops
+		 * the trap MOV SS held (QEMU's TCG): that exit, inside the
+		 * handler, is no trap of the guest's.
+		 */
+		j->in_handler = emulated;
+	}
+}
+
+/*
+ * A step that comes back where the checked instruction cannot have taken
+ * the vCPU, or after a stretch nothing checked, ends in an IRET of a
+ * handler the CPU entered by itself: TF was clear there (delivery clears
+ * it), so the trap is the VMM's, and the guest's TF is what it was before
+ * the event (the frame held the VMM's).
+ */
+static struct step_verdict judge_step(struct vcpu *v, uint64_t hit, bool at_handler, bool emulated)
+{
+	struct step_state *s = &v->step;
+	struct step_verdict j = { 0 };
+	bool stepped = s->checked && (hit & X86_DR6_BS);
+
+	j.escaped = stepped && step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
+	/*
+	 * IRET completed there, loading the guest's TF from its frame, and the
+	 * instruction behind it ran unchecked, with that TF: its trap is owed.
+	 */
+	j.late_iret = stepped && !j.escaped && iret_step_late(v, emulated);
+	if (j.late_iret) {
+		v->stats.unchecked_runs++;
+		if (!__atomic_exchange_n(&v->vm->host.iret_step_lost, true, __ATOMIC_RELAXED))
+			info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without "
+			     "its trap; the VMM performs those IRETs itself from now on");
+	}
+	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !j.escaped && !j.late_iret)
+		judge_diversion(v, hit, emulated, &j);
+	return j;
+}
+
+/*
+ * Whether the guest's own TF asks for this trap. A stretch that escaped
+ * from a guest whose own TF was set: every frame in it held the TF the
+ * CPU's would, so the trap that ends it is one the CPU raises too (the
+ * first after a fault handler's IRET): the guest's.
+ */
+static bool guest_trap_owed(const struct step_state *s, const struct step_verdict *j)
+{
+	if (!s->checked)
+		return s->resume_tf;
+	if (j->escaped)
+		return s->tf_at_start && !j->in_handler;
+	if (j->late_iret)
+		return s->tf_after;
+	return step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after);
+}
+
+/* The checked instruction completed: what the VMM's TF hid from the guest is put right. */
+static void step_completed(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+
+	/*
+	 * A split lock left to the CPU to fault on that completed instead (a
+	 * stale TLB entry, another vCPU's PTE write in between): it ran
+	 * unchecked.
+	 */
+	if (s->left_split)
+		v->stats.unchecked_runs++;
+	if (s->insn.kind == STEP_PUSHF)
+		fix_pushf(v);
+	if (s->insn.kind == STEP_SYSCALL)
+		fix_syscall_r11(v);
+	if (s->insn.kind == STEP_MOV_DR)
+		s->dr_valid = false;
+	/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
+	s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
+	/*
+	 * STI's interrupt shadow holds the step trap on some CPUs (the lab's),
+	 * as MOV SS does everywhere: the next instruction ran too.
+	 */
+	if (s->insn.kind == STEP_STI &&
+	    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode)) {
+		v->stats.unchecked_runs += s->shadowed_unchecked;
+		s->tf_after = shadowed_after(v);
+	}
+	if (s->insn.kind == STEP_MOV_SS)
+		s->tf_after = shadowed_after(v);
+	fix_int_frame(v, &s->insn);
+	s->guest_tf = s->tf_after;
+}
+
 bool stepping_debug_exit(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 	uint64_t dr6 = v->run->debug.arch.dr6;
 	uint64_t hit = (dr6 ^ X86_DR6_ACTIVE_LOW) & X86_DR6_VOLATILE;
 	/* Read first: this exit came from KVM's emulator, not the CPU (DR7_UNWRITTEN). */
-	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, in_handler = false, late_iret;
-	struct kvm_debugregs dr = { 0 };
-	uint64_t db[4];
+	bool emulated = v->run->debug.arch.dr7 == DR7_UNWRITTEN, at_handler = false;
+	struct step_verdict j;
+	uint64_t db[4], dr7;
 	struct step_db d;
-	bool escaped, at_handler = false;
-	int r;
 
-	if (s->hw.mode == STEP_DEBUG_WATCH) {
-		/*
-		 * Our breakpoint: the event is delivered (or the IRET done), the
-		 * next instruction is checked before it runs. set_hw() reads
-		 * the guest's TF back from the unstepped registers.
-		 */
-		bool ours = (hit & s->hw.mine) && v->run->debug.arch.pc == s->hw.addr;
-		uint64_t guests = s->hw.guests;
-
-		if (!set_hw(v, STEP_DEBUG_STEP, 0, false))
-			return true;
-		/* The guest's own breakpoints that fired too (a data breakpoint on the frame). */
-		if (ours) {
-			if (hit & guests)
-				reinject_db(v, hit & guests);
-			return true;
-		}
-		/*
-		 * Something else: the guest's own #DB (its TF is the hardware's
-		 * while watching, its breakpoints are armed beside ours), or the
-		 * event went elsewhere (a fault in its delivery).
-		 */
-		v->stats.unchecked_runs++;
-		if (hit & (X86_DR6_BS | X86_DR6_BD | X86_DR6_BT | guests))
-			reinject_db(v, hit & ~(X86_DR6_B0_3 & ~guests));
-		return true;
-	}
+	if (s->hw.mode == STEP_DEBUG_WATCH)
+		return watched_exit(v, hit);
 	if (!hw_steps(s->hw.mode))
 		return false;
 	v->stats.single_steps++;
@@ -2037,152 +2237,25 @@ bool stepping_debug_exit(struct vcpu *v)
 		hit &= ~s->hw.mine;
 		dr6 &= ~s->hw.mine;
 	}
-	/* The guest's DR0-3 and DR7: read again only where the step may have changed them. */
-	if (s->dr_valid && s->insn.kind != STEP_MOV_DR && !(hit & X86_DR6_B0_3)) {
-		memcpy(db, s->db, sizeof(db));
-		dr.dr7 = s->dr7;
-	} else if ((r = v->kvm->get_debugregs(v, &dr)) != 0) {
-		stepping_fail(v, "KVM_GET_DEBUGREGS", -r);
+	if (!guest_debugregs(v, hit, db, &dr7))
 		return true;
-	} else {
-		memcpy(db, dr.db, sizeof(db));
-	}
-	/*
-	 * A step that comes back where the checked instruction cannot have
-	 * taken the vCPU, or after a stretch nothing checked, ends in an IRET
-	 * of a handler the CPU entered by itself: TF was clear there (delivery
-	 * clears it), so the trap is the VMM's, and the guest's TF is what it
-	 * was before the event (the frame held the VMM's).
-	 */
 	if (s->frame_vector >= 0)
 		frame_fix(v);
-	escaped = s->checked && (hit & X86_DR6_BS) &&
-		  step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
-	/*
-	 * IRET completed there, loading the guest's TF from its frame, and the
-	 * instruction behind it ran unchecked, with that TF: its trap is owed.
-	 */
-	late_iret = s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);
-	if (late_iret) {
-		v->stats.unchecked_runs++;
-		if (!__atomic_exchange_n(&v->vm->host.iret_step_lost, true, __ATOMIC_RELAXED))
-			info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without "
-			     "its trap; the VMM performs those IRETs itself from now on");
-	}
-	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !escaped && !late_iret) {
-		bool missed = step_diverted(&s->insn, s->rip, v->run->s.regs.regs.rip, s->mode) ||
-			      step_missed_target(&s->insn, s->to_known, s->to,
-						 v->run->s.regs.regs.rip) ||
-			      (emulated && step_undecodable_diverted(&s->insn, s->rip,
-								     v->run->s.regs.regs.rip, s->mode)) ||
-			      ((step_jump_faulted(&s->insn, s->rsp, v->run->s.regs.regs.rsp) ||
-				step_branch_missed(&s->insn, &s->branch, v->run->s.regs.regs.rip)) &&
-			       v->run->s.regs.sregs.tr.selector == s->tr.selector);
-		/*
-		 * A branch may go anywhere, a handler included: only a frame of
-		 * its own RIP there says it faulted (a non-canonical target, a
-		 * #PF on CALL's push, a far branch's bad selector). So may what
-		 * the decoder rejects, its length unknown, and what KVM runs
-		 * itself (VMRUN ...).
-		 */
-		bool branch = (s->insn.kind == STEP_BRANCH || step_undecodable(&s->insn) ||
-			       s->insn.kvm_faults) && (hit & X86_DR6_BS);
-		enum shadowed_end behind = shadowed_end(v);
-		uint64_t at = step_advance(s->rip, s->insn.len, s->mode);
-
-		/*
-		 * The instruction behind MOV SS faulted, and the CPU stopped at
-		 * its handler (with the trap MOV SS held, which is the guest's
-		 * there too if its TF was set: shadowed_after()). Delivery
-		 * cleared the guest's TF. One that may go anywhere faulted only
-		 * where the frame holds its own RIP.
-		 */
-		if (behind != SHADOWED_DONE &&
-		    diverted_at_handler(v, at, behind == SHADOWED_FAULTED
-						       ? step_advance(at, s->shadowed.len, s->mode)
-						       : at)) {
-			s->shadowed_faulted = true;
-			s->guest_tf = false;
-		/*
-		 * The instruction faulted: no step of its own is owed to the
-		 * guest, and what an IRET would have loaded (tf_after) is not
-		 * the guest's: its TF stays as it was.
-		 */
-		} else if ((missed || branch || behind == SHADOWED_FAULTED) &&
-			   diverted_at_handler(v, s->rip,
-					       branch || behind == SHADOWED_FAULTED
-						       ? s->rip
-						       : step_advance(s->rip, s->insn.len, s->mode))) {
-			s->checked = false;
-			s->guest_tf = false;	/* delivery clears it */
-		} else if (missed || behind == SHADOWED_FAULTED ||
-			   (emulated && behind == SHADOWED_MAYBE &&
-			    (s->shadowed.kind == STEP_INT3 || s->shadowed.kind == STEP_INTN ||
-			     s->shadowed.kind == STEP_INTO))) {
-			escaped = true;
-			/*
-			 * An event was delivered (clearing TF) and its handler
-			 * ran unwatched up to an instruction KVM emulated: no
-			 * trap of the CPU's, and the handler's TF is clear. So
-			 * for INT n, INT3 or INTO behind MOV SS with the guest's
-			 * TF, where the CPU drops the trap MOV SS held (QEMU's
-			 * TCG): that exit, inside the handler, is no trap of
-			 * the guest's.
-			 */
-			in_handler = emulated;
-		}
-	}
-	/*
-	 * A stretch that escaped from a guest whose own TF was set: every frame
-	 * in it held the TF the CPU's would, so the trap that ends it is one the
-	 * CPU raises too (the first after a fault handler's IRET): the guest's.
-	 */
-	d = step_debug_exit(dr6, s->checked ? (escaped ? s->tf_at_start && !in_handler
-					       : late_iret ? s->tf_after
-					       : step_trap_owed(s->insn.kind, s->tf_at_start, s->tf_after))
-					    : s->resume_tf,
-			    dr.dr7,
-			    step_exec_beside(db, dr.dr7,
+	j = judge_step(v, hit, at_handler, emulated);
+	d = step_debug_exit(dr6, guest_trap_owed(s, &j), dr7,
+			    step_exec_beside(db, dr7,
 					     emulate_code_la(&v->run->s.regs.sregs,
 							     v->run->s.regs.regs.rflags,
 							     v->run->s.regs.regs.rip),
 					     /* KVM emulates MOV DR while it steps the guest */
-					     s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&
+					     s->checked && !j.escaped && s->insn.kind == STEP_MOV_DR &&
 					     v->vm->host.exec_bp_beside_step));
-	if (in_handler)
+	if (j.in_handler)
 		s->guest_tf = false;
-	if (escaped || !s->checked)
-		v->stats.unchecked_runs += escaped;
-	else if (d.completed) {
-		/*
-		 * A split lock left to the CPU to fault on that completed
-		 * instead (a stale TLB entry, another vCPU's PTE write in
-		 * between): it ran unchecked.
-		 */
-		if (s->left_split)
-			v->stats.unchecked_runs++;
-		if (s->insn.kind == STEP_PUSHF)
-			fix_pushf(v);
-		if (s->insn.kind == STEP_SYSCALL)
-			fix_syscall_r11(v);
-		if (s->insn.kind == STEP_MOV_DR)
-			s->dr_valid = false;
-		/* RF, set by a #DB handler to step over its breakpoint, holds for one instruction. */
-		s->iret_rf = s->insn.kind == STEP_IRET && (s->popped & X86_RFLAGS_RF);
-		/*
-		 * STI's interrupt shadow holds the step trap on some CPUs (the
-		 * lab's), as MOV SS does everywhere: the next instruction ran too.
-		 */
-		if (s->insn.kind == STEP_STI &&
-		    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode)) {
-			v->stats.unchecked_runs += s->shadowed_unchecked;
-			s->tf_after = shadowed_after(v);
-		}
-		if (s->insn.kind == STEP_MOV_SS)
-			s->tf_after = shadowed_after(v);
-		fix_int_frame(v, &s->insn);
-		s->guest_tf = s->tf_after;
-	}
+	if (j.escaped || !s->checked)
+		v->stats.unchecked_runs += j.escaped;
+	else if (d.completed)
+		step_completed(v);
 	/* Task switches exist outside IA-32e mode only; LTR changes TR without one. */
 	if (s->checked && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
 	    !(v->run->s.regs.sregs.efer & X86_EFER_LMA) && s->insn.kind != STEP_LTR)
@@ -2331,42 +2404,47 @@ static bool check_split_locks(struct vcpu *v)
  * on, and the next is checked before anything runs); pauses and stops are
  * honoured in between, so the VM stays responsive.
  */
-static void before_run(struct vcpu *v)
+/* How one question of planning a run left it. */
+enum run_plan {
+	PLAN_OPEN,      /* not settled: the next question */
+	PLAN_SET,       /* the run is set up, or the VM stops */
+	PLAN_PERFORMED, /* the VMM performed the instruction or its fault: plan at the new RIP */
+};
+
+/*
+ * Bounds on what the VMM performs in a row before letting the guest run
+ * (a handler that faults at once, an IRET chain): instructions, and
+ * faults it forecasts and delivers without a breakpoint.
+ */
+#define PERFORMED_MAX 8
+#define FORECAST_DELIVERIES_MAX 4
+
+/* A delivery is due (the VMM's or KVM's): its handler runs next, watched. */
+static void watch_pending(struct vcpu *v)
 {
-	struct vm *vm = v->vm;
+	if (v->step.inject_vector >= 0 && !vm_stopping(v->vm))
+		watch_handler(v, (unsigned)v->step.inject_vector);
+}
+
+/* Code this KVM cannot step runs with the guest's own TF, counted, up to an exit. */
+static void run_unchecked(struct vcpu *v, bool outer)
+{
+	v->stats.unchecked_runs++;
+	set_hw(v, STEP_DEBUG_OFF, 0, false);
+	if (outer)
+		v->step.outer_off = true;
+	else
+		v->step.off_to_exit = true;
+}
+
+/* Decodes the instruction at RIP into v->step, with what it needs of its state. */
+static size_t load_insn(struct vcpu *v, uint8_t bytes[DECODE_INSN_MAX])
+{
 	struct step_state *s = &v->step;
-	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
 	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	uint8_t bytes[DECODE_INSN_MAX];
-	unsigned cpl, deliveries = 0;
 	size_t n;
 
-	s->checked = false;
-	s->hlt = false;
-	s->off_to_exit = false;
-	s->resume_tf = false;
-	if (s->hw.mode == STEP_DEBUG_WATCH)	/* the pending delivery goes first */
-		return;
-	/* An event is due: the handler runs next, not the instruction at RIP. */
-	if (s->inject_vector >= 0) {
-		watch_handler(v, (unsigned)s->inject_vector);
-		return;
-	}
-again:
-	if (!check_split_locks(v)) {
-		if (s->inject_vector >= 0 && !vm_stopping(vm))
-			watch_handler(v, (unsigned)s->inject_vector);
-		return;
-	}
-	cpl = emulate_cpl(sregs, v->run->s.regs.regs.rflags);
-	/* Where this KVM cannot step CPL3 code (probed), it runs unchecked. */
-	if (!vm->host.step_cpl3 && cpl != 0) {
-		v->stats.unchecked_runs++;
-		set_hw(v, STEP_DEBUG_OFF, 0, false);
-		s->outer_off = true;
-		return;
-	}
-	s->outer_off = false;
 	if (!hw_steps(s->hw.mode))
 		s->guest_tf = (regs->rflags & X86_RFLAGS_TF) != 0;
 	s->mode = (struct step_mode){ .cs_l = sregs->cs.l, .cs_d = sregs->cs.db };
@@ -2379,130 +2457,147 @@ again:
 		s->branch = (struct step_branch){ .n = 0 };
 	s->tf_at_start = s->guest_tf;
 	s->tr = sregs->tr;
-	if (step_hlt_unstepped(&s->insn, cpl)) {
-		s->hlt = true;
-		set_hw(v, STEP_DEBUG_OFF, 0, false);
-		return;
-	}
-	if (deliveries < 8) {
-		int done = by_vmm(v, bytes, n);
+	return n;
+}
 
-		if (done < 0) {
-			if (s->inject_vector >= 0 && !vm_stopping(vm))
-				watch_handler(v, (unsigned)s->inject_vector);
-			return;
-		}
-		if (done) {
-			deliveries++;
-			goto again;
-		}
+/*
+ * Runs that cannot be stepped. Where this KVM cannot step CPL3 (probed),
+ * a return there runs unstepped with the guest's TF, counted: stepped, its
+ * trap would come at CPL3, where such a KVM (the nested PVM one) hands it
+ * to the guest as a #DB of its own. Through a task gate, stepped, the old
+ * task's TSS would save the VMM's TF (or none of the guest's, hidden by
+ * KVM's), and the new task runs unstepped anyway: it runs with the guest's
+ * own TF, unchecked and counted, up to the next exit. (A far CALL or JMP
+ * to a TSS is stepped: a step exit follows in the new task, and
+ * task_switched() fixes both images.)
+ */
+static enum run_plan plan_unstepped(struct vcpu *v)
+{
+	if (!v->vm->host.step_cpl3 && returns_outward(v)) {
+		run_unchecked(v, true);
+		return PLAN_SET;
 	}
-	/*
-	 * Where this KVM cannot step CPL3 (probed), a return there runs
-	 * unstepped with the guest's TF, counted: stepped, its trap would come
-	 * at CPL3, where such a KVM (the nested PVM one) hands it to the guest
-	 * as a #DB of its own.
-	 */
-	if (!vm->host.step_cpl3 && returns_outward(v)) {
-		v->stats.unchecked_runs++;
-		set_hw(v, STEP_DEBUG_OFF, 0, false);
-		s->outer_off = true;
-		return;
+	if (through_task_gate(v, &v->step.insn)) {
+		run_unchecked(v, false);
+		return PLAN_SET;
 	}
-	/*
-	 * Through a task gate, stepped, the old task's TSS would save the
-	 * VMM's TF (or none of the guest's, hidden by KVM's), and the new
-	 * task runs unstepped anyway: it runs with the guest's own TF,
-	 * unchecked and counted, up to the next exit. (A far CALL or JMP to
-	 * a TSS is stepped: a step exit follows in the new task, and
-	 * task_switched() fixes both images.)
-	 */
-	if (through_task_gate(v, &s->insn)) {
-		v->stats.unchecked_runs++;
-		set_hw(v, STEP_DEBUG_OFF, 0, false);
-		s->off_to_exit = true;
-		return;
-	}
-	if (s->insn.kind == STEP_INT1) {
-		/* As the CPU: RIP past it, #DB through the IDT, DR6 untouched. */
-		int r;
+	return PLAN_OPEN;
+}
 
-		regs->rip += s->insn.len;
-		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
-		r = event_inject(v, &db_event);
-		if (r) {
-			stepping_fail(v, "KVM_SET_VCPU_EVENTS (INT1)", -r);
-			return;
-		}
-		s->guest_tf = false;
-		watch_handler(v, X86_VEC_DB);
-		return;
+/* INT1, as the CPU: RIP past it, #DB through the IDT, DR6 untouched. */
+static enum run_plan perform_int1(struct vcpu *v)
+{
+	int r;
+
+	v->run->s.regs.regs.rip += v->step.insn.len;
+	v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	r = event_inject(v, &db_event);
+	if (r) {
+		stepping_fail(v, "KVM_SET_VCPU_EVENTS (INT1)", -r);
+		return PLAN_SET;
 	}
-	if (vm->host.step_hwbp && step_delivers(&s->insn, regs->rflags)) {
+	v->step.guest_tf = false;
+	watch_handler(v, X86_VEC_DB);
+	return PLAN_SET;
+}
+
+/*
+ * Events the instruction delivers: INT1 performed, INT n and the like
+ * watched at their handler. No breakpoint can stop at a handler without
+ * hardware breakpoints: an access certain to fault
+ * (emulate_predict_fault) is delivered by the VMM, and the handler
+ * checked. MOV SS from memory too: its read comes before its shadow.
+ */
+static enum run_plan plan_delivery(struct vcpu *v, const uint8_t *bytes, size_t n,
+				   unsigned performed)
+{
+	struct step_state *s = &v->step;
+	uint64_t rflags = v->run->s.regs.regs.rflags;
+
+	if (s->insn.kind == STEP_INT1)
+		return perform_int1(v);
+	if (v->vm->host.step_hwbp && step_delivers(&s->insn, rflags)) {
 		s->guest_tf = false;
 		watch_handler(v, s->insn.vector);
-		return;
+		return PLAN_SET;
 	}
-	/*
-	 * No breakpoint can stop at a handler here: an access certain to fault
-	 * (emulate_predict_fault) is delivered by the VMM, and the handler
-	 * checked. MOV SS from memory too: its read comes before its shadow.
-	 */
-	if (!vm->host.step_hwbp && (s->insn.falls || s->insn.kind == STEP_MOV_SS) && deliveries < 4) {
+	if (!v->vm->host.step_hwbp && (s->insn.falls || s->insn.kind == STEP_MOV_SS) &&
+	    performed < FORECAST_DELIVERIES_MAX) {
 		struct emulate_snapshot snap = snapshot(v);
 		struct emulate_forecast f;
 
 		if (emulate_predict_segment_fault(&snap, bytes, n, &f) >= 0 && f.certain &&
-		    (f.ex.vector == X86_VEC_SS || f.ex.vector == X86_VEC_GP) && deliver_fault(v, f.ex.vector, f.ex.error_code)) {
-			deliveries++;
-			goto again;
-		}
+		    (f.ex.vector == X86_VEC_SS || f.ex.vector == X86_VEC_GP) &&
+		    deliver_fault(v, f.ex.vector, f.ex.error_code))
+			return PLAN_PERFORMED;
 	}
-	s->tf_after = tf_after(v);
-	/*
-	 * An IRET that gives the guest TF: a breakpoint at the return address
-	 * (docs/design.md), unless it loads RF too, which would suppress that
-	 * breakpoint: stepped then, as stock KVM traps after such an IRET.
-	 * Only an IRETQ from 64-bit code back to the same code segment: the
-	 * breakpoint takes a linear address, and the popped RIP is one there.
-	 */
-	if (s->insn.kind == STEP_IRET && s->tf_after && vm->host.step_hwbp &&
-	    !(s->popped & X86_RFLAGS_RF) && sregs->cs.l && s->insn.opsize == 8) {
-		uint8_t ret[16] = { 0 };
+	return PLAN_OPEN;
+}
 
-		if (read_linear(v, regs->rsp, 0, ret, sizeof(ret)) == sizeof(ret) &&
-		    (ret[8] | ret[9] << 8) == sregs->cs.selector) {
-			set_hw(v, STEP_DEBUG_WATCH, le64(ret), false);
-			return;
-		}
-	}
+/*
+ * An IRET that gives the guest TF: a breakpoint at the return address
+ * (docs/design.md), unless it loads RF too, which would suppress that
+ * breakpoint: stepped then, as stock KVM traps after such an IRET. Only an
+ * IRETQ from 64-bit code back to the same code segment: the breakpoint
+ * takes a linear address, and the popped RIP is one there.
+ */
+static enum run_plan plan_iret_watch(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint8_t ret[16] = { 0 };
+
+	if (s->insn.kind != STEP_IRET || !s->tf_after || !v->vm->host.step_hwbp ||
+	    (s->popped & X86_RFLAGS_RF) || !sregs->cs.l || s->insn.opsize != 8)
+		return PLAN_OPEN;
+	if (read_linear(v, v->run->s.regs.regs.rsp, 0, ret, sizeof(ret)) != sizeof(ret) ||
+	    (ret[8] | ret[9] << 8) != sregs->cs.selector)
+		return PLAN_OPEN;
+	set_hw(v, STEP_DEBUG_WATCH, le64(ret), false);
+	return PLAN_SET;
+}
+
+/*
+ * INT n, INT3 or INTO behind MOV SS or POP SS is delivered in the same
+ * step, the VMM's TF in its frame. With the guest's TF clear and a
+ * breakpoint, the pair runs unstepped (the guest's TF) up to the handler,
+ * watched there; else the frame is fixed where the CPU stops at the
+ * handler with the trap MOV SS held (shadowed_after()).
+ */
+static enum run_plan plan_shadowed(struct vcpu *v, const uint8_t *bytes)
+{
+	struct step_state *s = &v->step;
+
 	classify_shadowed(v, bytes);
 	if (s->insn.kind == STEP_MOV_SS)
 		v->stats.unchecked_runs += s->shadowed_unchecked;
-	/*
-	 * INT n, INT3 or INTO behind MOV SS or POP SS is delivered in the same
-	 * step, the VMM's TF in its frame. With the guest's TF clear and a
-	 * breakpoint, the pair runs unstepped (the guest's TF) up to the
-	 * handler, watched there; else the frame is fixed where the CPU stops
-	 * at the handler with the trap MOV SS held (shadowed_after()).
-	 */
-	if (s->insn.kind == STEP_MOV_SS && vm->host.step_hwbp && !s->guest_tf &&
-	    step_delivers(&s->shadowed, regs->rflags)) {
+	if (s->insn.kind == STEP_MOV_SS && v->vm->host.step_hwbp && !s->guest_tf &&
+	    step_delivers(&s->shadowed, v->run->s.regs.regs.rflags)) {
 		watch_handler(v, s->shadowed.vector);
-		return;
+		return PLAN_SET;
 	}
-	/*
-	 * A fault KVM intercepts and injects keeps the step's TF only at the
-	 * RIP of the last KVM_SET_GUEST_DEBUG: issued here again where one may
-	 * come (docs/design.md, "An MSR access KVM fails by itself"), and for
-	 * an MMIO access with the guest's TF, whose frame must hold it. An
-	 * instruction KVM runs and may fault itself (RDPMC, XSETBV ...): with
-	 * a breakpoint at the handler of the fault it would queue, where a KVM
-	 * that stops one instruction into the handler it injected (the nested
-	 * PVM KVM) would leave the frame unfixed.
-	 */
+	return PLAN_OPEN;
+}
+
+/*
+ * A fault KVM intercepts and injects keeps the step's TF only at the RIP
+ * of the last KVM_SET_GUEST_DEBUG: issued here again where one may come
+ * (docs/design.md, "An MSR access KVM fails by itself"), and for an MMIO
+ * access with the guest's TF, whose frame must hold it. An instruction KVM
+ * runs and may fault itself (RDPMC, XSETBV ...): with a breakpoint at the
+ * handler of the fault it would queue, where a KVM that stops one
+ * instruction into the handler it injected (the nested PVM KVM) would
+ * leave the frame unfixed.
+ */
+static void arm_step(struct vcpu *v, const uint8_t *bytes, size_t n, unsigned cpl)
+{
+	struct step_state *s = &v->step;
+	struct vm *vm = v->vm;
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+
 	if (!(vm->host.step_hwbp && (s->insn.falls ? predicted(v, regs->rip, bytes, n)
-					      : predicted_pair(v, bytes, n))) &&
+						    : predicted_pair(v, bytes, n))) &&
 	    !(vm->host.step_hwbp && s->insn.kvm_faults &&
 	      predict_handler(v, step_kvm_fault_vector(&s->insn, sregs->cr4, sregs->efer), true)) &&
 	    !set_hw(v, STEP_DEBUG_STEP, 0,
@@ -2517,6 +2612,74 @@ again:
 		s->rearm = false;
 	}
 	s->checked = true;
+}
+
+/* Plans the run of the instruction at RIP, after `performed` the VMM did itself. */
+static enum run_plan plan_at_rip(struct vcpu *v, unsigned performed)
+{
+	struct step_state *s = &v->step;
+	uint8_t bytes[DECODE_INSN_MAX];
+	enum run_plan plan;
+	unsigned cpl;
+	size_t n;
+
+	if (!check_split_locks(v)) {
+		watch_pending(v);
+		return PLAN_SET;
+	}
+	cpl = emulate_cpl(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags);
+	/* Where this KVM cannot step CPL3 code (probed), it runs unchecked. */
+	if (!v->vm->host.step_cpl3 && cpl != 0) {
+		run_unchecked(v, true);
+		return PLAN_SET;
+	}
+	s->outer_off = false;
+	n = load_insn(v, bytes);
+	if (step_hlt_unstepped(&s->insn, cpl)) {
+		s->hlt = true;
+		set_hw(v, STEP_DEBUG_OFF, 0, false);
+		return PLAN_SET;
+	}
+	if (performed < PERFORMED_MAX) {
+		int done = by_vmm(v, bytes, n);
+
+		if (done < 0)
+			watch_pending(v);
+		if (done)
+			return done < 0 ? PLAN_SET : PLAN_PERFORMED;
+	}
+	plan = plan_unstepped(v);
+	if (plan == PLAN_OPEN)
+		plan = plan_delivery(v, bytes, n, performed);
+	if (plan != PLAN_OPEN)
+		return plan;
+	s->tf_after = tf_after(v);
+	plan = plan_iret_watch(v);
+	if (plan == PLAN_OPEN)
+		plan = plan_shadowed(v, bytes);
+	if (plan == PLAN_OPEN)
+		arm_step(v, bytes, n, cpl);
+	return PLAN_SET;
+}
+
+static void before_run(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+	unsigned performed = 0;
+
+	s->checked = false;
+	s->hlt = false;
+	s->off_to_exit = false;
+	s->resume_tf = false;
+	if (s->hw.mode == STEP_DEBUG_WATCH)	/* the pending delivery goes first */
+		return;
+	/* An event is due: the handler runs next, not the instruction at RIP. */
+	if (s->inject_vector >= 0) {
+		watch_handler(v, (unsigned)s->inject_vector);
+		return;
+	}
+	while (plan_at_rip(v, performed) == PLAN_PERFORMED)
+		performed++;
 }
 
 void stepping_before_run(struct vcpu *v)

@@ -288,8 +288,8 @@ MUTANTS = [
         "name": "soft-int-stepped",
         "what": "INT n, INT3, INTO and INT1 are stepped instead of delivered by the VMM",
         "edits": [("src/vmm/stepping.c",
-                   "\t\treturn deliver_event(v, &e) ? 1 : 0;",
-                   "\t\treturn 0;")],
+                   "\treturn deliver_event(v, e) ? 1 : 0;",
+                   "\treturn 0;")],
         "unit": ["stepping"],
         "tests": ["diff-event-int3-guest-tf-iretq-cpl0"],
     },
@@ -350,8 +350,8 @@ MUTANTS = [
         "name": "emulator-exit-taken-for-trap",
         "what": "KVM's step exit after an instruction it emulated inside an unwatched handler "
                 "is taken for the guest's trap: a #DB delivered there, its TF kept",
-        "edits": [("src/vmm/stepping.c", "\t\t\tin_handler = emulated;",
-                   "\t\t\tin_handler = false && emulated;")],
+        "edits": [("src/vmm/stepping.c", "\t\tj->in_handler = emulated;",
+                   "\t\tj->in_handler = false && emulated;")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -360,8 +360,8 @@ MUTANTS = [
         "what": "INT n in virtual-8086 mode below IOPL 3 is stepped, not delivered as the "
                 "certain #GP(0): the step in the CPU's #GP handler becomes a #DB for the guest",
         "edits": [("src/vmm/stepping.c",
-                   "\t\t\t   s->insn.kind == STEP_INTN) {\n\t\t\tbreak;\n",
-                   "\t\t\t   s->insn.kind == STEP_INTN) {\n\t\t\treturn 0;\n")],
+                   "X86_RFLAGS_IOPL(regs->rflags) < 3) {\n\t\treturn BY_VMM_CERTAIN_FAULT;\n",
+                   "X86_RFLAGS_IOPL(regs->rflags) < 3) {\n\t\treturn 0;\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -371,8 +371,8 @@ MUTANTS = [
                 "certain #GP(0): the CPU's #GP runs its handler with the VMM's TF where "
                 "the KVM does not stop there (the lab's does, and the frame is fixed)",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\t\tbreak;\n",
-                   "\t\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\t\treturn 0;\n")],
+                   "\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\treturn BY_VMM_CERTAIN_FAULT;\n",
+                   "\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\treturn 0;\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -390,8 +390,8 @@ MUTANTS = [
         "name": "task-gate-int-stepped",
         "what": "INT n through a task gate is stepped: the old task's TSS saves the VMM's TF "
                 "and the guest's own single steps after the task returns are taken for the VMM's",
-        "edits": [("src/vmm/stepping.c", "\tif (through_task_gate(v, &s->insn)) {\n",
-                   "\tif (false && through_task_gate(v, &s->insn)) {\n")],
+        "edits": [("src/vmm/stepping.c", "\tif (through_task_gate(v, &v->step.insn)) {\n",
+                   "\tif (false && through_task_gate(v, &v->step.insn)) {\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -399,7 +399,8 @@ MUTANTS = [
         "name": "task-gate-run-never-stepped-again",
         "what": "after INT n through a task gate the vCPU stays unstepped through exits KVM "
                 "completes: the split locks of everything after it go unseen",
-        "edits": [("src/vmm/stepping.c", "\t\ts->off_to_exit = true;\n", "")],
+        "edits": [("src/vmm/stepping.c", "\t\tv->step.off_to_exit = true;\n",
+                   "\t\tv->step.off_to_exit = false;\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-explore-seed-178"],
     },
@@ -417,8 +418,8 @@ MUTANTS = [
                 "the #UD handler is taken for the instruction's trap: the guest gets a #DB "
                 "each instruction after it",
         "edits": [("src/vmm/stepping.c",
-                   "\t\t\t      (emulated && step_undecodable_diverted(",
-                   "\t\t\t      (false && step_undecodable_diverted(")],
+                   "\t\t      (emulated && step_undecodable_diverted(",
+                   "\t\t      (false && step_undecodable_diverted(")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -558,8 +559,8 @@ MUTANTS = [
         "what": "after a MOV DR that KVM emulates while it steps the guest, the guest's "
                 "enabled instruction breakpoint at the next instruction is missing from the "
                 "step trap's DR6, where the CPU reports it",
-        "edits": [("src/vmm/stepping.c", "\t\t\t\t\t     s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&",
-                   "\t\t\t\t\t     false && s->checked && !escaped && s->insn.kind == STEP_MOV_DR &&")],
+        "edits": [("src/vmm/stepping.c", "\t\t\t\t\t     s->checked && !j.escaped && s->insn.kind == STEP_MOV_DR &&",
+                   "\t\t\t\t\t     false && s->checked && !j.escaped && s->insn.kind == STEP_MOV_DR &&")],
         "unit": ["stepping"],
         # In a VM only a host whose KVM arms the guest's breakpoints runs such
         # records (the stock lab disarms them): seed 178's records 12 and 81
@@ -622,7 +623,7 @@ MUTANTS = [
         "what": "the instruction behind MOV SS, run in MOV SS's step, keeps the VMM's TF in "
                 "what it saves (PUSHF's image, SYSCALL's R11) and its POPF's TF is lost",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tif (s->insn.kind == STEP_MOV_SS)\n\t\t\ts->tf_after = shadowed_after(v);\n",
+                   "\tif (s->insn.kind == STEP_MOV_SS)\n\t\ts->tf_after = shadowed_after(v);\n",
                    "")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-shadow-saves-flags"],
@@ -643,8 +644,8 @@ MUTANTS = [
                 "handler's frame keeps the VMM's TF, the guest's TF stays set in the handler, "
                 "and a handler that ran unwatched is not counted",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tenum shadowed_end behind = shadowed_end(v);",
-                   "\t\tenum shadowed_end behind = shadowed_end(v) * 0;")],
+                   "\tenum shadowed_end behind = shadowed_end(v);",
+                   "\tenum shadowed_end behind = shadowed_end(v) * 0;")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-shadow-fault-frame"],
     },
@@ -686,8 +687,8 @@ MUTANTS = [
                 "is left to the CPU: its handler runs unwatched and its frame shows the "
                 "VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "(s->insn.falls || s->insn.kind == STEP_MOV_SS) && deliveries < 4",
-                   "s->insn.falls && deliveries < 4")],
+                   "(s->insn.falls || s->insn.kind == STEP_MOV_SS) &&\n",
+                   "s->insn.falls &&\n")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
@@ -707,8 +708,8 @@ MUTANTS = [
                 "certain to raise is left to the CPU, and without breakpoints its handler "
                 "runs unwatched, its frame showing the VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "\t\tc.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&",
-                   "\t\tc.ss_sel_valid = false && ss_selector(v, bytes, &c.ss_sel, &ss_at) &&")],
+                   "\tc.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&",
+                   "\tc.ss_sel_valid = false && ss_selector(v, bytes, &c.ss_sel, &ss_at) &&")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
@@ -744,8 +745,8 @@ MUTANTS = [
                 "system or read-only segment, a DPL not the CPL) and #SS (not present) are "
                 "left to the CPU, and without breakpoints the handler runs unwatched, its "
                 "frame showing the VMM's TF",
-        "edits": [("src/vmm/stepping.c", "\t\t\tc.ss_desc_valid = true;",
-                   "\t\t\tc.ss_desc_valid = false;")],
+        "edits": [("src/vmm/stepping.c", "\t\tc.ss_desc_valid = true;",
+                   "\t\tc.ss_desc_valid = false;")],
         "unit": ["step", "stepping"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
@@ -828,8 +829,8 @@ MUTANTS = [
                 "non-canonical operand) or of INT3 is stepped with it: a CPU that does not "
                 "stop at the handler with the trap MOV SS held (QEMU's TCG) runs the handler "
                 "unwatched, its frame showing the VMM's TF",
-        "edits": [("src/vmm/stepping.c", "\t\t\treturn mov_ss_pair(v, &c, ss_at);",
-                   "\t\t\treturn 0 && mov_ss_pair(v, &c, ss_at);")],
+        "edits": [("src/vmm/stepping.c", "\t\treturn mov_ss_pair(v, &c, ss_at);",
+                   "\t\treturn 0 && mov_ss_pair(v, &c, ss_at);")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-shadow-certain-faults"],
     },
@@ -891,8 +892,8 @@ MUTANTS = [
                 "trap: the exit KVM's emulator makes inside the #BP handler is taken for the "
                 "guest's trap, and a #DB is injected into the handler",
         "edits": [("src/vmm/stepping.c",
-                   "\t\t\t   (emulated && behind == SHADOWED_MAYBE &&",
-                   "\t\t\t   (0 && emulated && behind == SHADOWED_MAYBE &&")],
+                   "\t\t   (emulated && behind == SHADOWED_MAYBE &&",
+                   "\t\t   (0 && emulated && behind == SHADOWED_MAYBE &&")],
         "unit": ["stepping"],
         # diff-gen-explore-seed-178's record 19 shows it too, in 7 minutes.
         "tests": [],
@@ -903,8 +904,8 @@ MUTANTS = [
                 "PVM KVM drops IRET's step trap) is taken for a handler the CPU entered: the "
                 "guest's TF from the frame and the trap after that instruction are lost",
         "edits": [("src/vmm/stepping.c",
-                   "\tlate_iret = s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);",
-                   "\tlate_iret = 0 && s->checked && (hit & X86_DR6_BS) && !escaped && iret_step_late(v, emulated);")],
+                   "\tj.late_iret = stepped && !j.escaped && iret_step_late(v, emulated);",
+                   "\tj.late_iret = 0 && stepped && !j.escaped && iret_step_late(v, emulated);")],
         "unit": ["stepping"],
         # Only the PVM KVM shows it; the stock lab traps at IRET's target.
         "tests": [],
@@ -943,8 +944,8 @@ MUTANTS = [
         "what": "INT3 behind MOV SS is stepped with the pair even where a breakpoint could "
                 "watch its handler: the CPU pushes the VMM's TF",
         "edits": [("src/vmm/stepping.c",
-                   "\tif (s->insn.kind == STEP_MOV_SS && vm->host.step_hwbp && !s->guest_tf &&",
-                   "\tif (0 && s->insn.kind == STEP_MOV_SS && vm->host.step_hwbp && !s->guest_tf &&")],
+                   "\tif (s->insn.kind == STEP_MOV_SS && v->vm->host.step_hwbp && !s->guest_tf &&",
+                   "\tif (0 && s->insn.kind == STEP_MOV_SS && v->vm->host.step_hwbp && !s->guest_tf &&")],
         "unit": ["stepping"],
         # Where MOV SS is certain to complete, as in the differential case,
         # the pair is the VMM's (mov_ss_pair): only the unit test, whose
@@ -977,8 +978,8 @@ MUTANTS = [
         "what": "where the KVM cannot step CPL3, an IRETQ or SYSEXIT to CPL3 is stepped "
                 "anyway: the nested PVM KVM hands its trap to the guest as a #DB, and the "
                 "guest's own single-step at CPL3 ends there",
-        "edits": [("src/vmm/stepping.c", "\tif (!vm->host.step_cpl3 && returns_outward(v)) {",
-                   "\tif (!vm->host.step_cpl3 && returns_outward(v) && false) {")],
+        "edits": [("src/vmm/stepping.c", "\tif (!v->vm->host.step_cpl3 && returns_outward(v)) {",
+                   "\tif (!v->vm->host.step_cpl3 && returns_outward(v) && false) {")],
         "unit": ["stepping"],
         # On a KVM that cannot step CPL3 (the PVM one); the lab's simulation of it
         # (--host-quirks=no-cpl3-step) steps such a return without harm.
