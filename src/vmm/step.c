@@ -3,6 +3,7 @@
 
 #include "step.h"
 #include "decode.h"
+#include "array_size.h"
 
 #include <linux/kvm.h>
 
@@ -46,157 +47,198 @@ static bool intercepted_may_fault(const uint8_t *b, size_t len)
 	}
 }
 
-void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
-{
-	bool osz = false, rex_w = false, f2f3 = false, lock = false;
-	unsigned def;
-	size_t i = 0;
-	uint8_t op;
+/* The instruction step_classify() reads: its bytes, its opcode at b[i], what its prefixes say. */
+struct insn_bytes {
+	const uint8_t *b;
+	size_t len, i;
+	struct step_mode mode;
+	bool osz, rex_w, f2f3, lock;
+	unsigned def;		/* the default operand size in bytes: 4, or 2 in 16-bit code */
+};
 
-	*out = (struct step_insn){ .kind = STEP_OTHER };
+static void scan_prefixes(struct insn_bytes *x)
+{
+	const uint8_t *b = x->b;
+
 	/* REX counts only right before the opcode; an earlier one is ignored. */
-	for (; i < len && i < 15; i++) {
-		if (mode.cs_l && (b[i] & 0xf0) == 0x40) {
-			rex_w = b[i] & 8;
+	for (; x->i < x->len && x->i < 15; x->i++) {
+		if (x->mode.cs_l && (b[x->i] & 0xf0) == 0x40) {
+			x->rex_w = b[x->i] & 8;
 			continue;
 		}
-		if (!is_legacy_prefix(b[i]))
+		if (!is_legacy_prefix(b[x->i]))
 			break;
-		rex_w = false;
-		if (b[i] == 0x66)
-			osz = true;
-		if (b[i] == 0xf2 || b[i] == 0xf3)
-			f2f3 = true;
-		if (b[i] == 0xf0)
-			lock = true;
+		x->rex_w = false;
+		if (b[x->i] == 0x66)
+			x->osz = true;
+		if (b[x->i] == 0xf2 || b[x->i] == 0xf3)
+			x->f2f3 = true;
+		if (b[x->i] == 0xf0)
+			x->lock = true;
 	}
-	if (i >= len)
-		return;
-	op = b[i];
-	/*
-	 * Only a string instruction repeats: INS, OUTS, MOVS, CMPS, STOS, LODS,
-	 * SCAS. Elsewhere F2/F3 select an opcode or are ignored (XACQUIRE with
-	 * LOCK, REP RET), and the instruction is judged, decoded, as any other.
-	 */
-	out->rep = f2f3 && ((op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) ||
-			    (op >= 0xaa && op <= 0xaf));
-	def = mode.cs_l || mode.cs_d ? 4 : 2;
-	switch (op) {
-	case 0xf4:
-		out->kind = STEP_HLT;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0x9c:
-	case 0x9d:
-		out->kind = op == 0x9c ? STEP_PUSHF : STEP_POPF;
-		/* 64-bit code: 64 bits, or 16 with 0x66; REX.W changes nothing. */
-		out->opsize = mode.cs_l ? (osz ? 2 : 8) : (osz ? 6 - def : def);
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xcf:
+}
+
+/*
+ * Only a string instruction repeats: INS, OUTS, MOVS, CMPS, STOS, LODS,
+ * SCAS. Elsewhere F2/F3 select an opcode or are ignored (XACQUIRE with
+ * LOCK, REP RET), and the instruction is judged, decoded, as any other.
+ */
+static bool is_string_op(uint8_t op)
+{
+	return (op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf);
+}
+
+/* One-byte instructions their opcode alone classes; not64: #UD in 64-bit code, left STEP_OTHER. */
+static const struct {
+	uint8_t op;
+	enum step_kind kind;
+	uint8_t vector;
+	bool not64;
+} fixed_one_byte[] = {
+	{ 0xf4, STEP_HLT, 0, false },
+	{ 0xfb, STEP_STI, 0, false },
+	{ 0xcc, STEP_INT3, 3, false },
+	{ 0xf1, STEP_INT1, 1, false },
+	{ 0xce, STEP_INTO, 4, true },
+};
+
+/* Whether op is one of fixed_one_byte[]. */
+static bool classify_fixed(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(fixed_one_byte); k++) {
+		if (fixed_one_byte[k].op != op)
+			continue;
+		if (!fixed_one_byte[k].not64 || !x->mode.cs_l) {
+			out->kind = fixed_one_byte[k].kind;
+			out->vector = fixed_one_byte[k].vector;
+			out->len = (unsigned)x->i + 1;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* PUSHF, POPF, IRET: their operand size is how much of RFLAGS they move. */
+static void classify_flags_op(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	if (op == 0xcf) {
 		out->kind = STEP_IRET;
 		/* 32 bits by default even in 64-bit code: IRETQ needs REX.W. */
-		out->opsize = rex_w ? 8 : osz ? 6 - def : def;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xcc:
-		out->kind = STEP_INT3;
-		out->vector = 3;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xcd:
-		if (i + 1 < len) {
-			out->kind = STEP_INTN;
-			out->vector = b[i + 1];
-			out->len = (unsigned)i + 2;
-		}
-		return;
-	case 0xce:
-		if (!mode.cs_l) {	/* #UD in 64-bit code */
-			out->kind = STEP_INTO;
-			out->vector = 4;
-			out->len = (unsigned)i + 1;
-		}
-		return;
-	case 0xfb:
-		out->kind = STEP_STI;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xf1:
-		out->kind = STEP_INT1;
-		out->vector = 1;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0x17:
-		if (!mode.cs_l) {	/* POP SS: #UD in 64-bit code */
-			out->kind = STEP_MOV_SS;
-			out->opsize = osz ? 6 - def : def;	/* the bytes it pops */
-			out->len = (unsigned)i + 1;
-		}
-		return;
-	case 0x8e:
-		/* MOV Sreg, r/m with reg = 2 (SS); the memory form's length is left to the decoder. */
-		if (i + 1 < len && ((b[i + 1] >> 3) & 7) == 2) {
-			out->kind = STEP_MOV_SS;
-			if ((b[i + 1] >> 6) == 3)
-				out->len = (unsigned)i + 2;
-		}
-		return;
-	case 0xc7: {
-		/* XBEGIN's offset: 16 bits where the operand size is (REX.W wins over 0x66). */
-		bool rel16 = mode.cs_l ? osz && !rex_w : (osz ? 6 - def : def) == 2;
-		size_t end = i + 2 + (rel16 ? 2 : 4);
+		out->opsize = x->rex_w ? 8 : x->osz ? 6 - x->def : x->def;
+	} else {
+		out->kind = op == 0x9c ? STEP_PUSHF : STEP_POPF;
+		/* 64-bit code: 64 bits, or 16 with 0x66; REX.W changes nothing. */
+		out->opsize = x->mode.cs_l ? (x->osz ? 2 : 8) : (x->osz ? 6 - x->def : x->def);
+	}
+	out->len = (unsigned)x->i + 1;
+}
 
-		if (i + 1 >= len || b[i + 1] != 0xf8 || lock || end > len)
-			return;
-		out->kind = STEP_XBEGIN;
-		out->opsize = rel16 ? 2 : 4;
-		out->len = (unsigned)end;
-		out->rel = rel16 ? (int16_t)(b[i + 2] | b[i + 3] << 8)
-				 : (int32_t)((uint32_t)b[i + 2] | (uint32_t)b[i + 3] << 8 |
-					     (uint32_t)b[i + 4] << 16 | (uint32_t)b[i + 5] << 24);
+/* POP SS and MOV SS, r/m: the next instruction runs in their shadow. */
+static void classify_ss_load(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	const uint8_t *b = x->b;
+	size_t i = x->i;
+
+	if (op == 0x17) {
+		if (!x->mode.cs_l) {	/* POP SS: #UD in 64-bit code */
+			out->kind = STEP_MOV_SS;
+			out->opsize = x->osz ? 6 - x->def : x->def;	/* the bytes it pops */
+			out->len = (unsigned)i + 1;
+		}
 		return;
 	}
-	case 0x0f:
-		if (i + 1 >= len)
-			return;
-		out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
-		out->op0f[0] = b[i + 1];
-		out->op0f[1] = i + 2 < len ? b[i + 2] : 0;
-		switch (b[i + 1]) {
-		case 0x05:
-			out->kind = STEP_SYSCALL;
+	/* MOV Sreg, r/m with reg = 2 (SS); the memory form's length is left to the decoder. */
+	if (i + 1 < x->len && ((b[i + 1] >> 3) & 7) == 2) {
+		out->kind = STEP_MOV_SS;
+		if ((b[i + 1] >> 6) == 3)
 			out->len = (unsigned)i + 2;
-			return;
-		case 0x07:
-			out->kind = STEP_SYSRET;
-			out->opsize = rex_w ? 8 : 4;
-			out->len = (unsigned)i + 2;
-			return;
-		case 0x23:
-			out->kind = STEP_MOV_DR;
-			return;
-		case 0x00:
-			if (i + 2 < len && ((b[i + 2] >> 3) & 7) == 3)
-				out->kind = STEP_LTR;
-			return;
-		default:
-			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {	/* Jcc rel32 */
-				out->kind = STEP_BRANCH;
-				out->jump = true;
-			}
-			if (b[i + 1] == 0x34 || b[i + 1] == 0x35) {
-				out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
-				out->opsize = rex_w ? 8 : 4;
-				out->len = (unsigned)i + 2;
-			}
-			/* RSM, VM* and the rest: as for any. */
-			if (b[i + 1] == 0xaa)
-				out->kind = STEP_BRANCH;
-			return;
+	}
+}
+
+/* C7 F8: XBEGIN and its offset, whole, without LOCK; any other C7, STEP_OTHER. */
+static void classify_xbegin(const struct insn_bytes *x, struct step_insn *out)
+{
+	const uint8_t *b = x->b;
+	size_t i = x->i;
+	/* XBEGIN's offset: 16 bits where the operand size is (REX.W wins over 0x66). */
+	bool rel16 = x->mode.cs_l ? x->osz && !x->rex_w : (x->osz ? 6 - x->def : x->def) == 2;
+	size_t end = i + 2 + (rel16 ? 2 : 4);
+
+	if (i + 1 >= x->len || b[i + 1] != 0xf8 || x->lock || end > x->len)
+		return;
+	out->kind = STEP_XBEGIN;
+	out->opsize = rel16 ? 2 : 4;
+	out->len = (unsigned)end;
+	out->rel = rel16 ? (int16_t)(b[i + 2] | b[i + 3] << 8)
+			 : (int32_t)((uint32_t)b[i + 2] | (uint32_t)b[i + 3] << 8 |
+				     (uint32_t)b[i + 4] << 16 | (uint32_t)b[i + 5] << 24);
+}
+
+/* The two-byte opcodes (0F xx). */
+static void classify_two_byte(const struct insn_bytes *x, struct step_insn *out)
+{
+	const uint8_t *b = x->b;
+	size_t i = x->i, len = x->len;
+
+	if (i + 1 >= len)
+		return;
+	out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
+	out->op0f[0] = b[i + 1];
+	out->op0f[1] = i + 2 < len ? b[i + 2] : 0;
+	switch (b[i + 1]) {
+	case 0x05:
+		out->kind = STEP_SYSCALL;
+		out->len = (unsigned)i + 2;
+		return;
+	case 0x07:
+		out->kind = STEP_SYSRET;
+		out->opsize = x->rex_w ? 8 : 4;
+		out->len = (unsigned)i + 2;
+		return;
+	case 0x34:
+	case 0x35:
+		out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
+		out->opsize = x->rex_w ? 8 : 4;
+		out->len = (unsigned)i + 2;
+		return;
+	case 0x23:
+		out->kind = STEP_MOV_DR;
+		return;
+	case 0x00:
+		if (i + 2 < len && ((b[i + 2] >> 3) & 7) == 3)
+			out->kind = STEP_LTR;
+		return;
+	case 0xaa:	/* RSM */
+		out->kind = STEP_BRANCH;
+		return;
+	default:
+		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {	/* Jcc rel32 */
+			out->kind = STEP_BRANCH;
+			out->jump = true;
 		}
-	case 0xff: {
-		unsigned reg = i + 1 < len ? (b[i + 1] >> 3) & 7 : 0;
+		/* VM* and the rest: as for any. */
+		return;
+	}
+}
+
+/* The one-byte direct branches and returns; jump: those that leave the stack alone. */
+static const struct {
+	uint8_t first, last;
+	bool jump;
+} one_byte_branches[] = {
+	{ 0x70, 0x7f, true },	/* Jcc rel8 */
+	{ 0xe0, 0xe3, true },	/* LOOPNE, LOOPE, LOOP, JCXZ */
+	{ 0xe8, 0xe8, false },	/* CALL rel */
+	{ 0xe9, 0xeb, true },	/* JMP rel, JMP far direct, JMP rel8 */
+	{ 0x9a, 0x9a, false },	/* CALL far direct */
+	{ 0xc2, 0xc3, false },	/* RET near */
+	{ 0xca, 0xcb, false },	/* RET far */
+};
+
+static void classify_branch(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	if (op == 0xff) {
+		unsigned reg = x->i + 1 < x->len ? (x->b[x->i + 1] >> 3) & 7 : 0;
 
 		/* CALL/JMP near and far, indirect. */
 		if (reg >= 2 && reg <= 5)
@@ -204,13 +246,54 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		out->jump = reg == 4 || reg == 5;
 		return;
 	}
-	default:
-		if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
-		    op == 0xe8 || op == 0xe9 || op == 0xea || op == 0xeb || op == 0x9a ||
-		    op == 0xc2 || op == 0xc3 || op == 0xca || op == 0xcb)
+	for (size_t k = 0; k < ARRAY_SIZE(one_byte_branches); k++) {
+		if (op >= one_byte_branches[k].first && op <= one_byte_branches[k].last) {
 			out->kind = STEP_BRANCH;
-		out->jump = (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) || op == 0xe9 ||
-			    op == 0xea || op == 0xeb;
+			out->jump = one_byte_branches[k].jump;
+			return;
+		}
+	}
+}
+
+void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
+{
+	struct insn_bytes x = { .b = b, .len = len, .mode = mode };
+	uint8_t op;
+
+	*out = (struct step_insn){ .kind = STEP_OTHER };
+	scan_prefixes(&x);
+	if (x.i >= len)
+		return;
+	op = b[x.i];
+	out->rep = x.f2f3 && is_string_op(op);
+	x.def = mode.cs_l || mode.cs_d ? 4 : 2;
+	if (classify_fixed(&x, op, out))
+		return;
+	switch (op) {
+	case 0x9c:
+	case 0x9d:
+	case 0xcf:
+		classify_flags_op(&x, op, out);
+		return;
+	case 0xcd:
+		if (x.i + 1 < len) {
+			out->kind = STEP_INTN;
+			out->vector = b[x.i + 1];
+			out->len = (unsigned)x.i + 2;
+		}
+		return;
+	case 0x17:
+	case 0x8e:
+		classify_ss_load(&x, op, out);
+		return;
+	case 0xc7:
+		classify_xbegin(&x, out);
+		return;
+	case 0x0f:
+		classify_two_byte(&x, out);
+		return;
+	default:
+		classify_branch(&x, op, out);
 		return;
 	}
 }

@@ -317,9 +317,8 @@ MUTANTS = [
         "what": "any instruction behind F2/F3 counts as a repeating string one: an undefined "
                 "opcode there is stepped as one, and the #UD KVM injects loses the guest's TF",
         "edits": [("src/vmm/step.c",
-                   "\tout->rep = f2f3 && ((op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) ||\n"
-                   "\t\t\t    (op >= 0xaa && op <= 0xaf));",
-                   "\tout->rep = f2f3;")],
+                   "\tout->rep = x.f2f3 && is_string_op(op);",
+                   "\tout->rep = x.f2f3;")],
         "unit": ["step"],
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
     },
