@@ -916,9 +916,167 @@ bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;
 }
 
+/*
+ * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
+ * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
+ * With it (vol. 3 20.4; vol. 2 PUSHF, POPF, IRET, STI) their 32-bit
+ * forms still are, STI is with VIP set, and a 16-bit POPF or IRET that
+ * would load TF, or IF with VIP set; INT n goes by the TSS's bitmap
+ * (step_vme_int()). Operand-size prefixes only: with others, the CPU says.
+ */
+static bool vm86_iopl_faults(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	size_t i = 0;
+
+	while (i < len && b[i] == 0x66)
+		i++;
+	if (i < len && !(c->cr4 & X86_CR4_VME) &&
+	    (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
+	     b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
+		return true;
+	return i < len && (c->cr4 & X86_CR4_VME) &&
+	       ((i && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf)) ||
+		(b[i] == 0xfb && (c->rflags & X86_RFLAGS_VIP)) ||
+		(!i && (b[i] == 0x9d || b[i] == 0xcf) && c->popped_valid &&
+		 ((c->popped & X86_RFLAGS_TF) ||
+		  ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP)))));
+}
+
+/*
+ * SYSEXIT (REX.W too) above CPL0: #GP(0) (SDM vol. 2 SYSEXIT); on AMD
+ * in long mode the CPU's #UD reaches KVM's emulator, whose privilege
+ * check gives the guest the same #GP(0).
+ */
+static bool sysexit_above_cpl0(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	return c->cpl && len >= 2 && ((b[0] == 0x0f && b[1] == 0x35) ||
+				      (c->long64 && len >= 3 && (b[0] & 0xf0) == 0x40 &&
+				       b[1] == 0x0f && b[2] == 0x35));
+}
+
+/*
+ * One-byte opcodes invalid in 64-bit code (SDM vol. 2 appendix A,
+ * "i64"): PUSH/POP of ES, CS, SS, DS, DAA, DAS, AAA, AAS, PUSHA, POPA,
+ * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC.
+ */
+static bool invalid_in_64bit(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	static const uint8_t i64[] = { 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f,
+				       0x37, 0x3f, 0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xd5,
+				       0xd6, 0xea };
+
+	return c->long64 && len >= 1 && memchr(i64, b[0], sizeof(i64));
+}
+
+/*
+ * MOV to DR6 or DR7 (DR4/DR5 alias them without CR4.DE) of a value
+ * with a bit of 63:32 set: #GP(0) (SDM vol. 2 MOV DR), which KVM
+ * injects from its emulation, where the handler would run unchecked.
+ */
+static bool mov_dr_value_faults(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	unsigned i = len >= 1 && (b[0] & 0xf0) == 0x40 ? 1 : 0, rex = i ? b[0] : 0;
+
+	if (!c->long64 || !c->gpr || c->cpl)
+		return false;
+	if (len >= i + 3 && b[i] == 0x0f && b[i + 1] == 0x23 && !(rex & 4)) {
+		unsigned dr = (b[i + 2] >> 3) & 7, rm = ((rex & 1) << 3) | (b[i + 2] & 7);
+
+		if ((dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
+		    (c->gpr[rm] >> 32))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * CLI/STI: protected-mode virtual interrupts change VIF instead at
+ * CPL3, but for STI with VIP set (SDM vol. 2 STI).
+ */
+static bool cli_sti_above_iopl(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	return len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > X86_RFLAGS_IOPL(c->rflags) &&
+	       !(c->rflags & X86_RFLAGS_VM) &&
+	       !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) &&
+		 !(b[0] == 0xfb && (c->rflags & X86_RFLAGS_VIP)));
+}
+
+/* In 64-bit code: RET, or JMP/CALL near through a register, to a non-canonical address. */
+static bool near_branch_noncanonical(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	unsigned i = 0, rexb = 0;
+
+	if (!c->long64)
+		return false;
+	if (len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
+		return true;
+	if (!c->gpr)
+		return false;
+	/* FF /2, /4, mod 3, REX.B only. */
+	if (len >= 1 && (b[0] & 0xf0) == 0x40) {
+		rexb = (b[0] & 1) << 3;
+		i = 1;
+	}
+	return len >= i + 2 && b[i] == 0xff && (b[i + 1] >> 6) == 3 &&
+	       (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 4) &&
+	       !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57);
+}
+
+/* MOV SS, r16/r32 (8E /2, mod 3); from memory and POP SS, the selector the caller read. */
+static int ss_load_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+{
+	bool mov_ss_reg = c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
+			  ((b[1] >> 3) & 7) == 2;
+	uint16_t sel;
+
+	if (c->real || (!mov_ss_reg && !c->ss_sel_valid))
+		return -1;
+	sel = mov_ss_reg ? (uint16_t)c->gpr[b[1] & 7] : c->ss_sel;
+	/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
+	if (!(sel & ~(unsigned)X86_SEL_RPL))
+		return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP : -1;
+	if (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||
+	    (sel & X86_SEL_RPL) != c->cpl)
+		return X86_VEC_GP;
+	/* Then its descriptor: a writable data segment at the CPL's DPL, present. */
+	if (c->ss_desc_valid) {
+		uint64_t d = c->ss_desc;
+
+		if (!(d & X86_DESC_S) || (d & X86_DESC_CODE) || !(d & X86_DESC_W) ||
+		    ((d >> X86_DESC_DPL_SHIFT) & 3) != c->cpl)
+			return X86_VEC_GP;
+		if (!(d & X86_DESC_P))
+			return X86_VEC_SS;
+	}
+	*err = 0;
+	return -1;
+}
+
+/*
+ * JMP or CALL far direct (EA, 9A) in protected mode: a null selector
+ * is #GP(0), one past its table (or into no LDT) #GP(selector),
+ * before anything else (SDM vol. 2 JMP, CALL). Operand-size prefixes
+ * only.
+ */
+static int far_direct_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+{
+	size_t i = 0, at;
+
+	if (c->real || c->long64)
+		return -1;
+	while (i < len && b[i] == 0x66)
+		i++;
+	at = i + 1 + (c->cs_d == !i ? 4 : 2);
+	if (i < len && (b[i] == 0xea || b[i] == 0x9a) && at + 2 <= len &&
+	    selector_fault((uint16_t)(b[at] | b[at + 1] << 8), c->gdt_limit, c->ldt_limit, err) >= 0)
+		return X86_VEC_GP;
+	*err = 0;
+	return -1;
+}
+
 int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
 {
-	unsigned iopl = X86_RFLAGS_IOPL(c->rflags);
+	int vector;
 
 	*err = 0;
 	/*
@@ -936,56 +1094,16 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	 */
 	if (c->real && !(c->rflags & X86_RFLAGS_VM))
 		return -1;
-	/*
-	 * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
-	 * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
-	 * With it (vol. 3 20.4; vol. 2 PUSHF, POPF, IRET, STI) their 32-bit
-	 * forms still are, STI is with VIP set, and a 16-bit POPF or IRET that
-	 * would load TF, or IF with VIP set; INT n goes by the TSS's bitmap
-	 * (step_vme_int()). Operand-size prefixes only: with others, the CPU says.
-	 */
-	if ((c->rflags & X86_RFLAGS_VM) && iopl < 3) {
-		size_t i = 0;
-
-		while (i < len && b[i] == 0x66)
-			i++;
-		if (i < len && !(c->cr4 & X86_CR4_VME) &&
-		    (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
-		     b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
-			return X86_VEC_GP;
-		if (i < len && (c->cr4 & X86_CR4_VME) &&
-		    ((i && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf)) ||
-		     (b[i] == 0xfb && (c->rflags & X86_RFLAGS_VIP)) ||
-		     (!i && (b[i] == 0x9d || b[i] == 0xcf) && c->popped_valid &&
-		      ((c->popped & X86_RFLAGS_TF) ||
-		       ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP))))))
-			return X86_VEC_GP;
-	}
+	if ((c->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(c->rflags) < 3 &&
+	    vm86_iopl_faults(b, len, c))
+		return X86_VEC_GP;
 	/* APM vol. 3 SYSENTER: #UD in long mode. */
 	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)
 		return X86_VEC_UD;
-	/*
-	 * SYSEXIT (REX.W too) above CPL0: #GP(0) (SDM vol. 2 SYSEXIT); on AMD
-	 * in long mode the CPU's #UD reaches KVM's emulator, whose privilege
-	 * check gives the guest the same #GP(0).
-	 */
-	if (c->cpl && len >= 2 && ((b[0] == 0x0f && b[1] == 0x35) ||
-				   (c->long64 && len >= 3 && (b[0] & 0xf0) == 0x40 &&
-				    b[1] == 0x0f && b[2] == 0x35)))
+	if (sysexit_above_cpl0(b, len, c))
 		return X86_VEC_GP;
-	/*
-	 * One-byte opcodes invalid in 64-bit code (SDM vol. 2 appendix A,
-	 * "i64"): PUSH/POP of ES, CS, SS, DS, DAA, DAS, AAA, AAS, PUSHA, POPA,
-	 * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC.
-	 */
-	if (c->long64 && len >= 1) {
-		static const uint8_t i64[] = { 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f,
-					       0x37, 0x3f, 0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xd5,
-					       0xd6, 0xea };
-
-		if (memchr(i64, b[0], sizeof(i64)))
-			return X86_VEC_UD;
-	}
+	if (invalid_in_64bit(b, len, c))
+		return X86_VEC_UD;
 	if (c->cpl && len >= 1 && b[0] == 0xf4)
 		return X86_VEC_GP;
 	/*
@@ -998,92 +1116,13 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		if (c->cpl)
 			return X86_VEC_GP;
 	}
-	/*
-	 * MOV to DR6 or DR7 (DR4/DR5 alias them without CR4.DE) of a value
-	 * with a bit of 63:32 set: #GP(0) (SDM vol. 2 MOV DR), which KVM
-	 * injects from its emulation, where the handler would run unchecked.
-	 */
-	if (c->long64 && c->gpr && !c->cpl) {
-		unsigned i = len >= 1 && (b[0] & 0xf0) == 0x40 ? 1 : 0, rex = i ? b[0] : 0;
-
-		if (len >= i + 3 && b[i] == 0x0f && b[i + 1] == 0x23 && !(rex & 4)) {
-			unsigned dr = (b[i + 2] >> 3) & 7, rm = ((rex & 1) << 3) | (b[i + 2] & 7);
-
-			if ((dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
-			    (c->gpr[rm] >> 32))
-				return X86_VEC_GP;
-		}
-	}
-	/*
-	 * CLI/STI: protected-mode virtual interrupts change VIF instead at
-	 * CPL3, but for STI with VIP set (SDM vol. 2 STI).
-	 */
-	if (len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > iopl &&
-	    !(c->rflags & X86_RFLAGS_VM) &&
-	    !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) &&
-	      !(b[0] == 0xfb && (c->rflags & X86_RFLAGS_VIP))))
+	if (mov_dr_value_faults(b, len, c) || cli_sti_above_iopl(b, len, c) ||
+	    near_branch_noncanonical(b, len, c))
 		return X86_VEC_GP;
-	if (c->long64 && len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
-		return X86_VEC_GP;
-	/* JMP/CALL near through a register (FF /2, /4, mod 3), REX.B only. */
-	if (c->long64 && c->gpr) {
-		unsigned i = 0, rexb = 0;
-
-		if (len >= 1 && (b[0] & 0xf0) == 0x40) {
-			rexb = (b[0] & 1) << 3;
-			i = 1;
-		}
-		if (len >= i + 2 && b[i] == 0xff && (b[i + 1] >> 6) == 3 &&
-		    (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 4) &&
-		    !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57))
-			return X86_VEC_GP;
-	}
-	/* MOV SS, r16/r32 (8E /2, mod 3); from memory and POP SS, the selector the caller read. */
-	bool mov_ss_reg = c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
-			  ((b[1] >> 3) & 7) == 2;
-
-	if (!c->real && (mov_ss_reg || c->ss_sel_valid)) {
-		uint16_t sel = mov_ss_reg ? (uint16_t)c->gpr[b[1] & 7] : c->ss_sel;
-
-		/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
-		if (!(sel & ~(unsigned)X86_SEL_RPL))
-			return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP
-											   : -1;
-		if (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||
-		    (sel & X86_SEL_RPL) != c->cpl)
-			return X86_VEC_GP;
-		/* Then its descriptor: a writable data segment at the CPL's DPL, present. */
-		if (c->ss_desc_valid) {
-			uint64_t d = c->ss_desc;
-
-			if (!(d & X86_DESC_S) || (d & X86_DESC_CODE) || !(d & X86_DESC_W) ||
-			    ((d >> X86_DESC_DPL_SHIFT) & 3) != c->cpl)
-				return X86_VEC_GP;
-			if (!(d & X86_DESC_P))
-				return X86_VEC_SS;
-		}
-		*err = 0;
-	}
-	/*
-	 * JMP or CALL far direct (EA, 9A) in protected mode: a null selector
-	 * is #GP(0), one past its table (or into no LDT) #GP(selector),
-	 * before anything else (SDM vol. 2 JMP, CALL). Operand-size prefixes
-	 * only.
-	 */
-	if (!c->real && !c->long64) {
-		size_t i = 0;
-
-		while (i < len && b[i] == 0x66)
-			i++;
-		size_t at = i + 1 + (c->cs_d == !i ? 4 : 2);
-
-		if (i < len && (b[i] == 0xea || b[i] == 0x9a) && at + 2 <= len &&
-		    selector_fault((uint16_t)(b[at] | b[at + 1] << 8), c->gdt_limit, c->ldt_limit,
-				   err) >= 0)
-			return X86_VEC_GP;
-		*err = 0;
-	}
-	return -1;
+	vector = ss_load_fault(b, len, c, err);
+	if (vector >= 0)
+		return vector;
+	return far_direct_fault(b, len, c, err);
 }
 
 uint64_t step_syscall_r11(uint64_t r11, bool guest_tf)

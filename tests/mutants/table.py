@@ -738,8 +738,8 @@ MUTANTS = [
     {
         "name": "movss-not-present-gp",
         "what": "a not-present data segment loaded into SS raises #GP instead of #SS",
-        "edits": [("src/vmm/step.c", "\t\t\t\treturn X86_VEC_SS;",
-                   "\t\t\t\treturn X86_VEC_GP;")],
+        "edits": [("src/vmm/step.c", "\t\t\treturn X86_VEC_SS;",
+                   "\t\t\treturn X86_VEC_GP;")],
         "unit": ["step", "stepping"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
@@ -748,8 +748,8 @@ MUTANTS = [
         "what": "an SS selector into the LDT is judged against the GDT's limit: with no LDT "
                 "its certain #GP is left to the CPU",
         "edits": [("src/vmm/step.c",
-                   "\t\tif (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||",
-                   "\t\tif (selector_fault(sel, c->gdt_limit, c->gdt_limit, err) >= 0 ||")],
+                   "\tif (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||",
+                   "\tif (selector_fault(sel, c->gdt_limit, c->gdt_limit, err) >= 0 ||")],
         "unit": ["step"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
