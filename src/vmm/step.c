@@ -632,68 +632,79 @@ unsigned step_handler_cpl(uint64_t desc, unsigned cpl)
 	return desc & X86_DESC_CONFORMING ? cpl : (unsigned)(desc >> X86_DESC_DPL_SHIFT) & 3;
 }
 
-bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
+/* The stack an event outside IA-32e mode pushes its frame on. */
+struct legacy_stack {
+	uint32_t sp, limit;
+	bool big, down;
+};
+
+/*
+ * The handler's CPL, CS:IP and flags through a protected-mode gate, and
+ * the frame's slot size; false where the gate or its code segment is not
+ * one the VMM delivers through.
+ */
+static bool legacy_gate_target(const struct step_legacy_in *in, struct step_legacy *out)
 {
 	const uint8_t *e = in->entry;
-	bool big = in->ss_big, down = in->ss_down;
-	uint32_t sp = in->sp, limit = in->ss_limit, bytes;
+	unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
+	unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3;
+	bool gate16 = type == 0x06 || type == 0x07;
+
+	if (!(e[5] & X86_GATE_P) || (!gate16 && type != 0x0e && type != 0x0f) ||
+	    (in->soft && ((e[5] >> 5) & 3) < in->cpl) || (in->vm86 && gate16))
+		return false;
+	/* A present code segment of the GDT, L clear (reserved here), DPL <= CPL (else #GP). */
+	if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
+	    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L)) !=
+	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P) || dpl > in->cpl)
+		return false;
+	out->cpl = step_handler_cpl(in->desc, in->cpl);
+	if (in->vm86 && out->cpl)
+		return false;	/* #GP(selector) */
+	out->ip = (uint32_t)(e[0] | e[1] << 8);
+	if (!gate16)
+		out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
+	if (out->ip > desc_limit(in->desc))
+		return false;	/* #GP(0) */
+	out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
+	/* Interrupt gates (type bit 0 clear) clear IF too. */
+	out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
+					     X86_RFLAGS_VM | (type & 1 ? 0 : X86_RFLAGS_IF));
+	out->slot = gate16 ? 2 : 4;
+	return true;
+}
+
+/* A handler at a lower CPL runs on the TSS's stack for it: false where that is unusable. */
+static bool legacy_inner_stack(const struct step_legacy_in *in, struct step_legacy *out,
+			       struct legacy_stack *st)
+{
+	/* The new SS: RPL and DPL the new CPL, present, writable data (else #TS). */
+	uint64_t d = in->stack_ss_desc;
+
+	if (!in->tss_valid || !(in->stack_ss & ~(unsigned)X86_SEL_RPL) ||
+	    (in->stack_ss & X86_SEL_TI) || (in->stack_ss & X86_SEL_RPL) != out->cpl ||
+	    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
+		  X86_DESC_W)) !=
+	    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
+		return false;
+	out->stack_switch = true;
+	out->ss_base = desc_base(d);
+	st->big = (d & X86_DESC_DB) != 0;
+	st->down = (d & X86_DESC_E) != 0;
+	st->limit = desc_limit(d);
+	st->sp = in->stack_esp;
+	return true;
+}
+
+/* The frame's words, and where on the stack they go: false where it would leave SS. */
+static bool legacy_push_frame(const struct step_legacy_in *in, struct step_legacy *out,
+			      struct legacy_stack st)
+{
 	unsigned n = 0;
+	uint32_t bytes;
 
-	out->stack_switch = false;
-	out->ss_base = 0;
-	out->cpl = in->cpl;
-	if (in->real) {
-		out->ip = (uint32_t)(e[0] | e[1] << 8);
-		out->cs = (uint16_t)(e[2] | e[3] << 8);
-		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF |
-						     X86_RFLAGS_AC);
-		out->slot = 2;
-	} else {
-		unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
-		unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3;
-		bool gate16 = type == 0x06 || type == 0x07;
-
-		if (!(e[5] & X86_GATE_P) || (!gate16 && type != 0x0e && type != 0x0f) ||
-		    (in->soft && ((e[5] >> 5) & 3) < in->cpl) || (in->vm86 && gate16))
-			return false;
-		/* A present code segment of the GDT, L clear (reserved here), DPL <= CPL (else #GP). */
-		if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
-		    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L)) !=
-		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P) || dpl > in->cpl)
-			return false;
-		out->cpl = step_handler_cpl(in->desc, in->cpl);
-		if (in->vm86 && out->cpl)
-			return false;	/* #GP(selector) */
-		out->ip = (uint32_t)(e[0] | e[1] << 8);
-		if (!gate16)
-			out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
-		if (out->ip > desc_limit(in->desc))
-			return false;	/* #GP(0) */
-		out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
-		/* Interrupt gates (type bit 0 clear) clear IF too. */
-		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
-						     X86_RFLAGS_VM | (type & 1 ? 0 : X86_RFLAGS_IF));
-		out->slot = gate16 ? 2 : 4;
-		if (out->cpl < in->cpl) {
-			/* The new SS: RPL and DPL the new CPL, present, writable data (else #TS). */
-			uint64_t d = in->stack_ss_desc;
-
-			if (!in->tss_valid || !(in->stack_ss & ~(unsigned)X86_SEL_RPL) ||
-			    (in->stack_ss & X86_SEL_TI) || (in->stack_ss & X86_SEL_RPL) != out->cpl ||
-			    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
-				  X86_DESC_W)) !=
-			    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
-				return false;
-			out->stack_switch = true;
-			out->ss_base = desc_base(d);
-			big = (d & X86_DESC_DB) != 0;
-			down = (d & X86_DESC_E) != 0;
-			limit = desc_limit(d);
-			sp = in->stack_esp;
-		}
-		if (in->error_code)
-			out->frame[n++] = in->err;
-	}
+	if (!in->real && in->error_code)
+		out->frame[n++] = in->err;
 	out->frame[n++] = in->real ? in->ip & 0xffff : in->ip;
 	out->frame[n++] = in->cs;
 	out->frame[n++] = in->real ? in->flags & 0xffff : in->flags;
@@ -708,14 +719,38 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 		out->frame[n++] = in->gs;
 	}
 	out->words = n;
-	out->ss_big = big && !in->real;
-	sp &= out->ss_big ? 0xffffffffu : 0xffffu;
+	out->ss_big = st.big && !in->real;
+	st.sp &= out->ss_big ? 0xffffffffu : 0xffffu;
 	bytes = n * out->slot;
 	/* Every byte inside SS: no wrap below 0, none beyond (or, expand-down, at or below) its limit. */
-	if (sp < bytes || (down ? sp - bytes <= limit : sp - 1 > limit))
+	if (st.sp < bytes || (st.down ? st.sp - bytes <= st.limit : st.sp - 1 > st.limit))
 		return false;
-	out->sp = sp - bytes;
+	out->sp = st.sp - bytes;
 	return true;
+}
+
+bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
+{
+	const uint8_t *e = in->entry;
+	struct legacy_stack st = { .sp = in->sp, .limit = in->ss_limit, .big = in->ss_big,
+				   .down = in->ss_down };
+
+	out->stack_switch = false;
+	out->ss_base = 0;
+	out->cpl = in->cpl;
+	if (in->real) {
+		out->ip = (uint32_t)(e[0] | e[1] << 8);
+		out->cs = (uint16_t)(e[2] | e[3] << 8);
+		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF |
+						     X86_RFLAGS_AC);
+		out->slot = 2;
+	} else {
+		if (!legacy_gate_target(in, out))
+			return false;
+		if (out->cpl < in->cpl && !legacy_inner_stack(in, out, &st))
+			return false;
+	}
+	return legacy_push_frame(in, out, st);
 }
 
 enum step_vme_int step_vme_int(uint32_t flags, bool redirect_bit, uint16_t *image,
