@@ -1028,7 +1028,7 @@ static bool mov_dr_value_faults(const uint8_t *b, size_t len, const struct step_
  * CLI/STI: protected-mode virtual interrupts change VIF instead at
  * CPL3, but for STI with VIP set (SDM vol. 2 STI).
  */
-static bool cli_sti_above_iopl(const uint8_t *b, size_t len, const struct step_cpu *c)
+static bool sti_cli_above_iopl(const uint8_t *b, size_t len, const struct step_cpu *c)
 {
 	return len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > X86_RFLAGS_IOPL(c->rflags) &&
 	       !(c->rflags & X86_RFLAGS_VM) &&
@@ -1151,7 +1151,7 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		if (c->cpl)
 			return X86_VEC_GP;
 	}
-	if (mov_dr_value_faults(b, len, c) || cli_sti_above_iopl(b, len, c) ||
+	if (mov_dr_value_faults(b, len, c) || sti_cli_above_iopl(b, len, c) ||
 	    near_branch_noncanonical(b, len, c))
 		return X86_VEC_GP;
 	vector = ss_load_fault(b, len, c, err);
