@@ -318,7 +318,7 @@ MUTANTS = [
                 "opcode there is stepped as one, and the #UD KVM injects loses the guest's TF",
         "edits": [("src/vmm/step.c",
                    "\tout->rep = x.f2f3 && is_string_op(op);",
-                   "\tout->rep = x.f2f3;")],
+                   "\tout->rep = x.f2f3 && (is_string_op(op) || true);")],
         "unit": ["step"],
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
     },
