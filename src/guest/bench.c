@@ -153,22 +153,19 @@ static void print_op(const struct op *op, const char *round, uint64_t cycles,
 		 op->name, round, cycles, iters, per_iter, net, extra);
 }
 
-int bench_main(const struct boot_info *bi)
+/* Room for every op choose_ops() may add. */
+#define MAX_OPS 6
+
+/*
+ * The ops this VM can measure, baseline first: the probes decide which
+ * MSRs read, and which raise #GP, here. Returns how many.
+ */
+static size_t choose_ops(struct op ops[MAX_OPS], uint64_t iters, uint64_t gp_iters)
 {
-	uint64_t iters = cmdline_uint("bench.iters", DEFAULT_ITERS, 100000000);
-	uint64_t rounds = cmdline_uint("bench.rounds", DEFAULT_ROUNDS, 1000);
-	uint64_t gp_iters = cmdline_uint("bench.gp_iters",
-					 iters / DEFAULT_GP_DIVISOR ? iters / DEFAULT_GP_DIVISOR : 1,
-					 100000000);
-	struct op ops[6];
 	size_t nops = 0;
 	uint64_t val;
 	int gp_vec;
 	uint32_t kmsr, bogus;
-	bool outcomes_ok = true;
-
-	tap_diag("bench config iterations=%lu gp_iterations=%lu rounds=%lu cpus=%u timer=rdtsc",
-		 iters, gp_iters, rounds, bi->cpu_count);
 
 	/* Index 0 is the baseline: the others subtract it. */
 	ops[nops++] = (struct op){ "baseline_loop", OP_NOP, 0, EXC_NONE, "nop", iters, 0, 0 };
@@ -213,14 +210,19 @@ int bench_main(const struct boot_info *bi)
 					   "kernel_gp", gp_iters, 0, 0 };
 	else
 		tap_diag("bench: no MSR raised #GP in the kernel; rdmsr_kernel_gp not measured");
+	return nops;
+}
 
-	/* The first OUT to a port makes the VMM print a warning: keep it out of the timing. */
-	for (size_t i = 0; i < nops; i++)
-		run_op(&ops[i], WARMUP_ITERS);
+/*
+ * The timed rounds, each op's line per round; adds up each op's cycles
+ * and iterations. false if a loop ended otherwise than its probe did.
+ */
+static bool run_rounds(struct op *ops, size_t nops, uint64_t rounds)
+{
+	bool outcomes_ok = true;
 
-	tap_diag("bench tsc mark=start tsc=%lu", rdtsc());
 	for (uint64_t r = 1; r <= rounds; r++) {
-		uint64_t cycles[ARRAY_SIZE(ops)];
+		uint64_t cycles[MAX_OPS];
 		char round[24];
 
 		/* A different op first each round, so slow drift spreads over all of them. */
@@ -241,6 +243,30 @@ int bench_main(const struct boot_info *bi)
 			print_op(&ops[i], round, cycles[i], ops[i].n,
 				 (int64_t)(cycles[0] / ops[0].n));
 	}
+	return outcomes_ok;
+}
+
+int bench_main(const struct boot_info *bi)
+{
+	uint64_t iters = cmdline_uint("bench.iters", DEFAULT_ITERS, 100000000);
+	uint64_t rounds = cmdline_uint("bench.rounds", DEFAULT_ROUNDS, 1000);
+	uint64_t gp_iters = cmdline_uint("bench.gp_iters",
+					 iters / DEFAULT_GP_DIVISOR ? iters / DEFAULT_GP_DIVISOR : 1,
+					 100000000);
+	struct op ops[MAX_OPS];
+	size_t nops;
+	bool outcomes_ok;
+
+	tap_diag("bench config iterations=%lu gp_iterations=%lu rounds=%lu cpus=%u timer=rdtsc",
+		 iters, gp_iters, rounds, bi->cpu_count);
+	nops = choose_ops(ops, iters, gp_iters);
+
+	/* The first OUT to a port makes the VMM print a warning: keep it out of the timing. */
+	for (size_t i = 0; i < nops; i++)
+		run_op(&ops[i], WARMUP_ITERS);
+
+	tap_diag("bench tsc mark=start tsc=%lu", rdtsc());
+	outcomes_ok = run_rounds(ops, nops, rounds);
 	tap_diag("bench tsc mark=end tsc=%lu", rdtsc());
 	for (size_t i = 0; i < nops; i++)
 		print_op(&ops[i], "all", ops[i].cycles, ops[i].iters,

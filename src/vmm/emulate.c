@@ -494,16 +494,117 @@ static enum walk_result walk_operand(const struct emulate_snapshot *s, const str
 	return WALK_OK;
 }
 
+/*
+ * Fetches and decodes the instruction at RIP. false where it is no
+ * instruction to emulate, p planned if anything is to be done about it.
+ */
+static bool fetch_and_decode(const struct emulate_snapshot *s, const struct paging *pg,
+			     enum decode_mode mode, bool hw, struct emulate_plan *p)
+{
+	int d;
+
+	fetch(s, pg, mode, p);
+	if (!p->nbytes && !hw)
+		return false;	/* the fetch faults: the CPU says so */
+	if (!hw && !decode_maybe_locked(mode, p->bytes, p->nbytes))
+		return false;
+	d = decode_insn(mode, p->bytes, p->nbytes, &p->insn);
+	/*
+	 * The CPU fetched it before raising #AC, so the tables changed since:
+	 * re-entering lets the CPU raise the fetch fault itself. Only then:
+	 * resuming on anything else would meet the same #AC again.
+	 */
+	if (d == DECODE_TRUNCATED && hw && p->fetch_faults) {
+		plan_native(p, "the instruction fetch faults now: the CPU raises it on re-entry");
+		return false;
+	}
+	if (d) {
+		if (hw)
+			plan_stop(p, "it is not a locked read-modify-write the VMM can emulate");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The operand's linear address, through its segment. false where a segment
+ * fault comes first or the access is no split lock, p planned if anything
+ * is to be done about it.
+ */
+static bool operand_is_split(const struct emulate_snapshot *s, bool hw, struct emulate_plan *p)
+{
+	struct emulate_exception fault;
+	uint64_t ea = emulate_effective(&p->insn, &s->regs);
+
+	p->access.size = p->insn.size;
+	if (!emulate_linear(&p->insn, &s->sregs, s->regs.rflags, ea, p->insn.size, &p->access.la,
+		       &fault)) {
+		if (!hw) {
+			plan_native(p, "a segment fault comes first");
+			return false;
+		}
+		plan_inject(p, &fault, "segment fault");
+		return false;
+	}
+	if (!emulate_is_split_lock(&p->insn, &p->access)) {
+		if (hw)
+			plan_stop(p, "the #AC is not at a split lock the VMM can see");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The operand's pages, walked for a write with the protection keys. false,
+ * p planned, where the walk does not reach RAM the VMM can write.
+ */
+static bool operand_in_ram(const struct emulate_snapshot *s, const struct paging *pg, bool hw,
+			   struct emulate_plan *p)
+{
+	struct emulate_exception fault;
+	enum walk_result r;
+	uint64_t cr2 = 0;
+
+	if (pg->pke && !s->pkru_known) {
+		p->needs_pkru = true;
+		if (hw)
+			plan_stop(p, "PKRU could not be read");
+		else
+			plan_native(p, "PKRU could not be read: the CPU checks the keys");
+		return false;
+	}
+	r = walk_operand(s, pg, p, &cr2);
+	if (r == WALK_FAULT) {
+		if (!hw) {
+			plan_native(p, "a page fault comes first");
+			return false;
+		}
+		fault = (struct emulate_exception){ .vector = X86_VEC_PF, .has_error_code = true,
+					       .error_code = p->op[p->nparts].error_code,
+					       .has_cr2 = true, .cr2 = cr2 };
+		plan_inject(p, &fault, "page fault");
+		return false;
+	}
+	if (r != WALK_OK) {
+		if (hw)
+			plan_stop(p, pagewalk_result_name(r));
+		else
+			plan_native(p, pagewalk_result_name(r));
+		return false;
+	}
+	if (!hw && (!p->part[0].ram || (p->nparts > 1 && !p->part[1].ram))) {
+		plan_native(p, "the operand is MMIO: KVM emulates it as without the VMM");
+		return false;
+	}
+	return true;
+}
+
 void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 {
 	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
 	bool hw = s->source == EMULATE_SOURCE_HARDWARE;
-	struct emulate_exception fault;
 	struct paging pg;
-	enum walk_result r;
-	uint64_t ea, cr2 = 0;
 	bool legacy_ac;
-	int d;
 
 	memset(p, 0, sizeof(*p));
 	emulate_paging(&pg, &s->sregs, &s->regs, s->pkru, s->maxphyaddr);
@@ -525,81 +626,18 @@ void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
 		return;
 	}
-	fetch(s, &pg, mode, p);
-	if (!p->nbytes && !hw)
-		return;		/* the fetch faults: the CPU says so */
-	if (!hw && !decode_maybe_locked(mode, p->bytes, p->nbytes))
+	if (!fetch_and_decode(s, &pg, mode, hw, p))
 		return;
-	d = decode_insn(mode, p->bytes, p->nbytes, &p->insn);
-	/*
-	 * The CPU fetched it before raising #AC, so the tables changed since:
-	 * re-entering lets the CPU raise the fetch fault itself. Only then:
-	 * resuming on anything else would meet the same #AC again.
-	 */
-	if (d == DECODE_TRUNCATED && hw && p->fetch_faults) {
-		plan_native(p, "the instruction fetch faults now: the CPU raises it on re-entry");
-		return;
-	}
-	if (d) {
-		if (hw)
-			plan_stop(p, "it is not a locked read-modify-write the VMM can emulate");
-		return;
-	}
 	p->decoded = true;
-
-	ea = emulate_effective(&p->insn, &s->regs);
-	p->access.size = p->insn.size;
-	if (!emulate_linear(&p->insn, &s->sregs, s->regs.rflags, ea, p->insn.size, &p->access.la,
-		       &fault)) {
-		if (!hw) {
-			plan_native(p, "a segment fault comes first");
-			return;
-		}
-		plan_inject(p, &fault, "segment fault");
+	if (!operand_is_split(s, hw, p))
 		return;
-	}
-	if (!emulate_is_split_lock(&p->insn, &p->access)) {
-		if (hw)
-			plan_stop(p, "the #AC is not at a split lock the VMM can see");
-		return;
-	}
 	p->split = true;
 	if (legacy_ac) {
 		plan_native(p, "the legacy alignment check comes first");
 		return;
 	}
-	if (pg.pke && !s->pkru_known) {
-		p->needs_pkru = true;
-		if (hw)
-			plan_stop(p, "PKRU could not be read");
-		else
-			plan_native(p, "PKRU could not be read: the CPU checks the keys");
+	if (!operand_in_ram(s, &pg, hw, p))
 		return;
-	}
-
-	r = walk_operand(s, &pg, p, &cr2);
-	if (r == WALK_FAULT) {
-		if (!hw) {
-			plan_native(p, "a page fault comes first");
-			return;
-		}
-		fault = (struct emulate_exception){ .vector = X86_VEC_PF, .has_error_code = true,
-					       .error_code = p->op[p->nparts].error_code,
-					       .has_cr2 = true, .cr2 = cr2 };
-		plan_inject(p, &fault, "page fault");
-		return;
-	}
-	if (r != WALK_OK) {
-		if (hw)
-			plan_stop(p, pagewalk_result_name(r));
-		else
-			plan_native(p, pagewalk_result_name(r));
-		return;
-	}
-	if (!hw && (!p->part[0].ram || (p->nparts > 1 && !p->part[1].ram))) {
-		plan_native(p, "the operand is MMIO: KVM emulates it as without the VMM");
-		return;
-	}
 	if (s->ac_requested) {
 		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
 		return;

@@ -343,10 +343,10 @@ static int cap_value(const struct hostinfo *hi, size_t i)
 /* Labels and capability names share one value column. */
 #define LABEL "%-30s"
 
-void hostinfo_print(FILE *out, const struct hostinfo *hi)
+/* What the host kernel does about split locks, and whether a guest can get its #AC. */
+static void print_kernel(FILE *out, const struct hostinfo *hi)
 {
 	bool deliver = hostinfo_can_deliver_ac(hi);
-	const char *pm;
 
 	if (hi->cpuinfo_read)
 		fprintf(out, LABEL "split_lock_detect %s, bus_lock_detect %s\n", "CPU flags:",
@@ -376,13 +376,11 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 	fprintf(out, LABEL "%s: %s\n", "effective mode:", hostinfo_mode_name(hi->mode), mode_meaning(hi));
 	fprintf(out, LABEL "%s (%s)\n", "split-lock #AC delivery:", deliver ? "yes" : "no",
 		deliver_reason(hi));
+}
 
-	if (hi->kvm_error[0]) {
-		fprintf(out, LABEL "unavailable: %s\n", "KVM:", hi->kvm_error);
-		fprintf(out, LABEL "try vmm on a stock KVM inside QEMU: ./run.sh in vmm's source tree "
-			"boots the lab and the self-test there (docs/lab.md)\n", "without a KVM here:");
-		return;
-	}
+/* /dev/kvm: its API, the capabilities vmm uses, nested virtualization. */
+static void print_kvm(FILE *out, const struct hostinfo *hi)
+{
 	fprintf(out, LABEL "/dev/kvm, API %d\n", "KVM:", KVM_API_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
 		int v = cap_value(hi, i);
@@ -397,7 +395,13 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 			cpuid_nested_name((enum cpuid_nested)hi->nested),
 			hi->nested != CPUID_NESTED_NONE ?
 			" (KVM offers it to guests; --split-lock=emulate hides it)" : "");
-	pm = probe_meaning(hi);
+}
+
+/* The probes that say more than yes or no. */
+static void print_detailed_probes(FILE *out, const struct hostinfo *hi)
+{
+	const char *pm = probe_meaning(hi);
+
 	if (pm) {
 		fprintf(out, LABEL "%s\n", "CPUID probe:", pm);
 		if (hi->probe_error[0])
@@ -411,60 +415,80 @@ void hostinfo_print(FILE *out, const struct hostinfo *hi)
 		" (--split-lock=emulate sees split locks at CPL0 only)" : "");
 	fprintf(out, LABEL "%s%s%s\n", "breakpoint probe:", tristate(hi->hwbp),
 		hi->hwbp_detail[0] ? ": " : "", hi->hwbp_detail);
-	{
-		/* The probes of one answer each: what a "no" means here. */
-		const struct {
-			const char *label;
-			int value;
-			const char *no;
-		} probes[] = {
-			{ "guest data breakpoint:", hi->databp_cpl0, "at CPL0 this KVM never fires one" },
-			{ "breakpoint beside a step:", hi->exec_bp_beside_step,
-			  "this CPU reports no instruction breakpoint with a step trap" },
-			{ "DR7.GD #DB:", hi->dr7_gd,
-			  "this CPU ignores DR7.GD; emulate raises the #DB as the SDM says" },
-			{ "CS write #GP:", hi->cs_write_gp,
-			  "this CPU writes through CS in compatibility mode" },
-			{ "INT n #GP error code:", hi->intn_error_code,
-			  "this CPU pushes vector * 16 + 2, not vector * 8 + 2" },
-			{ "LOCK MOV #UD:", hi->lock_ud, "this CPU completes a store with a LOCK prefix" },
-			{ "leaving long mode:", hi->leave_long_mode,
-			  "this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode" },
-			{ "CPL0 events under TF:", hi->cpl0_events,
-			  "this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS" },
-			{ "IRETQ step trap:", hi->iret_step,
-			  "single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself" },
-			{ "MOV SS holds TF's trap:", hi->movss_trap,
-			  "the guest's single-step trap comes right after MOV SS, not after the next instruction" },
-			{ "SYSCALL #UD, SYSRET with TF:", hi->syscall_sysret,
-			  "from CPL3, SYSCALL with EFER.SCE clear raises no #UD at itself, or with TF set its handler's SYSRETQ does not come back" },
-			{ "CPL1 and CPL2:", hi->cpl1, "this KVM stops a guest that runs at CPL1, internal error" },
-			{ "split lock #PF atomic:", hi->split_fault,
-			  "a locked access that faults on its second page wrote its first" },
-			{ "alignment-check #AC:", hi->alignment_check,
-			  "this CPU raises no #AC for a misaligned access at CPL3 with CR0.AM and RFLAGS.AC set" },
-		};
+}
 
-		for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
-			fprintf(out, LABEL "%s%s%s%s\n", probes[i].label, tristate(probes[i].value),
-				probes[i].value == 0 ? " (" : "", probes[i].value == 0 ? probes[i].no : "",
-				probes[i].value == 0 ? ")" : "");
-	}
-	if (hi->singlestep_cpl0 > 0) {
-		/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
-		fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
-			hi->hwbp > 0 ?
-			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) that emulate did not foresee" :
-			"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return");
-		/* Seen afterwards only by where the step ends, and a retry ends where it should. */
+/* The probes of one answer each: what a "no" means here. */
+static void print_yes_no_probes(FILE *out, const struct hostinfo *hi)
+{
+	const struct {
+		const char *label;
+		int value;
+		const char *no;
+	} probes[] = {
+		{ "guest data breakpoint:", hi->databp_cpl0, "at CPL0 this KVM never fires one" },
+		{ "breakpoint beside a step:", hi->exec_bp_beside_step,
+		  "this CPU reports no instruction breakpoint with a step trap" },
+		{ "DR7.GD #DB:", hi->dr7_gd,
+		  "this CPU ignores DR7.GD; emulate raises the #DB as the SDM says" },
+		{ "CS write #GP:", hi->cs_write_gp,
+		  "this CPU writes through CS in compatibility mode" },
+		{ "INT n #GP error code:", hi->intn_error_code,
+		  "this CPU pushes vector * 16 + 2, not vector * 8 + 2" },
+		{ "LOCK MOV #UD:", hi->lock_ud, "this CPU completes a store with a LOCK prefix" },
+		{ "leaving long mode:", hi->leave_long_mode,
+		  "this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode" },
+		{ "CPL0 events under TF:", hi->cpl0_events,
+		  "this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS" },
+		{ "IRETQ step trap:", hi->iret_step,
+		  "single-stepped at CPL0, this KVM runs IRETQ and the next instruction in one step; emulate performs IRETQ itself" },
+		{ "MOV SS holds TF's trap:", hi->movss_trap,
+		  "the guest's single-step trap comes right after MOV SS, not after the next instruction" },
+		{ "SYSCALL #UD, SYSRET with TF:", hi->syscall_sysret,
+		  "from CPL3, SYSCALL with EFER.SCE clear raises no #UD at itself, or with TF set its handler's SYSRETQ does not come back" },
+		{ "CPL1 and CPL2:", hi->cpl1, "this KVM stops a guest that runs at CPL1, internal error" },
+		{ "split lock #PF atomic:", hi->split_fault,
+		  "a locked access that faults on its second page wrote its first" },
+		{ "alignment-check #AC:", hi->alignment_check,
+		  "this CPU raises no #AC for a misaligned access at CPL3 with CR0.AM and RFLAGS.AC set" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
+		fprintf(out, LABEL "%s%s%s%s\n", probes[i].label, tristate(probes[i].value),
+			probes[i].value == 0 ? " (" : "", probes[i].value == 0 ? probes[i].no : "",
+			probes[i].value == 0 ? ")" : "");
+}
+
+/* What --split-lock=emulate cannot watch here; --stats counts it as unchecked_runs. */
+static void print_unchecked(FILE *out, const struct hostinfo *hi)
+{
+	fprintf(out, LABEL "%s\n", "emulate runs unchecked:",
+		hi->hwbp > 0 ?
+		"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) that emulate did not foresee" :
+		"handlers of exceptions the CPU delivers by itself (#PF, #GP, ...) but a foreseen #GP/#SS, until they return");
+	/* Seen afterwards only by where the step ends, and a retry ends where it should. */
+	fprintf(out, LABEL "%s\n", "",
+		"(a handler that returns to retry the faulting instruction is not even counted)");
+	if (hi->singlestep_cpl3 == 0)
+		fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
+	if (hi->hwbp == 0)
 		fprintf(out, LABEL "%s\n", "",
-			"(a handler that returns to retry the faulting instruction is not even counted)");
-		if (hi->singlestep_cpl3 == 0)
-			fprintf(out, LABEL "%s\n", "", "all CPL3 code (no single-step there)");
-		if (hi->hwbp == 0)
-			fprintf(out, LABEL "%s\n", "",
-				"handlers of INT n and injected events outside IA-32e mode, until they return");
+			"handlers of INT n and injected events outside IA-32e mode, until they return");
+}
+
+void hostinfo_print(FILE *out, const struct hostinfo *hi)
+{
+	print_kernel(out, hi);
+	if (hi->kvm_error[0]) {
+		fprintf(out, LABEL "unavailable: %s\n", "KVM:", hi->kvm_error);
+		fprintf(out, LABEL "try vmm on a stock KVM inside QEMU: ./run.sh in vmm's source tree "
+			"boots the lab and the self-test there (docs/lab.md)\n", "without a KVM here:");
+		return;
 	}
+	print_kvm(out, hi);
+	print_detailed_probes(out, hi);
+	print_yes_no_probes(out, hi);
+	if (hi->singlestep_cpl0 > 0)
+		print_unchecked(out, hi);
 }
 
 /* ------------------------------------------------------------ JSON */

@@ -3,6 +3,7 @@
 
 #include "step.h"
 #include "decode.h"
+#include "array_size.h"
 
 #include <linux/kvm.h>
 
@@ -46,157 +47,198 @@ static bool intercepted_may_fault(const uint8_t *b, size_t len)
 	}
 }
 
-void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
-{
-	bool osz = false, rex_w = false, f2f3 = false, lock = false;
-	unsigned def;
-	size_t i = 0;
-	uint8_t op;
+/* The instruction step_classify() reads: its bytes, its opcode at b[i], what its prefixes say. */
+struct insn_bytes {
+	const uint8_t *b;
+	size_t len, i;
+	struct step_mode mode;
+	bool osz, rex_w, f2f3, lock;
+	unsigned def;		/* the default operand size in bytes: 4, or 2 in 16-bit code */
+};
 
-	*out = (struct step_insn){ .kind = STEP_OTHER };
+static void scan_prefixes(struct insn_bytes *x)
+{
+	const uint8_t *b = x->b;
+
 	/* REX counts only right before the opcode; an earlier one is ignored. */
-	for (; i < len && i < 15; i++) {
-		if (mode.cs_l && (b[i] & 0xf0) == 0x40) {
-			rex_w = b[i] & 8;
+	for (; x->i < x->len && x->i < 15; x->i++) {
+		if (x->mode.cs_l && (b[x->i] & 0xf0) == 0x40) {
+			x->rex_w = b[x->i] & 8;
 			continue;
 		}
-		if (!is_legacy_prefix(b[i]))
+		if (!is_legacy_prefix(b[x->i]))
 			break;
-		rex_w = false;
-		if (b[i] == 0x66)
-			osz = true;
-		if (b[i] == 0xf2 || b[i] == 0xf3)
-			f2f3 = true;
-		if (b[i] == 0xf0)
-			lock = true;
+		x->rex_w = false;
+		if (b[x->i] == 0x66)
+			x->osz = true;
+		if (b[x->i] == 0xf2 || b[x->i] == 0xf3)
+			x->f2f3 = true;
+		if (b[x->i] == 0xf0)
+			x->lock = true;
 	}
-	if (i >= len)
-		return;
-	op = b[i];
-	/*
-	 * Only a string instruction repeats: INS, OUTS, MOVS, CMPS, STOS, LODS,
-	 * SCAS. Elsewhere F2/F3 select an opcode or are ignored (XACQUIRE with
-	 * LOCK, REP RET), and the instruction is judged, decoded, as any other.
-	 */
-	out->rep = f2f3 && ((op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) ||
-			    (op >= 0xaa && op <= 0xaf));
-	def = mode.cs_l || mode.cs_d ? 4 : 2;
-	switch (op) {
-	case 0xf4:
-		out->kind = STEP_HLT;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0x9c:
-	case 0x9d:
-		out->kind = op == 0x9c ? STEP_PUSHF : STEP_POPF;
-		/* 64-bit code: 64 bits, or 16 with 0x66; REX.W changes nothing. */
-		out->opsize = mode.cs_l ? (osz ? 2 : 8) : (osz ? 6 - def : def);
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xcf:
+}
+
+/*
+ * Only a string instruction repeats: INS, OUTS, MOVS, CMPS, STOS, LODS,
+ * SCAS. Elsewhere F2/F3 select an opcode or are ignored (XACQUIRE with
+ * LOCK, REP RET), and the instruction is judged, decoded, as any other.
+ */
+static bool is_string_op(uint8_t op)
+{
+	return (op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf);
+}
+
+/* One-byte instructions their opcode alone classes; not64: #UD in 64-bit code, left STEP_OTHER. */
+static const struct {
+	uint8_t op;
+	enum step_kind kind;
+	uint8_t vector;
+	bool not64;
+} fixed_one_byte[] = {
+	{ 0xf4, STEP_HLT, 0, false },
+	{ 0xfb, STEP_STI, 0, false },
+	{ 0xcc, STEP_INT3, 3, false },
+	{ 0xf1, STEP_INT1, 1, false },
+	{ 0xce, STEP_INTO, 4, true },
+};
+
+/* Whether op is one of fixed_one_byte[]. */
+static bool classify_fixed(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(fixed_one_byte); k++) {
+		if (fixed_one_byte[k].op != op)
+			continue;
+		if (!fixed_one_byte[k].not64 || !x->mode.cs_l) {
+			out->kind = fixed_one_byte[k].kind;
+			out->vector = fixed_one_byte[k].vector;
+			out->len = (unsigned)x->i + 1;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* PUSHF, POPF, IRET: their operand size is how much of RFLAGS they move. */
+static void classify_flags_op(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	if (op == 0xcf) {
 		out->kind = STEP_IRET;
 		/* 32 bits by default even in 64-bit code: IRETQ needs REX.W. */
-		out->opsize = rex_w ? 8 : osz ? 6 - def : def;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xcc:
-		out->kind = STEP_INT3;
-		out->vector = 3;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xcd:
-		if (i + 1 < len) {
-			out->kind = STEP_INTN;
-			out->vector = b[i + 1];
-			out->len = (unsigned)i + 2;
-		}
-		return;
-	case 0xce:
-		if (!mode.cs_l) {	/* #UD in 64-bit code */
-			out->kind = STEP_INTO;
-			out->vector = 4;
-			out->len = (unsigned)i + 1;
-		}
-		return;
-	case 0xfb:
-		out->kind = STEP_STI;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0xf1:
-		out->kind = STEP_INT1;
-		out->vector = 1;
-		out->len = (unsigned)i + 1;
-		return;
-	case 0x17:
-		if (!mode.cs_l) {	/* POP SS: #UD in 64-bit code */
-			out->kind = STEP_MOV_SS;
-			out->opsize = osz ? 6 - def : def;	/* the bytes it pops */
-			out->len = (unsigned)i + 1;
-		}
-		return;
-	case 0x8e:
-		/* MOV Sreg, r/m with reg = 2 (SS); the memory form's length is left to the decoder. */
-		if (i + 1 < len && ((b[i + 1] >> 3) & 7) == 2) {
-			out->kind = STEP_MOV_SS;
-			if ((b[i + 1] >> 6) == 3)
-				out->len = (unsigned)i + 2;
-		}
-		return;
-	case 0xc7: {
-		/* XBEGIN's offset: 16 bits where the operand size is (REX.W wins over 0x66). */
-		bool rel16 = mode.cs_l ? osz && !rex_w : (osz ? 6 - def : def) == 2;
-		size_t end = i + 2 + (rel16 ? 2 : 4);
+		out->opsize = x->rex_w ? 8 : x->osz ? 6 - x->def : x->def;
+	} else {
+		out->kind = op == 0x9c ? STEP_PUSHF : STEP_POPF;
+		/* 64-bit code: 64 bits, or 16 with 0x66; REX.W changes nothing. */
+		out->opsize = x->mode.cs_l ? (x->osz ? 2 : 8) : (x->osz ? 6 - x->def : x->def);
+	}
+	out->len = (unsigned)x->i + 1;
+}
 
-		if (i + 1 >= len || b[i + 1] != 0xf8 || lock || end > len)
-			return;
-		out->kind = STEP_XBEGIN;
-		out->opsize = rel16 ? 2 : 4;
-		out->len = (unsigned)end;
-		out->rel = rel16 ? (int16_t)(b[i + 2] | b[i + 3] << 8)
-				 : (int32_t)((uint32_t)b[i + 2] | (uint32_t)b[i + 3] << 8 |
-					     (uint32_t)b[i + 4] << 16 | (uint32_t)b[i + 5] << 24);
+/* POP SS and MOV SS, r/m: the next instruction runs in their shadow. */
+static void classify_ss_load(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	const uint8_t *b = x->b;
+	size_t i = x->i;
+
+	if (op == 0x17) {
+		if (!x->mode.cs_l) {	/* POP SS: #UD in 64-bit code */
+			out->kind = STEP_MOV_SS;
+			out->opsize = x->osz ? 6 - x->def : x->def;	/* the bytes it pops */
+			out->len = (unsigned)i + 1;
+		}
 		return;
 	}
-	case 0x0f:
-		if (i + 1 >= len)
-			return;
-		out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
-		out->op0f[0] = b[i + 1];
-		out->op0f[1] = i + 2 < len ? b[i + 2] : 0;
-		switch (b[i + 1]) {
-		case 0x05:
-			out->kind = STEP_SYSCALL;
+	/* MOV Sreg, r/m with reg = 2 (SS); the memory form's length is left to the decoder. */
+	if (i + 1 < x->len && ((b[i + 1] >> 3) & 7) == 2) {
+		out->kind = STEP_MOV_SS;
+		if ((b[i + 1] >> 6) == 3)
 			out->len = (unsigned)i + 2;
-			return;
-		case 0x07:
-			out->kind = STEP_SYSRET;
-			out->opsize = rex_w ? 8 : 4;
-			out->len = (unsigned)i + 2;
-			return;
-		case 0x23:
-			out->kind = STEP_MOV_DR;
-			return;
-		case 0x00:
-			if (i + 2 < len && ((b[i + 2] >> 3) & 7) == 3)
-				out->kind = STEP_LTR;
-			return;
-		default:
-			if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {	/* Jcc rel32 */
-				out->kind = STEP_BRANCH;
-				out->jump = true;
-			}
-			if (b[i + 1] == 0x34 || b[i + 1] == 0x35) {
-				out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
-				out->opsize = rex_w ? 8 : 4;
-				out->len = (unsigned)i + 2;
-			}
-			/* RSM, VM* and the rest: as for any. */
-			if (b[i + 1] == 0xaa)
-				out->kind = STEP_BRANCH;
-			return;
+	}
+}
+
+/* C7 F8: XBEGIN and its offset, whole, without LOCK; any other C7, STEP_OTHER. */
+static void classify_xbegin(const struct insn_bytes *x, struct step_insn *out)
+{
+	const uint8_t *b = x->b;
+	size_t i = x->i;
+	/* XBEGIN's offset: 16 bits where the operand size is (REX.W wins over 0x66). */
+	bool rel16 = x->mode.cs_l ? x->osz && !x->rex_w : (x->osz ? 6 - x->def : x->def) == 2;
+	size_t end = i + 2 + (rel16 ? 2 : 4);
+
+	if (i + 1 >= x->len || b[i + 1] != 0xf8 || x->lock || end > x->len)
+		return;
+	out->kind = STEP_XBEGIN;
+	out->opsize = rel16 ? 2 : 4;
+	out->len = (unsigned)end;
+	out->rel = rel16 ? (int16_t)(b[i + 2] | b[i + 3] << 8)
+			 : (int32_t)((uint32_t)b[i + 2] | (uint32_t)b[i + 3] << 8 |
+				     (uint32_t)b[i + 4] << 16 | (uint32_t)b[i + 5] << 24);
+}
+
+/* The two-byte opcodes (0F xx). */
+static void classify_two_byte(const struct insn_bytes *x, struct step_insn *out)
+{
+	const uint8_t *b = x->b;
+	size_t i = x->i, len = x->len;
+
+	if (i + 1 >= len)
+		return;
+	out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
+	out->op0f[0] = b[i + 1];
+	out->op0f[1] = i + 2 < len ? b[i + 2] : 0;
+	switch (b[i + 1]) {
+	case 0x05:
+		out->kind = STEP_SYSCALL;
+		out->len = (unsigned)i + 2;
+		return;
+	case 0x07:
+		out->kind = STEP_SYSRET;
+		out->opsize = x->rex_w ? 8 : 4;
+		out->len = (unsigned)i + 2;
+		return;
+	case 0x34:
+	case 0x35:
+		out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
+		out->opsize = x->rex_w ? 8 : 4;
+		out->len = (unsigned)i + 2;
+		return;
+	case 0x23:
+		out->kind = STEP_MOV_DR;
+		return;
+	case 0x00:
+		if (i + 2 < len && ((b[i + 2] >> 3) & 7) == 3)
+			out->kind = STEP_LTR;
+		return;
+	case 0xaa:	/* RSM */
+		out->kind = STEP_BRANCH;
+		return;
+	default:
+		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {	/* Jcc rel32 */
+			out->kind = STEP_BRANCH;
+			out->jump = true;
 		}
-	case 0xff: {
-		unsigned reg = i + 1 < len ? (b[i + 1] >> 3) & 7 : 0;
+		/* VM* and the rest: as for any. */
+		return;
+	}
+}
+
+/* The one-byte direct branches and returns; jump: those that leave the stack alone. */
+static const struct {
+	uint8_t first, last;
+	bool jump;
+} one_byte_branches[] = {
+	{ 0x70, 0x7f, true },	/* Jcc rel8 */
+	{ 0xe0, 0xe3, true },	/* LOOPNE, LOOPE, LOOP, JCXZ */
+	{ 0xe8, 0xe8, false },	/* CALL rel */
+	{ 0xe9, 0xeb, true },	/* JMP rel, JMP far direct, JMP rel8 */
+	{ 0x9a, 0x9a, false },	/* CALL far direct */
+	{ 0xc2, 0xc3, false },	/* RET near */
+	{ 0xca, 0xcb, false },	/* RET far */
+};
+
+static void classify_branch(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+{
+	if (op == 0xff) {
+		unsigned reg = x->i + 1 < x->len ? (x->b[x->i + 1] >> 3) & 7 : 0;
 
 		/* CALL/JMP near and far, indirect. */
 		if (reg >= 2 && reg <= 5)
@@ -204,13 +246,54 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 		out->jump = reg == 4 || reg == 5;
 		return;
 	}
-	default:
-		if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
-		    op == 0xe8 || op == 0xe9 || op == 0xea || op == 0xeb || op == 0x9a ||
-		    op == 0xc2 || op == 0xc3 || op == 0xca || op == 0xcb)
+	for (size_t k = 0; k < ARRAY_SIZE(one_byte_branches); k++) {
+		if (op >= one_byte_branches[k].first && op <= one_byte_branches[k].last) {
 			out->kind = STEP_BRANCH;
-		out->jump = (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) || op == 0xe9 ||
-			    op == 0xea || op == 0xeb;
+			out->jump = one_byte_branches[k].jump;
+			return;
+		}
+	}
+}
+
+void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
+{
+	struct insn_bytes x = { .b = b, .len = len, .mode = mode };
+	uint8_t op;
+
+	*out = (struct step_insn){ .kind = STEP_OTHER };
+	scan_prefixes(&x);
+	if (x.i >= len)
+		return;
+	op = b[x.i];
+	out->rep = x.f2f3 && is_string_op(op);
+	x.def = mode.cs_l || mode.cs_d ? 4 : 2;
+	if (classify_fixed(&x, op, out))
+		return;
+	switch (op) {
+	case 0x9c:
+	case 0x9d:
+	case 0xcf:
+		classify_flags_op(&x, op, out);
+		return;
+	case 0xcd:
+		if (x.i + 1 < len) {
+			out->kind = STEP_INTN;
+			out->vector = b[x.i + 1];
+			out->len = (unsigned)x.i + 2;
+		}
+		return;
+	case 0x17:
+	case 0x8e:
+		classify_ss_load(&x, op, out);
+		return;
+	case 0xc7:
+		classify_xbegin(&x, out);
+		return;
+	case 0x0f:
+		classify_two_byte(&x, out);
+		return;
+	default:
+		classify_branch(&x, op, out);
 		return;
 	}
 }
@@ -549,68 +632,79 @@ unsigned step_handler_cpl(uint64_t desc, unsigned cpl)
 	return desc & X86_DESC_CONFORMING ? cpl : (unsigned)(desc >> X86_DESC_DPL_SHIFT) & 3;
 }
 
-bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
+/* The stack an event outside IA-32e mode pushes its frame on. */
+struct legacy_stack {
+	uint32_t sp, limit;
+	bool big, down;
+};
+
+/*
+ * The handler's CPL, CS:IP and flags through a protected-mode gate, and
+ * the frame's slot size; false where the gate or its code segment is not
+ * one the VMM delivers through.
+ */
+static bool legacy_gate_target(const struct step_legacy_in *in, struct step_legacy *out)
 {
 	const uint8_t *e = in->entry;
-	bool big = in->ss_big, down = in->ss_down;
-	uint32_t sp = in->sp, limit = in->ss_limit, bytes;
+	unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
+	unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3;
+	bool gate16 = type == 0x06 || type == 0x07;
+
+	if (!(e[5] & X86_GATE_P) || (!gate16 && type != 0x0e && type != 0x0f) ||
+	    (in->soft && ((e[5] >> 5) & 3) < in->cpl) || (in->vm86 && gate16))
+		return false;
+	/* A present code segment of the GDT, L clear (reserved here), DPL <= CPL (else #GP). */
+	if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
+	    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L)) !=
+	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P) || dpl > in->cpl)
+		return false;
+	out->cpl = step_handler_cpl(in->desc, in->cpl);
+	if (in->vm86 && out->cpl)
+		return false;	/* #GP(selector) */
+	out->ip = (uint32_t)(e[0] | e[1] << 8);
+	if (!gate16)
+		out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
+	if (out->ip > desc_limit(in->desc))
+		return false;	/* #GP(0) */
+	out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
+	/* Interrupt gates (type bit 0 clear) clear IF too. */
+	out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
+					     X86_RFLAGS_VM | (type & 1 ? 0 : X86_RFLAGS_IF));
+	out->slot = gate16 ? 2 : 4;
+	return true;
+}
+
+/* A handler at a lower CPL runs on the TSS's stack for it: false where that is unusable. */
+static bool legacy_inner_stack(const struct step_legacy_in *in, struct step_legacy *out,
+			       struct legacy_stack *st)
+{
+	/* The new SS: RPL and DPL the new CPL, present, writable data (else #TS). */
+	uint64_t d = in->stack_ss_desc;
+
+	if (!in->tss_valid || !(in->stack_ss & ~(unsigned)X86_SEL_RPL) ||
+	    (in->stack_ss & X86_SEL_TI) || (in->stack_ss & X86_SEL_RPL) != out->cpl ||
+	    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
+		  X86_DESC_W)) !=
+	    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
+		return false;
+	out->stack_switch = true;
+	out->ss_base = desc_base(d);
+	st->big = (d & X86_DESC_DB) != 0;
+	st->down = (d & X86_DESC_E) != 0;
+	st->limit = desc_limit(d);
+	st->sp = in->stack_esp;
+	return true;
+}
+
+/* The frame's words, and where on the stack they go: false where it would leave SS. */
+static bool legacy_push_frame(const struct step_legacy_in *in, struct step_legacy *out,
+			      struct legacy_stack st)
+{
 	unsigned n = 0;
+	uint32_t bytes;
 
-	out->stack_switch = false;
-	out->ss_base = 0;
-	out->cpl = in->cpl;
-	if (in->real) {
-		out->ip = (uint32_t)(e[0] | e[1] << 8);
-		out->cs = (uint16_t)(e[2] | e[3] << 8);
-		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF |
-						     X86_RFLAGS_AC);
-		out->slot = 2;
-	} else {
-		unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
-		unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3;
-		bool gate16 = type == 0x06 || type == 0x07;
-
-		if (!(e[5] & X86_GATE_P) || (!gate16 && type != 0x0e && type != 0x0f) ||
-		    (in->soft && ((e[5] >> 5) & 3) < in->cpl) || (in->vm86 && gate16))
-			return false;
-		/* A present code segment of the GDT, L clear (reserved here), DPL <= CPL (else #GP). */
-		if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
-		    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L)) !=
-		    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P) || dpl > in->cpl)
-			return false;
-		out->cpl = step_handler_cpl(in->desc, in->cpl);
-		if (in->vm86 && out->cpl)
-			return false;	/* #GP(selector) */
-		out->ip = (uint32_t)(e[0] | e[1] << 8);
-		if (!gate16)
-			out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
-		if (out->ip > desc_limit(in->desc))
-			return false;	/* #GP(0) */
-		out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
-		/* Interrupt gates (type bit 0 clear) clear IF too. */
-		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
-						     X86_RFLAGS_VM | (type & 1 ? 0 : X86_RFLAGS_IF));
-		out->slot = gate16 ? 2 : 4;
-		if (out->cpl < in->cpl) {
-			/* The new SS: RPL and DPL the new CPL, present, writable data (else #TS). */
-			uint64_t d = in->stack_ss_desc;
-
-			if (!in->tss_valid || !(in->stack_ss & ~(unsigned)X86_SEL_RPL) ||
-			    (in->stack_ss & X86_SEL_TI) || (in->stack_ss & X86_SEL_RPL) != out->cpl ||
-			    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
-				  X86_DESC_W)) !=
-			    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
-				return false;
-			out->stack_switch = true;
-			out->ss_base = desc_base(d);
-			big = (d & X86_DESC_DB) != 0;
-			down = (d & X86_DESC_E) != 0;
-			limit = desc_limit(d);
-			sp = in->stack_esp;
-		}
-		if (in->error_code)
-			out->frame[n++] = in->err;
-	}
+	if (!in->real && in->error_code)
+		out->frame[n++] = in->err;
 	out->frame[n++] = in->real ? in->ip & 0xffff : in->ip;
 	out->frame[n++] = in->cs;
 	out->frame[n++] = in->real ? in->flags & 0xffff : in->flags;
@@ -625,14 +719,38 @@ bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_lega
 		out->frame[n++] = in->gs;
 	}
 	out->words = n;
-	out->ss_big = big && !in->real;
-	sp &= out->ss_big ? 0xffffffffu : 0xffffu;
+	out->ss_big = st.big && !in->real;
+	st.sp &= out->ss_big ? 0xffffffffu : 0xffffu;
 	bytes = n * out->slot;
 	/* Every byte inside SS: no wrap below 0, none beyond (or, expand-down, at or below) its limit. */
-	if (sp < bytes || (down ? sp - bytes <= limit : sp - 1 > limit))
+	if (st.sp < bytes || (st.down ? st.sp - bytes <= st.limit : st.sp - 1 > st.limit))
 		return false;
-	out->sp = sp - bytes;
+	out->sp = st.sp - bytes;
 	return true;
+}
+
+bool step_legacy_delivery_plan(const struct step_legacy_in *in, struct step_legacy *out)
+{
+	const uint8_t *e = in->entry;
+	struct legacy_stack st = { .sp = in->sp, .limit = in->ss_limit, .big = in->ss_big,
+				   .down = in->ss_down };
+
+	out->stack_switch = false;
+	out->ss_base = 0;
+	out->cpl = in->cpl;
+	if (in->real) {
+		out->ip = (uint32_t)(e[0] | e[1] << 8);
+		out->cs = (uint16_t)(e[2] | e[3] << 8);
+		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF |
+						     X86_RFLAGS_AC);
+		out->slot = 2;
+	} else {
+		if (!legacy_gate_target(in, out))
+			return false;
+		if (out->cpl < in->cpl && !legacy_inner_stack(in, out, &st))
+			return false;
+	}
+	return legacy_push_frame(in, out, st);
 }
 
 enum step_vme_int step_vme_int(uint32_t flags, bool redirect_bit, uint16_t *image,
@@ -833,9 +951,167 @@ bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;
 }
 
+/*
+ * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
+ * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
+ * With it (vol. 3 20.4; vol. 2 PUSHF, POPF, IRET, STI) their 32-bit
+ * forms still are, STI is with VIP set, and a 16-bit POPF or IRET that
+ * would load TF, or IF with VIP set; INT n goes by the TSS's bitmap
+ * (step_vme_int()). Operand-size prefixes only: with others, the CPU says.
+ */
+static bool vm86_iopl_faults(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	size_t i = 0;
+
+	while (i < len && b[i] == 0x66)
+		i++;
+	if (i < len && !(c->cr4 & X86_CR4_VME) &&
+	    (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
+	     b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
+		return true;
+	return i < len && (c->cr4 & X86_CR4_VME) &&
+	       ((i && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf)) ||
+		(b[i] == 0xfb && (c->rflags & X86_RFLAGS_VIP)) ||
+		(!i && (b[i] == 0x9d || b[i] == 0xcf) && c->popped_valid &&
+		 ((c->popped & X86_RFLAGS_TF) ||
+		  ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP)))));
+}
+
+/*
+ * SYSEXIT (REX.W too) above CPL0: #GP(0) (SDM vol. 2 SYSEXIT); on AMD
+ * in long mode the CPU's #UD reaches KVM's emulator, whose privilege
+ * check gives the guest the same #GP(0).
+ */
+static bool sysexit_above_cpl0(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	return c->cpl && len >= 2 && ((b[0] == 0x0f && b[1] == 0x35) ||
+				      (c->long64 && len >= 3 && (b[0] & 0xf0) == 0x40 &&
+				       b[1] == 0x0f && b[2] == 0x35));
+}
+
+/*
+ * One-byte opcodes invalid in 64-bit code (SDM vol. 2 appendix A,
+ * "i64"): PUSH/POP of ES, CS, SS, DS, DAA, DAS, AAA, AAS, PUSHA, POPA,
+ * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC.
+ */
+static bool invalid_in_64bit(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	static const uint8_t i64[] = { 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f,
+				       0x37, 0x3f, 0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xd5,
+				       0xd6, 0xea };
+
+	return c->long64 && len >= 1 && memchr(i64, b[0], sizeof(i64));
+}
+
+/*
+ * MOV to DR6 or DR7 (DR4/DR5 alias them without CR4.DE) of a value
+ * with a bit of 63:32 set: #GP(0) (SDM vol. 2 MOV DR), which KVM
+ * injects from its emulation, where the handler would run unchecked.
+ */
+static bool mov_dr_value_faults(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	unsigned i = len >= 1 && (b[0] & 0xf0) == 0x40 ? 1 : 0, rex = i ? b[0] : 0;
+
+	if (!c->long64 || !c->gpr || c->cpl)
+		return false;
+	if (len >= i + 3 && b[i] == 0x0f && b[i + 1] == 0x23 && !(rex & 4)) {
+		unsigned dr = (b[i + 2] >> 3) & 7, rm = ((rex & 1) << 3) | (b[i + 2] & 7);
+
+		if ((dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
+		    (c->gpr[rm] >> 32))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * CLI/STI: protected-mode virtual interrupts change VIF instead at
+ * CPL3, but for STI with VIP set (SDM vol. 2 STI).
+ */
+static bool sti_cli_above_iopl(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	return len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > X86_RFLAGS_IOPL(c->rflags) &&
+	       !(c->rflags & X86_RFLAGS_VM) &&
+	       !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) &&
+		 !(b[0] == 0xfb && (c->rflags & X86_RFLAGS_VIP)));
+}
+
+/* In 64-bit code: RET, or JMP/CALL near through a register, to a non-canonical address. */
+static bool near_branch_noncanonical(const uint8_t *b, size_t len, const struct step_cpu *c)
+{
+	unsigned i = 0, rexb = 0;
+
+	if (!c->long64)
+		return false;
+	if (len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
+		return true;
+	if (!c->gpr)
+		return false;
+	/* FF /2, /4, mod 3, REX.B only. */
+	if (len >= 1 && (b[0] & 0xf0) == 0x40) {
+		rexb = (b[0] & 1) << 3;
+		i = 1;
+	}
+	return len >= i + 2 && b[i] == 0xff && (b[i + 1] >> 6) == 3 &&
+	       (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 4) &&
+	       !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57);
+}
+
+/* MOV SS, r16/r32 (8E /2, mod 3); from memory and POP SS, the selector the caller read. */
+static int ss_load_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+{
+	bool mov_ss_reg = c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
+			  ((b[1] >> 3) & 7) == 2;
+	uint16_t sel;
+
+	if (c->real || (!mov_ss_reg && !c->ss_sel_valid))
+		return -1;
+	sel = mov_ss_reg ? (uint16_t)c->gpr[b[1] & 7] : c->ss_sel;
+	/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
+	if (!(sel & ~(unsigned)X86_SEL_RPL))
+		return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP : -1;
+	if (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||
+	    (sel & X86_SEL_RPL) != c->cpl)
+		return X86_VEC_GP;
+	/* Then its descriptor: a writable data segment at the CPL's DPL, present. */
+	if (c->ss_desc_valid) {
+		uint64_t d = c->ss_desc;
+
+		if (!(d & X86_DESC_S) || (d & X86_DESC_CODE) || !(d & X86_DESC_W) ||
+		    ((d >> X86_DESC_DPL_SHIFT) & 3) != c->cpl)
+			return X86_VEC_GP;
+		if (!(d & X86_DESC_P))
+			return X86_VEC_SS;
+	}
+	*err = 0;
+	return -1;
+}
+
+/*
+ * JMP or CALL far direct (EA, 9A) in protected mode: a null selector
+ * is #GP(0), one past its table (or into no LDT) #GP(selector),
+ * before anything else (SDM vol. 2 JMP, CALL). Operand-size prefixes
+ * only.
+ */
+static int far_direct_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+{
+	size_t i = 0, at;
+
+	if (c->real || c->long64)
+		return -1;
+	while (i < len && b[i] == 0x66)
+		i++;
+	at = i + 1 + (c->cs_d == !i ? 4 : 2);
+	if (i < len && (b[i] == 0xea || b[i] == 0x9a) && at + 2 <= len &&
+	    selector_fault((uint16_t)(b[at] | b[at + 1] << 8), c->gdt_limit, c->ldt_limit, err) >= 0)
+		return X86_VEC_GP;
+	*err = 0;
+	return -1;
+}
+
 int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
 {
-	unsigned iopl = X86_RFLAGS_IOPL(c->rflags);
+	int vector;
 
 	*err = 0;
 	/*
@@ -853,56 +1129,16 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	 */
 	if (c->real && !(c->rflags & X86_RFLAGS_VM))
 		return -1;
-	/*
-	 * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
-	 * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
-	 * With it (vol. 3 20.4; vol. 2 PUSHF, POPF, IRET, STI) their 32-bit
-	 * forms still are, STI is with VIP set, and a 16-bit POPF or IRET that
-	 * would load TF, or IF with VIP set; INT n goes by the TSS's bitmap
-	 * (step_vme_int()). Operand-size prefixes only: with others, the CPU says.
-	 */
-	if ((c->rflags & X86_RFLAGS_VM) && iopl < 3) {
-		size_t i = 0;
-
-		while (i < len && b[i] == 0x66)
-			i++;
-		if (i < len && !(c->cr4 & X86_CR4_VME) &&
-		    (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
-		     b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
-			return X86_VEC_GP;
-		if (i < len && (c->cr4 & X86_CR4_VME) &&
-		    ((i && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf)) ||
-		     (b[i] == 0xfb && (c->rflags & X86_RFLAGS_VIP)) ||
-		     (!i && (b[i] == 0x9d || b[i] == 0xcf) && c->popped_valid &&
-		      ((c->popped & X86_RFLAGS_TF) ||
-		       ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP))))))
-			return X86_VEC_GP;
-	}
+	if ((c->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(c->rflags) < 3 &&
+	    vm86_iopl_faults(b, len, c))
+		return X86_VEC_GP;
 	/* APM vol. 3 SYSENTER: #UD in long mode. */
 	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)
 		return X86_VEC_UD;
-	/*
-	 * SYSEXIT (REX.W too) above CPL0: #GP(0) (SDM vol. 2 SYSEXIT); on AMD
-	 * in long mode the CPU's #UD reaches KVM's emulator, whose privilege
-	 * check gives the guest the same #GP(0).
-	 */
-	if (c->cpl && len >= 2 && ((b[0] == 0x0f && b[1] == 0x35) ||
-				   (c->long64 && len >= 3 && (b[0] & 0xf0) == 0x40 &&
-				    b[1] == 0x0f && b[2] == 0x35)))
+	if (sysexit_above_cpl0(b, len, c))
 		return X86_VEC_GP;
-	/*
-	 * One-byte opcodes invalid in 64-bit code (SDM vol. 2 appendix A,
-	 * "i64"): PUSH/POP of ES, CS, SS, DS, DAA, DAS, AAA, AAS, PUSHA, POPA,
-	 * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC.
-	 */
-	if (c->long64 && len >= 1) {
-		static const uint8_t i64[] = { 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f,
-					       0x37, 0x3f, 0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xd5,
-					       0xd6, 0xea };
-
-		if (memchr(i64, b[0], sizeof(i64)))
-			return X86_VEC_UD;
-	}
+	if (invalid_in_64bit(b, len, c))
+		return X86_VEC_UD;
 	if (c->cpl && len >= 1 && b[0] == 0xf4)
 		return X86_VEC_GP;
 	/*
@@ -915,92 +1151,13 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 		if (c->cpl)
 			return X86_VEC_GP;
 	}
-	/*
-	 * MOV to DR6 or DR7 (DR4/DR5 alias them without CR4.DE) of a value
-	 * with a bit of 63:32 set: #GP(0) (SDM vol. 2 MOV DR), which KVM
-	 * injects from its emulation, where the handler would run unchecked.
-	 */
-	if (c->long64 && c->gpr && !c->cpl) {
-		unsigned i = len >= 1 && (b[0] & 0xf0) == 0x40 ? 1 : 0, rex = i ? b[0] : 0;
-
-		if (len >= i + 3 && b[i] == 0x0f && b[i + 1] == 0x23 && !(rex & 4)) {
-			unsigned dr = (b[i + 2] >> 3) & 7, rm = ((rex & 1) << 3) | (b[i + 2] & 7);
-
-			if ((dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
-			    (c->gpr[rm] >> 32))
-				return X86_VEC_GP;
-		}
-	}
-	/*
-	 * CLI/STI: protected-mode virtual interrupts change VIF instead at
-	 * CPL3, but for STI with VIP set (SDM vol. 2 STI).
-	 */
-	if (len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > iopl &&
-	    !(c->rflags & X86_RFLAGS_VM) &&
-	    !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) &&
-	      !(b[0] == 0xfb && (c->rflags & X86_RFLAGS_VIP))))
+	if (mov_dr_value_faults(b, len, c) || sti_cli_above_iopl(b, len, c) ||
+	    near_branch_noncanonical(b, len, c))
 		return X86_VEC_GP;
-	if (c->long64 && len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
-		return X86_VEC_GP;
-	/* JMP/CALL near through a register (FF /2, /4, mod 3), REX.B only. */
-	if (c->long64 && c->gpr) {
-		unsigned i = 0, rexb = 0;
-
-		if (len >= 1 && (b[0] & 0xf0) == 0x40) {
-			rexb = (b[0] & 1) << 3;
-			i = 1;
-		}
-		if (len >= i + 2 && b[i] == 0xff && (b[i + 1] >> 6) == 3 &&
-		    (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 4) &&
-		    !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57))
-			return X86_VEC_GP;
-	}
-	/* MOV SS, r16/r32 (8E /2, mod 3); from memory and POP SS, the selector the caller read. */
-	bool mov_ss_reg = c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
-			  ((b[1] >> 3) & 7) == 2;
-
-	if (!c->real && (mov_ss_reg || c->ss_sel_valid)) {
-		uint16_t sel = mov_ss_reg ? (uint16_t)c->gpr[b[1] & 7] : c->ss_sel;
-
-		/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
-		if (!(sel & ~(unsigned)X86_SEL_RPL))
-			return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP
-											   : -1;
-		if (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||
-		    (sel & X86_SEL_RPL) != c->cpl)
-			return X86_VEC_GP;
-		/* Then its descriptor: a writable data segment at the CPL's DPL, present. */
-		if (c->ss_desc_valid) {
-			uint64_t d = c->ss_desc;
-
-			if (!(d & X86_DESC_S) || (d & X86_DESC_CODE) || !(d & X86_DESC_W) ||
-			    ((d >> X86_DESC_DPL_SHIFT) & 3) != c->cpl)
-				return X86_VEC_GP;
-			if (!(d & X86_DESC_P))
-				return X86_VEC_SS;
-		}
-		*err = 0;
-	}
-	/*
-	 * JMP or CALL far direct (EA, 9A) in protected mode: a null selector
-	 * is #GP(0), one past its table (or into no LDT) #GP(selector),
-	 * before anything else (SDM vol. 2 JMP, CALL). Operand-size prefixes
-	 * only.
-	 */
-	if (!c->real && !c->long64) {
-		size_t i = 0;
-
-		while (i < len && b[i] == 0x66)
-			i++;
-		size_t at = i + 1 + (c->cs_d == !i ? 4 : 2);
-
-		if (i < len && (b[i] == 0xea || b[i] == 0x9a) && at + 2 <= len &&
-		    selector_fault((uint16_t)(b[at] | b[at + 1] << 8), c->gdt_limit, c->ldt_limit,
-				   err) >= 0)
-			return X86_VEC_GP;
-		*err = 0;
-	}
-	return -1;
+	vector = ss_load_fault(b, len, c, err);
+	if (vector >= 0)
+		return vector;
+	return far_direct_fault(b, len, c, err);
 }
 
 uint64_t step_syscall_r11(uint64_t r11, bool guest_tf)

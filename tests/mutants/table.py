@@ -330,9 +330,8 @@ MUTANTS = [
         "what": "any instruction behind F2/F3 counts as a repeating string one: an undefined "
                 "opcode there is stepped as one, and the #UD KVM injects loses the guest's TF",
         "edits": [("src/vmm/step.c",
-                   "\tout->rep = f2f3 && ((op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) ||\n"
-                   "\t\t\t    (op >= 0xaa && op <= 0xaf));",
-                   "\tout->rep = f2f3;")],
+                   "\tout->rep = x.f2f3 && is_string_op(op);",
+                   "\tout->rep = x.f2f3 && (is_string_op(op) || true);")],
         "unit": ["step"],
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
     },
@@ -753,8 +752,8 @@ MUTANTS = [
     {
         "name": "movss-not-present-gp",
         "what": "a not-present data segment loaded into SS raises #GP instead of #SS",
-        "edits": [("src/vmm/step.c", "\t\t\t\treturn X86_VEC_SS;",
-                   "\t\t\t\treturn X86_VEC_GP;")],
+        "edits": [("src/vmm/step.c", "\t\t\treturn X86_VEC_SS;",
+                   "\t\t\treturn X86_VEC_GP;")],
         "unit": ["step", "stepping"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
@@ -763,8 +762,8 @@ MUTANTS = [
         "what": "an SS selector into the LDT is judged against the GDT's limit: with no LDT "
                 "its certain #GP is left to the CPU",
         "edits": [("src/vmm/step.c",
-                   "\t\tif (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||",
-                   "\t\tif (selector_fault(sel, c->gdt_limit, c->gdt_limit, err) >= 0 ||")],
+                   "\tif (selector_fault(sel, c->gdt_limit, c->ldt_limit, err) >= 0 ||",
+                   "\tif (selector_fault(sel, c->gdt_limit, c->gdt_limit, err) >= 0 ||")],
         "unit": ["step"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
