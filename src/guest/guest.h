@@ -75,7 +75,7 @@ int bench_main(const struct boot_info *bi);
 
 /*
  * hostile.c: "--append hostile=MODE" makes every vCPU misbehave in one way
- * instead of running the tests (see docs/reliability.md).
+ * instead of running the tests (see docs/testing.md, "Hostile guests").
  */
 bool hostile_selected(void);
 int hostile_main(const struct boot_info *bi);

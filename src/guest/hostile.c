@@ -4,7 +4,7 @@
  * particular way instead of running the self-test, so that the end-to-end
  * tests (tests/e2e/hostile_test.py) can hold the VMM to its documented
  * outcome for each. The product is not weakened: this is ordinary guest
- * code doing what any guest may do. docs/reliability.md lists the modes,
+ * code doing what any guest may do. docs/testing.md, "Hostile guests", lists the modes,
  * the outcomes and the tests.
  *
  *   triple-fault   hostile.cpu=N (default 0) loads an empty IDT and runs

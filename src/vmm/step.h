@@ -77,7 +77,7 @@ bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in);
 
 /*
  * Must hardware TF be written back before the next entry? After a step, yes
- * (KVM loses it: docs/design.md, item 1); after an exit KVM completes, no.
+ * (KVM loses it: docs/design.md, "Stepping that survives the guest"); after an exit KVM completes, no.
  */
 bool step_rearm_after_exit(uint32_t exit_reason);
 /*

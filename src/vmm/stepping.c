@@ -2336,7 +2336,7 @@ static bool locked_operand(struct vcpu *v, struct emulate_access *acc)
 
 /*
  * The split-lock check, for as many as come in a row, with the #DBs the CPU
- * would raise around one (docs/design.md, item 6). false: the VM is
+ * would raise around one (docs/design.md, "What a step checks"). false: the VM is
  * stopping, or an event is due instead.
  */
 static bool check_split_locks(struct vcpu *v)
@@ -2711,8 +2711,8 @@ static void resync_after(struct vcpu *v, uint32_t reason)
  * completes (kvm_skip_emulated_instruction(), its emulator), before
  * anything else runs. resync_after() is no use here: for a REP OUTSB the
  * lab's KVM returned from the immediate_exit run with RIP and RCX as at
- * the exit, and the next run went on unstepped (docs/reliability.md,
- * item 25). An MMIO write KVM finished before the exit leaves nothing to
+ * the exit, and the next run went on unstepped (docs/design.md, "What
+ * cannot be watched"). An MMIO write KVM finished before the exit leaves nothing to
  * trap behind: resynced instead.
  */
 static void completing_run_stepped(struct vcpu *v, uint32_t reason)

@@ -591,10 +591,11 @@ def mode_switch_case(rng, idx):
 
 
 # Divergences --explore finds that are not the VMM's but the oracle's (QEMU
-# TCG's; docs/reliability.md has each with its minimal record and both
-# outputs). --avoid-known (the fixed-seed batch) runs each record that
-# could show one without what triggers it, and says how many it changed.
-# The VMM's own divergences found so far are fixed: none is listed here.
+# TCG's; each entry says what differs; --only N --log shows a record's
+# events: docs/testing.md, "The generator"). --avoid-known (the fixed-seed
+# batch) runs each record that could show one without what triggers it,
+# and says how many it changed. The VMM's own divergences are fixed, each
+# with a PINNED record: none is listed here.
 KNOWN_BUGS = {
     "tcg-syscall-arith-flags":
         "oracle: SYSCALL with TF left set by FMASK: TCG's #DB frames in the handler have "
@@ -698,11 +699,12 @@ DECK = ([(lambda rng, idx, n=n: probe_case(rng, idx, n)) for n in dict.fromkeys(
 
 
 def pinned_pae_pf_handler_tf(idx):
-    """Seed 2 record 35 of 3f3d05e's deck (docs/reliability.md item 16):
-    LOCK XOR across a line of a page that is not present, in PAE paging at
-    CPL0, with the guest's TF. The #PF handler runs unwatched up to the MOV
-    to CR0 that takes the executor back to long mode, which KVM emulates in
-    the lab: its step exit is not the guest's trap."""
+    """LOCK XOR across a line of a page that is not present, in PAE paging
+    at CPL0, with the guest's TF. The #PF handler runs unwatched up to the
+    MOV to CR0 that takes the executor back to long mode, which KVM
+    emulates in the lab: its step exit is no trap of the guest's, owes it
+    no #DB and leaves its TF clear (docs/design.md, "Stepping that
+    survives the guest")."""
     c = Case()
     c.idx, c.mode, c.cpl = idx, 6, 0
     c.form, c.size, c.lock = "xor", 2, True
@@ -741,7 +743,7 @@ def pinned_split_lock_dr0_beside_tf(idx):
     code at CPL0 with the guest's TF. A CPU that reports an enabled
     instruction breakpoint beside the step trap (QEMU's TCG) gives the
     LOCK XOR's trap B0 and BS; so must the #DB emulate makes for the split
-    lock it completes (docs/reliability.md item 33). The #DB handler sets
+    lock it completes (docs/design.md, "Host quirks"). The #DB handler sets
     RF, so the NOP then runs. Needs a host whose breakpoints fire."""
     c = Case()
     c.idx, c.mode, c.cpl = idx, 0, 0
@@ -936,7 +938,8 @@ def pinned_ljmp_unbacked_pm32_tf(idx):
     TF: KVM's emulator reads all-ones, selector 0xffff, past the GDT:
     #GP(0xfffc). Its handler runs unwatched up to the MOV to CR0 that KVM
     emulates; the VMM reads the pointer as the guest does (all-ones past
-    RAM), so that step exit is not the JMP completing (item 30)."""
+    RAM), so that step exit is not the JMP completing (docs/design.md,
+    "Afterwards")."""
     return pinned_paging32_esi(idx, "ffaefcfdffff90", "line", -0x100,      # ljmp *-0x204(%esi)
                                PG_NORMAL | PG_NORAM, PG_NORMAL)
 
@@ -1047,22 +1050,20 @@ def pinned_vm86_movss_hlt(idx):
 def pinned_vm86_iret_iopl0(idx):
     """IRET in virtual-8086 mode at IOPL 0, the guest's TF clear: #GP(0) at
     the IRET, whatever its frame (SDM vol. 3 20.2.7), its frame's TF clear.
-    Up to 2389854 the VMM stepped it (docs/reliability.md item 41); the
-    lab's KVM stopped at the handler and the frame was fixed there, so
-    the record passed then too: it holds the certain fault's delivery."""
+    A certain fault the VMM delivers itself (docs/design.md, "Events the
+    VMM delivers"): the record holds that delivery."""
     c = pinned_vm86(idx, "fault-cli-cpl3", b"\xcf\x90", False)
     c.flags = 0
     return c
 
 
 def pinned_lock_cmp_pm32_tf(idx):
-    """Seed 38 record 384 of the long run (docs/reliability.md item 26):
-    LOCK CMP with XACQUIRE in 32-bit protected mode at CPL0 with the
-    guest's TF. #UD on the CPU; under emulate KVM's injected #UD ran its
-    handler unwatched up to the MOV to CR0 back to long mode, whose step
-    exit was taken for the instruction's trap: a #DB each instruction
-    after it, then a triple fault. The VMM now delivers that certain #UD
-    itself (a LOCK the instruction does not take)."""
+    """LOCK CMP with XACQUIRE in 32-bit protected mode at CPL0 with the
+    guest's TF: #UD on the CPU, a certain fault (a LOCK the instruction
+    does not take) that the VMM delivers itself, its frame holding the
+    guest's TF (docs/design.md, "Events the VMM delivers"). Left to KVM,
+    its handler would run unwatched up to the MOV to CR0 back to long
+    mode, whose step exit is no trap of the instruction's."""
     c = pinned_legacy_ud_tf(idx, bytes.fromhex("66f0f281ba44f5ffff193f"))
     c.illegal_lock = True
     return c
@@ -1071,7 +1072,7 @@ def pinned_lock_cmp_pm32_tf(idx):
 def pinned_undecodable_pm32_tf(idx):
     """The same with 0F 04, which the decoder rejects and KVM injects #UD
     for: its handler runs unwatched (counted) up to the MOV to CR0, and
-    that step exit owes the guest nothing (item 26's second half)."""
+    that step exit owes the guest nothing (docs/design.md, "Afterwards")."""
     return pinned_legacy_ud_tf(idx, b"\x0f\x04")
 
 
@@ -1130,12 +1131,11 @@ def pinned_jmp_pt_noram_pm32_tf(idx):
 
 
 def pinned_mmio_pf_guest_tf(idx):
-    """Seed 45 record 283 of the long run (docs/reliability.md item 28):
-    MOV to memory in 64-bit code at CPL0 with the guest's TF, its first
+    """MOV to memory in 64-bit code at CPL0 with the guest's TF, its first
     page no RAM (MMIO), its second not present. KVM emulates it and
     queues the #PF; the frame must hold TF, so that the guest's own
-    single-stepping goes on after the handler's IRETQ (22 #DBs on the
-    CPU, 1 under emulate before single-step was issued again there)."""
+    single-stepping goes on after the handler's IRETQ (docs/design.md,
+    "An MSR access KVM fails by itself")."""
     c = Case()
     c.idx, c.mode, c.cpl = idx, 0, 0
     c.form, c.size, c.lock = "mov-store", 8, False
@@ -1233,7 +1233,7 @@ def legacyize(c):
         c.page0, c.page1 = c.page0 & ~(PG_XD | PG_RSVD), c.page1 & ~(PG_XD | PG_RSVD)
         if c.addr_reg != 0xff and r.random() < 0.3:
             # The window's page table where no RAM is: KVM emulates every
-            # access there, and its walker raises #PF (item 31).
+            # access there, and its walker raises #PF.
             c.page0 |= PG_PTNORAM
             c.events = list(c.events) + ["page-table-outside-ram"]
     c.events = list(c.events) + ["outside-ia32e"] + (["gate-outside-ia32e"] if gate else [])
@@ -1774,7 +1774,7 @@ def oracle_quirks(ref_line, emu_line, quirks, insn=b"\xcd\x00", lock_ud=False):
     if "intn_error_code" in quirks:
         # QEMU's TCG pushes vector * 16 + 2 where the SDM says vector * 8 + 2,
         # and at times the RIP past INT n (CD ib) or INT3 (CC), where the #GP
-        # is a fault at the INT itself (docs/reliability.md, item 19).
+        # is a fault at the INT itself (docs/design.md, "Host quirks").
         r, e = GATE_FAULT.match(ref_line), GATE_FAULT.match(emu_line)
         if r and e and r.group(1) == e.group(1):
             arch, got = int(e.group(2), 16), int(r.group(2), 16)

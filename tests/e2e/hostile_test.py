@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile guests: the self-test image run with "--append hostile=MODE"
 (src/guest/hostile.c) misbehaves in one way, and vmm must end the way
-docs/reliability.md says: the documented exit status and message, nothing
+docs/testing.md ("Hostile guests") says: the documented exit status and message, nothing
 printed twice, its memory bounded, and the host unaffected afterwards (the
 process and its threads gone, and a fresh self-test still passing).
 

@@ -3420,7 +3420,7 @@ static void indirect_branch_unreadable(void **state)
 	assert_true(v->step.branch.faults);
 	handler_ran_to_emulated_exit(v, HANDLER(X86_VEC_GP) + 0x20);
 
-	/* Its page table where no RAM is: KVM's walker raises #PF there too (item 31) */
+	/* Its page table where no RAM is: KVM's walker raises #PF there too */
 	memcpy(ram + BOOT_PD_ADDR + 16, &(uint64_t){ (RAM + 0x10000) | 3 }, 8);
 	memcpy(ram + CODE, jmp_mem, sizeof(jmp_mem));
 	regs(v)->rip = CODE;

@@ -411,7 +411,7 @@ static int gen(const struct boot_info *bi)
 				 * as an unchecked run (docs/design.md, "Afterwards"). RF:
 				 * the lab's CPU (QEMU's TCG) pushes it clear for the
 				 * faults it delivers itself, where the SDM, KVM and the
-				 * VMM set it (docs/reliability.md).
+				 * VMM set it (docs/lab.md, "What the lab cannot show").
 				 */
 				m = put_str(t, m, " ef=");
 				m = put_hex(t, m, res.frame_rflags &
