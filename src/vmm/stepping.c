@@ -561,6 +561,106 @@ static bool tss_stack(struct vcpu *v, const struct paging *p, unsigned level, ui
 }
 
 /*
+ * A 64-bit delivery's frame at d->rsp, written as the handler's accesses
+ * (fp): false, nothing written, where either end of it (it spans at most
+ * two pages) cannot take the write.
+ */
+static bool push_frame(struct vcpu *v, const struct paging *fp, const struct step_delivery *d)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	uint8_t frame[sizeof(d->frame)];
+	struct walk w;
+
+	for (unsigned end = 0; end < 2; end++) {
+		uint64_t la = end ? d->rsp + 8ull * d->words - 1 : d->rsp;
+
+		if (pagewalk(&m, fp, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
+			return false;
+	}
+	for (unsigned i = 0; i < d->words; i++)
+		for (unsigned b = 0; b < 8; b++)
+			frame[8 * i + b] = (uint8_t)(d->frame[i] >> (8 * b));
+	for (unsigned i = 0; i < 8 * d->words; i++) {
+		uint8_t *at = stack_byte_as(v, fp, d->rsp + i);
+
+		if (!at)
+			return false;	/* checked above: cannot happen */
+		*at = frame[i];
+	}
+	return true;
+}
+
+/* Accessed and dirty bits of the pages a frame's first and last bytes went to. */
+static void frame_ad(struct vcpu *v, const struct paging *fp, uint64_t first, uint64_t last)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct walk w;
+
+	for (unsigned end = 0; end < 2; end++)
+		if (pagewalk(&m, fp, end ? last : first, WALK_WRITE, &w) == WALK_OK)
+			pagewalk_set_ad(&m, &w, true);
+}
+
+/*
+ * A legacy delivery's frame: every byte, at SS:SP as the stack's width has
+ * it, must take the write (the handler's, fp), else false and nothing
+ * written. la: the linear addresses of its first and last bytes.
+ */
+static bool push_legacy_frame(struct vcpu *v, const struct paging *fp,
+			      const struct step_legacy *d, uint64_t la[2])
+{
+	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint64_t width = d->ss_big ? 0xffffffffull : 0xffffull;
+	uint8_t *at[sizeof(d->frame)];	/* 4-byte slots at most */
+	unsigned bytes = d->words * d->slot;
+
+	for (unsigned i = 0; i < bytes; i++) {
+		uint64_t byte = d->stack_switch ? (d->ss_base + ((d->sp + i) & width)) & 0xffffffffull
+						: emulate_stack_la(sregs, v->run->s.regs.regs.rflags,
+								   d->sp + i);
+
+		if (!i || i == bytes - 1)
+			la[i ? 1 : 0] = byte;
+		at[i] = stack_byte_as(v, fp, byte);
+		if (!at[i])
+			return false;
+	}
+	for (unsigned i = 0; i < bytes; i++)
+		*at[i] = (uint8_t)(d->frame[i / d->slot] >> (8 * (i % d->slot)));
+	return true;
+}
+
+/* CS, SS:SP, IP and FLAGS as a legacy delivery leaves them: the handler's first instruction next. */
+static void enter_legacy_handler(struct vcpu *v, const struct step_legacy_in *in,
+				 const struct step_legacy *d)
+{
+	struct kvm_regs *regs = &v->run->s.regs.regs;
+	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
+	uint64_t width = d->ss_big ? 0xffffffffull : 0xffffull;
+
+	if (in->real) {
+		sregs->cs.selector = d->cs;
+		sregs->cs.base = (uint64_t)d->cs << 4;
+	} else {
+		step_segment_cache(in->desc, d->cs, &sregs->cs);
+	}
+	if (in->vm86) {
+		/* Out of virtual-8086 mode, DS, ES, FS and GS hold null selectors. */
+		sregs->ds = sregs->es = sregs->fs = sregs->gs = (struct kvm_segment){ .unusable = 1 };
+	}
+	if (d->stack_switch) {
+		/* SS.DPL is the CPL KVM keeps (VMX and SVM alike). */
+		step_segment_cache(in->stack_ss_desc, in->stack_ss, &sregs->ss);
+		regs->rsp = in->stack_esp;	/* ESPn, the upper half too under a 16-bit SS */
+	}
+	v->ops->set_sregs(v, sregs);
+	regs->rsp = (regs->rsp & ~width) | d->sp;
+	regs->rip = d->ip;
+	regs->rflags = (regs->rflags & ~0xffffffffull) | d->flags;
+	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
+}
+
+/*
  * deliver_event() outside IA-32e mode: through a 16- or 32-bit gate, or in
  * real mode (step_legacy_delivery_plan()). false, nothing written: the
  * CPU or KVM delivers it.
@@ -583,11 +683,9 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 		.gs = sregs->gs.selector,
 	};
 	struct step_legacy d;
-	struct walk gate_w, desc_w, ss_w, w;
+	struct walk gate_w, desc_w, ss_w;
 	uint64_t la[2];
 	struct paging p, fp;
-	uint8_t *at[sizeof(((struct step_legacy *)0)->frame)];	/* 4-byte slots at most */
-	uint64_t width;
 	unsigned hcpl;
 	bool in_limit = e->ivt || e->vector * size + size - 1 <= sregs->idt.limit;
 	uint32_t err;
@@ -621,48 +719,15 @@ static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
 		d.frame[2] = e->ivt_image;
 		d.flags = e->ivt_flags;
 	}
-	/* Every byte of the frame, at SS:SP as the stack's width has it, must take the write. */
 	fp = p;
 	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
-	width = d.ss_big ? 0xffffffffull : 0xffffull;
-	for (unsigned i = 0; i < d.words * d.slot; i++) {
-		uint64_t byte = d.stack_switch ? (d.ss_base + ((d.sp + i) & width)) & 0xffffffffull
-					       : emulate_stack_la(sregs, regs->rflags, d.sp + i);
-
-		if (!i || i == d.words * d.slot - 1)
-			la[i ? 1 : 0] = byte;
-		at[i] = stack_byte_as(v, &fp, byte);
-		if (!at[i])
-			return false;
-	}
-	for (unsigned i = 0; i < d.words * d.slot; i++)
-		*at[i] = (uint8_t)(d.frame[i / d.slot] >> (8 * (i % d.slot)));
+	if (!push_legacy_frame(v, &fp, &d, la))
+		return false;
 	delivery_ad(v, &gate_w, &desc_w, !real, in.desc);
 	if (d.stack_switch)
 		delivery_ad(v, &gate_w, &ss_w, true, in.stack_ss_desc);
-	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, &fp, la[end], WALK_WRITE, &w) == WALK_OK)
-			pagewalk_set_ad(&m, &w, true);
-	if (real) {
-		sregs->cs.selector = d.cs;
-		sregs->cs.base = (uint64_t)d.cs << 4;
-	} else {
-		step_segment_cache(in.desc, d.cs, &sregs->cs);
-	}
-	if (in.vm86) {
-		/* Out of virtual-8086 mode, DS, ES, FS and GS hold null selectors. */
-		sregs->ds = sregs->es = sregs->fs = sregs->gs = (struct kvm_segment){ .unusable = 1 };
-	}
-	if (d.stack_switch) {
-		/* SS.DPL is the CPL KVM keeps (VMX and SVM alike). */
-		step_segment_cache(in.stack_ss_desc, in.stack_ss, &sregs->ss);
-		regs->rsp = in.stack_esp;	/* ESPn, the upper half too under a 16-bit SS */
-	}
-	v->ops->set_sregs(v, sregs);
-	regs->rsp = (regs->rsp & ~width) | d.sp;
-	regs->rip = d.ip;
-	regs->rflags = (regs->rflags & ~0xffffffffull) | d.flags;
-	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
+	frame_ad(v, &fp, la[0], la[1]);
+	enter_legacy_handler(v, &in, &d);
 	return delivered(v);
 }
 
@@ -685,11 +750,9 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		.rip = e->rip, .rsp = regs->rsp, .error_code = e->error_code, .err = e->err,
 		.soft = e->soft, .la57 = (sregs->cr4 & X86_CR4_LA57) != 0,
 	};
-	struct kvm_segment cs;
 	struct step_delivery d;
-	struct walk w, gate_w, desc_w;
+	struct walk gate_w, desc_w;
 	struct paging p, fp;
-	uint8_t frame[48];
 	bool in_limit = e->vector * 16 + 15 <= sregs->idt.limit;
 	uint32_t err;
 	int fault;
@@ -716,37 +779,15 @@ static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
 		    (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf;
 	if (!step_delivery_plan(&in, &d))
 		return false;
-	/*
-	 * Both ends of the frame (it spans at most two pages) must take the
-	 * writes, which are the handler's: a user access at CPL3.
-	 */
 	fp = p;
-	fp.cpl = d.cpl;
-	for (unsigned end = 0; end < 2; end++) {
-		uint64_t la = end ? d.rsp + 8ull * d.words - 1 : d.rsp;
-
-		if (pagewalk(&m, &fp, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
-			return false;
-	}
-	for (unsigned i = 0; i < d.words; i++)
-		for (unsigned b = 0; b < 8; b++)
-			frame[8 * i + b] = (uint8_t)(d.frame[i] >> (8 * b));
-	for (unsigned i = 0; i < 8 * d.words; i++) {
-		uint8_t *at = stack_byte_as(v, &fp, d.rsp + i);
-
-		if (!at)
-			return false;	/* checked above: cannot happen */
-		*at = frame[i];
-	}
+	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
+	if (!push_frame(v, &fp, &d))
+		return false;
 	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
 	delivery_ad(v, &gate_w, &desc_w, true, in.desc);
-	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, &fp, end ? d.rsp + 8ull * d.words - 1 : d.rsp, WALK_WRITE, &w) ==
-		    WALK_OK)
-			pagewalk_set_ad(&m, &w, true);
+	frame_ad(v, &fp, d.rsp, d.rsp + 8ull * d.words - 1);
 	/* CS (and SS on a privilege change: null, RPL the new CPL) as the CPU loads them. */
-	step_segment_cache(in.desc, d.cs, &cs);
-	sregs->cs = cs;
+	step_segment_cache(in.desc, d.cs, &sregs->cs);
 	if (d.stack_switch)
 		sregs->ss = (struct kvm_segment){ .selector = (uint16_t)d.cpl, .dpl = (uint8_t)d.cpl,
 						  .unusable = 1 };
@@ -1721,24 +1762,66 @@ static void mov_ss_read_ad(struct vcpu *v, const struct step_cpu *c, uint64_t ss
  * at loses TF from its frame (__kvm_set_rflags()); the trap MOV SS held
  * is then dropped, as QEMU's TCG drops it. 1: done; 0: stepped as before.
  */
+/*
+ * What the instruction at RIP, behind a MOV SS performed, is certain to
+ * raise: a fault (*vector, *err), or INT n, INT3 or INTO (true, *e filled
+ * in). *vector -1 and false: nothing certain.
+ */
+static bool behind_mov_ss(struct vcpu *v, struct vmm_event *e, int *vector, uint32_t *err)
+{
+	const struct step_state *s = &v->step;
+	const struct kvm_regs *regs = &v->run->s.regs.regs;
+	uint8_t next[DECODE_INSN_MAX];
+	struct emulate_snapshot snap;
+	struct emulate_forecast f;
+	struct step_insn nx;
+	struct step_cpu c;
+	uint64_t gpr[16];
+	size_t n;
+
+	*vector = -1;
+	n = read_code(v, regs->rip, next);
+	if (!n)
+		return false;
+	step_classify(next, n, s->mode, &nx);
+	cpu_for_faults(v, next, n, gpr, &c);
+	/* SYSCALL and SYSRET without EFER.SCE: #UD before anything else, as by_vmm() has it. */
+	if ((nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) &&
+	    !(v->run->s.regs.sregs.efer & X86_EFER_SCE)) {
+		*vector = X86_VEC_UD;
+		return false;
+	}
+	*vector = step_certain_fault(next, n, &c, err);
+	if (*vector >= 0)
+		return false;
+	if (nx.kind == STEP_INTN || nx.kind == STEP_INT3 ||
+	    (nx.kind == STEP_INTO && (regs->rflags & X86_RFLAGS_OF))) {
+		e->vector = nx.vector;
+		e->rip = step_advance(regs->rip, nx.len, s->mode);
+		return true;
+	}
+	snap = snapshot(v);
+	if (emulate_predict_segment_fault(&snap, next, n, &f) >= 0 && f.certain &&
+	    (f.ex.vector == X86_VEC_SS || f.ex.vector == X86_VEC_GP)) {
+		*vector = (int)f.ex.vector;
+		*err = f.ex.error_code;
+	}
+	return false;
+}
+
 static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_at)
 {
 	const struct step_state *s = &v->step;
 	struct kvm_regs *regs = &v->run->s.regs.regs, was = *regs;
 	struct kvm_sregs *sr = &v->run->s.regs.sregs, sr_was = *sr;
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint64_t la = descriptor_la(v, mov->ss_sel), gpr[16];
-	bool desc = !mov->real;
-	uint8_t next[DECODE_INSN_MAX];
+	uint64_t la = descriptor_la(v, mov->ss_sel);
+	bool desc = !mov->real, event, ok;
 	struct vmm_event e = { .soft = true };
-	struct step_cpu c;
-	struct step_insn nx;
 	struct walk aw;
 	struct paging p;
 	uint32_t err = 0;
 	int vector;
-	size_t n;
-	bool ok, event = false;
 
 	if (!s->dr_valid || (s->dr7 & X86_DR7_ENABLES) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))
 		return 0;
@@ -1764,42 +1847,18 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 		regs->rsp = (regs->rsp & ~mask) | ((regs->rsp + s->insn.opsize) & mask);
 	}
 	regs->rip = step_advance(s->rip, s->insn.len, s->mode);
-	n = read_code(v, regs->rip, next);
-	step_classify(next, n, s->mode, &nx);
-	cpu_for_faults(v, next, n, gpr, &c);
-	/* SYSCALL and SYSRET without EFER.SCE: #UD before anything else, as by_vmm() has it. */
-	if (n && (nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) && !(sr->efer & X86_EFER_SCE))
-		vector = X86_VEC_UD;
-	else
-		vector = n ? step_certain_fault(next, n, &c, &err) : -1;
-	if (vector < 0 && n && (nx.kind == STEP_INTN || nx.kind == STEP_INT3 ||
-				(nx.kind == STEP_INTO && (regs->rflags & X86_RFLAGS_OF)))) {
-		event = true;
-		e.vector = nx.vector;
-		e.rip = step_advance(regs->rip, nx.len, s->mode);
-	} else if (vector < 0 && n) {
-		struct emulate_snapshot snap = snapshot(v);
-		struct emulate_forecast f;
-
-		if (emulate_predict_segment_fault(&snap, next, n, &f) >= 0 && f.certain &&
-		    (f.ex.vector == X86_VEC_SS || f.ex.vector == X86_VEC_GP)) {
-			vector = (int)f.ex.vector;
-			err = f.ex.error_code;
-		}
-	}
+	event = behind_mov_ss(v, &e, &vector, &err);
 	/* MOV DR's #DB with DR7.GD has its own path: stepped. */
-	if (vector == X86_VEC_DB || (vector < 0 && !event) ||
-	    (s->tf_at_start && vector != X86_VEC_UD)) {
-		*regs = was;
-		*sr = sr_was;
-		return 0;
+	ok = !(vector == X86_VEC_DB || (vector < 0 && !event) ||
+	       (s->tf_at_start && vector != X86_VEC_UD));
+	if (ok) {
+		mov_ss_read_ad(v, mov, ss_at, desc);
+		if (desc && !(mov->ss_desc & X86_DESC_A)) {
+			m.base[aw.gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
+			pagewalk_set_ad(&m, &aw, true);
+		}
+		ok = event ? deliver_event(v, &e) : deliver_fault(v, (unsigned)vector, err);
 	}
-	mov_ss_read_ad(v, mov, ss_at, desc);
-	if (desc && !(mov->ss_desc & X86_DESC_A)) {
-		m.base[aw.gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
-		pagewalk_set_ad(&m, &aw, true);
-	}
-	ok = event ? deliver_event(v, &e) : deliver_fault(v, (unsigned)vector, err);
 	if (!ok) {
 		*regs = was;
 		*sr = sr_was;

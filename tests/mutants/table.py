@@ -817,8 +817,10 @@ MUTANTS = [
         "name": "frame-pushes-as-supervisor",
         "what": "a 64-bit event frame for a CPL3 handler is checked as a supervisor write: "
                 "SMAP refuses a user stack the CPU writes, keys are not applied",
-        "edits": [("src/vmm/stepping.c", "\tfp = p;\n\tfp.cpl = d.cpl;\n\tfor (unsigned end = 0;",
-                   "\tfp = p;\n\tfor (unsigned end = 0;")],
+        "edits": [("src/vmm/stepping.c",
+                   "\tfp.cpl = d.cpl;\t\t/* the pushes are the handler's: a user access at CPL3 */\n"
+                   "\tif (!push_frame(v, &fp, &d))",
+                   "\tif (!push_frame(v, &fp, &d))")],
         "unit": ["stepping"],
         "tests": [],
     },
@@ -862,8 +864,8 @@ MUTANTS = [
         "what": "SYSCALL without EFER.SCE behind MOV SS is stepped with it: its #UD handler "
                 "runs unwatched on the lab's QEMU",
         "edits": [("src/vmm/stepping.c",
-                   "(nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) && !(sr->efer & X86_EFER_SCE))",
-                   "(nx.kind == STEP_SYSCALL || nx.kind == STEP_SYSRET) && 0)")],
+                   "\t    !(v->run->s.regs.sregs.efer & X86_EFER_SCE)) {\n\t\t*vector = X86_VEC_UD;",
+                   "\t    0) {\n\t\t*vector = X86_VEC_UD;")],
         "unit": ["stepping"],
         "tests": [],
     },
@@ -871,8 +873,8 @@ MUTANTS = [
         "name": "movss-pair-guest-tf",
         "what": "the pair is performed by the VMM with the guest's TF set, where the trap MOV "
                 "SS holds would be the guest's to place",
-        "edits": [("src/vmm/stepping.c", "\t    (s->tf_at_start && vector != X86_VEC_UD)) {",
-                   "\t    (s->tf_at_start && 0)) {")],
+        "edits": [("src/vmm/stepping.c", "\t       (s->tf_at_start && vector != X86_VEC_UD));",
+                   "\t       (s->tf_at_start && 0));")],
         "unit": ["stepping"],
         "tests": [],
     },
@@ -880,8 +882,8 @@ MUTANTS = [
         "name": "movss-pair-guest-tf-ud-stepped",
         "what": "with the guest's TF, MOV SS in front of a certain #UD is stepped with it: "
                 "KVM intercepts the #UD and queues it, its frame without the guest's TF",
-        "edits": [("src/vmm/stepping.c", "\t    (s->tf_at_start && vector != X86_VEC_UD)) {",
-                   "\t    s->tf_at_start) {")],
+        "edits": [("src/vmm/stepping.c", "\t       (s->tf_at_start && vector != X86_VEC_UD));",
+                   "\t       s->tf_at_start);")],
         "unit": ["stepping"],
         "tests": ["diff-event-mov-ss-shadow-certain-faults"],
     },
@@ -933,8 +935,8 @@ MUTANTS = [
         "what": "where the instruction behind MOV SS is no certain event, the SS and RIP the "
                 "VMM loaded for the pair are left in place: MOV SS is skipped",
         "edits": [("src/vmm/stepping.c",
-                   "(s->tf_at_start && vector != X86_VEC_UD)) {\n\t\t*regs = was;",
-                   "(s->tf_at_start && vector != X86_VEC_UD)) {\n\t\t(void)was;")],
+                   "\tif (!ok) {\n\t\t*regs = was;\n\t\t*sr = sr_was;\n\t}\n\treturn ok ? 1 : 0;\n}\n\n/* by_vmm",
+                   "\tif (!ok) {\n\t\t(void)was;\n\t\t*sr = sr_was;\n\t}\n\treturn ok ? 1 : 0;\n}\n\n/* by_vmm")],
         "unit": ["stepping"],
         "tests": [],
     },
