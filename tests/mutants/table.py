@@ -506,9 +506,20 @@ MUTANTS = [
     {
         "name": "mmio-warnings-unbounded",
         "what": "every MMIO access to where there is no RAM gets its own warning",
-        "edits": [("src/vmm/vcpu.c", "atomic_fetch_add(&v->vm->mmio_warned, 1) < 8",
+        "edits": [("src/vmm/dispatch.c", "atomic_fetch_add(&v->vm->mmio_warned, 1) < 8",
                    "atomic_fetch_add(&v->vm->mmio_warned, 1) < 1000")],
+        "unit": ["dispatch"],
         "tests": ["hostile-unmapped-memory"],
+    },
+    {
+        "name": "completion-not-noted",
+        "what": "the run loop never learns that KVM completes an I/O, MMIO or MSR exit: "
+                "emulate checks the half-done instruction again",
+        "edits": [("src/vmm/dispatch.c",
+                   "\tv->completion = step_completes_in_kvm(reason) ? VCPU_COMPLETION_KVM : VCPU_COMPLETION_NONE;",
+                   "\tv->completion = VCPU_COMPLETION_NONE;")],
+        "unit": ["dispatch"],
+        "tests": ["selftest-percpu-emulate"],
     },
     {
         "name": "events-unreadable-ignored",

@@ -16,6 +16,7 @@
 
 #include "array_size.h"
 #include "capture.h"
+#include "dispatch.h"
 #include "fake_kvm.h"
 #include "splitlock.h"
 #include "step.h"
@@ -108,23 +109,19 @@ static struct kvm_regs *regs(struct vcpu *v)
 	return &v->run->s.regs.regs;
 }
 
-/* The run loop's part after KVM_RUN returned an exit, as vcpu.c has it. */
+/*
+ * The run loop's part after KVM_RUN returned an exit: the real dispatch.
+ * An I/O exit is a write of nothing to port 0x80, in the run page's second
+ * half as KVM puts it; no exit here may stop the VM.
+ */
 static void exit_with(struct vcpu *v, uint32_t reason)
 {
 	v->run->exit_reason = reason;
-	v->completion = step_completes_in_kvm(reason) ? VCPU_COMPLETION_KVM : VCPU_COMPLETION_NONE;
-	stepping_after_exit(v, reason);
-	switch (reason) {
-	case KVM_EXIT_X86_WRMSR:
-		if (splitlock_handle_wrmsr(v) == SPLITLOCK_MSR_GP)
-			stepping_msr_fault(v);
-		break;
-	case KVM_EXIT_DEBUG:
-		assert_true(stepping_debug_exit(v));
-		break;
-	default:
-		break;
-	}
+	if (reason == KVM_EXIT_IO)
+		v->run->io = (typeof(v->run->io)){ .direction = KVM_EXIT_IO_OUT, .size = 1,
+						   .port = 0x80, .count = 1, .data_offset = 2048 };
+	dispatch_exit(v);
+	assert_false(vm_stopping(v->vm));
 }
 
 /* A step exit: the instruction ran and the vCPU is now at rip (a #DB of the CPU's: DR7 written). */
