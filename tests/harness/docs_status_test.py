@@ -2,7 +2,9 @@
 """Figures the docs keep by hand, held to the code: the exit-status tables
 of docs/port-abi.md and the man page (docs/vmm.1.scd) list exactly vmm's
 own statuses of include/vmm_status.h; tests/README.md has a row for every
-module of src/vmm/, with its count of mutants in tests/mutants/table.py."""
+module of src/vmm/, with its count of mutants in tests/mutants/table.py;
+the design and the testing document stay short enough to read (500 and
+400 lines at most)."""
 import collections
 import glob
 import os
@@ -35,7 +37,13 @@ def main():
         if got != code:
             fails.append(f"{path} lists {sorted(got - code)} that vmm_status.h lacks and lacks "
                          f"{sorted(code - got)}")
-    return report(fails + module_rows(), "docs_status_test")
+    return report(fails + module_rows() + doc_sizes(), "docs_status_test")
+
+
+def doc_sizes():
+    limits = {"docs/design.md": 500, "docs/testing.md": 400}
+    return [f"{path} has {n} lines, more than {limit}: a newcomer reads it whole"
+            for path, limit in limits.items() if (n := read(path).count("\n")) > limit]
 
 
 def module_rows():
