@@ -114,14 +114,26 @@ struct step_branch {
 };
 
 /* Per vCPU, written by its thread only. */
+/*
+ * Why a stepped vCPU's next run is set up as it is (docs/design.md,
+ * "Phases of a stepped vCPU"); what the debug hardware does meanwhile is
+ * hw.mode. OUTER and TO_EXIT give detection up: stepping_after_exit()
+ * turns it back on at the first exit KVM completes.
+ */
+enum step_phase {
+	STEP_PHASE_FREE,        /* nothing checked: the next entry plans at RIP */
+	STEP_PHASE_CHECKED,     /* `insn` at `rip` was checked; the run ends behind it */
+	STEP_PHASE_OUTER,       /* unstepped while code outside CPL0 runs (KVM cannot step CPL3) */
+	STEP_PHASE_TO_EXIT,     /* unstepped up to the next exit (INT n through a task gate) */
+};
+
 struct step_state {
 	struct step_debug_state hw;   /* set through one function (stepping.c) */
 	bool guest_tf;          /* the guest's own RFLAGS.TF, which KVM hides */
 	bool rearm;             /* write TF back before the next entry */
-	bool checked;           /* `insn` at `rip` was checked for this entry */
+	enum step_phase phase;  /* why the next run is set up as it is */
 	bool tf_at_start;       /* guest_tf when `insn` began */
 	bool tf_after;          /* guest_tf once `insn` completes */
-	bool hlt;               /* this entry runs a HLT without stepping */
 	uint64_t rip, rsp;      /* as `insn` began */
 	struct step_insn insn;
 	struct step_insn shadowed; /* behind a MOV SS, POP SS or STI `insn`: runs in its step */
@@ -148,8 +160,6 @@ struct step_state {
 	bool iret_rf;           /* the last IRET loaded RF, which not every exit shows */
 	struct kvm_segment tr;  /* TR as `insn` began: a step that changes it switched tasks */
 	bool rf;                /* RFLAGS.RF as the instruction at RIP begins */
-	bool outer_off;         /* off while code outside CPL0 runs (KVM cannot step CPL3) */
-	bool off_to_exit;       /* off up to the next exit (INT n through a task gate) */
 	bool resume_tf;         /* stepping back on to complete an exit: the guest's TF owes a trap */
 	bool left_split;        /* `insn` is a split lock left to the CPU to fault on */
 	bool holds_pause;       /* the other vCPUs stay paused until this step's exit */

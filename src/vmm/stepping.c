@@ -124,6 +124,13 @@ _Static_assert(offsetof(struct kvm_run, debug.arch.dr7) >=
 		       offsetof(struct kvm_run, msr) + sizeof(((struct kvm_run *)0)->msr),
 	       "the DR7 marker would overwrite an exit KVM completes");
 
+/* The checked instruction's step is over (or it faulted); detection given up stays so. */
+static void unchecked(struct step_state *s)
+{
+	if (s->phase == STEP_PHASE_CHECKED)
+		s->phase = STEP_PHASE_FREE;
+}
+
 /* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
 static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
 {
@@ -845,9 +852,9 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 
 void stepping_msr_fault(struct vcpu *v)
 {
-	if (!v->step.checked)
+	if (v->step.phase != STEP_PHASE_CHECKED)
 		return;
-	v->step.checked = false;	/* the access faults: no step of its own */
+	v->step.phase = STEP_PHASE_FREE;	/* the access faults: no step of its own */
 	watch_handler(v, X86_VEC_GP);
 	if (hw_steps(v->step.hw.mode)) {
 		set_hw(v, STEP_DEBUG_STEP, 0, true);
@@ -2172,7 +2179,7 @@ static void judge_diversion(struct vcpu *v, uint64_t hit, bool emulated, struct 
 	 */
 	} else if ((missed || branch || behind == SHADOWED_FAULTED) &&
 		   diverted_at_handler(v, s->rip, branch || behind == SHADOWED_FAULTED ? s->rip : at)) {
-		s->checked = false;
+		unchecked(s);
 		s->guest_tf = false;	/* delivery clears it */
 	} else if (missed || behind == SHADOWED_FAULTED ||
 		   (emulated && behind == SHADOWED_MAYBE &&
@@ -2202,7 +2209,7 @@ static struct step_verdict judge_step(struct vcpu *v, uint64_t hit, bool at_hand
 {
 	struct step_state *s = &v->step;
 	struct step_verdict j = { 0 };
-	bool stepped = s->checked && (hit & X86_DR6_BS);
+	bool stepped = s->phase == STEP_PHASE_CHECKED && (hit & X86_DR6_BS);
 
 	j.escaped = stepped && step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, true, true);
 	/*
@@ -2216,7 +2223,8 @@ static struct step_verdict judge_step(struct vcpu *v, uint64_t hit, bool at_hand
 			info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without "
 			     "its trap; the VMM performs those IRETs itself from now on");
 	}
-	if (s->checked && ((hit & X86_DR6_BS) || at_handler) && !j.escaped && !j.late_iret)
+	if (s->phase == STEP_PHASE_CHECKED && ((hit & X86_DR6_BS) || at_handler) && !j.escaped &&
+	    !j.late_iret)
 		judge_diversion(v, hit, emulated, &j);
 	return j;
 }
@@ -2229,7 +2237,7 @@ static struct step_verdict judge_step(struct vcpu *v, uint64_t hit, bool at_hand
  */
 static bool guest_trap_owed(const struct step_state *s, const struct step_verdict *j)
 {
-	if (!s->checked)
+	if (s->phase != STEP_PHASE_CHECKED)
 		return s->resume_tf;
 	if (j->escaped)
 		return s->tf_at_start && !j->in_handler;
@@ -2307,19 +2315,20 @@ bool stepping_debug_exit(struct vcpu *v)
 							     v->run->s.regs.regs.rflags,
 							     v->run->s.regs.regs.rip),
 					     /* KVM emulates MOV DR while it steps the guest */
-					     s->checked && !j.escaped && s->insn.kind == STEP_MOV_DR &&
+					     s->phase == STEP_PHASE_CHECKED && !j.escaped &&
+					     s->insn.kind == STEP_MOV_DR &&
 					     v->vm->host.exec_bp_beside_step));
 	if (j.in_handler)
 		s->guest_tf = false;
-	if (j.escaped || !s->checked)
+	if (j.escaped || s->phase != STEP_PHASE_CHECKED)
 		v->stats.unchecked_runs += j.escaped;
 	else if (d.completed)
 		step_completed(v);
 	/* Task switches exist outside IA-32e mode only; LTR changes TR without one. */
-	if (s->checked && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
+	if (s->phase == STEP_PHASE_CHECKED && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
 	    !(v->run->s.regs.sregs.efer & X86_EFER_LMA) && s->insn.kind != STEP_LTR)
 		task_switched(v);
-	s->checked = false;
+	unchecked(s);
 	s->resume_tf = false;
 	if (d.inject)
 		reinject_db(v, d.payload);
@@ -2490,10 +2499,7 @@ static void run_unchecked(struct vcpu *v, bool outer)
 {
 	v->stats.unchecked_runs++;
 	set_hw(v, STEP_DEBUG_OFF, 0, false);
-	if (outer)
-		v->step.outer_off = true;
-	else
-		v->step.off_to_exit = true;
+	v->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_TO_EXIT;
 }
 
 /* Decodes the instruction at RIP into v->step, with what it needs of its state. */
@@ -2670,7 +2676,7 @@ static void arm_step(struct vcpu *v, const uint8_t *bytes, size_t n, unsigned cp
 		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 		s->rearm = false;
 	}
-	s->checked = true;
+	s->phase = STEP_PHASE_CHECKED;
 }
 
 /* Plans the run of the instruction at RIP, after `performed` the VMM did itself. */
@@ -2692,10 +2698,9 @@ static enum run_plan plan_at_rip(struct vcpu *v, unsigned performed)
 		run_unchecked(v, true);
 		return PLAN_SET;
 	}
-	s->outer_off = false;
+	s->phase = STEP_PHASE_FREE;	/* at CPL0: back from OUTER */
 	n = load_insn(v, bytes);
 	if (step_hlt_unstepped(&s->insn, cpl)) {
-		s->hlt = true;
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
 		return PLAN_SET;
 	}
@@ -2726,9 +2731,9 @@ static void before_run(struct vcpu *v)
 	struct step_state *s = &v->step;
 	unsigned performed = 0;
 
-	s->checked = false;
-	s->hlt = false;
-	s->off_to_exit = false;
+	/* OUTER lasts until the vCPU is back at CPL0, which planning sees. */
+	if (s->phase != STEP_PHASE_OUTER)
+		s->phase = STEP_PHASE_FREE;
 	s->resume_tf = false;
 	if (s->hw.mode == STEP_DEBUG_WATCH)	/* the pending delivery goes first */
 		return;
@@ -2746,7 +2751,8 @@ void stepping_before_run(struct vcpu *v)
 	before_run(v);
 	v->run->debug.arch.dr7 = DR7_UNWRITTEN;
 	/* Held only for a step that ends at the watched handler or right behind. */
-	if (v->step.holds_pause && (v->step.hw.mode != STEP_DEBUG_PREDICT || !v->step.checked))
+	if (v->step.holds_pause &&
+	    (v->step.hw.mode != STEP_DEBUG_PREDICT || v->step.phase != STEP_PHASE_CHECKED))
 		release_others(v);
 }
 
@@ -2782,7 +2788,6 @@ static void completing_run_stepped(struct vcpu *v, uint32_t reason)
 	}
 	if (!set_hw(v, STEP_DEBUG_STEP, 0, true))
 		return;
-	v->step.checked = false;
 	v->step.resume_tf = v->step.guest_tf;	/* set_hw() read it from the unstepped registers */
 }
 
@@ -2796,7 +2801,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * it there; counted when stepping went off): the run that completes
 	 * this exit would go on unstepped.
 	 */
-	if (s->outer_off && step_completes_in_kvm(reason) &&
+	if (s->phase == STEP_PHASE_OUTER && step_completes_in_kvm(reason) &&
 	    emulate_cpl(&v->run->s.regs.sregs, v->run->s.regs.regs.rflags) == 0) {
 		completing_run_stepped(v, reason);
 		return;
@@ -2807,7 +2812,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * without it, a guest whose exits are all ones KVM completes (port
 	 * I/O, MMIO, MSRs) would never be stepped again.
 	 */
-	if (s->off_to_exit && step_completes_in_kvm(reason)) {
+	if (s->phase == STEP_PHASE_TO_EXIT && step_completes_in_kvm(reason)) {
 		completing_run_stepped(v, reason);
 		return;
 	}
@@ -2823,7 +2828,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 		set_hw(v, STEP_DEBUG_STEP, 0, false);
 		return;
 	}
-	if (reason == KVM_EXIT_DEBUG || reason == KVM_EXIT_HLT || !s->checked)
+	if (reason == KVM_EXIT_DEBUG || reason == KVM_EXIT_HLT || s->phase != STEP_PHASE_CHECKED)
 		return;
 	if (!step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, false, false))
 		return;
@@ -2852,7 +2857,7 @@ static bool resynced(struct vcpu *v)
 	    v->run->s.regs.regs.rcx == s->resync_rcx)
 		return false;
 	s->rearm = true;
-	s->checked = false;
+	unchecked(s);
 	return true;
 }
 

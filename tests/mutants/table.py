@@ -398,8 +398,9 @@ MUTANTS = [
         "name": "task-gate-run-never-stepped-again",
         "what": "after INT n through a task gate the vCPU stays unstepped through exits KVM "
                 "completes: the split locks of everything after it go unseen",
-        "edits": [("src/vmm/stepping.c", "\t\tv->step.off_to_exit = true;\n",
-                   "\t\tv->step.off_to_exit = false;\n")],
+        "edits": [("src/vmm/stepping.c",
+                   "\tv->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_TO_EXIT;",
+                   "\tv->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_FREE;")],
         "unit": ["stepping"],
         "tests": ["diff-gen-explore-seed-178"],
     },
@@ -569,8 +570,8 @@ MUTANTS = [
         "what": "after a MOV DR that KVM emulates while it steps the guest, the guest's "
                 "enabled instruction breakpoint at the next instruction is missing from the "
                 "step trap's DR6, where the CPU reports it",
-        "edits": [("src/vmm/stepping.c", "\t\t\t\t\t     s->checked && !j.escaped && s->insn.kind == STEP_MOV_DR &&",
-                   "\t\t\t\t\t     false && s->checked && !j.escaped && s->insn.kind == STEP_MOV_DR &&")],
+        "edits": [("src/vmm/stepping.c", "\t\t\t\t\t     s->phase == STEP_PHASE_CHECKED && !j.escaped &&\n",
+                   "\t\t\t\t\t     false && s->phase == STEP_PHASE_CHECKED && !j.escaped &&\n")],
         "unit": ["stepping"],
         # In a VM only a host whose KVM arms the guest's breakpoints runs such
         # records (the stock lab disarms them): seed 178's records 12 and 81

@@ -185,7 +185,7 @@ static void plain_step(void **state)
 
 	(void)state;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
 	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
@@ -198,7 +198,7 @@ static void plain_step(void **state)
 
 	v->run->kvm_dirty_regs = 0;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, CODE + 1);
 	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
 	assert_true(regs(v)->rflags & X86_RFLAGS_TF);
@@ -229,7 +229,7 @@ static void split_lock_emulated(void **state)
 	assert_int_equal(regs(v)->rax, 0x11223344);
 	/* RIP moved on and the instruction behind it is the one stepped. */
 	assert_int_equal(regs(v)->rip, CODE + sizeof(lock_xadd));
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, CODE + sizeof(lock_xadd));
 	assert_false(vm_stopping(&fv.vm));
 }
@@ -341,7 +341,7 @@ static void msr_fault_restep(void **state)
 	(void)state;
 	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
 
 	test_ctrl_reserved_write(v);
@@ -369,7 +369,7 @@ static void msr_fault_restep(void **state)
 	assert_false(word_at(rsp + 24) & X86_RFLAGS_TF);	/* the guest's TF, not the VMM's */
 
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_GP));
 }
 
@@ -386,7 +386,7 @@ static void watch_breakpoint_on_handler(void **state)
 	no_vmm_delivery(v, X86_VEC_BP);
 	ram[CODE] = 0xcc;
 	stepping_before_run(v);
-	assert_false(v->step.checked);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
 	assert_int_equal(v->step.hw.addr, HANDLER(X86_VEC_BP));
 	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP);
@@ -399,7 +399,7 @@ static void watch_breakpoint_on_handler(void **state)
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
 
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
 }
 
@@ -436,7 +436,7 @@ static void frame_fix(void **state)
 	no_vmm_delivery(v, X86_VEC_BP);
 	ram[CODE] = 0xcc;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 
 	/* The CPU's frame: RIP after INT3, CS, RFLAGS with the VMM's TF, RSP, SS. */
@@ -477,7 +477,7 @@ static void resync_after_completed_exit(void **state)
 	stepping_interrupted(v);
 	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, CODE + 0x41);
 	assert_true(regs(v)->rflags & X86_RFLAGS_TF);
 }
@@ -540,7 +540,7 @@ static void iret_selector_fault_delivered(void **state)
 	assert_int_equal(word_at(rsp + 24), X86_RFLAGS_FIXED | X86_RFLAGS_RF);
 	assert_false(v->step.guest_tf);
 	assert_int_equal(v->stats.faults_delivered, 1);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_GP));
 }
 
@@ -557,7 +557,7 @@ static void iret_fault_keeps_tf(void **state)
 					  STACK, BOOT_SEL_DATA }, 40);
 	regs(v)->rsp = frame;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_false(v->step.tf_at_start);
 	assert_true(v->step.tf_after);
 	regs(v)->rsp = STACK;
@@ -659,7 +659,7 @@ static void certain_segment_faults_delivered(void **state)
 	assert_int_equal(word_at(frame), 0);				/* the error code */
 	assert_int_equal(word_at(frame + 8), CODE);
 	assert_int_equal(word_at(frame + 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_GP));
 
 	memcpy(ram + CODE, load_bp, sizeof(load_bp));
@@ -753,7 +753,7 @@ static void handler_ran_to_emulated_exit(struct vcpu *v, uint64_t rip)
 {
 	uint64_t unchecked = v->stats.unchecked_runs, db = v->stats.db_reinjected;
 
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_true(v->step.tf_at_start);
 	step_to_emulated(v, rip);
 	assert_int_equal(v->stats.unchecked_runs, unchecked + 1);
@@ -956,7 +956,7 @@ static void int3_delivered(void **state)
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_IF;
 	stepping_before_run(v);
 	assert_int_equal(ram[STACK], 0x5a);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_BP));
 	assert_int_equal(regs(v)->rsp, frame);
@@ -1053,7 +1053,7 @@ static void ud2_cpl3_delivered(void **state)
 	assert_int_equal(sr->ss.dpl, 0);
 	assert_true(v->run->kvm_dirty_regs & KVM_SYNC_X86_SREGS);
 	assert_int_equal(v->stats.faults_delivered, 1);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD));
 }
 
@@ -1078,7 +1078,7 @@ static void int3_dpl0_gate_cpl3_gp(void **state)
 	assert_int_equal(word_at(frame + 8), CODE);
 	assert_int_equal(word_at(frame + 24), X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
 	assert_int_equal(v->stats.faults_delivered, 1);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	/* Through a DPL3 gate the #BP itself. */
 	ram[IDT + 16 * X86_VEC_BP + 5] = 0xee;
 	to_cpl3(v);
@@ -1190,7 +1190,7 @@ static void escaped_with_guest_tf(void **state)
 	memcpy(ram + CODE, mov, sizeof(mov));
 	regs(v)->rflags = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	step_to(v, CODE + 0x80, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 1);
 	assert_int_equal(regs(v)->rip, HANDLER(X86_VEC_DB));
@@ -1256,7 +1256,7 @@ static void int3_cpl2_pushes_rf(void **state)
 	assert_int_equal(sr->cs.dpl, 0);
 	assert_int_equal(sr->ss.selector, 0);
 	assert_false(regs(v)->rflags & X86_RFLAGS_RF);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_BP));
 }
 
@@ -1276,7 +1276,7 @@ static void cpl3_unstepped_then_io_exit(void **state)
 	fv.vm.host.step_cpl3 = false;
 	to_cpl3(v);
 	stepping_before_run(v);
-	assert_false(v->step.checked);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
 	assert_int_equal(v->stats.unchecked_runs, 1);
 
@@ -1304,7 +1304,7 @@ static void cpl3_unstepped_then_io_exit(void **state)
 	step_to(v, HANDLER(X86_VEC_UD) + 0x11, DR6_STEP);	/* KVM completed the OUT */
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);	/* the VMM's trap, not the guest's */
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_UD) + 0x11);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
@@ -1330,8 +1330,8 @@ static void return_to_cpl3_unstepped(void **state)
 	regs(v)->rsp = STACK - 40;
 	stepping_before_run(v);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
-	assert_true(v->step.outer_off);
-	assert_false(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_OUTER);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->stats.unchecked_runs, 1);
 	assert_int_equal(regs(v)->rip, CODE);		/* the CPU's IRET */
 
@@ -1346,7 +1346,7 @@ static void return_to_cpl3_unstepped(void **state)
 	memcpy(ram + STACK - 40, frame, sizeof(frame));
 	stepping_before_run(v);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->stats.unchecked_runs, 2);
 
 }
@@ -1373,7 +1373,7 @@ static void cpl3_unstepped_then_mmio_write(void **state)
 	stepping_interrupted(v);
 	assert_int_equal(v->completion, VCPU_COMPLETION_NONE);
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, CODE + 0x20);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 }
@@ -1402,13 +1402,13 @@ static void left_split_completes_unchecked(void **state)
 	(void)state;
 	place_left_split(v);
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->stats.split_locks_detected, 0);
 	assert_int_equal(regs(v)->rip, CODE);
 	step_to(v, CODE + sizeof(lock_xadd), DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 1);
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	step_to(v, CODE + sizeof(lock_xadd) + 1, DR6_STEP);
 	assert_int_equal(v->stats.unchecked_runs, 1);
 }
@@ -1427,7 +1427,7 @@ static void left_split_holds_others(void **state)
 	(void)state;
 	place_left_split(v);
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_true(v->step.left_split);
 	assert_int_equal(v->step.hw.mode, fv.vm.host.step_hwbp ? STEP_DEBUG_PREDICT : STEP_DEBUG_STEP);
 	assert_ptr_equal(fv.vm.pauser, watched ? v : NULL);
@@ -1499,7 +1499,7 @@ static uint64_t mov_dr7_step_dr6(bool cpu_reports)
 	fc->debugregs.db[0] = CODE + 3;
 	fc->debugregs.dr7 = 0x400;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	fc->debugregs.dr7 = 0x401;	/* L0, execute: what KVM's MOV wrote */
 	step_to_emulated(v, CODE + 3);
 	assert_int_equal(v->stats.db_reinjected, 1);
@@ -1553,7 +1553,7 @@ static void syscall_performed(void **state)
 	assert_false(regs(v)->rflags & (X86_RFLAGS_TF | X86_RFLAGS_IF));
 	assert_false(v->step.guest_tf);
 	assert_int_equal(v->run->s.regs.sregs.ss.selector, 0x10);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(0x1f));
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
 }
@@ -1581,7 +1581,7 @@ static void syscall_trap_owed(void **state)
 	assert_true(fc->debugregs.dr6 & X86_DR6_BS);
 	assert_false(fc->debugregs.dr7 & X86_DR7_GD);	/* cleared for the handler */
 	assert_int_equal(v->stats.db_reinjected, 1);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, HANDLER(X86_VEC_DB));
 }
 
@@ -1731,7 +1731,7 @@ static void sysret_performed(void **state)
 	assert_int_equal(v->run->s.regs.sregs.cs.dpl, 3);
 	assert_int_equal(v->run->s.regs.sregs.ss.selector, 0x23);
 	assert_true(regs(v)->rflags & X86_RFLAGS_IF);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, CODE + 0x40);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);	/* stepped on */
 	assert_false(v->step.guest_tf);
@@ -1765,7 +1765,7 @@ static void xbegin_aborted(void **state)
 	assert_int_equal(regs(v)->rip, CODE + 0x26);
 	assert_int_equal(regs(v)->rax, 0);
 	assert_int_equal(regs(v)->rflags, X86_RFLAGS_FIXED);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->step.rip, CODE + 0x26);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_int_equal(v->stats.rtm_aborts, 1);
@@ -1789,7 +1789,7 @@ static void xbegin_aborted_guest_tf(void **state)
 	assert_int_equal(regs(v)->rip, CODE + 0x26);
 	assert_int_equal(regs(v)->rax, X86_RTM_ABORT_DEBUG);
 	assert_true(v->step.guest_tf);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(FAKE_CALLS(fc, set_events), 0);
 	assert_int_equal(v->stats.db_reinjected, 0);
 	step_to(v, CODE + 0x27, DR6_STEP);
@@ -1805,7 +1805,7 @@ static void xbegin_without_rtm_stepped(void **state)
 	assert_int_equal(regs(v)->rip, CODE);
 	assert_int_equal(regs(v)->rax, ~0ull);
 	assert_int_equal(v->step.insn.kind, STEP_XBEGIN);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->stats.rtm_aborts, 0);
 }
 
@@ -1819,7 +1819,7 @@ static void assert_shadow_ended(struct vcpu *v, uint64_t rip)
 	struct fake_vcpu *fc = fake_vcpu(v);
 
 	assert_int_equal(regs(v)->rip, rip);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(fc->events.interrupt.shadow, 0);
 	assert_true(fc->events.flags & KVM_VCPUEVENT_VALID_SHADOW);
 	assert_int_equal(FAKE_CALLS(fc, set_events), 1);
@@ -2242,7 +2242,7 @@ static void iret_tf_rf_stepped(void **state)
 	(void)state;
 	v = iretq_with(X86_RFLAGS_FIXED | X86_RFLAGS_TF | X86_RFLAGS_RF);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 }
 
 /* IRETQ at CODE, its frame at STACK - 40; before_run() on it. */
@@ -2294,7 +2294,7 @@ static void iretq_performed(void **state)
 	assert_int_equal(fc->events.nmi.masked, 0);
 	assert_true(v->step.guest_tf);
 	assert_int_equal(v->step.rip, CODE + 0x40);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->stats.db_reinjected, 0);
 
 	frame[2] = X86_RFLAGS_FIXED;
@@ -2441,7 +2441,7 @@ static void task_switch_saved_tf(void **state)
 	memcpy(ram + CODE, ljmp, sizeof(ljmp));
 	ram[0x4025] = 0x01;			/* the incoming image: TF set */
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_false(v->step.guest_tf);
 	ram[0x3025] = 0x01;			/* saved with the VMM's TF */
 	sr->tr.selector = 0x90;
@@ -3027,7 +3027,7 @@ static void ret_noncanonical_gp(void **state)
 	assert_int_equal(word_at(frame), 0);
 	assert_int_equal(word_at(frame + 8), CODE);
 	assert_int_equal(word_at(frame + 32), STACK);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	/* A canonical return address is no fault: stepped. */
 	bad = CODE + 0x40;
 	memcpy(ram + STACK, &bad, sizeof(bad));
@@ -3103,7 +3103,7 @@ static void legacy_into_delivered_with_of(void **state)
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, CODE);
 	assert_int_equal(regs(v)->rsp, STACK);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	step_to(v, CODE + 1, DR6_STEP);
 	assert_int_equal(v->stats.faults_delivered, 0);
 
@@ -3185,7 +3185,7 @@ static void lock_ud_delivered(void **state)
 	assert_int_equal(f[2], X86_RFLAGS_FIXED | X86_RFLAGS_RF | X86_RFLAGS_TF);
 	assert_int_equal(v->stats.faults_delivered, 1);
 	assert_false(v->step.guest_tf);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 
 	regs(v)->rip = CODE;
 	regs(v)->rsp = STACK;
@@ -3198,7 +3198,7 @@ static void lock_ud_delivered(void **state)
 	memcpy(ram + CODE, lock_mov_cr0, sizeof(lock_mov_cr0));
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, CODE);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	assert_int_equal(v->stats.faults_delivered, 1);
 }
 
@@ -3526,7 +3526,7 @@ static void legacy_fault_frame_at_handler(void **state)
 	memcpy(ram + CODE, mov, sizeof(mov));
 	regs(v)->rflags = X86_RFLAGS_FIXED;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	/* The CPU delivered #PF(2) with the VMM's TF and stopped at the handler. */
 	memcpy(ram + frame, f, sizeof(f));
 	regs(v)->rsp = frame;
@@ -3574,7 +3574,7 @@ static void legacy_handler_breakpoints(void **state)
 		regs(v)->rflags = X86_RFLAGS_FIXED;
 		f[3] = X86_RFLAGS_FIXED | X86_RFLAGS_TF;
 		stepping_before_run(v);
-		assert_true(v->step.checked);
+		assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 		assert_int_equal(v->step.hw.mode, STEP_DEBUG_PREDICT);
 		assert_int_equal(fc->debug.arch.debugreg[0], 0x140000);
 		/* The CPU delivered #GP(0) with the VMM's TF; the VMM's breakpoint stopped it. */
@@ -3597,7 +3597,7 @@ static void legacy_handler_breakpoints(void **state)
 	memcpy(ram + CODE, wrmsr, sizeof(wrmsr));
 	regs(v)->rip = CODE;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	test_ctrl_reserved_write(v);
 	assert_int_equal(v->run->msr.error, 1);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
@@ -3610,7 +3610,7 @@ static void legacy_handler_breakpoints(void **state)
 	ram[IDT + 8 * X86_VEC_GP + 2] = 0x3c;
 	regs(v)->rip = CODE;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	test_ctrl_reserved_write(v);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
 	assert_int_equal(v->step.frame_vector, X86_VEC_GP);
@@ -3625,7 +3625,7 @@ static void legacy_handler_breakpoints(void **state)
 	memcpy(ram + 0x10100, wrmsr, sizeof(wrmsr));
 	regs(v)->rip = 0x100;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	test_ctrl_reserved_write(v);
 	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
 	assert_int_equal(v->step.hw.addr, 0x20300);
@@ -3731,7 +3731,7 @@ static void vm86_vme_intn_routes(void **state)
 	vm86_vme_int10(v, 0x3000, false);
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x1800);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	/* A 16-bit TSS has no bitmap: the CPU's to judge; the INT is stepped. */
 	ram[0x3066] = 0x88;
 	ram[0x3068 + 2] = 0;
@@ -3739,7 +3739,7 @@ static void vm86_vme_intn_routes(void **state)
 	vm86_vme_int10(v, 0x3000, false);
 	stepping_before_run(v);
 	assert_int_equal(regs(v)->rip, 0x1800);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	sr->tr.type = 11;
 
 	/* A 16-bit POPF loading TF below IOPL 3 under VME: #GP(0) at the POPF; without TF, stepped. */
@@ -3880,7 +3880,7 @@ static void intn_task_gate_unstepped(void **state)
 		}
 		stepping_before_run(v);
 		assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
-		assert_true(v->step.checked);
+		assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 		assert_int_equal(v->step.rip, CODE + 3);
 	}
 	/*
@@ -3898,7 +3898,7 @@ static void intn_task_gate_unstepped(void **state)
 		regs(v)->rip = CODE;
 		stepping_before_run(v);
 		assert_int_not_equal(v->step.hw.mode, STEP_DEBUG_OFF);
-		assert_true(v->step.checked);
+		assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 		assert_int_equal(v->stats.unchecked_runs, 3);
 	}
 	/* Not present: #NP(0x11 * 8 + 2), delivered by the VMM through its gate. */
@@ -3920,7 +3920,7 @@ static void intn_task_gate_unstepped(void **state)
 		regs(v)->rflags = X86_RFLAGS_FIXED;
 		stepping_before_run(v);
 		assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
-		assert_true(v->step.checked);
+		assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 		step_to(v, CODE + 1, DR6_STEP);
 		unchecked = (unsigned)v->stats.unchecked_runs;
 		regs(v)->rip = CODE;
@@ -3968,7 +3968,7 @@ static void task_switch_tss_supervisor_access(void **state)
 	memcpy(ram + CODE, call_tss, sizeof(call_tss));
 	regs(v)->rflags = X86_RFLAGS_FIXED;
 	stepping_before_run(v);
-	assert_true(v->step.checked);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
 	sr->tr = (struct kvm_segment){ .base = 0x5000, .limit = 0x67, .selector = 0xb0, .type = 11,
 				       .present = 1 };
 	sr->cs.dpl = 3;
