@@ -4,7 +4,8 @@ of docs/port-abi.md and the man page (docs/vmm.1.scd) list exactly vmm's
 own statuses of include/vmm_status.h; tests/README.md has a row for every
 module of src/vmm/, with its count of mutants in tests/mutants/table.py;
 the design and the testing document stay short enough to read (500 and
-400 lines at most)."""
+400 lines at most); design.md's table of a stepped vCPU's phases names
+every member of the three enums a phase is made of, and nothing else."""
 import collections
 import glob
 import os
@@ -37,7 +38,28 @@ def main():
         if got != code:
             fails.append(f"{path} lists {sorted(got - code)} that vmm_status.h lacks and lacks "
                          f"{sorted(code - got)}")
-    return report(fails + module_rows() + doc_sizes(), "docs_status_test")
+    return report(fails + module_rows() + doc_sizes() + phase_table(), "docs_status_test")
+
+
+def enum_members(path, enum):
+    body = re.search(r"^enum %s \{(.*?)^\};" % enum, read(path), re.M | re.S)
+    return set(re.findall(r"^\s*([A-Z][A-Z0-9_]+)\b", body.group(1), re.M)) if body else set()
+
+
+def phase_table():
+    design = read("docs/design.md")
+    section = design[design.find("#### Phases of a stepped vCPU"):]
+    section = section[:section.find("```mermaid")]
+    named = set(re.findall(r"`((?:STEP_PHASE|STEP_DEBUG|VCPU_COMPLETION)_[A-Z0-9_]+)`", section))
+    code = (enum_members("src/vmm/step.h", "step_phase") | enum_members("src/vmm/step.h", "step_debug") |
+            enum_members("src/vmm/vcpu.h", "vcpu_completion"))
+    fails = []
+    if len(code) < 10:
+        fails.append(f"the enums of a phase read as {sorted(code)}: the pattern no longer fits")
+    if named != code:
+        fails.append(f"docs/design.md's phase table names {sorted(named - code)} that the code "
+                     f"lacks and lacks {sorted(code - named)}")
+    return fails
 
 
 def doc_sizes():
