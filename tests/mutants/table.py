@@ -281,7 +281,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t\treturn perform_syscall(v, e.rip);",
                    "\t\treturn 0 && perform_syscall(v, e.rip);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss", "stepping_performed"],
         "tests": ["diff-event-syscall-r11-fmask0"],
     },
     {
@@ -290,14 +290,14 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\treturn deliver_event(v, e) ? 1 : 0;",
                    "\treturn 0;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events", "stepping_movss"],
         "tests": ["diff-event-int3-guest-tf-iretq-cpl0"],
     },
     {
         "name": "task-switch-tf-leaks",
         "what": "a task switch's saved EFLAGS keep the VMM's TF",
         "edits": [("src/vmm/stepping.c", "\t\ttask_switched(v);", "\t\t(void)task_switched;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-mode-legacy-pm32-task-switch"],
     },
     {
@@ -305,7 +305,7 @@ MUTANTS = [
         "what": "single-step is not issued again before a #UD KVM injects: its frame loses TF",
         "edits": [("src/vmm/stepping.c",
                    "		    step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags) ||",
-                   "		    false ||")],
+                   "		    (false && step_kvm_may_inject(&s->insn, cpl, sregs->cr0, regs->rflags)) ||")],
         "unit": ["stepping"],
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
     },
@@ -342,7 +342,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tbool t16 = tr->type == 1 || tr->type == 3;\t/* available, busy */",
                    "\tbool t16 = false;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-mode-legacy-pm32-pae-cpl3-guest-tf-16-bit-tss"],
     },
     {
@@ -351,7 +351,7 @@ MUTANTS = [
                 "is taken for the guest's trap: a #DB delivered there, its TF kept",
         "edits": [("src/vmm/stepping.c", "\t\tj->in_handler = emulated;",
                    "\t\tj->in_handler = false && emulated;")],
-        "unit": ["stepping"],
+        "unit": ["stepping", "stepping_movss"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -361,7 +361,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "X86_RFLAGS_IOPL(regs->rflags) < 3) {\n\t\treturn BY_VMM_CERTAIN_FAULT;\n",
                    "X86_RFLAGS_IOPL(regs->rflags) < 3) {\n\t\treturn 0;\n")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -372,7 +372,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\treturn BY_VMM_CERTAIN_FAULT;\n",
                    "\tif (!(sr->efer & X86_EFER_LMA) || !sr->cs.l)\n\t\treturn 0;\n")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -382,7 +382,7 @@ MUTANTS = [
                 "the CPU's #GP handler becomes a #DB for the guest",
         "edits": [("src/vmm/stepping.c", "\tif (!real && e->soft &&\n",
                    "\tif (!real && e->soft && false &&\n")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -391,7 +391,7 @@ MUTANTS = [
                 "and the guest's own single steps after the task returns are taken for the VMM's",
         "edits": [("src/vmm/stepping.c", "\tif (through_task_gate(v, &v->step.insn)) {\n",
                    "\tif (false && through_task_gate(v, &v->step.insn)) {\n")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -401,7 +401,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tv->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_TO_EXIT;",
                    "\tv->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_FREE;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": ["diff-gen-explore-seed-178"],
     },
     {
@@ -409,7 +409,7 @@ MUTANTS = [
         "what": "a LOCK the instruction does not take is stepped, not delivered as the "
                 "certain #UD: KVM's injected #UD runs its handler unchecked",
         "edits": [("src/vmm/step.c", "\tif (c->lock_ud || (len >= 2", "\tif ((len >= 2")],
-        "unit": ["step", "stepping"],
+        "unit": ["step", "stepping_events"],
         "tests": [],
     },
     {
@@ -438,7 +438,7 @@ MUTANTS = [
         "what": "an indirect branch's target is never read: after its #GP, KVM's emulator's "
                 "step exit in the handler owes the guest a #DB",
         "edits": [("src/vmm/stepping.c", "\tif (br.from >= 0) {", "\tif (false && br.from >= 0) {")],
-        "unit": ["stepping"],
+        "unit": ["stepping", "stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -529,7 +529,7 @@ MUTANTS = [
         "edits": [("src/vmm/event.c",
                    "\tif (r || (!ev.interrupt.shadow && !(nmi && ev.nmi.masked)))\n\t\treturn r;",
                    "\tif (r || (!ev.interrupt.shadow && !(nmi && ev.nmi.masked)))\n\t\treturn 0;")],
-        "unit": ["stepping", "splitlock"],
+        "unit": ["stepping_events", "splitlock"],
         "tests": ["ioctlfail-emulate"],
     },
     {
@@ -538,7 +538,7 @@ MUTANTS = [
                 "instead of stopping the VM",
         "edits": [("src/vmm/stepping.c", "\treturn stepping_fail(v, call, -r);\n}",
                    "\treturn false;\n}")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         "tests": ["ioctlfail-emulate"],
     },
     {
@@ -615,7 +615,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tif (sregs->efer & X86_EFER_LMA)\n\t\treturn STEP_IDT_LONG;",
                    "\tif (sregs->efer & X86_EFER_LME)\n\t\treturn STEP_IDT_LONG;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         # Breakpoints only, like the next one: no VM run in the lab can tell.
         "tests": [],
     },
@@ -625,7 +625,7 @@ MUTANTS = [
                 "linear address: a handler in a segment with a base is never stopped at",
         "edits": [("src/vmm/stepping.c", "\t\t*la = (uint32_t)(cs.base + offset);",
                    "\t\t*la = offset;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         # Breakpoints only: the lab has none, so no VM run can tell.
         "tests": [],
     },
@@ -636,7 +636,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tif (s->insn.kind == STEP_MOV_SS)\n\t\ts->tf_after = shadowed_after(v);\n",
                    "")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-shadow-saves-flags"],
     },
     {
@@ -646,7 +646,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t\tif (!s->shadowed_frame_valid || regs->rip != s->shadowed_frame[0] ||",
                    "\t\tif (true || regs->rip != s->shadowed_frame[0] ||")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-shadow-iret-loads-tf"],
     },
     {
@@ -657,7 +657,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tenum shadowed_end behind = shadowed_end(v);",
                    "\tenum shadowed_end behind = shadowed_end(v) * 0;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-shadow-fault-frame"],
     },
     {
@@ -667,7 +667,7 @@ MUTANTS = [
                 "handler runs unwatched and its frame shows the VMM's TF",
         "edits": [("src/vmm/stepping.c", "\treturn predicted(v, at, next, n);",
                    "\treturn n > DECODE_INSN_MAX && predicted(v, at, next, n);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-shadow-fault-frame"],
     },
     {
@@ -677,7 +677,7 @@ MUTANTS = [
                 "followed, and each pair is counted unchecked",
         "edits": [("src/vmm/stepping.c", "\tif (insn->kind == STEP_MOV_SS && !insn->len) {",
                    "\tif (insn->kind == STEP_MOV_SS && !insn->len && n > DECODE_INSN_MAX) {")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
     {
@@ -689,7 +689,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t} else if (!decode_access(mode, mov, s->insn.len, &m, &write, NULL)) {",
                    "\t} else if (!decode_access(mode, mov, 0, &m, &write, NULL)) {")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
     {
@@ -700,7 +700,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "(s->insn.falls || s->insn.kind == STEP_MOV_SS) &&\n",
                    "s->insn.falls &&\n")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
     {
@@ -710,7 +710,7 @@ MUTANTS = [
                 "event-mov-ss-from-memory-shadow shows frame tf 1 against the CPU's 0)",
         "edits": [("src/vmm/stepping.c", "\tif (predicted(v, s->rip, mov, n))",
                    "\tif (n > DECODE_INSN_MAX && predicted(v, s->rip, mov, n))")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -721,7 +721,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tc.ss_sel_valid = ss_selector(v, bytes, &c.ss_sel, &ss_at) &&",
                    "\tc.ss_sel_valid = false && ss_selector(v, bytes, &c.ss_sel, &ss_at) &&")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-from-memory-shadow"],
     },
     {
@@ -729,7 +729,7 @@ MUTANTS = [
         "what": "the #GP of a selector MOV SS read from memory is delivered without the "
                 "accessed bits the CPU's read sets in the page tables",
         "edits": [("src/vmm/stepping.c", "\t\tread_ad(v, ss_at, 2);", "\t\tread_ad(v, ~0ull, 2);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -738,7 +738,7 @@ MUTANTS = [
                 "#GP is delivered where the read's protection-key #PF may come first",
         "edits": [("src/vmm/stepping.c", "(ss_at == ~0ull || !(sr->cr4 & X86_CR4_PKE))",
                    "(ss_at == ~0ull || !(sr->cr4 & 0))")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -747,7 +747,7 @@ MUTANTS = [
                 "so a certain #GP is judged by another register's value",
         "edits": [("src/vmm/stepping.c", "\t\t\trm |= (mov[s->insn.len - 3] & 1u) << 3;",
                    "\t\t\trm |= 0;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -758,7 +758,7 @@ MUTANTS = [
                 "frame showing the VMM's TF",
         "edits": [("src/vmm/stepping.c", "\t\tc.ss_desc_valid = true;",
                    "\t\tc.ss_desc_valid = false;")],
-        "unit": ["step", "stepping"],
+        "unit": ["step", "stepping_movss"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
     {
@@ -766,7 +766,7 @@ MUTANTS = [
         "what": "a not-present data segment loaded into SS raises #GP instead of #SS",
         "edits": [("src/vmm/step.c", "\t\t\treturn X86_VEC_SS;",
                    "\t\t\treturn X86_VEC_GP;")],
-        "unit": ["step", "stepping"],
+        "unit": ["step", "stepping_movss"],
         "tests": ["diff-event-mov-ss-descriptor-faults"],
     },
     {
@@ -785,7 +785,7 @@ MUTANTS = [
                 "CPU's read of the GDT sets in the page tables",
         "edits": [("src/vmm/stepping.c", "\t\tread_ad(v, descriptor_la(v, c->ss_sel), 8);",
                    "\t\tread_ad(v, descriptor_la(v, c->ss_sel) | ~0ull, 8);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -794,7 +794,7 @@ MUTANTS = [
                 "would: a MOV SS fault is delivered where the CPU's implicit read of a GDT in "
                 "a user page faults first",
         "edits": [("src/vmm/stepping.c", "\tp->ac = false;\n", "")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -803,7 +803,7 @@ MUTANTS = [
                 "to a user page under CR4.PKE ignore the guest's PKRU, which may deny them",
         "edits": [("src/vmm/stepping.c", "\tif (p->pke)\n\t\tp->pkru = v->ops->get_pkru",
                    "\tif (0)\n\t\tp->pkru = v->ops->get_pkru")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events", "stepping_movss"],
         "tests": [],
     },
     {
@@ -812,7 +812,7 @@ MUTANTS = [
                 "every key instead of denying them all",
         "edits": [("src/vmm/stepping.c", "get_pkru(v, &pkru) ? 0x55555555 : pkru;",
                    "get_pkru(v, &pkru) ? 0 : pkru;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -822,7 +822,7 @@ MUTANTS = [
                 "image keeps the VMM's TF and the switch is counted unchecked",
         "edits": [("src/vmm/stepping.c", "\timplicit_paging(v, &p);\n\tb = out < 0",
                    "\tguest_paging(v, &p);\n\tb = out < 0")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": [],
     },
     {
@@ -833,7 +833,7 @@ MUTANTS = [
                    "\tfp.cpl = d.cpl;\t\t/* the pushes are the handler's: a user access at CPL3 */\n"
                    "\tif (!push_frame(v, &fp, &d))",
                    "\tif (!push_frame(v, &fp, &d))")],
-        "unit": ["stepping"],
+        "unit": ["stepping_events"],
         "tests": [],
     },
     {
@@ -844,7 +844,7 @@ MUTANTS = [
                 "unwatched, its frame showing the VMM's TF",
         "edits": [("src/vmm/stepping.c", "\t\treturn mov_ss_pair(v, &c, ss_at);",
                    "\t\treturn 0 && mov_ss_pair(v, &c, ss_at);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-shadow-certain-faults"],
     },
     {
@@ -855,7 +855,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "(s->dr7 & X86_DR7_ENABLES) || !(desc ? mov->ss_desc_valid : mov->ss_sel_valid))",
                    "(s->dr7 & X86_DR7_ENABLES) || !mov->ss_desc_valid)")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         # The lab's frames agree either way (KVM queues the real-mode
         # #UD itself, without the VMM's TF): only vmm --stats tells, 1
         # unchecked run in diff-gen-pinned's real-mode record.
@@ -867,7 +867,7 @@ MUTANTS = [
                 "base: the next instruction's frame goes to the old stack",
         "edits": [("src/vmm/stepping.c", "\t\tsr->ss.base = (uint64_t)mov->ss_sel << 4;",
                    "\t\tsr->ss.base = sr_was.ss.base;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         # The generator's MOV SS reloads the SS it has: the base is the same.
         "tests": [],
     },
@@ -878,7 +878,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t    !(v->run->s.regs.sregs.efer & X86_EFER_SCE)) {\n\t\t*vector = X86_VEC_UD;",
                    "\t    0) {\n\t\t*vector = X86_VEC_UD;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -887,7 +887,7 @@ MUTANTS = [
                 "SS holds would be the guest's to place",
         "edits": [("src/vmm/stepping.c", "\t       (s->tf_at_start && vector != X86_VEC_UD));",
                    "\t       (s->tf_at_start && 0));")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -896,7 +896,7 @@ MUTANTS = [
                 "KVM intercepts the #UD and queues it, its frame without the guest's TF",
         "edits": [("src/vmm/stepping.c", "\t       (s->tf_at_start && vector != X86_VEC_UD));",
                    "\t       s->tf_at_start);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": ["diff-event-mov-ss-shadow-certain-faults"],
     },
     {
@@ -907,7 +907,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t\t   (emulated && behind == SHADOWED_MAYBE &&",
                    "\t\t   (0 && emulated && behind == SHADOWED_MAYBE &&")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         # diff-gen-explore-seed-178's record 19 shows it too, in 7 minutes.
         "tests": [],
     },
@@ -919,7 +919,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tj.late_iret = stepped && !j.escaped && iret_step_late(v, emulated);",
                    "\tj.late_iret = 0 && stepped && !j.escaped && iret_step_late(v, emulated);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         # Only the PVM KVM shows it; the stock lab traps at IRET's target.
         "tests": [],
     },
@@ -929,7 +929,7 @@ MUTANTS = [
                 "CPU's load sets",
         "edits": [("src/vmm/stepping.c", "\t\tm.base[aw.gpa] |= 1;\t/* X86_DESC_A, bit 0 of its byte */",
                    "\t\tm.base[aw.gpa] |= 0;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -939,7 +939,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t\tregs->rsp = (regs->rsp & ~mask) | ((regs->rsp + s->insn.opsize) & mask);",
                    "\t\tregs->rsp = (regs->rsp & ~mask) | (regs->rsp & mask);")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -949,7 +949,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tif (!ok) {\n\t\t*regs = was;\n\t\t*sr = sr_was;\n\t}\n\treturn ok ? 1 : 0;\n}\n\n/* by_vmm",
                    "\tif (!ok) {\n\t\t(void)was;\n\t\t*sr = sr_was;\n\t}\n\treturn ok ? 1 : 0;\n}\n\n/* by_vmm")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         "tests": [],
     },
     {
@@ -959,7 +959,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tif (s->insn.kind == STEP_MOV_SS && v->vm->host.step_hwbp && !s->guest_tf &&",
                    "\tif (0 && s->insn.kind == STEP_MOV_SS && v->vm->host.step_hwbp && !s->guest_tf &&")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         # Where MOV SS is certain to complete, as in the differential case,
         # the pair is the VMM's (mov_ss_pair): only the unit test, whose
         # null SS leaves the pair stepped, reaches this path.
@@ -970,7 +970,7 @@ MUTANTS = [
         "what": "XBEGIN is stepped where CPUID has RTM: the step's #DB aborts the "
                 "transaction silently and the fallback's first instruction runs unchecked",
         "edits": [("src/vmm/stepping.c", "\tif (!v->rtm)\n\t\treturn 0;", "\treturn 0;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss", "stepping_performed"],
         # The lab's TCG has no RTM: no VM run can tell.
         "tests": [],
     },
@@ -982,7 +982,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\tif (!end_shadow(v, false))\n\t\treturn -1;\n\tsregs->cs = sc->cs;",
                    "\tsregs->cs = sc->cs;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_movss"],
         # Neither the lab (SVM) nor TCG checks the shadow at entry.
         "tests": [],
     },
@@ -993,7 +993,7 @@ MUTANTS = [
                 "guest's own single-step at CPL3 ends there",
         "edits": [("src/vmm/stepping.c", "\tif (!v->vm->host.step_cpl3 && returns_outward(v)) {",
                    "\tif (!v->vm->host.step_cpl3 && returns_outward(v) && false) {")],
-        "unit": ["stepping"],
+        "unit": ["stepping", "stepping_events"],
         # On a KVM that cannot step CPL3 (the PVM one); the lab's simulation of it
         # (--host-quirks=no-cpl3-step) steps such a return without harm.
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl3", "diff-ac-cpl3-misaligned-guest-tf"],
@@ -1041,7 +1041,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "__atomic_exchange_n(&v->vm->host.iret_step_lost, true, __ATOMIC_RELAXED)",
                    "__atomic_exchange_n(&v->vm->host.iret_step_lost, false, __ATOMIC_RELAXED)")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         # Only a KVM that loses the trap (the nested PVM KVM) shows it.
         "tests": [],
     },
@@ -1052,7 +1052,7 @@ MUTANTS = [
         "edits": [("src/vmm/stepping.c",
                    "\t    !s->dr_valid || step_data_hits(s->db, s->dr7, regs->rsp, sizeof(frame)))",
                    "\t    !s->dr_valid)")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         "tests": [],
     },
     {
@@ -1061,7 +1061,7 @@ MUTANTS = [
                 "that blocking: an NMI handler's return would keep every later NMI out",
         "edits": [("src/vmm/stepping.c", "\tif (!end_shadow(v, true))\n\t\treturn -1;\n\tread_ad(",
                    "\tif (!end_shadow(v, false))\n\t\treturn -1;\n\tread_ad(")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         # No differential case sends an NMI.
         "tests": [],
     },
@@ -1074,7 +1074,7 @@ MUTANTS = [
                    "!reinject_db(v, X86_DR6_BS))",
                    "\tif (step_trap_owed(STEP_IRET, false, s->guest_tf) && "
                    "!reinject_db(v, X86_DR6_BS))")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         # The differential cases' IRETs with TF set before them are at CPL3.
         "tests": [],
     },
@@ -1085,7 +1085,7 @@ MUTANTS = [
         "edits": [("src/vmm/step.c",
                    "\t    ((cs_desc >> X86_DESC_DPL_SHIFT) & 3) ||\n",
                    "")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         "tests": [],
     },
     {
@@ -1095,7 +1095,7 @@ MUTANTS = [
         "edits": [("src/vmm/step.c",
                    "(frame[2] & IRET_CPL0_FLAGS) | X86_RFLAGS_FIXED;",
                    "frame[2] | X86_RFLAGS_FIXED;")],
-        "unit": ["stepping"],
+        "unit": ["stepping_performed"],
         "tests": [],
     },
     {
@@ -1104,7 +1104,7 @@ MUTANTS = [
                 "own abort on the #DB sets EAX bit 4",
         "edits": [("src/vmm/step.c", "out->status = guest_tf ? X86_RTM_ABORT_DEBUG : 0;",
                    "out->status = guest_tf ? 0 : 0;")],
-        "unit": ["step", "stepping"],
+        "unit": ["step", "stepping_performed"],
         "tests": [],
     },
     {
