@@ -40,6 +40,30 @@ static void print_msr_counts(FILE *out, const char *name, uint64_t reads, uint64
 		(unsigned long long)reads, (unsigned long long)writes);
 }
 
+/* "unchecked":{"escaped":N,...}: every reason, so that a script finds each key. */
+static void print_unchecked(FILE *out, const struct stats *s)
+{
+	static const char *const names[STATS_UNCHECKED_COUNT] = {
+		[STATS_UNCHECKED_ESCAPED] = "escaped",
+		[STATS_UNCHECKED_HANDLER_UNKNOWN] = "handler_unknown",
+		[STATS_UNCHECKED_WATCH_MISSED] = "watch_missed",
+		[STATS_UNCHECKED_FRAME_UNFIXED] = "frame_unfixed",
+		[STATS_UNCHECKED_TASK_SWITCH] = "task_switch",
+		[STATS_UNCHECKED_IRET_TRAP_LOST] = "iret_trap_lost",
+		[STATS_UNCHECKED_TF_LOST] = "tf_lost",
+		[STATS_UNCHECKED_LEFT_SPLIT] = "left_split",
+		[STATS_UNCHECKED_SHADOWED] = "shadowed",
+		[STATS_UNCHECKED_OUTER] = "outer",
+		[STATS_UNCHECKED_TASK_GATE] = "task_gate",
+	};
+
+	fputs(",\"unchecked\":{", out);
+	for (unsigned i = 0; i < STATS_UNCHECKED_COUNT; i++)
+		fprintf(out, "%s\"%s\":%llu", i ? "," : "", names[i],
+			(unsigned long long)s->unchecked[i]);
+	fputc('}', out);
+}
+
 void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s)
 {
 	const char *sep = "";
@@ -65,10 +89,12 @@ void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s)
 	fprintf(out, "},\"gp_injected\":%llu,\"ac_injected\":%llu,\"split_lock_stops\":%llu,\"sigbus\":%llu",
 		(unsigned long long)s->gp_injected, (unsigned long long)s->ac_injected,
 		(unsigned long long)s->split_lock_stops, (unsigned long long)s->sigbus);
-	fprintf(out, ",\"split_locks_detected\":%llu,\"split_locks_emulated\":%llu,\"split_lock_delays\":%llu,\"split_lock_delay_ns\":%llu,\"single_steps\":%llu,\"db_reinjected\":%llu,\"faults_delivered\":%llu,\"unchecked_runs\":%llu,\"rtm_aborts\":%llu,\"irets_performed\":%llu}",
+	fprintf(out, ",\"split_locks_detected\":%llu,\"split_locks_emulated\":%llu,\"split_lock_delays\":%llu,\"split_lock_delay_ns\":%llu,\"single_steps\":%llu,\"db_reinjected\":%llu,\"faults_delivered\":%llu,\"unchecked_runs\":%llu,\"rtm_aborts\":%llu,\"irets_performed\":%llu",
 		(unsigned long long)s->split_locks_detected, (unsigned long long)s->split_locks_emulated,
 		(unsigned long long)s->split_lock_delays, (unsigned long long)s->split_lock_delay_ns,
 		(unsigned long long)s->single_steps, (unsigned long long)s->db_reinjected,
 		(unsigned long long)s->faults_delivered, (unsigned long long)s->unchecked_runs,
 		(unsigned long long)s->rtm_aborts, (unsigned long long)s->irets_performed);
+	print_unchecked(out, s);
+	fputc('}', out);
 }

@@ -14,6 +14,25 @@ enum stats_msr {
 	STATS_MSR_COUNT,
 };
 
+/*
+ * Why guest code ran without --split-lock=emulate's check: each way the
+ * engine gives detection up is one of these, counted by stats_unchecked().
+ */
+enum stats_unchecked {
+	STATS_UNCHECKED_ESCAPED,        /* a handler the CPU entered by itself ran unwatched */
+	STATS_UNCHECKED_HANDLER_UNKNOWN, /* the handler of an event could not be found */
+	STATS_UNCHECKED_WATCH_MISSED,   /* the watched handler or return address was not reached */
+	STATS_UNCHECKED_FRAME_UNFIXED,  /* a frame holding the VMM's TF could not be fixed */
+	STATS_UNCHECKED_TASK_SWITCH,    /* a task switch's TSS images could not be read or fixed */
+	STATS_UNCHECKED_IRET_TRAP_LOST, /* KVM ran an IRETQ and the next instruction in one step */
+	STATS_UNCHECKED_TF_LOST,        /* KVM dropped the step's TF: the guest ran on to an exit */
+	STATS_UNCHECKED_LEFT_SPLIT,     /* a split lock left to the CPU to fault on completed */
+	STATS_UNCHECKED_SHADOWED,       /* the instruction behind MOV SS, POP SS or STI */
+	STATS_UNCHECKED_OUTER,          /* code outside CPL0 where this KVM cannot step it */
+	STATS_UNCHECKED_TASK_GATE,      /* INT n through a task gate, up to the next exit */
+	STATS_UNCHECKED_COUNT,
+};
+
 struct stats {
 	uint64_t exits[STATS_EXIT_REASONS + 1];   /* last: any higher reason */
 	uint64_t msr_reads[STATS_MSR_COUNT];
@@ -29,6 +48,7 @@ struct stats {
 	uint64_t db_reinjected;          /* #DB that were the guest's own, handed back */
 	uint64_t faults_delivered;       /* foreseen faults emulate delivered itself (no breakpoints) */
 	uint64_t unchecked_runs;         /* guest code ran without the check: each at least one instruction */
+	uint64_t unchecked[STATS_UNCHECKED_COUNT];   /* unchecked_runs by why */
 	uint64_t rtm_aborts;             /* XBEGINs emulate performed as an immediate abort */
 	uint64_t irets_performed;        /* IRETQs at CPL0 emulate performed itself */
 	uint64_t sigbus;
@@ -37,6 +57,13 @@ struct stats {
 static inline void stats_count_exit(struct stats *s, uint32_t reason)
 {
 	s->exits[reason < STATS_EXIT_REASONS ? reason : STATS_EXIT_REASONS]++;
+}
+
+/* n more runs of guest code without the check, for this reason. */
+static inline void stats_unchecked(struct stats *s, enum stats_unchecked why, uint64_t n)
+{
+	s->unchecked_runs += n;
+	s->unchecked[why] += n;
 }
 
 /* One vCPU's counters as a JSON object (vm_print_stats prints them all). */

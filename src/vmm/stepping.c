@@ -829,7 +829,7 @@ static void watch_handler(struct vcpu *v, unsigned vector)
 
 	s->inject_vector = -1;
 	if (!gate_handler(v, vector, &handler, &slot, &sel)) {
-		v->stats.unchecked_runs++;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_HANDLER_UNKNOWN, 1);
 		s->guest_tf = false;	/* delivery clears it (a task gate: the task's, unknown) */
 		set_hw(v, STEP_DEBUG_STEP, 0, false);
 		return;
@@ -917,7 +917,7 @@ static void frame_fix(struct vcpu *v)
 
 	s->frame_vector = -1;
 	if (v->run->s.regs.regs.rip != s->frame_handler) {
-		v->stats.unchecked_runs++;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_FRAME_UNFIXED, 1);
 		return;
 	}
 	b = stack_byte(v, la);
@@ -2028,7 +2028,7 @@ static void task_switched(struct vcpu *v)
 	if (in >= 0 && pagewalk_read_as(&m, &p, tr->base + (unsigned)in + 1, 0, &flags, 1) == 1)
 		s->guest_tf = flags & 1;
 	if (!b || in < 0)
-		v->stats.unchecked_runs++;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_TASK_SWITCH, 1);
 }
 
 /*
@@ -2098,7 +2098,7 @@ static bool watched_exit(struct vcpu *v, uint64_t hit)
 	 * while watching, its breakpoints are armed beside ours), or the
 	 * event went elsewhere (a fault in its delivery).
 	 */
-	v->stats.unchecked_runs++;
+	stats_unchecked(&v->stats, STATS_UNCHECKED_WATCH_MISSED, 1);
 	if (hit & (X86_DR6_BS | X86_DR6_BD | X86_DR6_BT | guests))
 		reinject_db(v, hit & ~(X86_DR6_B0_3 & ~guests));
 	return true;
@@ -2218,7 +2218,7 @@ static struct step_verdict judge_step(struct vcpu *v, uint64_t hit, bool at_hand
 	 */
 	j.late_iret = stepped && !j.escaped && iret_step_late(v, emulated);
 	if (j.late_iret) {
-		v->stats.unchecked_runs++;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_IRET_TRAP_LOST, 1);
 		if (!__atomic_exchange_n(&v->vm->host.iret_step_lost, true, __ATOMIC_RELAXED))
 			info("split-lock emulation: this KVM runs a single-stepped IRETQ at CPL0 without "
 			     "its trap; the VMM performs those IRETs itself from now on");
@@ -2247,7 +2247,7 @@ static bool guest_trap_owed(const struct step_state *s, const struct step_verdic
 }
 
 /* The checked instruction completed: what the VMM's TF hid from the guest is put right. */
-static void step_completed(struct vcpu *v)
+static void completed_insn(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 
@@ -2257,7 +2257,7 @@ static void step_completed(struct vcpu *v)
 	 * unchecked.
 	 */
 	if (s->left_split)
-		v->stats.unchecked_runs++;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_LEFT_SPLIT, 1);
 	if (s->insn.kind == STEP_PUSHF)
 		fix_pushf(v);
 	if (s->insn.kind == STEP_SYSCALL)
@@ -2272,7 +2272,7 @@ static void step_completed(struct vcpu *v)
 	 */
 	if (s->insn.kind == STEP_STI &&
 	    v->run->s.regs.regs.rip != step_advance(s->rip, s->insn.len, s->mode)) {
-		v->stats.unchecked_runs += s->shadowed_unchecked;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_SHADOWED, s->shadowed_unchecked);
 		s->tf_after = shadowed_after(v);
 	}
 	if (s->insn.kind == STEP_MOV_SS)
@@ -2321,9 +2321,9 @@ bool stepping_debug_exit(struct vcpu *v)
 	if (j.in_handler)
 		s->guest_tf = false;
 	if (j.escaped || s->phase != STEP_PHASE_CHECKED)
-		v->stats.unchecked_runs += j.escaped;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_ESCAPED, j.escaped);
 	else if (d.completed)
-		step_completed(v);
+		completed_insn(v);
 	/* Task switches exist outside IA-32e mode only; LTR changes TR without one. */
 	if (s->phase == STEP_PHASE_CHECKED && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
 	    !(v->run->s.regs.sregs.efer & X86_EFER_LMA) && s->insn.kind != STEP_LTR)
@@ -2497,7 +2497,7 @@ static void watch_pending(struct vcpu *v)
 /* Code this KVM cannot step runs with the guest's own TF, counted, up to an exit. */
 static void run_unchecked(struct vcpu *v, bool outer)
 {
-	v->stats.unchecked_runs++;
+	stats_unchecked(&v->stats, outer ? STATS_UNCHECKED_OUTER : STATS_UNCHECKED_TASK_GATE, 1);
 	set_hw(v, STEP_DEBUG_OFF, 0, false);
 	v->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_TO_EXIT;
 }
@@ -2635,7 +2635,7 @@ static enum run_plan plan_shadowed(struct vcpu *v, const uint8_t *bytes)
 
 	classify_shadowed(v, bytes);
 	if (s->insn.kind == STEP_MOV_SS)
-		v->stats.unchecked_runs += s->shadowed_unchecked;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_SHADOWED, s->shadowed_unchecked);
 	if (s->insn.kind == STEP_MOV_SS && v->vm->host.step_hwbp && !s->guest_tf &&
 	    step_delivers(&s->shadowed, v->run->s.regs.regs.rflags)) {
 		watch_handler(v, s->shadowed.vector);
@@ -2824,7 +2824,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 	 * the IRET): stepping resumes from here.
 	 */
 	if (s->hw.mode == STEP_DEBUG_WATCH && reason != KVM_EXIT_DEBUG) {
-		v->stats.unchecked_runs++;
+		stats_unchecked(&v->stats, STATS_UNCHECKED_WATCH_MISSED, 1);
 		set_hw(v, STEP_DEBUG_STEP, 0, false);
 		return;
 	}
@@ -2832,7 +2832,7 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason)
 		return;
 	if (!step_escaped(&s->insn, s->rip, v->run->s.regs.regs.rip, false, false))
 		return;
-	v->stats.unchecked_runs++;
+	stats_unchecked(&v->stats, STATS_UNCHECKED_TF_LOST, 1);
 	/*
 	 * The guest ran on unstepped (KVM lost TF, docs/design.md): the run
 	 * that completes this exit returns at once, and stepping resumes here.

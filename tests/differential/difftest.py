@@ -144,6 +144,11 @@ def judge(ref, emu, stats, expect_status, outer_stepped=True):
         elif want - got > unchecked:
             fails.append(f"{want - got} split locks went unseen but --stats counts only "
                          f"{unchecked} unchecked runs")
+    if not isinstance(stats, str):
+        for v in stats["vcpus"]:
+            if sum(v["unchecked"].values()) != v["unchecked_runs"]:
+                fails.append(f"vCPU {v['index']}: --stats counts {v['unchecked_runs']} unchecked "
+                             f"runs, but its reasons add up to {v['unchecked']}")
     u = re.search(r"^# unchecked runs: (\d+)$", ref.out, re.M)
     if u and not isinstance(stats, str):
         unchecked = sum(v["unchecked_runs"] for v in stats["vcpus"])

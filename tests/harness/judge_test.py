@@ -22,8 +22,9 @@ class Run:
         self.out, self.err, self.status, self.hung, self.elapsed = out, "", status, False, 0.1
 
 
-def stats(detected, unchecked):
-    return {"vcpus": [{"split_locks_detected": detected, "unchecked_runs": unchecked}]}
+def stats(detected, unchecked, reasons=None):
+    return {"vcpus": [{"index": 0, "split_locks_detected": detected, "unchecked_runs": unchecked,
+                       "unchecked": {"escaped": unchecked} if reasons is None else reasons}]}
 
 
 def judge(out, st, outer_stepped=True):
@@ -57,6 +58,8 @@ def main():
     expect("where CPL3 is not stepped, fewer may not",
            judge(three, stats(4, 2), outer_stepped=False), False)
     expect("no --stats", judge(made, "the emulate run left no valid --stats JSON"), False)
+    expect("reasons add up", judge(made, stats(4, 3, {"escaped": 1, "shadowed": 2})), True)
+    expect("reasons do not add up", judge(made, stats(4, 3, {"escaped": 1, "shadowed": 1})), False)
     bare = "# unchecked runs: 0\n"
     expect("no split locks, none expected unchecked, one counted", judge(bare, stats(0, 1)), False)
     expect("no split locks, none expected unchecked, none counted", judge(bare, stats(0, 0)), True)

@@ -223,6 +223,13 @@ MUTANTS = [
         "tests": ["split-lock-smp-emulate"],
     },
     {
+        "name": "unchecked-reason-lost",
+        "what": "--stats counts an unchecked run but not why: the reasons no longer add up",
+        "edits": [("src/vmm/stats.h", "\ts->unchecked[why] += n;", "\ts->unchecked[why] += n - (n > 0);")],
+        "unit": ["stats"],
+        "tests": ["diff-step-cpl3-return-exit-then-cpl0-split-locks-no-cpl3-step"],
+    },
+    {
         "name": "stats-off-by-one",
         "what": "--stats counts one MSR read too many",
         "edits": [("src/vmm/stats.c",

@@ -90,16 +90,21 @@ static void every_counter(void **state)
 	s.single_steps = 13;
 	s.db_reinjected = 14;
 	s.faults_delivered = 15;
-	s.unchecked_runs = 16;
 	s.rtm_aborts = 17;
 	s.irets_performed = 18;
+	/* Each reason its own count; unchecked_runs their sum. */
+	for (unsigned why = 0; why < STATS_UNCHECKED_COUNT; why++)
+		stats_unchecked(&s, why, why % 5 + 1);
 	text = json(0, &s);
 	assert_string_equal(text,
 		"{\"index\":0,\"exits\":{},\"msr\":{\"test_ctrl\":{\"reads\":1,\"writes\":2},"
 		"\"core_capabilities\":{\"reads\":3,\"writes\":4}},\"gp_injected\":5,\"ac_injected\":6,"
 		"\"split_lock_stops\":7,\"sigbus\":8,\"split_locks_detected\":9,\"split_locks_emulated\":10,"
 		"\"split_lock_delays\":11,\"split_lock_delay_ns\":12,\"single_steps\":13,"
-		"\"db_reinjected\":14,\"faults_delivered\":15,\"unchecked_runs\":16,\"rtm_aborts\":17,\"irets_performed\":18}");
+		"\"db_reinjected\":14,\"faults_delivered\":15,\"unchecked_runs\":31,\"rtm_aborts\":17,\"irets_performed\":18,"
+		"\"unchecked\":{\"escaped\":1,\"handler_unknown\":2,\"watch_missed\":3,\"frame_unfixed\":4,"
+		"\"task_switch\":5,\"iret_trap_lost\":1,\"tf_lost\":2,\"left_split\":3,\"shadowed\":4,"
+		"\"outer\":5,\"task_gate\":1}}");
 	free(text);
 }
 
