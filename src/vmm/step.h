@@ -38,6 +38,8 @@ enum step_kind {
 	STEP_XBEGIN,     /* C7 F8 rel16/rel32 without LOCK (LOCK: #UD, as any) */
 };
 
+enum { STEP_KVM_NEEDS_NONE, STEP_KVM_NEEDS_OSXSAVE, STEP_KVM_NEEDS_VMXE, STEP_KVM_NEEDS_SVME };
+
 struct step_insn {
 	enum step_kind kind;
 	unsigned opsize;     /* 2, 4 or 8: PUSHF/POPF/IRET/SYSRET/POP SS operand size */
@@ -52,7 +54,8 @@ struct step_insn {
 	bool kvm_faults;     /* KVM intercepts it and may queue a fault of its own:
 				RDPMC, XSETBV, MOV to CR, CPUID, MONITOR/MWAIT,
 				VMX and SVM instructions */
-	uint8_t op0f[2];     /* for those: the two bytes after 0F */
+	uint8_t kvm_needs;   /* for those: STEP_KVM_NEEDS_*, the enable bit without
+				which KVM's fault is #UD rather than #GP */
 };
 
 /* CS state that changes how bytes decode. */
