@@ -1034,9 +1034,9 @@ static int certain_fault_of(const struct decode_view *v, const struct step_cpu *
 int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
 {
 	struct decode_view v;
+	/* Real and virtual-8086 mode decode as 16-bit code, as emulate_cpu_mode() has it. */
 	enum decode_mode mode = c->long64 ? DECODE_MODE_64
-				: c->cs_d && !(c->rflags & X86_RFLAGS_VM) ? DECODE_MODE_32
-				: DECODE_MODE_16;
+				: c->cs_d && !c->real ? DECODE_MODE_32 : DECODE_MODE_16;
 	bool whole = !decode_view(mode, b, len, &v);
 
 	*err = 0;
@@ -1050,7 +1050,8 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	 */
 	if (c->real && !(c->rflags & X86_RFLAGS_VM))
 		return -1;
-	if (invalid_in_64bit(b, len, c))
+	/* What decodes needs no second look for an opcode 64-bit code lacks. */
+	if (!whole && invalid_in_64bit(b, len, c))
 		return X86_VEC_UD;
 	/* Undecoded, v is empty: only the selector the caller read may decide. */
 	return certain_fault_of(&v, c, err);

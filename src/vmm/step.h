@@ -219,7 +219,8 @@ bool step_undecodable(const struct step_insn *insn);
  * A handler's first instruction, for a KVM that reports the step after it
  * rather than at the handler (the nested PVM KVM): its length in *len and
  * the slots it pushed, 1 for PUSH imm8/imm32/reg, 0 for ENDBR, CLAC, CLD or
- * NOP; -1 for anything else (the frame cannot be found behind it).
+ * NOP (a REX prefix at most); -1 for anything else (the frame cannot be
+ * found behind it).
  */
 int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *len);
 #define STEP_HANDLER_FIRST_MAX 5	/* the longest of them, PUSH imm32 */

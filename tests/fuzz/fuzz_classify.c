@@ -114,8 +114,7 @@ static void check_fault(uint8_t state, const uint64_t *gpr, int mode, const uint
 	FUZZ_CHECK(vector == -1 || vector == X86_VEC_UD || vector == X86_VEC_GP || vector == X86_VEC_DB ||
 		   vector == X86_VEC_SS, "vector %d", vector);
 	FUZZ_CHECK(!err || vector == X86_VEC_GP || vector == X86_VEC_SS, "error code %#x with %d", err, vector);
-	if (decode_view(c.long64 ? DECODE_MODE_64 : c.cs_d && !(c.rflags & X86_RFLAGS_VM) ? DECODE_MODE_32
-										     : DECODE_MODE_16,
+	if (decode_view(c.long64 ? DECODE_MODE_64 : c.cs_d && !c.real ? DECODE_MODE_32 : DECODE_MODE_16,
 			b, n, &v))
 		FUZZ_CHECK(vector == -1 || vector == X86_VEC_UD, "vector %d for undecodable bytes", vector);
 }
