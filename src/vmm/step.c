@@ -337,7 +337,8 @@ int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *l
 	    v.length > STEP_HANDLER_FIRST_MAX || v.prefixes > (v.rex ? 1u : 0u))
 		return -1;
 	*len = v.length;
-	if (is_one_of(v.mnemonic, none, ARRAY_SIZE(none)))
+	/* NOP: 0x90's alone, not the hint space (0F 18-1F) that may take new meanings. */
+	if (is_one_of(v.mnemonic, none, ARRAY_SIZE(none)) && !v.operands)
 		return 0;
 	/* PUSH imm or a general register, of one whole slot. */
 	if (v.mnemonic == ZYDIS_MNEMONIC_PUSH && v.opsize == (long64 ? 8u : 4u) &&
