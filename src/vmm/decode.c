@@ -416,3 +416,81 @@ int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct de
 	}
 	return -1;
 }
+
+/* An explicit operand as decode_view() gives it. */
+static void view_operand(const ZydisDecodedOperand *o, __typeof__(((struct decode_view *)0)->op[0]) *v)
+{
+	ZydisRegisterClass class;
+
+	v->kind = DECODE_OPND_OTHER;
+	switch (o->type) {
+	case ZYDIS_OPERAND_TYPE_REGISTER:
+		class = ZydisRegisterGetClass(o->reg.value);
+		v->reg = ZydisRegisterGetId(o->reg.value);
+		if (class == ZYDIS_REGCLASS_GPR8 || class == ZYDIS_REGCLASS_GPR16 ||
+		    class == ZYDIS_REGCLASS_GPR32 || class == ZYDIS_REGCLASS_GPR64) {
+			v->reg = gpr(o->reg.value, NULL);
+			v->kind = v->reg >= 0 && v->reg < 16 ? DECODE_OPND_GPR : DECODE_OPND_OTHER;
+		} else if (class == ZYDIS_REGCLASS_SEGMENT) {
+			v->kind = DECODE_OPND_SEG;
+		} else if (class == ZYDIS_REGCLASS_CONTROL) {
+			v->kind = DECODE_OPND_CR;
+		} else if (class == ZYDIS_REGCLASS_DEBUG) {
+			v->kind = DECODE_OPND_DR;
+		}
+		break;
+	case ZYDIS_OPERAND_TYPE_MEMORY:
+		v->kind = DECODE_OPND_MEM;
+		break;
+	case ZYDIS_OPERAND_TYPE_IMMEDIATE:
+		v->kind = DECODE_OPND_IMM;
+		v->imm = o->imm.is_signed ? o->imm.value.s : (int64_t)o->imm.value.u;
+		break;
+	case ZYDIS_OPERAND_TYPE_POINTER:
+		v->kind = DECODE_OPND_PTR;
+		v->imm = o->ptr.offset;
+		v->sel = o->ptr.segment;
+		break;
+	default:
+		break;
+	}
+}
+
+int decode_view(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_view *out)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+	ZyanStatus status;
+
+	memset(out, 0, sizeof(*out));
+	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
+	    (unsigned)mode > DECODE_MODE_16)
+		return -1;
+	status = ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o);
+	if (status == ZYDIS_STATUS_NO_MORE_DATA)
+		return DECODE_TRUNCATED;
+	if (status == ZYDIS_STATUS_INSTRUCTION_TOO_LONG)
+		return DECODE_TOO_LONG;
+	if (ZYAN_FAILED(status))
+		return -1;
+	out->mnemonic = insn.mnemonic;
+	out->length = insn.length;
+	out->opsize = insn.operand_width / 8;
+	for (unsigned i = 0; i < insn.raw.prefix_count; i++) {
+		if (insn.raw.prefixes[i].type == ZYDIS_PREFIX_TYPE_MANDATORY)
+			continue;	/* part of the opcode */
+		out->prefixes++;
+		out->osz += insn.raw.prefixes[i].value == 0x66;
+	}
+	out->rex = insn.attributes & ZYDIS_ATTRIB_HAS_REX;
+	out->rex_w = out->rex && insn.raw.rex.W;
+	out->rep = (insn.attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE |
+				       ZYDIS_ATTRIB_HAS_REPNE)) &&
+		   (insn.meta.category == ZYDIS_CATEGORY_STRINGOP ||
+		    insn.meta.category == ZYDIS_CATEGORY_IOSTRINGOP);
+	out->far = insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+	out->operands = insn.operand_count_visible;
+	for (unsigned i = 0; i < 2 && i < insn.operand_count_visible; i++)
+		view_operand(&o[i], &out->op[i]);
+	return 0;
+}

@@ -142,4 +142,36 @@ unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum dec
 int decode_access(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out,
 		     bool *write, bool *plain);
 
+/*
+ * Any instruction as Zydis decodes it, for tables keyed on its mnemonic
+ * (step.c's classifications): no guest byte is matched by hand.
+ */
+enum decode_opnd { DECODE_OPND_NONE, DECODE_OPND_GPR, DECODE_OPND_SEG, DECODE_OPND_CR,
+		   DECODE_OPND_DR, DECODE_OPND_MEM, DECODE_OPND_IMM, DECODE_OPND_PTR,
+		   DECODE_OPND_OTHER };
+struct decode_view {
+	int mnemonic;           /* a ZydisMnemonic */
+	unsigned length;
+	unsigned opsize;        /* operand width in bytes */
+	unsigned prefixes;      /* legacy and REX prefix bytes (not a mandatory one) */
+	unsigned osz;           /* of them operand-size (0x66) */
+	bool rex, rex_w;        /* a REX prefix that counts (64-bit mode), its W */
+	bool rep;               /* F2/F3 on a string instruction: it repeats */
+	bool far;               /* a far branch */
+	unsigned operands;      /* explicit operands, the first two in op[] */
+	struct {
+		enum decode_opnd kind;
+		int reg;        /* GPR 0-15 (the enclosing 64-bit one); SEG, CR, DR: its number */
+		int64_t imm;    /* IMM: the value (sign-extended where signed); PTR: the offset */
+		uint16_t sel;   /* PTR: the selector */
+	} op[2];
+};
+/*
+ * 0 and *out; DECODE_TRUNCATED where the bytes end first; -1 for what the
+ * CPU answers with #UD (and DECODE_TOO_LONG past 15 bytes: #GP).
+ * Thread-safe.
+ */
+#define DECODE_TOO_LONG (-3)
+int decode_view(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_view *out);
+
 #endif

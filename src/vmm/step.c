@@ -5,296 +5,186 @@
 #include "decode.h"
 #include "array_size.h"
 
+#include <Zydis/Zydis.h>
+
 #include <linux/kvm.h>
 
-static bool is_legacy_prefix(uint8_t b)
+/*
+ * Guest bytes are classified by their decode (decode_view(), Zydis) in the
+ * mode CS gives them, through the mnemonic tables below: never by hand.
+ */
+static enum decode_mode step_decode_mode(struct step_mode mode)
 {
-	switch (b) {
-	case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
-	case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
-		return true;
-	default:
-		return false;
-	}
+	return mode.cs_l ? DECODE_MODE_64 : mode.cs_d ? DECODE_MODE_32 : DECODE_MODE_16;
 }
 
 /*
- * The two-byte opcodes (b just past 0x0f) KVM intercepts and may answer
- * with a #GP or #UD it queues itself: RDPMC of a counter that does not
- * exist, XSETBV of a bad value, MOV to a CR of one, CPUID with CPUID
- * faulting, MONITOR/MWAIT (and AMD's MONITORX/MWAITX) the guest lacks,
- * and the VMX and SVM instructions (VMXON, VMPTRLD ... in their memory
- * forms, INVEPT, INVVPID, INVPCID, VMRUN ... INVLPGA) without nested
- * virtualization.
+ * Instructions their mnemonic alone classes; with_len: their length is
+ * given (the rest leave it to the caller's decode, as branches do).
+ * vector 0xff: INT n's, its immediate.
  */
-static bool intercepted_may_fault(const uint8_t *b, size_t len)
-{
-	unsigned reg = len >= 2 ? (b[1] >> 3) & 7 : 0;
-
-	switch (b[0]) {
-	case 0x33: case 0x22: case 0xa2: case 0x78: case 0x79:
-		return true;
-	case 0x01:
-		return len >= 2 && ((b[1] >= 0xc1 && b[1] <= 0xc4) || b[1] == 0xc8 || b[1] == 0xc9 ||
-				    b[1] == 0xd1 || (b[1] >= 0xd8 && b[1] <= 0xdf) ||
-				    b[1] == 0xfa || b[1] == 0xfb);
-	case 0xc7:	/* the register forms are RDRAND, RDSEED, RDPID */
-		return len >= 2 && (reg == 6 || reg == 7) && (b[1] >> 6) != 3;
-	case 0x38:
-		return len >= 2 && b[1] >= 0x80 && b[1] <= 0x82;
-	default:
-		return false;
-	}
-}
-
-/* The instruction step_classify() reads: its bytes, its opcode at b[i], what its prefixes say. */
-struct insn_bytes {
-	const uint8_t *b;
-	size_t len, i;
-	struct step_mode mode;
-	bool osz, rex_w, f2f3, lock;
-	unsigned def;		/* the default operand size in bytes: 4, or 2 in 16-bit code */
-};
-
-static void scan_prefixes(struct insn_bytes *x)
-{
-	const uint8_t *b = x->b;
-
-	/* REX counts only right before the opcode; an earlier one is ignored. */
-	for (; x->i < x->len && x->i < 15; x->i++) {
-		if (x->mode.cs_l && (b[x->i] & 0xf0) == 0x40) {
-			x->rex_w = b[x->i] & 8;
-			continue;
-		}
-		if (!is_legacy_prefix(b[x->i]))
-			break;
-		x->rex_w = false;
-		if (b[x->i] == 0x66)
-			x->osz = true;
-		if (b[x->i] == 0xf2 || b[x->i] == 0xf3)
-			x->f2f3 = true;
-		if (b[x->i] == 0xf0)
-			x->lock = true;
-	}
-}
-
-/*
- * Only a string instruction repeats: INS, OUTS, MOVS, CMPS, STOS, LODS,
- * SCAS. Elsewhere F2/F3 select an opcode or are ignored (XACQUIRE with
- * LOCK, REP RET), and the instruction is judged, decoded, as any other.
- */
-static bool is_string_op(uint8_t op)
-{
-	return (op >= 0x6c && op <= 0x6f) || (op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf);
-}
-
-/* One-byte instructions their opcode alone classes; not64: #UD in 64-bit code, left STEP_OTHER. */
 static const struct {
-	uint8_t op;
+	int mnemonic;
 	enum step_kind kind;
 	uint8_t vector;
-	bool not64;
-} fixed_one_byte[] = {
-	{ 0xf4, STEP_HLT, 0, false },
-	{ 0xfb, STEP_STI, 0, false },
-	{ 0xcc, STEP_INT3, 3, false },
-	{ 0xf1, STEP_INT1, 1, false },
-	{ 0xce, STEP_INTO, 4, true },
+	bool with_len, opsize;
+} by_mnemonic[] = {
+	{ ZYDIS_MNEMONIC_HLT, STEP_HLT, 0, true, false },
+	{ ZYDIS_MNEMONIC_STI, STEP_STI, 0, true, false },
+	{ ZYDIS_MNEMONIC_INT3, STEP_INT3, 3, true, false },
+	{ ZYDIS_MNEMONIC_INT1, STEP_INT1, 1, true, false },
+	{ ZYDIS_MNEMONIC_INTO, STEP_INTO, 4, true, false },	/* #UD in 64-bit code */
+	{ ZYDIS_MNEMONIC_INT, STEP_INTN, 0xff, true, false },
+	/* PUSHF, POPF, IRET: their operand size is how much of RFLAGS they move. */
+	{ ZYDIS_MNEMONIC_PUSHF, STEP_PUSHF, 0, true, true },
+	{ ZYDIS_MNEMONIC_PUSHFD, STEP_PUSHF, 0, true, true },
+	{ ZYDIS_MNEMONIC_PUSHFQ, STEP_PUSHF, 0, true, true },
+	{ ZYDIS_MNEMONIC_POPF, STEP_POPF, 0, true, true },
+	{ ZYDIS_MNEMONIC_POPFD, STEP_POPF, 0, true, true },
+	{ ZYDIS_MNEMONIC_POPFQ, STEP_POPF, 0, true, true },
+	{ ZYDIS_MNEMONIC_IRET, STEP_IRET, 0, true, true },
+	{ ZYDIS_MNEMONIC_IRETD, STEP_IRET, 0, true, true },
+	{ ZYDIS_MNEMONIC_IRETQ, STEP_IRET, 0, true, true },
+	{ ZYDIS_MNEMONIC_SYSCALL, STEP_SYSCALL, 0, true, false },
+	{ ZYDIS_MNEMONIC_SYSRET, STEP_SYSRET, 0, true, false },
+	{ ZYDIS_MNEMONIC_SYSENTER, STEP_SYSENTER, 0, true, false },
+	{ ZYDIS_MNEMONIC_SYSEXIT, STEP_SYSEXIT, 0, true, false },
+	{ ZYDIS_MNEMONIC_LTR, STEP_LTR, 0, false, false },
+	{ ZYDIS_MNEMONIC_RSM, STEP_BRANCH, 0, false, false },
+	{ ZYDIS_MNEMONIC_CALL, STEP_BRANCH, 0, false, false },
+	{ ZYDIS_MNEMONIC_RET, STEP_BRANCH, 0, false, false },
 };
 
-/* Whether op is one of fixed_one_byte[]. */
-static bool classify_fixed(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+/* The branches that leave the stack alone (jump): JMP, Jcc, LOOPcc, JCXZ. */
+static const int jumps[] = {
+	ZYDIS_MNEMONIC_JMP, ZYDIS_MNEMONIC_JB, ZYDIS_MNEMONIC_JBE, ZYDIS_MNEMONIC_JL,
+	ZYDIS_MNEMONIC_JLE, ZYDIS_MNEMONIC_JNB, ZYDIS_MNEMONIC_JNBE, ZYDIS_MNEMONIC_JNL,
+	ZYDIS_MNEMONIC_JNLE, ZYDIS_MNEMONIC_JNO, ZYDIS_MNEMONIC_JNP, ZYDIS_MNEMONIC_JNS,
+	ZYDIS_MNEMONIC_JNZ, ZYDIS_MNEMONIC_JO, ZYDIS_MNEMONIC_JP, ZYDIS_MNEMONIC_JS,
+	ZYDIS_MNEMONIC_JZ, ZYDIS_MNEMONIC_LOOP, ZYDIS_MNEMONIC_LOOPE, ZYDIS_MNEMONIC_LOOPNE,
+	ZYDIS_MNEMONIC_JCXZ, ZYDIS_MNEMONIC_JECXZ, ZYDIS_MNEMONIC_JRCXZ,
+};
+
+/*
+ * What KVM intercepts and may answer with a #GP or #UD it queues itself:
+ * RDPMC of a counter that does not exist, XSETBV of a bad value, MOV to a
+ * CR (apart), CPUID with CPUID faulting, MONITOR/MWAIT (and AMD's
+ * MONITORX/MWAITX) the guest lacks, and the VMX and SVM instructions
+ * without nested virtualization; `needs`: the enable bit without which
+ * that fault is #UD.
+ */
+static const struct {
+	int mnemonic;
+	uint8_t needs;
+} intercepted_by_kvm[] = {
+	{ ZYDIS_MNEMONIC_RDPMC, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_CPUID, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_MONITOR, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_MWAIT, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_MONITORX, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_MWAITX, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_VMCALL, STEP_KVM_NEEDS_NONE },		/* KVM's hypercalls */
+	{ ZYDIS_MNEMONIC_VMMCALL, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_INVPCID, STEP_KVM_NEEDS_NONE },
+	{ ZYDIS_MNEMONIC_XSETBV, STEP_KVM_NEEDS_OSXSAVE },
+	{ ZYDIS_MNEMONIC_VMREAD, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMWRITE, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMLAUNCH, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMRESUME, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMXOFF, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMPTRLD, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMPTRST, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMCLEAR, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMXON, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_INVEPT, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_INVVPID, STEP_KVM_NEEDS_VMXE },
+	{ ZYDIS_MNEMONIC_VMRUN, STEP_KVM_NEEDS_SVME },
+	{ ZYDIS_MNEMONIC_VMLOAD, STEP_KVM_NEEDS_SVME },
+	{ ZYDIS_MNEMONIC_VMSAVE, STEP_KVM_NEEDS_SVME },
+	{ ZYDIS_MNEMONIC_STGI, STEP_KVM_NEEDS_SVME },
+	{ ZYDIS_MNEMONIC_CLGI, STEP_KVM_NEEDS_SVME },
+	{ ZYDIS_MNEMONIC_SKINIT, STEP_KVM_NEEDS_SVME },
+	{ ZYDIS_MNEMONIC_INVLPGA, STEP_KVM_NEEDS_SVME },
+};
+
+static bool is_one_of(int mnemonic, const int *set, size_t n)
 {
-	for (size_t k = 0; k < ARRAY_SIZE(fixed_one_byte); k++) {
-		if (fixed_one_byte[k].op != op)
+	for (size_t k = 0; k < n; k++)
+		if (set[k] == mnemonic)
+			return true;
+	return false;
+}
+
+/* Whether v is one of by_mnemonic[]. */
+static bool classify_fixed(const struct decode_view *v, struct step_insn *out)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(by_mnemonic); k++) {
+		if (by_mnemonic[k].mnemonic != v->mnemonic)
 			continue;
-		if (!fixed_one_byte[k].not64 || !x->mode.cs_l) {
-			out->kind = fixed_one_byte[k].kind;
-			out->vector = fixed_one_byte[k].vector;
-			out->len = (unsigned)x->i + 1;
-		}
+		out->kind = by_mnemonic[k].kind;
+		out->vector = by_mnemonic[k].vector == 0xff ? (uint8_t)v->op[0].imm
+							    : by_mnemonic[k].vector;
+		if (by_mnemonic[k].with_len)
+			out->len = v->length;
+		if (by_mnemonic[k].opsize)
+			out->opsize = v->opsize;
+		/* SYSRET, SYSENTER, SYSEXIT: to 64-bit code with REX.W. */
+		if (out->kind == STEP_SYSRET || out->kind == STEP_SYSENTER || out->kind == STEP_SYSEXIT)
+			out->opsize = v->rex_w ? 8 : 4;
 		return true;
 	}
 	return false;
 }
 
-/* PUSHF, POPF, IRET: their operand size is how much of RFLAGS they move. */
-static void classify_flags_op(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
+/*
+ * MOV and POP into SS (the next instruction runs in their shadow; MOV's
+ * memory form's length is left to the caller's decode), MOV DR, MOV to CR.
+ */
+static void classify_mov(const struct decode_view *v, struct step_insn *out)
 {
-	if (op == 0xcf) {
-		out->kind = STEP_IRET;
-		/* 32 bits by default even in 64-bit code: IRETQ needs REX.W. */
-		out->opsize = x->rex_w ? 8 : x->osz ? 6 - x->def : x->def;
-	} else {
-		out->kind = op == 0x9c ? STEP_PUSHF : STEP_POPF;
-		/* 64-bit code: 64 bits, or 16 with 0x66; REX.W changes nothing. */
-		out->opsize = x->mode.cs_l ? (x->osz ? 2 : 8) : (x->osz ? 6 - x->def : x->def);
-	}
-	out->len = (unsigned)x->i + 1;
-}
-
-/* POP SS and MOV SS, r/m: the next instruction runs in their shadow. */
-static void classify_ss_load(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
-{
-	const uint8_t *b = x->b;
-	size_t i = x->i;
-
-	if (op == 0x17) {
-		if (!x->mode.cs_l) {	/* POP SS: #UD in 64-bit code */
-			out->kind = STEP_MOV_SS;
-			out->opsize = x->osz ? 6 - x->def : x->def;	/* the bytes it pops */
-			out->len = (unsigned)i + 1;
-		}
-		return;
-	}
-	/* MOV Sreg, r/m with reg = 2 (SS); the memory form's length is left to the decoder. */
-	if (i + 1 < x->len && ((b[i + 1] >> 3) & 7) == 2) {
+	if (v->op[0].kind == DECODE_OPND_SEG && v->op[0].reg == DECODE_SEG_SS) {
 		out->kind = STEP_MOV_SS;
-		if ((b[i + 1] >> 6) == 3)
-			out->len = (unsigned)i + 2;
-	}
-}
-
-/* C7 F8: XBEGIN and its offset, whole, without LOCK; any other C7, STEP_OTHER. */
-static void classify_xbegin(const struct insn_bytes *x, struct step_insn *out)
-{
-	const uint8_t *b = x->b;
-	size_t i = x->i;
-	/* XBEGIN's offset: 16 bits where the operand size is (REX.W wins over 0x66). */
-	bool rel16 = x->mode.cs_l ? x->osz && !x->rex_w : (x->osz ? 6 - x->def : x->def) == 2;
-	size_t end = i + 2 + (rel16 ? 2 : 4);
-
-	if (i + 1 >= x->len || b[i + 1] != 0xf8 || x->lock || end > x->len)
-		return;
-	out->kind = STEP_XBEGIN;
-	out->opsize = rel16 ? 2 : 4;
-	out->len = (unsigned)end;
-	out->rel = rel16 ? (int16_t)(b[i + 2] | b[i + 3] << 8)
-			 : (int32_t)((uint32_t)b[i + 2] | (uint32_t)b[i + 3] << 8 |
-				     (uint32_t)b[i + 4] << 16 | (uint32_t)b[i + 5] << 24);
-}
-
-/* The two-byte opcodes (0F xx). */
-static void classify_two_byte(const struct insn_bytes *x, struct step_insn *out)
-{
-	const uint8_t *b = x->b;
-	size_t i = x->i, len = x->len;
-
-	if (i + 1 >= len)
-		return;
-	out->kvm_faults = intercepted_may_fault(b + i + 1, len - i - 1);
-	out->op0f[0] = b[i + 1];
-	out->op0f[1] = i + 2 < len ? b[i + 2] : 0;
-	switch (b[i + 1]) {
-	case 0x05:
-		out->kind = STEP_SYSCALL;
-		out->len = (unsigned)i + 2;
-		return;
-	case 0x07:
-		out->kind = STEP_SYSRET;
-		out->opsize = x->rex_w ? 8 : 4;
-		out->len = (unsigned)i + 2;
-		return;
-	case 0x34:
-	case 0x35:
-		out->kind = b[i + 1] == 0x34 ? STEP_SYSENTER : STEP_SYSEXIT;
-		out->opsize = x->rex_w ? 8 : 4;
-		out->len = (unsigned)i + 2;
-		return;
-	case 0x23:
+		if (v->mnemonic == ZYDIS_MNEMONIC_POP) {
+			out->opsize = v->opsize;	/* the bytes it pops */
+			out->len = v->length;
+		} else if (v->op[1].kind != DECODE_OPND_MEM) {
+			out->len = v->length;
+		}
+	} else if (v->mnemonic == ZYDIS_MNEMONIC_MOV && v->op[0].kind == DECODE_OPND_DR) {
 		out->kind = STEP_MOV_DR;
-		return;
-	case 0x00:
-		if (i + 2 < len && ((b[i + 2] >> 3) & 7) == 3)
-			out->kind = STEP_LTR;
-		return;
-	case 0xaa:	/* RSM */
-		out->kind = STEP_BRANCH;
-		return;
-	default:
-		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {	/* Jcc rel32 */
-			out->kind = STEP_BRANCH;
-			out->jump = true;
-		}
-		/* VM* and the rest: as for any. */
-		return;
-	}
-}
-
-/* The one-byte direct branches and returns; jump: those that leave the stack alone. */
-static const struct {
-	uint8_t first, last;
-	bool jump;
-} one_byte_branches[] = {
-	{ 0x70, 0x7f, true },	/* Jcc rel8 */
-	{ 0xe0, 0xe3, true },	/* LOOPNE, LOOPE, LOOP, JCXZ */
-	{ 0xe8, 0xe8, false },	/* CALL rel */
-	{ 0xe9, 0xeb, true },	/* JMP rel, JMP far direct, JMP rel8 */
-	{ 0x9a, 0x9a, false },	/* CALL far direct */
-	{ 0xc2, 0xc3, false },	/* RET near */
-	{ 0xca, 0xcb, false },	/* RET far */
-};
-
-static void classify_branch(const struct insn_bytes *x, uint8_t op, struct step_insn *out)
-{
-	if (op == 0xff) {
-		unsigned reg = x->i + 1 < x->len ? (x->b[x->i + 1] >> 3) & 7 : 0;
-
-		/* CALL/JMP near and far, indirect. */
-		if (reg >= 2 && reg <= 5)
-			out->kind = STEP_BRANCH;
-		out->jump = reg == 4 || reg == 5;
-		return;
-	}
-	for (size_t k = 0; k < ARRAY_SIZE(one_byte_branches); k++) {
-		if (op >= one_byte_branches[k].first && op <= one_byte_branches[k].last) {
-			out->kind = STEP_BRANCH;
-			out->jump = one_byte_branches[k].jump;
-			return;
-		}
+	} else if (v->mnemonic == ZYDIS_MNEMONIC_MOV && v->op[0].kind == DECODE_OPND_CR) {
+		out->kvm_faults = true;
 	}
 }
 
 void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct step_insn *out)
 {
-	struct insn_bytes x = { .b = b, .len = len, .mode = mode };
-	uint8_t op;
+	struct decode_view v;
 
 	*out = (struct step_insn){ .kind = STEP_OTHER };
-	scan_prefixes(&x);
-	if (x.i >= len)
+	/* Undecodable (the CPU's #UD, or bytes that end first): no length, STEP_OTHER. */
+	if (decode_view(step_decode_mode(mode), b, len, &v))
 		return;
-	op = b[x.i];
-	out->rep = x.f2f3 && is_string_op(op);
-	x.def = mode.cs_l || mode.cs_d ? 4 : 2;
-	if (classify_fixed(&x, op, out))
-		return;
-	switch (op) {
-	case 0x9c:
-	case 0x9d:
-	case 0xcf:
-		classify_flags_op(&x, op, out);
-		return;
-	case 0xcd:
-		if (x.i + 1 < len) {
-			out->kind = STEP_INTN;
-			out->vector = b[x.i + 1];
-			out->len = (unsigned)x.i + 2;
+	/* Only a string instruction repeats; elsewhere F2/F3 select an opcode or are ignored. */
+	out->rep = v.rep;
+	for (size_t k = 0; k < ARRAY_SIZE(intercepted_by_kvm); k++) {
+		if (intercepted_by_kvm[k].mnemonic == v.mnemonic) {
+			out->kvm_faults = true;
+			out->kvm_needs = intercepted_by_kvm[k].needs;
 		}
+	}
+	if (classify_fixed(&v, out))
 		return;
-	case 0x17:
-	case 0x8e:
-		classify_ss_load(&x, op, out);
-		return;
-	case 0xc7:
-		classify_xbegin(&x, out);
-		return;
-	case 0x0f:
-		classify_two_byte(&x, out);
-		return;
-	default:
-		classify_branch(&x, op, out);
-		return;
+	if (v.mnemonic == ZYDIS_MNEMONIC_MOV || v.mnemonic == ZYDIS_MNEMONIC_POP) {
+		classify_mov(&v, out);
+	} else if (v.mnemonic == ZYDIS_MNEMONIC_XBEGIN) {
+		out->kind = STEP_XBEGIN;
+		out->opsize = v.opsize == 2 ? 2 : 4;	/* its offset's bytes */
+		out->len = v.length;
+		out->rel = (int32_t)v.op[0].imm;
+	} else if (is_one_of(v.mnemonic, jumps, ARRAY_SIZE(jumps))) {
+		out->kind = STEP_BRANCH;
+		out->jump = true;
 	}
 }
 
@@ -438,52 +328,37 @@ bool step_undecodable(const struct step_insn *insn)
 
 int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *len)
 {
-	if (n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && (b[3] == 0xfa || b[3] == 0xfb)) {
-		*len = 4;	/* ENDBR64, ENDBR32 */
+	static const int none[] = { ZYDIS_MNEMONIC_ENDBR64, ZYDIS_MNEMONIC_ENDBR32,
+				    ZYDIS_MNEMONIC_CLAC, ZYDIS_MNEMONIC_NOP, ZYDIS_MNEMONIC_CLD };
+	struct decode_view v;
+
+	/* A REX prefix at most: a legacy one may change what it pushes. */
+	if (decode_view(long64 ? DECODE_MODE_64 : DECODE_MODE_32, b, n, &v) ||
+	    v.length > STEP_HANDLER_FIRST_MAX || v.prefixes > (v.rex ? 1u : 0u))
+		return -1;
+	*len = v.length;
+	/* NOP: 0x90's alone, not the hint space (0F 18-1F) that may take new meanings. */
+	if (is_one_of(v.mnemonic, none, ARRAY_SIZE(none)) && !v.operands)
 		return 0;
-	}
-	if (n >= 3 && b[0] == 0x0f && b[1] == 0x01 && b[2] == 0xca) {
-		*len = 3;	/* CLAC */
-		return 0;
-	}
-	if (n >= 1 && (b[0] == 0x90 || b[0] == 0xfc)) {
-		*len = 1;	/* NOP, CLD */
-		return 0;
-	}
-	if (n >= 2 && b[0] == 0x6a) {
-		*len = 2;	/* PUSH imm8 */
+	/* PUSH imm or a general register, of one whole slot. */
+	if (v.mnemonic == ZYDIS_MNEMONIC_PUSH && v.opsize == (long64 ? 8u : 4u) &&
+	    (v.op[0].kind == DECODE_OPND_IMM || v.op[0].kind == DECODE_OPND_GPR))
 		return 1;
-	}
-	if (n >= 5 && b[0] == 0x68) {
-		*len = 5;	/* PUSH imm32 */
-		return 1;
-	}
-	if (n >= 1 && b[0] >= 0x50 && b[0] <= 0x57) {
-		*len = 1;
-		return 1;
-	}
-	if (long64 && n >= 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) {
-		*len = 2;	/* PUSH r8-r15 */
-		return 1;
-	}
 	return -1;
 }
 
 int step_kvm_fault_vector(const struct step_insn *insn, uint64_t cr4, uint64_t efer)
 {
-	uint8_t op = insn->op0f[0], m = insn->op0f[1];
-	bool vmx = op == 0x78 || op == 0x79 || (op == 0x01 && m >= 0xc2 && m <= 0xc4) ||
-		   (op == 0xc7 && (m >> 6) != 3 && ((m >> 3) & 7) >= 6) ||
-		   (op == 0x38 && (m == 0x80 || m == 0x81));
-	bool svm = op == 0x01 && m >= 0xd8 && m <= 0xdf && m != 0xd9;
-
-	if (op == 0x01 && m == 0xd1)
+	switch (insn->kvm_needs) {
+	case STEP_KVM_NEEDS_OSXSAVE:
 		return cr4 & X86_CR4_OSXSAVE ? X86_VEC_GP : X86_VEC_UD;
-	if (vmx)
+	case STEP_KVM_NEEDS_VMXE:
 		return cr4 & X86_CR4_VMXE ? X86_VEC_GP : X86_VEC_UD;
-	if (svm)
+	case STEP_KVM_NEEDS_SVME:
 		return efer & X86_EFER_SVME ? X86_VEC_GP : X86_VEC_UD;
-	return X86_VEC_GP;
+	default:
+		return X86_VEC_GP;
+	}
 }
 
 bool step_kvm_may_inject(const struct step_insn *insn, unsigned cpl, uint64_t cr0,
@@ -951,6 +826,11 @@ bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
 	return kind == STEP_SYSCALL || kind == STEP_SYSRET ? tf_after : tf_at_start;
 }
 
+static const int flags_ops[] = {
+	ZYDIS_MNEMONIC_PUSHF, ZYDIS_MNEMONIC_PUSHFD, ZYDIS_MNEMONIC_POPF,
+	ZYDIS_MNEMONIC_POPFD, ZYDIS_MNEMONIC_IRET, ZYDIS_MNEMONIC_IRETD,
+};
+
 /*
  * Virtual-8086 mode below IOPL 3, without CR4.VME: PUSHF, POPF, INT n,
  * IRET, CLI and STI are #GP(0) (vol. 3 20.2.7; INT3 and INTO are not).
@@ -959,22 +839,28 @@ bool step_trap_owed(enum step_kind kind, bool tf_at_start, bool tf_after)
  * would load TF, or IF with VIP set; INT n goes by the TSS's bitmap
  * (step_vme_int()). Operand-size prefixes only: with others, the CPU says.
  */
-static bool vm86_iopl_faults(const uint8_t *b, size_t len, const struct step_cpu *c)
+static bool vm86_iopl_faults(const struct decode_view *v, const struct step_cpu *c)
 {
-	size_t i = 0;
+	bool flags_op = is_one_of(v->mnemonic, flags_ops, ARRAY_SIZE(flags_ops)),
+	     pop16 = (v->mnemonic == ZYDIS_MNEMONIC_POPF || v->mnemonic == ZYDIS_MNEMONIC_IRET) &&
+		     !v->osz;
 
-	while (i < len && b[i] == 0x66)
-		i++;
-	if (i < len && !(c->cr4 & X86_CR4_VME) &&
-	    (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf || b[i] == 0xfa ||
-	     b[i] == 0xfb || (b[i] == 0xcd && i + 1 < len)))
-		return true;
-	return i < len && (c->cr4 & X86_CR4_VME) &&
-	       ((i && (b[i] == 0x9c || b[i] == 0x9d || b[i] == 0xcf)) ||
-		(b[i] == 0xfb && (c->rflags & X86_RFLAGS_VIP)) ||
-		(!i && (b[i] == 0x9d || b[i] == 0xcf) && c->popped_valid &&
-		 ((c->popped & X86_RFLAGS_TF) ||
-		  ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP)))));
+	if (v->prefixes != v->osz)
+		return false;
+	if (!(c->cr4 & X86_CR4_VME))
+		return flags_op || v->mnemonic == ZYDIS_MNEMONIC_CLI ||
+		       v->mnemonic == ZYDIS_MNEMONIC_STI || v->mnemonic == ZYDIS_MNEMONIC_INT;
+	return (flags_op && v->osz) ||
+	       (v->mnemonic == ZYDIS_MNEMONIC_STI && (c->rflags & X86_RFLAGS_VIP)) ||
+	       (pop16 && c->popped_valid &&
+		((c->popped & X86_RFLAGS_TF) ||
+		 ((c->popped & X86_RFLAGS_IF) && (c->rflags & X86_RFLAGS_VIP))));
+}
+
+/* Without prefixes, or (64-bit code) with a REX prefix alone. */
+static bool rex_only(const struct decode_view *v)
+{
+	return !v->prefixes || (v->prefixes == 1 && v->rex);
 }
 
 /*
@@ -982,25 +868,37 @@ static bool vm86_iopl_faults(const uint8_t *b, size_t len, const struct step_cpu
  * in long mode the CPU's #UD reaches KVM's emulator, whose privilege
  * check gives the guest the same #GP(0).
  */
-static bool sysexit_above_cpl0(const uint8_t *b, size_t len, const struct step_cpu *c)
+static bool sysexit_above_cpl0(const struct decode_view *v, const struct step_cpu *c)
 {
-	return c->cpl && len >= 2 && ((b[0] == 0x0f && b[1] == 0x35) ||
-				      (c->long64 && len >= 3 && (b[0] & 0xf0) == 0x40 &&
-				       b[1] == 0x0f && b[2] == 0x35));
+	return c->cpl && v->mnemonic == ZYDIS_MNEMONIC_SYSEXIT && rex_only(v);
 }
 
 /*
  * One-byte opcodes invalid in 64-bit code (SDM vol. 2 appendix A,
  * "i64"): PUSH/POP of ES, CS, SS, DS, DAA, DAS, AAA, AAS, PUSHA, POPA,
- * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC.
+ * the 0x82 alias of group 1, far CALL/JMP direct, INTO, AAM, AAD, SALC:
+ * what decodes, prefix-free, in 32-bit code and not in 64-bit code. The
+ * opcode alone decides, so the bytes are padded: no fetch of the rest.
  */
 static bool invalid_in_64bit(const uint8_t *b, size_t len, const struct step_cpu *c)
 {
-	static const uint8_t i64[] = { 0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f,
-				       0x37, 0x3f, 0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xd5,
-				       0xd6, 0xea };
+	static const int i64[] = {
+		ZYDIS_MNEMONIC_PUSH, ZYDIS_MNEMONIC_POP, ZYDIS_MNEMONIC_DAA, ZYDIS_MNEMONIC_DAS,
+		ZYDIS_MNEMONIC_AAA, ZYDIS_MNEMONIC_AAS, ZYDIS_MNEMONIC_PUSHA, ZYDIS_MNEMONIC_PUSHAD,
+		ZYDIS_MNEMONIC_POPA, ZYDIS_MNEMONIC_POPAD, ZYDIS_MNEMONIC_ADD, ZYDIS_MNEMONIC_OR,
+		ZYDIS_MNEMONIC_ADC, ZYDIS_MNEMONIC_SBB, ZYDIS_MNEMONIC_AND, ZYDIS_MNEMONIC_SUB,
+		ZYDIS_MNEMONIC_XOR, ZYDIS_MNEMONIC_CMP, ZYDIS_MNEMONIC_CALL, ZYDIS_MNEMONIC_JMP,
+		ZYDIS_MNEMONIC_INTO, ZYDIS_MNEMONIC_AAM, ZYDIS_MNEMONIC_AAD, ZYDIS_MNEMONIC_SALC,
+	};
+	uint8_t pad[DECODE_INSN_MAX] = { 0 };
+	struct decode_view v;
 
-	return c->long64 && len >= 1 && memchr(i64, b[0], sizeof(i64));
+	if (!c->long64 || !len)
+		return false;
+	memcpy(pad, b, len < sizeof(pad) ? len : sizeof(pad));
+	return decode_view(DECODE_MODE_64, pad, sizeof(pad), &v) == -1 &&
+	       !decode_view(DECODE_MODE_32, pad, sizeof(pad), &v) && !v.prefixes &&
+	       is_one_of(v.mnemonic, i64, ARRAY_SIZE(i64));
 }
 
 /*
@@ -1008,65 +906,53 @@ static bool invalid_in_64bit(const uint8_t *b, size_t len, const struct step_cpu
  * with a bit of 63:32 set: #GP(0) (SDM vol. 2 MOV DR), which KVM
  * injects from its emulation, where the handler would run unchecked.
  */
-static bool mov_dr_value_faults(const uint8_t *b, size_t len, const struct step_cpu *c)
+static bool mov_dr_value_faults(const struct decode_view *v, const struct step_cpu *c)
 {
-	unsigned i = len >= 1 && (b[0] & 0xf0) == 0x40 ? 1 : 0, rex = i ? b[0] : 0;
+	int dr = v->op[0].reg;
 
-	if (!c->long64 || !c->gpr || c->cpl)
+	if (!c->long64 || !c->gpr || c->cpl || v->mnemonic != ZYDIS_MNEMONIC_MOV ||
+	    v->op[0].kind != DECODE_OPND_DR || v->op[1].kind != DECODE_OPND_GPR || !rex_only(v))
 		return false;
-	if (len >= i + 3 && b[i] == 0x0f && b[i + 1] == 0x23 && !(rex & 4)) {
-		unsigned dr = (b[i + 2] >> 3) & 7, rm = ((rex & 1) << 3) | (b[i + 2] & 7);
-
-		if ((dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
-		    (c->gpr[rm] >> 32))
-			return true;
-	}
-	return false;
+	return (dr == 6 || dr == 7 || ((dr == 4 || dr == 5) && !(c->cr4 & X86_CR4_DE))) &&
+	       (c->gpr[v->op[1].reg] >> 32);
 }
 
 /*
  * CLI/STI: protected-mode virtual interrupts change VIF instead at
  * CPL3, but for STI with VIP set (SDM vol. 2 STI).
  */
-static bool sti_cli_above_iopl(const uint8_t *b, size_t len, const struct step_cpu *c)
+static bool sti_cli_above_iopl(const struct decode_view *v, const struct step_cpu *c)
 {
-	return len >= 1 && (b[0] == 0xfa || b[0] == 0xfb) && c->cpl > X86_RFLAGS_IOPL(c->rflags) &&
-	       !(c->rflags & X86_RFLAGS_VM) &&
-	       !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) &&
-		 !(b[0] == 0xfb && (c->rflags & X86_RFLAGS_VIP)));
+	bool sti = v->mnemonic == ZYDIS_MNEMONIC_STI;
+
+	return !v->prefixes && (sti || v->mnemonic == ZYDIS_MNEMONIC_CLI) &&
+	       c->cpl > X86_RFLAGS_IOPL(c->rflags) && !(c->rflags & X86_RFLAGS_VM) &&
+	       !(c->cpl == 3 && (c->cr4 & X86_CR4_PVI) && !(sti && (c->rflags & X86_RFLAGS_VIP)));
 }
 
 /* In 64-bit code: RET, or JMP/CALL near through a register, to a non-canonical address. */
-static bool near_branch_noncanonical(const uint8_t *b, size_t len, const struct step_cpu *c)
+static bool near_branch_noncanonical(const struct decode_view *v, const struct step_cpu *c)
 {
-	unsigned i = 0, rexb = 0;
-
-	if (!c->long64)
+	if (!c->long64 || v->far)
 		return false;
-	if (len >= 1 && b[0] == 0xc3 && c->ret_valid && !canonical(c->ret_target, c->la57))
-		return true;
-	if (!c->gpr)
-		return false;
-	/* FF /2, /4, mod 3, REX.B only. */
-	if (len >= 1 && (b[0] & 0xf0) == 0x40) {
-		rexb = (b[0] & 1) << 3;
-		i = 1;
-	}
-	return len >= i + 2 && b[i] == 0xff && (b[i + 1] >> 6) == 3 &&
-	       (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 4) &&
-	       !canonical(c->gpr[rexb | (b[i + 1] & 7)], c->la57);
+	if (v->mnemonic == ZYDIS_MNEMONIC_RET && !v->prefixes && !v->operands)
+		return c->ret_valid && !canonical(c->ret_target, c->la57);
+	return c->gpr && (v->mnemonic == ZYDIS_MNEMONIC_CALL || v->mnemonic == ZYDIS_MNEMONIC_JMP) &&
+	       rex_only(v) && v->op[0].kind == DECODE_OPND_GPR &&
+	       !canonical(c->gpr[v->op[0].reg], c->la57);
 }
 
-/* MOV SS, r16/r32 (8E /2, mod 3); from memory and POP SS, the selector the caller read. */
-static int ss_load_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+/* MOV SS, r16/r32; from memory and POP SS, the selector the caller read. */
+static int ss_load_fault(const struct decode_view *v, const struct step_cpu *c, uint32_t *err)
 {
-	bool mov_ss_reg = c->gpr && len >= 2 && b[0] == 0x8e && (b[1] >> 6) == 3 &&
-			  ((b[1] >> 3) & 7) == 2;
+	bool mov_ss_reg = c->gpr && v->mnemonic == ZYDIS_MNEMONIC_MOV && !v->prefixes &&
+			  v->op[0].kind == DECODE_OPND_SEG && v->op[0].reg == DECODE_SEG_SS &&
+			  v->op[1].kind == DECODE_OPND_GPR;
 	uint16_t sel;
 
 	if (c->real || (!mov_ss_reg && !c->ss_sel_valid))
 		return -1;
-	sel = mov_ss_reg ? (uint16_t)c->gpr[b[1] & 7] : c->ss_sel;
+	sel = mov_ss_reg ? (uint16_t)c->gpr[v->op[1].reg] : c->ss_sel;
 	/* 64-bit mode takes a null SS below CPL3 whose RPL is the CPL (MOV, vol. 2). */
 	if (!(sel & ~(unsigned)X86_SEL_RPL))
 		return !c->long64 || c->cpl == 3 || (sel & X86_SEL_RPL) != c->cpl ? X86_VEC_GP : -1;
@@ -1088,39 +974,75 @@ static int ss_load_fault(const uint8_t *b, size_t len, const struct step_cpu *c,
 }
 
 /*
- * JMP or CALL far direct (EA, 9A) in protected mode: a null selector
- * is #GP(0), one past its table (or into no LDT) #GP(selector),
- * before anything else (SDM vol. 2 JMP, CALL). Operand-size prefixes
- * only.
+ * JMP or CALL far direct in protected mode: a null selector is #GP(0),
+ * one past its table (or into no LDT) #GP(selector), before anything
+ * else (SDM vol. 2 JMP, CALL). Operand-size prefixes only.
  */
-static int far_direct_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+static int far_direct_fault(const struct decode_view *v, const struct step_cpu *c, uint32_t *err)
 {
-	size_t i = 0, at;
-
-	if (c->real || c->long64)
-		return -1;
-	while (i < len && b[i] == 0x66)
-		i++;
-	at = i + 1 + (c->cs_d == !i ? 4 : 2);
-	if (i < len && (b[i] == 0xea || b[i] == 0x9a) && at + 2 <= len &&
-	    selector_fault((uint16_t)(b[at] | b[at + 1] << 8), c->gdt_limit, c->ldt_limit, err) >= 0)
+	if (!c->real && !c->long64 && v->prefixes == v->osz && v->op[0].kind == DECODE_OPND_PTR &&
+	    (v->mnemonic == ZYDIS_MNEMONIC_JMP || v->mnemonic == ZYDIS_MNEMONIC_CALL) &&
+	    selector_fault(v->op[0].sel, c->gdt_limit, c->ldt_limit, err) >= 0)
 		return X86_VEC_GP;
 	*err = 0;
 	return -1;
 }
 
-int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+/*
+ * UD2; UD1 and UD0 where all 15 bytes could be fetched, so that no #PF on
+ * their ModR/M comes first (SDM vol. 2 UD; APM vol. 3 UD0-2).
+ */
+static bool ud_insn(const struct decode_view *v, size_t len)
+{
+	return !v->prefixes && (v->mnemonic == ZYDIS_MNEMONIC_UD2 ||
+				((v->mnemonic == ZYDIS_MNEMONIC_UD1 || v->mnemonic == ZYDIS_MNEMONIC_UD0) &&
+				 len >= DECODE_INSN_MAX));
+}
+
+/* The faults of the instruction v once the decode faults are out of the way. */
+static int certain_fault_of(const struct decode_view *v, const struct step_cpu *c, uint32_t *err)
 {
 	int vector;
 
-	*err = 0;
+	if ((c->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(c->rflags) < 3 && vm86_iopl_faults(v, c))
+		return X86_VEC_GP;
+	/* APM vol. 3 SYSENTER: #UD in long mode. */
+	if (c->amd && c->lma && v->mnemonic == ZYDIS_MNEMONIC_SYSENTER && !v->prefixes)
+		return X86_VEC_UD;
+	if (sysexit_above_cpl0(v, c))
+		return X86_VEC_GP;
+	if (c->cpl && v->mnemonic == ZYDIS_MNEMONIC_HLT && !v->prefixes)
+		return X86_VEC_GP;
 	/*
-	 * UD2; UD1 and UD0 where all 15 bytes could be fetched, so that no #PF
-	 * on their ModR/M comes first (SDM vol. 2 UD; APM vol. 3 UD0-2); a
-	 * LOCK the instruction does not take, a decode fault too.
+	 * MOV DR: with DR7.GD, #DB (BD) at CPL0 before anything else (SDM vol.
+	 * 3 17.2.4); above CPL0 which of it and #GP comes first is the CPU's.
 	 */
-	if (c->lock_ud || (len >= 2 && b[0] == 0x0f &&
-			   (b[1] == 0x0b || (len >= DECODE_INSN_MAX && (b[1] == 0xb9 || b[1] == 0xff)))))
+	if (v->mnemonic == ZYDIS_MNEMONIC_MOV && !v->prefixes &&
+	    (v->op[0].kind == DECODE_OPND_DR || v->op[1].kind == DECODE_OPND_DR)) {
+		if (c->dr7 & X86_DR7_GD)
+			return c->cpl ? -1 : X86_VEC_DB;
+		if (c->cpl)
+			return X86_VEC_GP;
+	}
+	if (mov_dr_value_faults(v, c) || sti_cli_above_iopl(v, c) || near_branch_noncanonical(v, c))
+		return X86_VEC_GP;
+	vector = ss_load_fault(v, c, err);
+	if (vector >= 0)
+		return vector;
+	return far_direct_fault(v, c, err);
+}
+
+int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
+{
+	struct decode_view v;
+	/* Real and virtual-8086 mode decode as 16-bit code, as emulate_cpu_mode() has it. */
+	enum decode_mode mode = c->long64 ? DECODE_MODE_64
+				: c->cs_d && !c->real ? DECODE_MODE_32 : DECODE_MODE_16;
+	bool whole = !decode_view(mode, b, len, &v);
+
+	*err = 0;
+	/* A LOCK the instruction does not take: a decode fault too. */
+	if (c->lock_ud || (whole && ud_insn(&v, len)))
 		return X86_VEC_UD;
 	/*
 	 * No selectors, privilege or IOPL checks as below in real mode (MOV SS
@@ -1129,35 +1051,11 @@ int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, u
 	 */
 	if (c->real && !(c->rflags & X86_RFLAGS_VM))
 		return -1;
-	if ((c->rflags & X86_RFLAGS_VM) && X86_RFLAGS_IOPL(c->rflags) < 3 &&
-	    vm86_iopl_faults(b, len, c))
-		return X86_VEC_GP;
-	/* APM vol. 3 SYSENTER: #UD in long mode. */
-	if (c->amd && c->lma && len >= 2 && b[0] == 0x0f && b[1] == 0x34)
+	/* What decodes needs no second look for an opcode 64-bit code lacks. */
+	if (!whole && invalid_in_64bit(b, len, c))
 		return X86_VEC_UD;
-	if (sysexit_above_cpl0(b, len, c))
-		return X86_VEC_GP;
-	if (invalid_in_64bit(b, len, c))
-		return X86_VEC_UD;
-	if (c->cpl && len >= 1 && b[0] == 0xf4)
-		return X86_VEC_GP;
-	/*
-	 * MOV DR: with DR7.GD, #DB (BD) at CPL0 before anything else (SDM vol.
-	 * 3 17.2.4); above CPL0 which of it and #GP comes first is the CPU's.
-	 */
-	if (len >= 3 && b[0] == 0x0f && (b[1] == 0x21 || b[1] == 0x23)) {
-		if (c->dr7 & X86_DR7_GD)
-			return c->cpl ? -1 : X86_VEC_DB;
-		if (c->cpl)
-			return X86_VEC_GP;
-	}
-	if (mov_dr_value_faults(b, len, c) || sti_cli_above_iopl(b, len, c) ||
-	    near_branch_noncanonical(b, len, c))
-		return X86_VEC_GP;
-	vector = ss_load_fault(b, len, c, err);
-	if (vector >= 0)
-		return vector;
-	return far_direct_fault(b, len, c, err);
+	/* Undecoded, v is empty: only the selector the caller read may decide. */
+	return certain_fault_of(&v, c, err);
 }
 
 uint64_t step_syscall_r11(uint64_t r11, bool guest_tf)

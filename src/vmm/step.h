@@ -38,6 +38,8 @@ enum step_kind {
 	STEP_XBEGIN,     /* C7 F8 rel16/rel32 without LOCK (LOCK: #UD, as any) */
 };
 
+enum { STEP_KVM_NEEDS_NONE, STEP_KVM_NEEDS_OSXSAVE, STEP_KVM_NEEDS_VMXE, STEP_KVM_NEEDS_SVME };
+
 struct step_insn {
 	enum step_kind kind;
 	unsigned opsize;     /* 2, 4 or 8: PUSHF/POPF/IRET/SYSRET/POP SS operand size */
@@ -52,7 +54,8 @@ struct step_insn {
 	bool kvm_faults;     /* KVM intercepts it and may queue a fault of its own:
 				RDPMC, XSETBV, MOV to CR, CPUID, MONITOR/MWAIT,
 				VMX and SVM instructions */
-	uint8_t op0f[2];     /* for those: the two bytes after 0F */
+	uint8_t kvm_needs;   /* for those: STEP_KVM_NEEDS_*, the enable bit without
+				which KVM's fault is #UD rather than #GP */
 };
 
 /* CS state that changes how bytes decode. */
@@ -226,7 +229,8 @@ bool step_undecodable(const struct step_insn *insn);
  * A handler's first instruction, for a KVM that reports the step after it
  * rather than at the handler (the nested PVM KVM): its length in *len and
  * the slots it pushed, 1 for PUSH imm8/imm32/reg, 0 for ENDBR, CLAC, CLD or
- * NOP; -1 for anything else (the frame cannot be found behind it).
+ * NOP (a REX prefix at most); -1 for anything else (the frame cannot be
+ * found behind it).
  */
 int step_handler_first_push(const uint8_t *b, size_t n, bool long64, unsigned *len);
 #define STEP_HANDLER_FIRST_MAX 5	/* the longest of them, PUSH imm32 */

@@ -326,6 +326,28 @@ emulate("bts-negative", INSNS["lock-btr-reg64"], {"rax": -1000, "rdi": ADDR})
 emulate("bts-neg16", INSNS["lock-bts-reg16"], {"rax": 0x8000, "rdi": ADDR})
 emulate("adc-carry", INSNS["lock-adc-gs"], {"rax": 0xffffffff, "rdi": 0x3c}, rflags=0x203, gs=0x7fff0000)
 
+# ------------------------------------------------------------------ classify
+# u8 CPU state, u64 every register's base, then the instruction bytes
+CLASSIFY = {
+    "hlt": (0x01, "f4"), "sti": (0x21, "fb"), "int3": (0, "cc"), "int-n": (0, "cd80"),
+    "into": (0, "ce"), "icebp": (0, "f1"), "pushf-66": (0x0c, "669c"), "popfq-rexw": (0, "66489d"),
+    "iretq": (0, "48cf"), "syscall": (0, "0f05"), "sysretq": (0x01, "480f07"),
+    "sysenter-amd": (0x40, "0f34"), "sysexit-rexw": (0x01, "480f35"), "pop-ss": (0, "17"),
+    "mov-ss-ax": (0x01, "8ed0"), "mov-ss-mem": (0, "8e10"), "mov-dr7-gd": (0x02, "0f23f8"),
+    "mov-dr7-rex": (0, "410f23f8"), "ltr": (0, "0f00d8"), "xbegin": (0, "c7f800000000"),
+    "xbegin-16": (0, "66c7f80000"), "jcc32": (0, "0f8400000000"), "jmp-rax": (0, "ffe0"),
+    "call-r9": (0, "41ffd1"), "ret": (0, "c3"), "call-far": (0x01, "9a000000000800"),
+    "jmp-far-16": (0x01, "66ea00000800"), "ljmp-reg": (0, "ffe8"), "rep-movs": (0, "f3a4"),
+    "rep-ret": (0, "f3c3"), "lock-hlt": (0, "f0f4"), "ud2": (0, "0f0b"),
+    "ud1": (0, "0fb904250000000000000000000000"), "xsetbv": (0, "0f01d1"), "vmrun": (0, "0f01d8"),
+    "vmxon": (0, "f30fc730"), "invept": (0, "660f380800"), "mov-cr5": (0, "0f22e8"),
+    "lock-mov-cr0": (0, "f00f22c0"), "cpuid": (0, "0fa2"), "endbr64": (0, "f30f1efa"),
+    "push-r8": (0, "4150"), "push-imm32": (0, "6800100000"), "clac": (0, "0f01ca"),
+    "vm86-popf": (0x1c | 0x20, "9d"), "vm86-int": (0x0c, "cd21"), "push-es": (0, "06"),
+}
+for name, (state, hexs) in CLASSIFY.items():
+    write("classify", name, u8(state) + u64(0x0000800000000000) + bytes.fromhex(hexs))
+
 # ------------------------------------------------------------------ pagewalk
 # u8 pages-1, u8 mode (PG, LMA, WP, CPL<<3, short), u8 CR3 page, u8 CR3 junk, u8 n, entries
 # (u8 page, u16 slot, u8 flags, u8 target, u8 junk), queries (u64 la with bit 0 set = as is, u8 write|len<<1)

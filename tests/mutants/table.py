@@ -334,11 +334,11 @@ MUTANTS = [
     },
     {
         "name": "f2f3-repeat-everything",
-        "what": "any instruction behind F2/F3 counts as a repeating string one: an undefined "
-                "opcode there is stepped as one, and the #UD KVM injects loses the guest's TF",
+        "what": "any instruction behind F2/F3 counts as a repeating string one (REP RET, "
+                "PAUSE): stepped as one that repeats in place, a fault's step goes unseen",
         "edits": [("src/vmm/step.c",
-                   "\tout->rep = x.f2f3 && is_string_op(op);",
-                   "\tout->rep = x.f2f3 && (is_string_op(op) || true);")],
+                   "\tout->rep = v.rep;",
+                   "\tout->rep = v.rep || (v.prefixes && (b[0] == 0xf2 || b[0] == 0xf3));")],
         "unit": ["step"],
         "tests": ["diff-event-kvm-injected-ud-guest-tf-cpl0"],
     },
@@ -415,7 +415,8 @@ MUTANTS = [
         "name": "lock-ud-left-to-kvm",
         "what": "a LOCK the instruction does not take is stepped, not delivered as the "
                 "certain #UD: KVM's injected #UD runs its handler unchecked",
-        "edits": [("src/vmm/step.c", "\tif (c->lock_ud || (len >= 2", "\tif ((len >= 2")],
+        "edits": [("src/vmm/step.c", "\tif (c->lock_ud || (whole && ud_insn(&v, len)))",
+                   "\tif ((whole && ud_insn(&v, len)))")],
         "unit": ["step", "stepping_events"],
         "tests": [],
     },

@@ -392,6 +392,57 @@ static void accesses(void **state)
 	assert_int_equal(decode_access(DECODE_MODE_64, (const uint8_t[]){ 0xa5 }, 1, &si, &write, NULL), -1);
 }
 
+#define VIEW(mode, v, ...) ({ \
+	static const uint8_t b_[] = { __VA_ARGS__ }; \
+	decode_view(mode, b_, sizeof(b_), v); })
+
+static void views(void **state)
+{
+	struct decode_view v;
+
+	(void)state;
+	/* ENDBR64: its F3 is part of the opcode, no prefix. */
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0xf3, 0x0f, 0x1e, 0xfa), 0);
+	assert_int_equal(v.length, 4);
+	assert_int_equal(v.prefixes, 0);
+	/* F3 repeats MOVS, not RET; 66 and REX.W counted. */
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0xf3, 0xa4), 0);
+	assert_true(v.rep);
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0xf3, 0xc3), 0);
+	assert_false(v.rep);
+	assert_int_equal(v.prefixes, 1);
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x66, 0x49, 0x9d), 0);	/* POPFQ: REX.W over 66 */
+	assert_int_equal(v.opsize, 8);
+	assert_int_equal(v.prefixes, 2);
+	assert_int_equal(v.osz, 1);
+	assert_true(v.rex && v.rex_w);
+	/* Operands: MOV SS, AX; MOV DR7, R9; CALL far ptr16:16; INT 0x80. */
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x8e, 0xd0), 0);
+	assert_int_equal(v.op[0].kind, DECODE_OPND_SEG);
+	assert_int_equal(v.op[0].reg, DECODE_SEG_SS);
+	assert_int_equal(v.op[1].kind, DECODE_OPND_GPR);
+	assert_int_equal(v.op[1].reg, 0);
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x41, 0x0f, 0x23, 0xf9), 0);
+	assert_int_equal(v.op[0].kind, DECODE_OPND_DR);
+	assert_int_equal(v.op[0].reg, 7);
+	assert_int_equal(v.op[1].reg, 9);
+	assert_int_equal(VIEW(DECODE_MODE_16, &v, 0x9a, 0x34, 0x12, 0x08, 0x00), 0);
+	assert_int_equal(v.op[0].kind, DECODE_OPND_PTR);
+	assert_int_equal(v.op[0].imm, 0x1234);
+	assert_int_equal(v.op[0].sel, 8);
+	assert_true(v.far);
+	assert_int_equal(VIEW(DECODE_MODE_32, &v, 0xcd, 0x80), 0);
+	assert_int_equal(v.op[0].kind, DECODE_OPND_IMM);
+	assert_int_equal((uint8_t)v.op[0].imm, 0x80);
+	/* What the CPU answers with #UD, bytes that end first, 16 bytes. */
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x9a, 0, 0, 0, 0, 8, 0), -1);
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0xf0, 0xf4), -1);
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x0f, 0x22, 0xe8), -1);	/* MOV CR5 */
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x70), DECODE_TRUNCATED);
+	assert_int_equal(VIEW(DECODE_MODE_64, &v, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+			      0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x90), DECODE_TOO_LONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +458,7 @@ int main(void)
 		cmocka_unit_test(lock_faults),
 		cmocka_unit_test(branch_targets),
 		cmocka_unit_test(branch_sources),
+		cmocka_unit_test(views),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,6 +130,45 @@ static void test_classify_events(void **state)
 	}
 }
 
+/*
+ * Where the old byte matchers and Zydis disagreed, the CPU's side: each of
+ * these is #UD (or bytes that end first), undecodable, no kind.
+ */
+static void test_classify_as_the_cpu(void **state)
+{
+	struct step_insn i;
+
+	(void)state;
+	/* A LOCK on what takes none (SDM vol. 2 LOCK). */
+	i = CLASSIFY(m64, 0xf0, 0xf4);
+	assert_int_equal(i.kind, STEP_OTHER);
+	assert_true(step_undecodable(&i));
+	assert_int_equal(CLASSIFY(m32, 0xf0, 0xcd, 0x80).kind, STEP_OTHER);
+	assert_int_equal(CLASSIFY(m64, 0xf0, 0xc3).kind, STEP_OTHER);
+	/* Far direct in 64-bit code ("i64"); far indirect through a register. */
+	assert_int_equal(CLASSIFY(m64, 0x9a, 0, 0, 0, 0, 8, 0).kind, STEP_OTHER);
+	assert_int_equal(CLASSIFY(m32, 0x9a, 0, 0, 0, 0, 8, 0).kind, STEP_BRANCH);
+	assert_int_equal(CLASSIFY(m32, 0xff, 0xd8).kind, STEP_OTHER);	/* lcall *%eax */
+	assert_int_equal(CLASSIFY(m32, 0xff, 0x18).kind, STEP_BRANCH);	/* lcall *(%eax) */
+	/* Bytes that end first. */
+	assert_int_equal(CLASSIFY(m64, 0x70).kind, STEP_OTHER);
+	assert_int_equal(CLASSIFY(m64, 0x0f, 0x23).kind, STEP_OTHER);
+	/* MOV to CR5, DR8: #UD, no KVM fault; MOV to CR0 is KVM's (#GP). */
+	assert_false(CLASSIFY(m64, 0x0f, 0x22, 0xe8).kvm_faults);
+	assert_int_equal(CLASSIFY(m64, 0x44, 0x0f, 0x23, 0xc0).kind, STEP_OTHER);
+	i = CLASSIFY(m64, 0x0f, 0x22, 0xc0);
+	assert_true(i.kvm_faults);
+	assert_int_equal(step_kvm_fault_vector(&i, 0, 0), X86_VEC_GP);
+	/* VMREAD takes no prefix (NP); 66 0F 79 /r is AMD's EXTRQ. INVPCID needs 66. */
+	assert_true(CLASSIFY(m64, 0x0f, 0x78, 0xc0).kvm_faults);
+	assert_false(CLASSIFY(m64, 0x66, 0x0f, 0x79, 0xc0).kvm_faults);
+	assert_false(CLASSIFY(m64, 0x0f, 0x38, 0x82, 0x00).kvm_faults);
+	assert_true(CLASSIFY(m64, 0x66, 0x0f, 0x38, 0x82, 0x00).kvm_faults);
+	/* REX.W takes precedence over 66 (SDM vol. 2 2.2.1.2): POPFQ. */
+	assert_int_equal(CLASSIFY(m64, 0x66, 0x49, 0x9d).opsize, 8);
+	assert_int_equal(CLASSIFY(m64, 0x66, 0x9d).opsize, 2);
+}
+
 static void test_tf_model(void **state)
 {
 	struct step_tf_inputs in = { .tf = false, .popped = 0x302, .popped_valid = true };
@@ -901,6 +940,13 @@ static void test_kvm_may_inject(void **state)
 			{ { 0xfc }, 1, true, 0, 1 },
 			{ { 0x48, 0x89, 0xe5 }, 3, true, -1, 0 },
 			{ { 0x68, 1, 2 }, 3, true, -1, 0 },	/* cut short */
+			/* A REX prefix changes nothing pushed; 66 halves the slot, 0F 1F is a hint. */
+			{ { 0x48, 0x50 }, 2, true, 1, 2 },
+			{ { 0x40, 0x6a, 1 }, 3, true, 1, 3 },
+			{ { 0xff, 0xf0 }, 2, false, 1, 2 },	/* PUSH EAX as FF /6 */
+			{ { 0x66, 0x50 }, 2, true, -1, 0 },
+			{ { 0x26, 0x50 }, 2, false, -1, 0 },
+			{ { 0x0f, 0x1f, 0x00 }, 3, true, -1, 0 },
 		};
 
 		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -1611,6 +1657,7 @@ int main(void)
 		cmocka_unit_test(test_classify_hlt),
 		cmocka_unit_test(test_classify_flags_sizes),
 		cmocka_unit_test(test_classify_events),
+		cmocka_unit_test(test_classify_as_the_cpu),
 		cmocka_unit_test(test_tf_model),
 		cmocka_unit_test(test_rearm),
 		cmocka_unit_test(test_hlt_and_delivery),
