@@ -456,7 +456,45 @@ static void view_operand(const ZydisDecodedOperand *o, __typeof__(((struct decod
 	}
 }
 
+/*
+ * decode_view() once per instruction: under emulate every step asks about
+ * the same few instructions of a loop, and a full decode each time was
+ * most of what a step costs in user space. An entry answers only for the
+ * same mode and bytes, which decide the view alone. Per thread: each vCPU
+ * thread decodes its own.
+ */
+static __thread struct {
+	uint8_t len, mode;      /* len 0: empty */
+	int status;
+	uint8_t bytes[DECODE_INSN_MAX];
+	struct decode_view view;
+} view_memo[64];
+
+static int view_uncached(enum decode_mode mode, const uint8_t *b, size_t len,
+			 struct decode_view *out);
+
 int decode_view(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_view *out)
+{
+	__typeof__(view_memo[0]) *e;
+	unsigned h = (unsigned)len * 7u + (unsigned)mode;
+
+	for (size_t i = 0; i < len && i < 4; i++)
+		h = h * 31u + b[i];
+	e = &view_memo[h % ARRAY_SIZE(view_memo)];
+	if (e->len && e->len == len && e->mode == mode && !memcmp(e->bytes, b, len)) {
+		*out = e->view;
+		return e->status;
+	}
+	e->status = view_uncached(mode, b, len, out);
+	e->len = (uint8_t)(len <= sizeof(e->bytes) ? len : 0);
+	e->mode = (uint8_t)mode;
+	memcpy(e->bytes, b, e->len);
+	e->view = *out;
+	return e->status;
+}
+
+static int view_uncached(enum decode_mode mode, const uint8_t *b, size_t len,
+			 struct decode_view *out)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];

@@ -230,6 +230,15 @@ MUTANTS = [
         "tests": ["diff-step-cpl3-return-exit-then-cpl0-split-locks-no-cpl3-step"],
     },
     {
+        "name": "decode-view-memo-prefix-only",
+        "what": "decode_view()'s memo answers for any bytes that begin as ones it decoded: "
+                "an instruction is taken for its look-alike",
+        "edits": [("src/vmm/decode.c", "e->mode == mode && !memcmp(e->bytes, b, len)) {",
+                   "e->mode == mode && !memcmp(e->bytes, b, len < 4 ? len : 4)) {")],
+        "unit": ["decode"],
+        "tests": ["diff-gen-pinned"],
+    },
+    {
         "name": "stats-off-by-one",
         "what": "--stats counts one MSR read too many",
         "edits": [("src/vmm/stats.c",

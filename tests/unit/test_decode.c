@@ -396,6 +396,31 @@ static void accesses(void **state)
 	static const uint8_t b_[] = { __VA_ARGS__ }; \
 	decode_view(mode, b_, sizeof(b_), v); })
 
+/*
+ * decode_view() answers from its memo only for the very bytes it decoded:
+ * two MOVs alike but for their immediate's last byte, each asked twice.
+ */
+static void view_memo(void **state)
+{
+	uint8_t a[] = { 0x48, 0xb8, 1, 0, 0, 0, 0, 0, 0, 0 }, b[sizeof(a)];
+	struct decode_view v;
+
+	(void)state;
+	memcpy(b, a, sizeof(a));
+	b[9] = 0x80;
+	for (unsigned round = 0; round < 2; round++) {
+		assert_int_equal(decode_view(DECODE_MODE_64, a, sizeof(a), &v), 0);
+		assert_int_equal(v.op[1].imm, 1);
+		assert_int_equal(decode_view(DECODE_MODE_64, b, sizeof(b), &v), 0);
+		assert_int_equal((uint64_t)v.op[1].imm, 0x8000000000000001ull);
+		/* The same bytes, fewer of them: truncated, not the memo's MOV. */
+		assert_int_equal(decode_view(DECODE_MODE_64, a, 5, &v), DECODE_TRUNCATED);
+		/* The same bytes in 32-bit code: DEC EAX, then MOV EAX, imm32. */
+		assert_int_equal(decode_view(DECODE_MODE_32, a, sizeof(a), &v), 0);
+		assert_int_equal(v.length, 1);
+	}
+}
+
 static void views(void **state)
 {
 	struct decode_view v;
@@ -459,6 +484,7 @@ int main(void)
 		cmocka_unit_test(branch_targets),
 		cmocka_unit_test(branch_sources),
 		cmocka_unit_test(views),
+		cmocka_unit_test(view_memo),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
