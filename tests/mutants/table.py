@@ -339,7 +339,7 @@ MUTANTS = [
         "name": "tss16-stack-refused",
         "what": "a 16-bit TSS's SS0:SP0 is not read: events from CPL3 there are left to KVM, "
                 "their handlers unchecked",
-        "edits": [("src/vmm/stepping.c",
+        "edits": [("src/vmm/delivery.c",
                    "\tbool t16 = tr->type == 1 || tr->type == 3;\t/* available, busy */",
                    "\tbool t16 = false;")],
         "unit": ["stepping"],
@@ -380,7 +380,7 @@ MUTANTS = [
         "what": "outside IA-32e mode INT n, INT3 and INTO are delivered without their gate's "
                 "checks: through a DPL0 gate from CPL1-3 they are stepped, and the step in "
                 "the CPU's #GP handler becomes a #DB for the guest",
-        "edits": [("src/vmm/stepping.c", "\tif (!real && e->soft &&\n",
+        "edits": [("src/vmm/delivery.c", "\tif (!real && e->soft &&\n",
                    "\tif (!real && e->soft && false &&\n")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
@@ -580,9 +580,9 @@ MUTANTS = [
         "what": "the VMM delivers events in IA-32e mode's format where EFER.LME is set: "
                 "with paging off (a guest leaving IA-32e mode) through 16-byte gates the "
                 "CPU does not read",
-        "edits": [("src/vmm/stepping.c",
-                   "\tif (!(sregs->efer & X86_EFER_LMA))\n\t\treturn deliver_legacy(v, e);",
-                   "\tif (!(sregs->efer & X86_EFER_LME))\n\t\treturn deliver_legacy(v, e);")],
+        "edits": [("src/vmm/delivery.c",
+                   "\tif (!(cpu->sregs.efer & X86_EFER_LMA))\n\t\treturn deliver_legacy(",
+                   "\tif (!(cpu->sregs.efer & X86_EFER_LME))\n\t\treturn deliver_legacy(")],
         "unit": ["stepping"],
         "tests": ["diff-gen-pinned"],
     },
@@ -817,10 +817,10 @@ MUTANTS = [
         "name": "frame-pushes-as-supervisor",
         "what": "a 64-bit event frame for a CPL3 handler is checked as a supervisor write: "
                 "SMAP refuses a user stack the CPU writes, keys are not applied",
-        "edits": [("src/vmm/stepping.c",
+        "edits": [("src/vmm/delivery.c",
                    "\tfp.cpl = d.cpl;\t\t/* the pushes are the handler's: a user access at CPL3 */\n"
-                   "\tif (!push_frame(v, &fp, &d))",
-                   "\tif (!push_frame(v, &fp, &d))")],
+                   "\tif (!push_frame(m, &fp, &d, out))",
+                   "\tif (!push_frame(m, &fp, &d, out))")],
         "unit": ["stepping"],
         "tests": [],
     },
