@@ -119,6 +119,7 @@ static bool push_frame(const struct guest_mem *m, const struct paging *fp,
 	for (unsigned i = 0; i < bytes; i++)
 		out->frame[i] = (uint8_t)(d->frame[i / 8] >> (8 * (i % 8)));
 	out->frame_bytes = bytes;
+	out->slot = 8;
 	for (unsigned i = 0; i < bytes; i++) {
 		uint8_t *at = stack_byte(m, fp, d->rsp + i);
 
@@ -257,6 +258,7 @@ static bool push_legacy_frame(const struct guest_mem *m, const struct delivery_c
 	for (unsigned i = 0; i < bytes; i++)
 		out->frame[i] = (uint8_t)(d->frame[i / d->slot] >> (8 * (i % d->slot)));
 	out->frame_bytes = bytes;
+	out->slot = d->slot;
 	for (unsigned i = 0; i < bytes; i++)
 		*at[i] = out->frame[i];
 	return true;

@@ -66,6 +66,7 @@ struct delivery_result {
 	struct kvm_sregs sregs; /* CS, SS (and, out of virtual-8086 mode, DS-GS) loaded */
 	uint8_t frame[DELIVERY_FRAME_MAX];  /* the bytes written, lowest address first */
 	unsigned frame_bytes;
+	unsigned slot;          /* bytes per slot: 8 in IA-32e mode, 4 or 2 (16-bit gates, real mode) */
 	uint64_t frame_la[2];   /* linear addresses of its first and last bytes */
 	bool stack_switch;      /* SS:RSP came from the TSS (or an IST slot) */
 };
