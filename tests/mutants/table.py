@@ -825,6 +825,47 @@ MUTANTS = [
         "tests": [],
     },
     {
+        "name": "delivery-image-vmm-tf",
+        "what": "the frame of an event the VMM delivers holds the VMM's single-step TF, "
+                "not the guest's: the handler's IRET turns stepping into the guest's trap",
+        "edits": [("src/vmm/delivery.c",
+                   "\t       (cpu->guest_tf ? X86_RFLAGS_TF : 0) | rf;",
+                   "\t       (cpu->regs.rflags & X86_RFLAGS_TF) | rf;")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-frame-not-dirty",
+        "what": "the pages an event's frame is written to are left clean (accessed only): "
+                "a guest that reclaims clean pages loses the frame",
+        "edits": [("src/vmm/delivery.c",
+                   "\t\tif (pagewalk(m, fp, la[end], WALK_WRITE, &w) == WALK_OK)\n"
+                   "\t\t\tpagewalk_set_ad(m, &w, true);",
+                   "\t\tif (pagewalk(m, fp, la[end], WALK_WRITE, &w) == WALK_OK)\n"
+                   "\t\t\tpagewalk_set_ad(m, &w, false);")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-descriptor-accessed-unset",
+        "what": "delivery loads CS from a descriptor without setting its accessed bit",
+        "edits": [("src/vmm/delivery.c",
+                   "\t\tm->base[desc_w->gpa] |= 1;\t/* X86_DESC_A, bit 0 of its byte */\n",
+                   "")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-vm86-data-segments-kept",
+        "what": "a handler entered from virtual-8086 mode keeps the 8086 program's DS, ES, "
+                "FS and GS caches instead of null selectors",
+        "edits": [("src/vmm/delivery.c",
+                   "\tif (in->vm86) {\n\t\t/* Out of virtual-8086 mode",
+                   "\tif (0) {\n\t\t/* Out of virtual-8086 mode")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
         "name": "movss-pair-stepped",
         "what": "MOV SS in front of an instruction certain to fault (UD2, HLT at CPL3, a "
                 "non-canonical operand) or of INT3 is stepped with it: a CPU that does not "

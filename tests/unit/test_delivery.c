@@ -49,6 +49,7 @@ enum mode { M_LONG, M_PROT32, M_PROT16, M_REAL, M_VM86 };
 #define T_IVT_RELOC  0x040u  /* real mode's IDTR.base at IDT, not 0 */
 #define T_REAL_SHORT 0x080u  /* real mode's IDTR.limit 0x3f */
 #define T_VMM_TF     0x100u  /* the vCPU's RFLAGS hold the VMM's TF */
+#define T_LME        0x200u  /* EFER.LME set, LMA clear: paging off on the way out of IA-32e mode */
 
 struct row {
 	const char *sdm;
@@ -228,6 +229,8 @@ static void set_mode(const struct row *r, struct delivery_cpu *c)
 	}
 	if (r->tweak & T_CET)
 		s->cr4 |= X86_CR4_CET;
+	if (r->tweak & T_LME)
+		s->efer = X86_EFER_LME;
 }
 
 /* The vCPU as the row has it, and the CPU's implicit accesses (stepping.c's implicit_paging()). */
@@ -298,6 +301,11 @@ static void run_row(const struct row *r)
 	CHECK(r, d.regs.rip == r->to_rip);
 	CHECK(r, d.regs.rsp == r->to_rsp);
 	CHECK(r, d.regs.rflags == r->to_rflags);
+	if (r->mode == M_VM86 && !r->ivt)	/* null selectors out of virtual-8086 mode */
+		CHECK(r, d.sregs.ds.unusable && d.sregs.es.unusable && d.sregs.fs.unusable &&
+			 d.sregs.gs.unusable && !d.sregs.ds.selector && !d.sregs.gs.selector);
+	if (r->mode != M_VM86 || r->ivt)
+		CHECK(r, d.sregs.ds.selector == 0x22 && !d.sregs.ds.unusable);
 	CHECK(r, d.frame_la[0] == (r->mode == M_REAL || r->ivt || r->mode == M_PROT16
 					   ? d.sregs.ss.base + (r->to_rsp & 0xffff) : r->to_rsp));
 	check_frame(r, &d);
@@ -433,6 +441,10 @@ static const struct row legacy_rows[] = {
 	{ "SDM 6.12.1 a frame that leaves SS (SP 4, six bytes): #SS, left to the CPU",
 	  M_PROT16, 0, 0, 0x6, 0, 0, false, K16, H16, X86_VEC_UD, false, true, .rsp = 4,
 	  .out = DELIVERY_UNMODELLED },
+	{ "SDM 9.8.5.4 EFER.LME with LMA clear (paging off, IA-32e mode left): 8-byte gates",
+	  M_PROT32, 0, T_LME, 0xe, 0, 0, false, K32, H32, X86_VEC_UD, false, true, .rsp = STACK,
+	  .out = DELIVERY_DONE, .cs = K32, .ss = KDATA, .to_rip = H32, .to_rsp = STACK - 12,
+	  .to_rflags = 2, .slot = 4, .words = 3, .frame = { RIP, K32, 0x202 | RF } },
 	{ "SDM 6.15 (CET) outside IA-32e mode: not modelled", M_PROT32, 0, T_CET, 0xe, 0, 0, false,
 	  K32, H32, X86_VEC_UD, false, true, .rsp = STACK, .out = DELIVERY_UNMODELLED },
 };
