@@ -4,10 +4,10 @@
  * guest RAM of 1 to 64 pages, in every mode the input can put together.
  *
  * Input:
- *   u8 a (bit 0 EFER.LMA, bit 1 CR0.PE, bit 2 CR0.PG, bit 3 RFLAGS.VM (with PE),
+ *   u8 a (bit 0 EFER.LMA, bit 1 CR0.PE, bit 2 CR0.PG, bit 3 RFLAGS.VM (PE, no LMA),
  *         bits 4-5 CPL (SS.DPL), bit 6 CR4.PAE, bit 7 the guest's TF),
  *   u8 b (bit 0 soft, bit 1 fault, bit 2 error code, bit 3 RF owed,
- *         bit 4 through the IVT (CR4.VME), bit 5 CR0.WP, bit 6 CR4.LA57,
+ *         bit 4 through the IVT (CR4.VME; no LMA), bit 5 CR0.WP, bit 6 CR4.LA57,
  *         bit 7 CR4.CET),
  *   u8 vector, u32 error code, u64 RIP pushed, u64 RSP, u32 RFLAGS,
  *   u8 RAM pages - 1 (mod 64), u8 MAXPHYADDR - 32 (mod 21),
@@ -21,11 +21,13 @@
  *
  * Oracles:
  *  - the outcome is one of the three; DELIVERY_FAULT only for INT n and
- *    only #GP or #NP with error code vector * 8 + 2, outside real mode;
+ *    only #GP or #NP with error code vector * 8 + 2, outside real mode
+ *    (EFER.LMA alone, as the input may have it, reads 16-byte gates);
  *  - where the event faults or is left to the CPU, RAM is unchanged;
  *  - a delivery writes its frame (the result's bytes) at the linear
- *    addresses it names, and elsewhere only sets bits: the accessed and
- *    dirty bits of paging entries, a descriptor's accessed bit;
+ *    addresses it names (through the page tables as they were), and
+ *    otherwise only sets bits: the accessed and dirty bits of paging
+ *    entries, a descriptor's accessed bit;
  *  - the frame is whole slots: [error code,] RIP, CS, FLAGS, ... with the
  *    event's RIP, the interrupted CS and the guest's TF in the image; in
  *    IA-32e mode six or five 8-byte slots whose top is 16-byte aligned
@@ -107,15 +109,15 @@ static void read_input(struct fuzz_in *in, struct input *t)
 	t->e.fault = (b >> 1) & 1;
 	t->e.error_code = (b >> 2) & 1;
 	t->e.rf = (b >> 3) & 1;
-	t->e.ivt = (b >> 4) & 1;
+	t->e.ivt = (b >> 4) & 1 && !(a & 1);	/* CR4.VME's IVT: outside IA-32e mode only */
 	t->e.vector = fuzz_u8(in);
 	t->e.err = fuzz_u32(in);
 	t->e.rip = fuzz_u64(in);
 	t->cpu.regs.rip = t->e.rip;
 	t->cpu.regs.rsp = fuzz_u64(in);
 	flags = (fuzz_u32(in) & 0x3d7fd5u & ~X86_RFLAGS_VM) | X86_RFLAGS_FIXED;
-	/* VM only in protected mode, where it can be set. */
-	t->cpu.regs.rflags = flags | ((a & 0xa) == 0xa ? X86_RFLAGS_VM : 0);
+	/* VM only in protected mode outside IA-32e mode, where it can be set. */
+	t->cpu.regs.rflags = flags | ((a & 0xb) == 0xa ? X86_RFLAGS_VM : 0);
 	t->cpu.guest_tf = a >> 7;
 	read_control(in, t, a, b);
 	t->e.ivt_image = fuzz_u16(in);
@@ -142,14 +144,19 @@ static uint64_t slot(const struct delivery_result *d, unsigned size, unsigned i)
 	return v;
 }
 
-/* The frame's bytes are in RAM where it says; any other change only sets A, D or accessed bits. */
-static void check_ram(const struct input *t, const struct guest_mem *m, const uint8_t *before,
+/*
+ * The frame's bytes are in RAM where it says (translated through the page
+ * tables as they were: a frame may overwrite them); any other change only
+ * sets A, D or accessed bits, which may land on the frame's bytes too.
+ */
+static void check_ram(const struct input *t, const struct guest_mem *m, uint8_t *before,
 		      const struct delivery_result *d, bool long64)
 {
-	uint8_t *frame_byte = calloc(1, m->size);
+	uint16_t *want = calloc(m->size, sizeof(*want));	/* 0x100 | the byte written */
+	struct guest_mem old = { before, m->size };
 	struct paging p = t->cpu.implicit;
 
-	FUZZ_SETUP(frame_byte);
+	FUZZ_SETUP(want);
 	p.smap = p.smep = p.pke = false;	/* a translation, whoever made the write */
 	p.wp = false;
 	for (unsigned i = 0; i < d->frame_bytes; i++) {
@@ -160,21 +167,20 @@ static void check_ram(const struct input *t, const struct guest_mem *m, const ui
 		if (i == d->frame_bytes - 1)
 			FUZZ_CHECK(la == d->frame_la[1], "frame ends at %#" PRIx64 ", not %#" PRIx64,
 				   d->frame_la[1], la);
-		FUZZ_CHECK(gpa_of(m, &p, la, &gpa), "frame byte %u at %#" PRIx64 " not in RAM", i, la);
-		FUZZ_CHECK(m->base[gpa] == d->frame[i], "frame byte %u: RAM %#x, result %#x", i,
-			   m->base[gpa], d->frame[i]);
-		frame_byte[gpa] = 1;
+		FUZZ_CHECK(gpa_of(&old, &p, la, &gpa), "frame byte %u at %#" PRIx64 " not in RAM", i,
+			   la);
+		want[gpa] = 0x100 | d->frame[i];
 	}
 	for (uint64_t i = 0; i < m->size; i++) {
-		uint8_t set = m->base[i] & ~before[i];
+		uint8_t was = want[i] ? (uint8_t)want[i] : before[i];
 
-		if (frame_byte[i] || m->base[i] == before[i])
+		if (m->base[i] == was)
 			continue;
-		FUZZ_CHECK(!(before[i] & ~m->base[i]) && !(set & ~0x61u),
-			   "RAM byte %#" PRIx64 " %#x -> %#x outside the frame", i, before[i],
-			   m->base[i]);
+		FUZZ_CHECK(!(was & ~m->base[i]) && !(m->base[i] & ~was & ~0x61u),
+			   "RAM byte %#" PRIx64 " %#x -> %#x (frame: %d)", i, before[i], m->base[i],
+			   want[i] != 0);
 	}
-	free(frame_byte);
+	free(want);
 }
 
 static void check_frame(const struct input *t, const struct delivery_result *d, bool long64)
@@ -244,7 +250,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(o == d.outcome && (o == DELIVERY_DONE || o == DELIVERY_FAULT ||
 				      o == DELIVERY_UNMODELLED), "outcome %d", (int)o);
 	if (o == DELIVERY_FAULT)
-		FUZZ_CHECK(t.e.soft && (t.cpu.sregs.cr0 & X86_CR0_PE) && !t.e.ivt &&
+		FUZZ_CHECK(t.e.soft && ((t.cpu.sregs.cr0 & X86_CR0_PE) || long64) && !t.e.ivt &&
 			   (d.vector == X86_VEC_GP || d.vector == X86_VEC_NP) &&
 			   d.err == t.e.vector * 8 + 2, "fault %u(%#x)", d.vector, d.err);
 	if (o != DELIVERY_DONE) {
