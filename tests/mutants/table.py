@@ -342,7 +342,7 @@ MUTANTS = [
         "edits": [("src/vmm/delivery.c",
                    "\tbool t16 = tr->type == 1 || tr->type == 3;\t/* available, busy */",
                    "\tbool t16 = false;")],
-        "unit": ["stepping"],
+        "unit": ["delivery", "stepping"],
         "tests": ["diff-mode-legacy-pm32-pae-cpl3-guest-tf-16-bit-tss"],
     },
     {
@@ -382,7 +382,7 @@ MUTANTS = [
                 "the CPU's #GP handler becomes a #DB for the guest",
         "edits": [("src/vmm/delivery.c", "\tif (!real && e->soft &&\n",
                    "\tif (!real && e->soft && false &&\n")],
-        "unit": ["stepping"],
+        "unit": ["delivery", "stepping"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -583,7 +583,7 @@ MUTANTS = [
         "edits": [("src/vmm/delivery.c",
                    "\tif (!(cpu->sregs.efer & X86_EFER_LMA))\n\t\treturn deliver_legacy(",
                    "\tif (!(cpu->sregs.efer & X86_EFER_LME))\n\t\treturn deliver_legacy(")],
-        "unit": ["stepping"],
+        "unit": ["delivery", "stepping"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -821,7 +821,7 @@ MUTANTS = [
                    "\tfp.cpl = d.cpl;\t\t/* the pushes are the handler's: a user access at CPL3 */\n"
                    "\tif (!push_frame(m, &fp, &d, out))",
                    "\tif (!push_frame(m, &fp, &d, out))")],
-        "unit": ["stepping"],
+        "unit": ["delivery", "stepping"],
         "tests": [],
     },
     {
