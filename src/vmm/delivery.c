@@ -7,6 +7,234 @@
 #include "step.h"
 #include "x86.h"
 
+static bool canonical(uint64_t la, bool la57)
+{
+	unsigned bits = la57 ? 57 : 48;
+
+	return (uint64_t)((int64_t)(la << (64 - bits)) >> (64 - bits)) == la;
+}
+
+/* A descriptor's limit (G applied) and base, as the segment cache has them. */
+static uint32_t desc_limit(uint64_t desc)
+{
+	struct kvm_segment s;
+
+	step_segment_cache(desc, 0, &s);
+	return s.limit;
+}
+
+static uint32_t desc_base(uint64_t desc)
+{
+	struct kvm_segment s;
+
+	step_segment_cache(desc, 0, &s);
+	return (uint32_t)s.base;
+}
+
+bool delivery_long_plan(const struct delivery_long_in *in, struct delivery_long *out)
+{
+	const uint8_t *gate = in->gate;
+	unsigned type = gate[5] & 0x1f, gate_dpl = (gate[5] >> 5) & 3, ist = gate[4] & 7, n = 0;
+	uint16_t sel = (uint16_t)(gate[2] | gate[3] << 8);
+	unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3, cpl = in->cpl;
+	uint64_t rsp = in->rsp;
+
+	/* Present, S=0, type 14 or 15, the upper dword's type field clear (else #GP). */
+	if (!(gate[5] & 0x80) || (type != 0x0e && type != 0x0f) || (gate[13] & 0x1f) ||
+	    (in->soft && gate_dpl < in->cpl))
+		return false;
+	/* A present 64-bit code segment in the GDT, not above the CPL. */
+	if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
+	    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L | X86_DESC_DB)) !=
+	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L) || dpl > in->cpl)
+		return false;
+	cpl = delivery_handler_cpl(in->desc, cpl);
+	out->rip = step_gate_offset(gate);
+	if (!canonical(out->rip, in->la57))
+		return false;
+	if (ist || cpl < in->cpl) {
+		if (!in->tss_valid)
+			return false;
+		rsp = ist ? in->tss_ist[ist - 1] : in->tss_rsp[cpl];
+		if (!canonical(rsp, in->la57))
+			return false;
+	}
+	if (in->error_code)
+		out->frame[n++] = in->err;
+	out->frame[n++] = in->rip;
+	out->frame[n++] = in->cs;
+	out->frame[n++] = in->rflags;
+	out->frame[n++] = in->rsp;
+	out->frame[n++] = in->ss;
+	out->words = n;
+	out->rsp = (rsp & ~0xfull) - 8ull * n;
+	out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | cpl);
+	out->cpl = cpl;
+	out->stack_switch = cpl < in->cpl;
+	out->rflags = in->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF | X86_RFLAGS_VM | X86_RFLAGS_NT);
+	if (type == 0x0e)
+		out->rflags &= ~X86_RFLAGS_IF;
+	return true;
+}
+
+unsigned delivery_handler_cpl(uint64_t desc, unsigned cpl)
+{
+	return desc & X86_DESC_CONFORMING ? cpl : (unsigned)(desc >> X86_DESC_DPL_SHIFT) & 3;
+}
+
+/* The stack an event outside IA-32e mode pushes its frame on. */
+struct legacy_stack {
+	uint32_t sp, limit;
+	bool big, down;
+};
+
+/*
+ * The handler's CPL, CS:IP and flags through a protected-mode gate, and
+ * the frame's slot size; false where the gate or its code segment is not
+ * one the VMM delivers through.
+ */
+static bool legacy_gate_target(const struct delivery_legacy_in *in, struct delivery_legacy *out)
+{
+	const uint8_t *e = in->entry;
+	unsigned type = e[5] & 0x1f, sel = (unsigned)(e[2] | e[3] << 8);
+	unsigned dpl = (unsigned)(in->desc >> X86_DESC_DPL_SHIFT) & 3;
+	bool gate16 = type == 0x06 || type == 0x07;
+
+	if (!(e[5] & X86_GATE_P) || (!gate16 && type != 0x0e && type != 0x0f) ||
+	    (in->soft && ((e[5] >> 5) & 3) < in->cpl) || (in->vm86 && gate16))
+		return false;
+	/* A present code segment of the GDT, L clear (reserved here), DPL <= CPL (else #GP). */
+	if (!(sel & ~(unsigned)X86_SEL_RPL) || (sel & X86_SEL_TI) ||
+	    (in->desc & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | X86_DESC_L)) !=
+	    (X86_DESC_CODE | X86_DESC_S | X86_DESC_P) || dpl > in->cpl)
+		return false;
+	out->cpl = delivery_handler_cpl(in->desc, in->cpl);
+	if (in->vm86 && out->cpl)
+		return false;	/* #GP(selector) */
+	out->ip = (uint32_t)(e[0] | e[1] << 8);
+	if (!gate16)
+		out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
+	if (out->ip > desc_limit(in->desc))
+		return false;	/* #GP(0) */
+	out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
+	/* Interrupt gates (type bit 0 clear) clear IF too. */
+	out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_TF | X86_RFLAGS_NT | X86_RFLAGS_RF |
+					     X86_RFLAGS_VM | (type & 1 ? 0 : X86_RFLAGS_IF));
+	out->slot = gate16 ? 2 : 4;
+	return true;
+}
+
+/* A handler at a lower CPL runs on the TSS's stack for it: false where that is unusable. */
+static bool legacy_inner_stack(const struct delivery_legacy_in *in, struct delivery_legacy *out,
+			       struct legacy_stack *st)
+{
+	/* The new SS: RPL and DPL the new CPL, present, writable data (else #TS). */
+	uint64_t d = in->stack_ss_desc;
+
+	if (!in->tss_valid || !(in->stack_ss & ~(unsigned)X86_SEL_RPL) ||
+	    (in->stack_ss & X86_SEL_TI) || (in->stack_ss & X86_SEL_RPL) != out->cpl ||
+	    (d & (X86_DESC_CODE | X86_DESC_S | X86_DESC_P | (3ull << X86_DESC_DPL_SHIFT) |
+		  X86_DESC_W)) !=
+	    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
+		return false;
+	out->stack_switch = true;
+	out->ss_base = desc_base(d);
+	st->big = (d & X86_DESC_DB) != 0;
+	st->down = (d & X86_DESC_E) != 0;
+	st->limit = desc_limit(d);
+	st->sp = in->stack_esp;
+	return true;
+}
+
+/* The frame's words, and where on the stack they go: false where it would leave SS. */
+static bool legacy_push_frame(const struct delivery_legacy_in *in, struct delivery_legacy *out,
+			      struct legacy_stack st)
+{
+	unsigned n = 0;
+	uint32_t bytes;
+
+	if (!in->real && in->error_code)
+		out->frame[n++] = in->err;
+	out->frame[n++] = in->real ? in->ip & 0xffff : in->ip;
+	out->frame[n++] = in->cs;
+	out->frame[n++] = in->real ? in->flags & 0xffff : in->flags;
+	if (out->stack_switch) {
+		out->frame[n++] = in->sp;
+		out->frame[n++] = in->ss;
+	}
+	if (in->vm86) {
+		out->frame[n++] = in->es;
+		out->frame[n++] = in->ds;
+		out->frame[n++] = in->fs;
+		out->frame[n++] = in->gs;
+	}
+	out->words = n;
+	out->ss_big = st.big && !in->real;
+	st.sp &= out->ss_big ? 0xffffffffu : 0xffffu;
+	bytes = n * out->slot;
+	/* Every byte inside SS: no wrap below 0, none beyond (or, expand-down, at or below) its limit. */
+	if (st.sp < bytes || (st.down ? st.sp - bytes <= st.limit : st.sp - 1 > st.limit))
+		return false;
+	out->sp = st.sp - bytes;
+	return true;
+}
+
+bool delivery_legacy_plan(const struct delivery_legacy_in *in, struct delivery_legacy *out)
+{
+	const uint8_t *e = in->entry;
+	struct legacy_stack st = { .sp = in->sp, .limit = in->ss_limit, .big = in->ss_big,
+				   .down = in->ss_down };
+
+	out->stack_switch = false;
+	out->ss_base = 0;
+	out->cpl = in->cpl;
+	if (in->real) {
+		out->ip = (uint32_t)(e[0] | e[1] << 8);
+		out->cs = (uint16_t)(e[2] | e[3] << 8);
+		out->flags = in->flags & ~(uint32_t)(X86_RFLAGS_IF | X86_RFLAGS_TF | X86_RFLAGS_RF |
+						     X86_RFLAGS_AC);
+		out->slot = 2;
+	} else {
+		if (!legacy_gate_target(in, out))
+			return false;
+		if (out->cpl < in->cpl && !legacy_inner_stack(in, out, &st))
+			return false;
+	}
+	return legacy_push_frame(in, out, st);
+}
+
+/* The checks of INT n's operation, in its order, once the gate's type is judged. */
+static int soft_int_fault(bool gate_ok, uint8_t access, bool in_limit, unsigned vector,
+			  unsigned cpl, uint32_t *err)
+{
+	/* The IDT bit set, EXT clear: a software interrupt is no external event. */
+	*err = vector * 8 + 2;
+	if (!in_limit || !gate_ok || ((unsigned)(access >> 5) & 3) < cpl)
+		return X86_VEC_GP;
+	if (!(access & 0x80))
+		return X86_VEC_NP;
+	return -1;
+}
+
+int delivery_soft_int_fault(const uint8_t gate[16], bool in_limit, unsigned vector,
+			    unsigned cpl, uint32_t *err)
+{
+	unsigned type = gate[5] & 0x1f;
+
+	return soft_int_fault((type == 0x0e || type == 0x0f) && !(gate[13] & 0x1f), gate[5],
+			      in_limit, vector, cpl, err);
+}
+
+int delivery_legacy_soft_int_fault(const uint8_t gate[8], bool in_limit, unsigned vector,
+				   unsigned cpl, uint32_t *err)
+{
+	unsigned type = gate[5] & 0x1f;
+
+	/* Task gates (5), 16-bit (6, 7) and 32-bit (14, 15) interrupt and trap gates. */
+	return soft_int_fault(type == 0x05 || type == 0x06 || type == 0x07 || type == 0x0e ||
+			      type == 0x0f, gate[5], in_limit, vector, cpl, err);
+}
+
 /* 8 bytes of guest memory as the guest reads them (little-endian). */
 static uint64_t le64(const uint8_t b[8])
 {
@@ -87,7 +315,7 @@ static uint64_t pushed_rflags(const struct delivery_cpu *cpu, const struct deliv
 
 /* Reads the 64-bit TSS's RSP0-2 and IST1-7 (supervisor reads); false where it cannot. */
 static bool read_tss(const struct guest_mem *m, const struct delivery_cpu *cpu,
-		     struct step_delivery_in *in)
+		     struct delivery_long_in *in)
 {
 	const struct kvm_segment *tr = &cpu->sregs.tr;
 	uint8_t tss[0x64];
@@ -106,7 +334,7 @@ static bool read_tss(const struct guest_mem *m, const struct delivery_cpu *cpu,
  * two pages) cannot take the write.
  */
 static bool push_frame(const struct guest_mem *m, const struct paging *fp,
-		       const struct step_delivery *d, struct delivery_result *out)
+		       const struct delivery_long *d, struct delivery_result *out)
 {
 	unsigned bytes = 8 * d->words;
 	struct walk w;
@@ -131,7 +359,7 @@ static bool push_frame(const struct guest_mem *m, const struct paging *fp,
 }
 
 /* The handler's state after a 64-bit delivery: CS, and SS null with RPL the new CPL on a switch. */
-static void enter_handler(const struct step_delivery_in *in, const struct step_delivery *d,
+static void enter_handler(const struct delivery_long_in *in, const struct delivery_long *d,
 			  struct delivery_result *out)
 {
 	step_segment_cache(in->desc, d->cs, &out->sregs.cs);
@@ -156,7 +384,7 @@ static enum delivery_outcome unmodelled(struct delivery_result *out)
 	return out->outcome = DELIVERY_UNMODELLED;
 }
 
-/* IA-32e mode: through a 16-byte gate (step_delivery_plan()). */
+/* IA-32e mode: through a 16-byte gate (delivery_long_plan()). */
 static enum delivery_outcome deliver_long(const struct guest_mem *m,
 					  const struct delivery_cpu *cpu,
 					  const struct delivery_event *e, struct delivery_result *out)
@@ -164,13 +392,13 @@ static enum delivery_outcome deliver_long(const struct guest_mem *m,
 	const struct kvm_sregs *sregs = &cpu->sregs;
 	const struct paging *p = &cpu->implicit;
 	uint64_t gate_la = sregs->idt.base + e->vector * 16;
-	struct step_delivery_in in = {
+	struct delivery_long_in in = {
 		.cpl = emulate_cpl(sregs, cpu->regs.rflags), .cs = sregs->cs.selector,
 		.ss = sregs->ss.selector, .rip = e->rip, .rsp = cpu->regs.rsp,
 		.error_code = e->error_code, .err = e->err, .soft = e->soft,
 		.la57 = (sregs->cr4 & X86_CR4_LA57) != 0, .rflags = pushed_rflags(cpu, e),
 	};
-	struct step_delivery d;
+	struct delivery_long d;
 	struct walk gate_w, desc_w;
 	struct paging fp;
 	bool in_limit = e->vector * 16 + 15 <= sregs->idt.limit;
@@ -181,14 +409,14 @@ static enum delivery_outcome deliver_long(const struct guest_mem *m,
 	    (in_limit && !read_gate(m, p, gate_la, sizeof(in.gate), in.gate, &gate_w)))
 		return unmodelled(out);
 	/* INT n that cannot use its gate faults, its frame holding the guest's TF too. */
-	if (e->soft && (vector = step_soft_int_fault(in.gate, in_limit, e->vector, in.cpl, &err)) >= 0)
+	if (e->soft && (vector = delivery_soft_int_fault(in.gate, in_limit, e->vector, in.cpl, &err)) >= 0)
 		return fault(out, vector, err);
 	if (!in_limit || !delivery_gdt_descriptor(m, p, &sregs->gdt,
 						  (unsigned)(in.gate[2] | in.gate[3] << 8),
 						  &in.desc, &desc_w))
 		return unmodelled(out);
 	in.tss_valid = read_tss(m, cpu, &in);
-	if (!step_delivery_plan(&in, &d))
+	if (!delivery_long_plan(&in, &d))
 		return unmodelled(out);
 	fp = *p;
 	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
@@ -237,7 +465,7 @@ static bool tss_stack(const struct guest_mem *m, const struct delivery_cpu *cpu,
  * written.
  */
 static bool push_legacy_frame(const struct guest_mem *m, const struct delivery_cpu *cpu,
-			      const struct paging *fp, const struct step_legacy *d,
+			      const struct paging *fp, const struct delivery_legacy *d,
 			      struct delivery_result *out)
 {
 	uint64_t width = d->ss_big ? 0xffffffffull : 0xffffull;
@@ -265,8 +493,8 @@ static bool push_legacy_frame(const struct guest_mem *m, const struct delivery_c
 }
 
 /* CS, SS:SP, IP and FLAGS as a legacy delivery leaves them: the handler's first instruction next. */
-static void enter_legacy_handler(const struct step_legacy_in *in, const struct step_legacy *d,
-				 struct delivery_result *out)
+static void enter_legacy_handler(const struct delivery_legacy_in *in,
+				 const struct delivery_legacy *d, struct delivery_result *out)
 {
 	struct kvm_regs *regs = &out->regs;
 	struct kvm_sregs *sregs = &out->sregs;
@@ -295,12 +523,12 @@ static void enter_legacy_handler(const struct step_legacy_in *in, const struct s
 
 /* The interrupted state a legacy delivery pushes and checks against. */
 static void legacy_input(const struct delivery_cpu *cpu, const struct delivery_event *e,
-			 bool real, struct step_legacy_in *in)
+			 bool real, struct delivery_legacy_in *in)
 {
 	const struct kvm_sregs *sregs = &cpu->sregs;
 	uint64_t rflags = cpu->regs.rflags;
 
-	*in = (struct step_legacy_in){
+	*in = (struct delivery_legacy_in){
 		.real = real, .cpl = emulate_cpl(sregs, rflags), .cs = sregs->cs.selector,
 		.ip = (uint32_t)e->rip, .sp = (uint32_t)cpu->regs.rsp, .ss_big = !real && sregs->ss.db,
 		.ss_down = (sregs->ss.type & 0xc) == 0x4, .ss_limit = sregs->ss.limit,
@@ -313,7 +541,7 @@ static void legacy_input(const struct delivery_cpu *cpu, const struct delivery_e
 
 /*
  * Outside IA-32e mode: through a 16- or 32-bit gate, or in real mode
- * (step_legacy_delivery_plan()).
+ * (delivery_legacy_plan()).
  */
 static enum delivery_outcome deliver_legacy(const struct guest_mem *m,
 					    const struct delivery_cpu *cpu,
@@ -325,8 +553,8 @@ static enum delivery_outcome deliver_legacy(const struct guest_mem *m,
 	bool real = !(sregs->cr0 & X86_CR0_PE) || e->ivt;
 	unsigned size = real ? 4 : 8, hcpl;
 	bool in_limit = e->ivt || e->vector * size + size - 1 <= sregs->idt.limit;
-	struct step_legacy_in in;
-	struct step_legacy d;
+	struct delivery_legacy_in in;
+	struct delivery_legacy d;
 	struct walk gate_w, desc_w, ss_w;
 	struct paging fp;
 	uint32_t err;
@@ -340,18 +568,18 @@ static enum delivery_outcome deliver_legacy(const struct guest_mem *m,
 		return unmodelled(out);
 	/* INT n that cannot use its gate faults, as in IA-32e mode. */
 	if (!real && e->soft &&
-	    (vector = step_legacy_soft_int_fault(in.entry, in_limit, e->vector, in.cpl, &err)) >= 0)
+	    (vector = delivery_legacy_soft_int_fault(in.entry, in_limit, e->vector, in.cpl, &err)) >= 0)
 		return fault(out, vector, err);
 	if (!in_limit || (!real && !delivery_gdt_descriptor(m, p, &sregs->gdt,
 							    (unsigned)(in.entry[2] | in.entry[3] << 8),
 							    &in.desc, &desc_w)))
 		return unmodelled(out);
 	/* To a lower CPL: SSn:ESPn of the TSS for it, and SSn's descriptor. */
-	hcpl = real ? 0 : step_handler_cpl(in.desc, in.cpl);
+	hcpl = real ? 0 : delivery_handler_cpl(in.desc, in.cpl);
 	if (!real && hcpl < in.cpl && tss_stack(m, cpu, hcpl, &in.stack_esp, &in.stack_ss))
 		in.tss_valid = delivery_gdt_descriptor(m, p, &sregs->gdt, in.stack_ss,
 						       &in.stack_ss_desc, &ss_w);
-	if (!step_legacy_delivery_plan(&in, &d))
+	if (!delivery_legacy_plan(&in, &d))
 		return unmodelled(out);
 	if (e->ivt) {		/* IP, CS, FLAGS: no error code for INT n */
 		d.frame[2] = e->ivt_image;

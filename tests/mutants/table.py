@@ -312,17 +312,18 @@ MUTANTS = [
     {
         "name": "legacy-16-bit-gates-refused",
         "what": "events through 16-bit gates are left to KVM: their handlers run unchecked",
-        "edits": [("src/vmm/step.c",
+        "edits": [("src/vmm/delivery.c",
                    "bool gate16 = type == 0x06 || type == 0x07;",
                    "bool gate16 = false;")],
-        "unit": ["step"],
+        "unit": ["delivery"],
         "tests": ["diff-mode-legacy-pm16-guest-tf-16-bit-gates"],
     },
     {
         "name": "vm86-frame-without-segments",
         "what": "a frame from virtual-8086 mode lacks ES, DS, FS and GS",
-        "edits": [("src/vmm/step.c", "\tif (in->vm86) {\n", "\tif (0) {\n")],
-        "unit": ["step"],
+        "edits": [("src/vmm/delivery.c", "\tif (in->vm86) {\n\t\tout->frame[n++] = in->es;",
+                   "\tif (0) {\n\t\tout->frame[n++] = in->es;")],
+        "unit": ["delivery"],
         "tests": ["diff-mode-legacy-vm86-guest-tf"],
     },
     {

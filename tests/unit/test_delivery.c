@@ -579,6 +579,438 @@ static void accessed_and_dirty(void **state)
 	assert_int_equal(pde, 0x85);
 }
 
+/* The plans alone, on the gate, descriptors and TSS fields given them. */
+/* A 64-bit code descriptor (base 0, limit 4 GiB, accessed), DPL dpl. */
+static uint64_t code64(unsigned dpl)
+{
+	return 0x00af9b000000ffffull | (uint64_t)dpl << X86_DESC_DPL_SHIFT;
+}
+
+static struct delivery_long_in delivery_in(void)
+{
+	/* Handler 0xffffffff81234567, selector 0x08, interrupt gate (type 14), DPL0, no IST. */
+	struct delivery_long_in in = {
+		.gate = { 0x67, 0x45, 0x08, 0x00, 0x00, 0x8e, 0x23, 0x81,
+			  0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0 },
+		.desc = code64(0), .cpl = 0, .cs = 0x08, .ss = 0x10,
+		.rip = 0x1000, .rsp = 0x8000, .rflags = 0x2,
+		.tss_valid = true,
+		.tss_rsp = { 0x90008, 0x91000, 0x92000 },
+		.tss_ist = { 0xa0000, 0xa1000, 0xa2000, 0xa3000, 0xa4000, 0xa5000, 0xa6000 },
+	};
+
+	return in;
+}
+
+static void test_delivery(void **state)
+{
+	struct delivery_long_in in = delivery_in();
+	struct delivery_long d;
+
+	(void)state;
+	/* #GP(0) at RIP 0x1000, RSP 0x7ff8 (not 16-aligned), IF and RF set in the image. */
+	in.rsp = 0x7ff8;
+	in.rflags = 0x10202;
+	in.error_code = true;
+	assert_true(delivery_long_plan(&in, &d));
+	assert_int_equal(d.words, 6);
+	assert_int_equal(d.rsp, 0x7ff0 - 48);		/* aligned down to 16 first */
+	assert_int_equal(d.frame[0], 0);		/* error code */
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x08);
+	assert_int_equal(d.frame[3], 0x10202);
+	assert_int_equal(d.frame[4], 0x7ff8);		/* the old RSP, unaligned */
+	assert_int_equal(d.frame[5], 0x10);
+	assert_int_equal(d.rip, 0xffffffff81234567ull);
+	assert_int_equal(d.rflags, 0x2);		/* IF and RF clear through an interrupt gate */
+	assert_int_equal(d.cs, 0x08);
+	assert_int_equal(d.cpl, 0);
+	assert_false(d.stack_switch);
+	/* A trap gate keeps IF; TF, NT and RF go; no error code for #UD. */
+	in = delivery_in();
+	in.gate[5] = 0x8f;
+	in.rflags = 0x14302;
+	assert_true(delivery_long_plan(&in, &d));
+	assert_int_equal(d.words, 5);
+	assert_int_equal(d.rsp, 0x8000 - 40);
+	assert_int_equal(d.frame[0], 0x1000);
+	assert_int_equal(d.frame[2], 0x14302);		/* the image keeps TF */
+	assert_int_equal(d.rflags, 0x202);
+}
+
+/* From CPL3: RSP0 of the TSS, SS null; an IST slot wins over both. */
+static void test_delivery_privilege(void **state)
+{
+	struct delivery_long_in in = delivery_in();
+	struct delivery_long d;
+
+	(void)state;
+	in.cpl = 3;
+	in.cs = 0x33;
+	in.ss = 0x2b;
+	in.rsp = 0x7000123;
+	assert_true(delivery_long_plan(&in, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 0);
+	assert_int_equal(d.cs, 0x08);
+	assert_int_equal(d.rsp, 0x90000 - 40);		/* RSP0 aligned down to 16 */
+	assert_int_equal(d.frame[1], 0x33);
+	assert_int_equal(d.frame[3], 0x7000123);	/* the CPL3 stack */
+	assert_int_equal(d.frame[4], 0x2b);
+	/* Without the TSS it is the CPU's. */
+	in.tss_valid = false;
+	assert_false(delivery_long_plan(&in, &d));
+	/* IST 2, even without a privilege change. */
+	in = delivery_in();
+	in.gate[4] = 2;
+	assert_true(delivery_long_plan(&in, &d));
+	assert_int_equal(d.rsp, 0xa1000 - 40);
+	assert_false(d.stack_switch);
+	/* A conforming code segment runs at the caller's CPL: no switch. */
+	in = delivery_in();
+	in.cpl = 3;
+	in.cs = 0x33;
+	in.desc |= X86_DESC_CONFORMING;
+	assert_true(delivery_long_plan(&in, &d));
+	assert_false(d.stack_switch);
+	assert_int_equal(d.cpl, 3);
+	assert_int_equal(d.cs, 0x0b);
+	assert_int_equal(d.rsp, 0x8000 - 40);
+	/* INT n through a DPL0 gate from CPL3 is #GP: the CPU's; a DPL3 gate is fine. */
+	in = delivery_in();
+	in.cpl = 3;
+	in.soft = true;
+	assert_false(delivery_long_plan(&in, &d));
+	in.gate[5] = 0xee;
+	assert_true(delivery_long_plan(&in, &d));
+	/* A non-canonical RSP0 is the CPU's (#SS). */
+	in.tss_rsp[0] = 0x0000800000000000ull;
+	assert_false(delivery_long_plan(&in, &d));
+	in.la57 = true;
+	assert_true(delivery_long_plan(&in, &d));
+}
+
+/* Left to the CPU: whatever it would fault on. */
+static void test_delivery_refused(void **state)
+{
+	struct delivery_long_in in;
+	struct delivery_long d;
+
+	(void)state;
+	in = delivery_in();
+	in.gate[5] = 0x0e;				/* not present */
+	assert_false(delivery_long_plan(&in, &d));
+	in.gate[5] = 0x8c;				/* a call gate */
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.gate[13] = 0x01;				/* reserved type bits of the upper dword */
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.gate[11] = 0x7f;				/* handler not canonical */
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.gate[2] = 0x0c;				/* selector in the LDT */
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.gate[2] = 0x00;				/* null selector */
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.desc &= ~X86_DESC_P;
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.desc &= ~X86_DESC_L;				/* 32-bit code */
+	assert_false(delivery_long_plan(&in, &d));
+	in = delivery_in();
+	in.desc = code64(3);				/* DPL above the CPL */
+	assert_false(delivery_long_plan(&in, &d));
+}
+
+/* INT n's own faults through the gate (SDM vol. 2 INT n, IA-32e mode), in their order. */
+static void test_soft_int_fault(void **state)
+{
+	uint8_t gate[16] = { [2] = 0x08, [5] = 0xef };	/* present, DPL3, 64-bit trap gate */
+	uint32_t err = 7;
+
+	(void)state;
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 3, &err), -1);
+	gate[5] = 0x8f;					/* DPL0 */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 0, &err), -1);
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 3, &err), X86_VEC_GP);
+	assert_int_equal(err, 3 * 8 + 2);		/* the IDT bit, EXT clear */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 0x80, 1, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x402);
+	gate[5] = 0xcf;					/* DPL2: from CPL2 and below only */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 2, &err), -1);
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 3, &err), X86_VEC_GP);
+	gate[5] = 0xaf;					/* DPL1 */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 1, &err), -1);
+	assert_int_equal(delivery_soft_int_fault(gate, true, 3, 2, &err), X86_VEC_GP);
+	gate[5] = 0x6f;					/* DPL3, not present */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_NP);
+	assert_int_equal(err, 0x22);
+	gate[5] = 0x0f;					/* DPL0, not present: the DPL first */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_GP);
+	gate[5] = 0xec;					/* a call gate is no interrupt gate */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xfe;					/* S set: no gate */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xee;
+	gate[13] = 0x01;				/* the upper dword's type field */
+	assert_int_equal(delivery_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[13] = 0;
+	assert_int_equal(delivery_soft_int_fault(gate, true, 4, 0, &err), -1);
+	assert_int_equal(delivery_soft_int_fault(gate, false, 0x21, 0, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x10a);			/* beyond the limit */
+}
+
+/* The same outside IA-32e mode: 8-byte entries, task and 16-bit gates too. */
+static void test_legacy_soft_int_fault(void **state)
+{
+	uint8_t gate[8] = { [2] = 0x38, [5] = 0xee };	/* present, DPL3, 32-bit interrupt gate */
+	static const uint8_t types[] = { 0x05, 0x06, 0x07, 0x0e, 0x0f };
+	uint32_t err = 7;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(types); i++) {
+		gate[5] = (uint8_t)(0xe0 | types[i]);
+		assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 3, 3, &err), -1);
+	}
+	gate[5] = 0x8e;					/* DPL0 */
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 3, 0, &err), -1);
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 3, 3, &err), X86_VEC_GP);
+	assert_int_equal(err, 3 * 8 + 2);
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 0x41, 1, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x20a);
+	gate[5] = 0x6f;					/* DPL3, not present */
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_NP);
+	assert_int_equal(err, 0x22);
+	gate[5] = 0x0f;					/* DPL0, not present: the DPL first */
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 4, 3, &err), X86_VEC_GP);
+	gate[5] = 0xec;					/* a call gate is no interrupt gate */
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xe9;					/* nor an available 32-bit TSS */
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	gate[5] = 0xfe;					/* S set: no gate */
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, true, 4, 0, &err), X86_VEC_GP);
+	assert_int_equal(delivery_legacy_soft_int_fault(gate, false, 0x21, 0, &err), X86_VEC_GP);
+	assert_int_equal(err, 0x10a);			/* beyond the limit */
+}
+
+/* Delivery outside IA-32e mode: 32- and 16-bit gates, each CPL, the real-mode IVT. */
+static void test_legacy_delivery(void **state)
+{
+	/* 32-bit interrupt gate to 0x38:0x00123456; a flat 32-bit DPL0 code segment. */
+	struct delivery_legacy_in in = {
+		.entry = { 0x56, 0x34, 0x38, 0x00, 0x00, 0x8e, 0x12, 0x00 },
+		.desc = 0x00cf9b000000ffffull, .cs = 0x38, .ip = 0x1000, .sp = 0x8000,
+		.ss_big = true, .ss_limit = 0xffffffff, .flags = 0x10302,
+		.error_code = true, .err = 0x1234,
+	};
+	struct delivery_legacy d;
+	struct delivery_legacy_in t;
+
+	(void)state;
+	assert_true(delivery_legacy_plan(&in, &d));
+	assert_int_equal(d.ip, 0x123456);
+	assert_int_equal(d.cs, 0x38);
+	assert_int_equal(d.slot, 4);
+	assert_int_equal(d.words, 4);
+	assert_int_equal(d.sp, 0x8000 - 16);
+	assert_int_equal(d.frame[0], 0x1234);
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x38);
+	assert_int_equal(d.frame[3], 0x10302);		/* the image as given: TF, RF kept */
+	assert_int_equal(d.flags, 0x2);			/* TF, RF, IF cleared */
+	t = in;
+	t.entry[5] = 0x8f;				/* a trap gate keeps IF */
+	t.error_code = false;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.flags, 0x202);
+	assert_int_equal(d.words, 3);
+	/* From CPL3: SS0:ESP0 of the TSS, the old SS:ESP pushed too. */
+	t = in;
+	t.cpl = 3;
+	t.cs = 0x1b;
+	t.ss = 0x23;
+	assert_false(delivery_legacy_plan(&t, &d));	/* no TSS */
+	t.tss_valid = true;
+	t.stack_esp = 0x9000;
+	t.stack_ss = 0x10;
+	t.stack_ss_desc = 0x00cf93000000ffffull;	/* flat writable data, DPL0 */
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 0);
+	assert_int_equal(d.cs, 0x38);
+	assert_true(d.ss_big);
+	assert_int_equal(d.ss_base, 0);
+	assert_int_equal(d.words, 6);
+	assert_int_equal(d.sp, 0x9000 - 24);
+	assert_int_equal(d.frame[1], 0x1000);
+	assert_int_equal(d.frame[2], 0x1b);
+	assert_int_equal(d.frame[4], 0x8000);
+	assert_int_equal(d.frame[5], 0x23);
+	t.stack_ss_desc = 0x00cff3000000ffffull;	/* DPL3: #TS, the CPU's */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.stack_ss_desc = 0x00cf91000000ffffull;	/* read-only */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.stack_ss_desc = 0x00cf93000000ffffull;
+	t.stack_ss = 0x13;				/* RPL 3 */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.stack_ss = 0x10;
+	t.stack_ss_desc = 0x0040930100000fffull;	/* base 0x10000, limit 0xfff, byte-granular */
+	assert_false(delivery_legacy_plan(&t, &d));	/* ESP beyond the limit */
+	t.stack_esp = 0x1000;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.ss_base, 0x10000);
+	assert_int_equal(d.sp, 0x1000 - 24);
+	/* A conforming handler stays at CPL3: no stack switch, the TSS unread. */
+	t = in;
+	t.cpl = 3;
+	t.cs = 0x1b;
+	t.desc |= X86_DESC_CONFORMING;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_false(d.stack_switch);
+	assert_int_equal(d.cpl, 3);
+	assert_int_equal(d.cs, 0x3b);			/* RPL the CPL */
+	assert_int_equal(d.words, 4);
+	assert_int_equal(d.sp, 0x8000 - 16);
+	/* A DPL3 handler from CPL3: the same stack too; from CPL2 it is out of reach (#GP). */
+	t = in;
+	t.cpl = 3;
+	t.desc = 0x00cffb000000ffffull;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_false(d.stack_switch);
+	assert_int_equal(d.cs, 0x3b);
+	t.cpl = 2;
+	assert_false(delivery_legacy_plan(&t, &d));
+	/* A DPL1 handler from CPL3: SS1:ESP1, whose RPL and DPL must be 1. */
+	t = in;
+	t.cpl = 3;
+	t.desc = 0x00cfbb000000ffffull;
+	t.tss_valid = true;
+	t.stack_esp = 0x7000;
+	t.stack_ss = 0x49;
+	t.stack_ss_desc = 0x00cfb3000000ffffull;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 1);
+	assert_int_equal(d.cs, 0x39);
+	assert_int_equal(d.sp, 0x7000 - 24);
+	t.stack_ss = 0x48;				/* RPL 0 */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.stack_ss = 0x49;
+	t.stack_ss_desc = 0x00cf93000000ffffull;	/* DPL 0 */
+	assert_false(delivery_legacy_plan(&t, &d));
+	/* A 16-bit interrupt gate: IP from the low word, 2-byte pushes; 16-bit code is fine. */
+	t = in;
+	t.entry[5] = 0x86;
+	t.desc = 0x00009b000000ffffull;			/* 16-bit code, limit 0xffff */
+	t.entry[0] = 0x00;
+	t.entry[1] = 0x80;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.ip, 0x8000);			/* offset bits 16-31 ignored */
+	assert_int_equal(d.slot, 2);
+	assert_int_equal(d.words, 4);
+	assert_int_equal(d.sp, 0x8000 - 8);
+	assert_int_equal(d.flags, 0x2);
+	t.entry[5] = 0x87;				/* a 16-bit trap gate keeps IF */
+	t.flags = 0x302;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.flags, 0x202);
+	t.desc = 0x000093000000ffffull;			/* a data segment: the CPU's #GP */
+	assert_false(delivery_legacy_plan(&t, &d));
+	/* From virtual-8086 mode: to CPL0 on SS0:ESP0, GS, FS, DS and ES pushed after SS. */
+	t = in;
+	t.vm86 = true;
+	t.cpl = 3;
+	t.cs = 0x7000;
+	t.ss = 0x7100;
+	t.es = 0x7200;
+	t.ds = 0x7300;
+	t.fs = 0x7400;
+	t.gs = 0x7500;
+	t.flags = 0x20302;
+	t.error_code = false;
+	t.tss_valid = true;
+	t.stack_esp = 0x9000;
+	t.stack_ss = 0x10;
+	t.stack_ss_desc = 0x00cf93000000ffffull;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_true(d.stack_switch);
+	assert_int_equal(d.cpl, 0);
+	assert_int_equal(d.words, 9);
+	assert_int_equal(d.sp, 0x9000 - 36);
+	assert_int_equal(d.frame[0], 0x1000);
+	assert_int_equal(d.frame[1], 0x7000);
+	assert_int_equal(d.frame[2], 0x20302);		/* VM set in the image ... */
+	assert_int_equal(d.frame[3], 0x8000);
+	assert_int_equal(d.frame[4], 0x7100);
+	assert_int_equal(d.frame[5], 0x7200);
+	assert_int_equal(d.frame[6], 0x7300);
+	assert_int_equal(d.frame[7], 0x7400);
+	assert_int_equal(d.frame[8], 0x7500);
+	assert_int_equal(d.flags, 0x2);			/* ... clear for the handler */
+	t.error_code = true;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.words, 10);
+	assert_int_equal(d.frame[0], 0x1234);
+	t.desc |= X86_DESC_CONFORMING;			/* would stay at CPL3: #GP */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.desc = 0x00cffb000000ffffull;			/* DPL3: #GP */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.desc = in.desc;
+	t.entry[5] = 0x86;				/* a 16-bit gate */
+	assert_false(delivery_legacy_plan(&t, &d));
+	/* Left to the CPU: a task gate, a DPL above the CPL, L set, past the limit. */
+	t = in;
+	t.entry[5] = 0x85;
+	assert_false(delivery_legacy_plan(&t, &d));
+	t = in;
+	t.desc = 0x00cffb000000ffffull;
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.desc = 0x00af9b000000ffffull;
+	assert_false(delivery_legacy_plan(&t, &d));
+	t = in;
+	t.desc = 0x00409b000000ffffull;			/* byte-granular limit 0xffff */
+	assert_false(delivery_legacy_plan(&t, &d));
+	/* A stack that would wrap, or leave SS's limit; 16-bit SP. */
+	t = in;
+	t.sp = 8;
+	assert_false(delivery_legacy_plan(&t, &d));
+	t = in;
+	t.ss_limit = 0x7000;
+	assert_false(delivery_legacy_plan(&t, &d));
+	t = in;
+	t.ss_big = false;
+	t.sp = 0x12340100;
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.sp, 0x100 - 16);
+	t.ss_down = true;				/* expand-down: above the limit only */
+	t.ss_limit = 0x100;
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.ss_limit = 0xf0;				/* the frame's lowest byte at the limit */
+	assert_false(delivery_legacy_plan(&t, &d));
+	t.ss_limit = 0xef;
+	assert_true(delivery_legacy_plan(&t, &d));
+	/* Real mode: IP, CS, FLAGS in 2-byte slots, no error code; IF, TF, RF, AC cleared. */
+	t = (struct delivery_legacy_in){
+		.real = true, .entry = { 0x34, 0x12, 0x00, 0xf0 }, .cs = 0x7000, .ip = 0x1234abcd,
+		.sp = 0xf00, .ss_limit = 0xffff, .flags = 0x50302, .error_code = true, .err = 5,
+	};
+	assert_true(delivery_legacy_plan(&t, &d));
+	assert_int_equal(d.ip, 0x1234);
+	assert_int_equal(d.cs, 0xf000);
+	assert_int_equal(d.slot, 2);
+	assert_int_equal(d.words, 3);
+	assert_int_equal(d.sp, 0xf00 - 6);
+	assert_int_equal(d.frame[0], 0xabcd);
+	assert_int_equal(d.frame[1], 0x7000);
+	assert_int_equal(d.frame[2], 0x0302);
+	assert_int_equal(d.flags, 0x2);
+	t.sp = 0;					/* SP wraps: the CPU's */
+	assert_false(delivery_legacy_plan(&t, &d));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +1019,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(real_mode_ivt, setup, teardown),
 		cmocka_unit_test_setup_teardown(virtual_8086, setup, teardown),
 		cmocka_unit_test_setup_teardown(accessed_and_dirty, setup, teardown),
+		cmocka_unit_test(test_delivery),
+		cmocka_unit_test(test_delivery_privilege),
+		cmocka_unit_test(test_delivery_refused),
+		cmocka_unit_test(test_soft_int_fault),
+		cmocka_unit_test(test_legacy_soft_int_fault),
+		cmocka_unit_test(test_legacy_delivery),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
