@@ -3,7 +3,8 @@
  * delivery.c against the Intel SDM vol. 3 ch. 6 and 20 (APM vol. 2 ch. 8
  * where AMD differs): each row of the tables names its section and is
  * delivered in a fake guest RAM holding an IDT (or IVT), a GDT, a TSS and,
- * in IA-32e mode, 4-level page tables.
+ * in IA-32e mode, 4-level page tables. The parts modelled are the same on
+ * AMD (APM vol. 2 8.9), which two rows name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -320,7 +321,7 @@ static void run_row(const struct row *r)
 
 static const struct row long_rows[] = {
 	{ "SDM 6.14.2 64-bit mode stack frame: SS, RSP, RFLAGS, CS, RIP, RF set by a fault; "
-	  "6.12.1.3 an interrupt gate clears IF", M_LONG, 0, 0, 0xe, 0, 0, false, K64, H64,
+	  "6.12.1.2 an interrupt gate clears IF (APM vol. 2 8.9.3 alike)", M_LONG, 0, 0, 0xe, 0, 0, false, K64, H64,
 	  X86_VEC_UD, false, true, .rsp = STACK, .out = DELIVERY_DONE, .cs = K64, .ss = KDATA,
 	  .to_rip = H64, .to_rsp = STACK - 40, .to_rflags = 2, .slot = 8, .words = 5,
 	  .frame = { RIP, K64, 0x202 | RF, STACK, KDATA } },
@@ -334,12 +335,13 @@ static const struct row long_rows[] = {
 	  .out = DELIVERY_DONE, .cs = K64, .ss = KDATA, .to_rip = H64, .to_rsp = STACK - 40,
 	  .to_rflags = 2, .slot = 8, .words = 5,
 	  .frame = { RIP, K64, 0x202 | RF, STACK + 0xf, KDATA } },
-	{ "SDM 6.12.1.3 a trap gate leaves IF set; INT3 a trap: RF clear, the next RIP",
+	{ "SDM 6.12.1.2 a trap gate leaves IF set; INT3 a trap: RF clear, the next RIP",
 	  M_LONG, 0, 0, 0xf, 0, 0, false, K64, H64, X86_VEC_BP, true, false, .rip = RIP + 1,
 	  .rsp = STACK, .out = DELIVERY_DONE, .cs = K64, .ss = KDATA, .to_rip = H64,
 	  .to_rsp = STACK - 40, .to_rflags = 0x202, .slot = 8, .words = 5,
 	  .frame = { RIP + 1, K64, 0x202, STACK, KDATA } },
-	{ "SDM 6.14.4 privilege change: RSP0 of the 64-bit TSS, SS null with RPL the new CPL",
+	{ "SDM 6.14.4 privilege change: RSP0 of the 64-bit TSS, SS null with RPL the new CPL "
+	  "(APM vol. 2 8.9.3 alike)",
 	  M_LONG, 3, 0, 0xe, 3, 0, false, K64, H64, 0x80, true, false, .rip = RIP + 2,
 	  .rsp = 0x270000, .out = DELIVERY_DONE, .cs = K64, .ss = 0, .to_rip = H64,
 	  .to_rsp = STACK0 - 40, .to_rflags = 2, .slot = 8, .words = 5,
@@ -372,7 +374,7 @@ static const struct row long_rows[] = {
 	{ "SDM 6.14.1 a non-canonical handler: #GP, left to the CPU",
 	  M_LONG, 0, 0, 0xe, 0, 0, false, K64, 0x0000800000000000ull, X86_VEC_UD, false, true,
 	  .rsp = STACK, .out = DELIVERY_UNMODELLED },
-	{ "SDM 6.12.1.2 a conforming code segment keeps the CPL: no stack switch",
+	{ "SDM 6.12.1.1 a conforming code segment keeps the CPL: no stack switch",
 	  M_LONG, 3, 0, 0xe, 0, 0, false, CONF64, H64, X86_VEC_UD, false, true, .rsp = 0x270000,
 	  .out = DELIVERY_DONE, .cs = CONF64 | 3, .ss = UDATA | 3, .to_rip = H64,
 	  .to_rsp = 0x270000 - 40, .to_rflags = 2, .slot = 8, .words = 5,
@@ -381,16 +383,16 @@ static const struct row long_rows[] = {
 	  X86_VEC_DB, false, true, .rsp = STACK, .out = DELIVERY_DONE, .cs = K64, .ss = KDATA,
 	  .to_rip = H64, .to_rsp = STACK - 40, .to_rflags = 2, .slot = 8, .words = 5,
 	  .frame = { RIP, K64, 0x202, STACK, KDATA } },
-	{ "SDM 6.12.1.3 the image holds TF and NT; the handler runs with TF, NT, RF clear",
+	{ "SDM 6.12.1.2 the image holds TF and NT; the handler runs with TF, NT, RF clear",
 	  M_LONG, 0, 0, 0xf, 0, 0, false, K64, H64, X86_VEC_UD, false, true, .guest_tf = true,
 	  .rsp = STACK, .flags = NT, .out = DELIVERY_DONE, .cs = K64, .ss = KDATA, .to_rip = H64,
 	  .to_rsp = STACK - 40, .to_rflags = 0x202, .slot = 8, .words = 5,
 	  .frame = { RIP, K64, 0x202 | NT | TF | RF, STACK, KDATA } },
-	{ "SDM 6.12.1.3 the image's TF is the guest's, not the VMM's single-step",
+	{ "SDM 6.12.1.2 the image's TF is the guest's, not the VMM's single-step",
 	  M_LONG, 0, T_VMM_TF, 0xe, 0, 0, false, K64, H64, X86_VEC_UD, false, true, .rsp = STACK,
 	  .out = DELIVERY_DONE, .cs = K64, .ss = KDATA, .to_rip = H64, .to_rsp = STACK - 40,
 	  .to_rflags = 2, .slot = 8, .words = 5, .frame = { RIP, K64, 0x202 | RF, STACK, KDATA } },
-	{ "SDM 6.15 (CET) shadow-stack delivery: not modelled", M_LONG, 0, T_CET, 0xe, 0, 0, false,
+	{ "SDM vol. 1 ch. 17 (CET) shadow-stack delivery: not modelled", M_LONG, 0, T_CET, 0xe, 0, 0, false,
 	  K64, H64, X86_VEC_UD, false, true, .rsp = STACK, .out = DELIVERY_UNMODELLED },
 	{ "SDM 4.6 a supervisor write to a read-only stack page under CR0.WP: #PF, left to the CPU",
 	  M_LONG, 0, T_STACK_RO, 0xe, 0, 0, false, K64, H64, X86_VEC_UD, false, true,
@@ -445,7 +447,7 @@ static const struct row legacy_rows[] = {
 	  M_PROT32, 0, T_LME, 0xe, 0, 0, false, K32, H32, X86_VEC_UD, false, true, .rsp = STACK,
 	  .out = DELIVERY_DONE, .cs = K32, .ss = KDATA, .to_rip = H32, .to_rsp = STACK - 12,
 	  .to_rflags = 2, .slot = 4, .words = 3, .frame = { RIP, K32, 0x202 | RF } },
-	{ "SDM 6.15 (CET) outside IA-32e mode: not modelled", M_PROT32, 0, T_CET, 0xe, 0, 0, false,
+	{ "SDM vol. 1 ch. 17 (CET) outside IA-32e mode: not modelled", M_PROT32, 0, T_CET, 0xe, 0, 0, false,
 	  K32, H32, X86_VEC_UD, false, true, .rsp = STACK, .out = DELIVERY_UNMODELLED },
 };
 
@@ -469,7 +471,7 @@ static const struct row real_rows[] = {
 };
 
 static const struct row vm86_rows[] = {
-	{ "SDM 20.3.1.3 figure 20-5 from virtual-8086 mode to a CPL0 handler: GS, FS, DS, ES, "
+	{ "SDM 20.3.1.3 from virtual-8086 mode to a CPL0 handler: GS, FS, DS, ES, "
 	  "SS, ESP, EFLAGS, CS, EIP, error code on SS0:ESP0; VM cleared",
 	  M_VM86, 3, 0, 0xe, 0, 0, false, K32, H32, X86_VEC_GP, false, true, true, .err = 0,
 	  .flags = IOPL3, .rsp = 0x1000, .out = DELIVERY_DONE, .cs = K32, .ss = KDATA,
@@ -482,7 +484,7 @@ static const struct row vm86_rows[] = {
 	{ "SDM 20.3.1.3 a handler above CPL0 from virtual-8086 mode: #GP(selector), left to the CPU",
 	  M_VM86, 3, 0, 0xe, 0, 0, false, U32 | 3, H32, X86_VEC_UD, false, true, .flags = IOPL3,
 	  .rsp = 0x1000, .out = DELIVERY_UNMODELLED },
-	{ "SDM 20.3.3 table 20-2 method 2 (IOPL 3, no VME): gate DPL < 3 -> #GP(vector*8+2)",
+	{ "SDM 20.3.3 table 20-2 method 1 (IOPL 3, no VME): gate DPL < 3 -> #GP(vector*8+2)",
 	  M_VM86, 3, 0, 0xe, 0, 0, false, K32, H32, 0x21, true, .flags = IOPL3, .rsp = 0x1000,
 	  .out = DELIVERY_FAULT, .fvec = X86_VEC_GP, .ferr = 0x21 * 8 + 2 },
 	{ "SDM 20.3.3 table 20-2 method 5 (CR4.VME, bit clear, IOPL 3): the 8086 IVT at linear 0",
