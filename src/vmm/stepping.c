@@ -1929,7 +1929,7 @@ static bool guest_trap_owed(const struct step_state *s, const struct step_verdic
 }
 
 /* The checked instruction completed: what the VMM's TF hid from the guest is put right. */
-static void step_completed(struct vcpu *v)
+static void completed_step(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
 
@@ -2004,7 +2004,7 @@ bool stepping_debug_exit(struct vcpu *v)
 	if (j.escaped || !s->checked)
 		v->stats.unchecked_runs += j.escaped;
 	else if (d.completed)
-		step_completed(v);
+		completed_step(v);
 	/* Task switches exist outside IA-32e mode only; LTR changes TR without one. */
 	if (s->checked && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
 	    !(v->run->s.regs.sregs.efer & X86_EFER_LMA) && s->insn.kind != STEP_LTR)
