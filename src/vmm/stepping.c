@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "delivery.h"
 #include "emulate.h"
 #include "event.h"
 #include "log.h"
@@ -223,28 +224,6 @@ static enum step_idt idt_format(const struct kvm_sregs *sregs)
 	return sregs->cr0 & X86_CR0_PE ? STEP_IDT_PROT : STEP_IDT_REAL;
 }
 
-/*
- * The GDT descriptor a gate's selector names, and the walk to the byte of
- * its accessed bit, which the CPU sets (a supervisor write the GDT must
- * take). false: not readable, or that write would fault.
- */
-static bool gate_descriptor(struct vcpu *v, const struct paging *p, unsigned sel, uint64_t *desc,
-			    struct walk *desc_w)
-{
-	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint64_t desc_la = sregs->gdt.base + (sel & ~(unsigned)(X86_SEL_TI | X86_SEL_RPL));
-	uint8_t raw[8];
-
-	if ((sel | 7u) > sregs->gdt.limit || pagewalk(&m, p, desc_la, 0, desc_w) != WALK_OK ||
-	    pagewalk_read_as(&m, p, desc_la, 0, raw, sizeof(raw)) != sizeof(raw))
-		return false;
-	*desc = le64(raw);
-	return (*desc & X86_DESC_A) ||
-	       (pagewalk(&m, p, desc_la + X86_DESC_A_BYTE, WALK_WRITE, desc_w) == WALK_OK &&
-		desc_w->gpa < m.size);
-}
-
 /* The linear address of the GDT or LDT entry sel names. */
 static uint64_t descriptor_la(struct vcpu *v, uint16_t sel)
 {
@@ -389,6 +368,7 @@ static bool through_task_gate(struct vcpu *v, const struct step_insn *insn)
  */
 static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *la)
 {
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	struct kvm_segment cs;
 	struct paging p;
 	struct walk w;
@@ -402,11 +382,11 @@ static bool handler_la(struct vcpu *v, uint16_t sel, uint64_t offset, uint64_t *
 		*la = (uint64_t)sel * 16 + offset;
 		return true;
 	default:
-		/* An LDT selector: not looked up here (gate_descriptor() reads the GDT). */
+		/* An LDT selector: not looked up here (a gate's descriptor is the GDT's). */
 		if (sel & X86_SEL_TI)
 			return false;
 		implicit_paging(v, &p);
-		if (!gate_descriptor(v, &p, sel, &desc, &w))
+		if (!delivery_gdt_descriptor(&m, &p, &v->run->s.regs.sregs.gdt, sel, &desc, &w))
 			return false;
 		step_segment_cache(desc, sel, &cs);
 		*la = (uint32_t)(cs.base + offset);
@@ -466,40 +446,7 @@ static bool predicted(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t
 	return predict_handler(v, emulate_predict_fault(&snap, bytes, n, NULL), false);
 }
 
-/* An event the VMM delivers itself (deliver_event). */
-struct vmm_event {
-	unsigned vector;
-	bool error_code;
-	uint32_t err;
-	uint64_t rip;           /* pushed: the instruction (a fault) or the next (a trap, INT n) */
-	bool fault;             /* pushes RF set (SDM vol. 3 17.3.1.1), but for a #DB */
-	bool soft;              /* INT n, INT3, INTO: gate DPL checked against the CPL */
-	bool rf;                /* not a fault: RF as the instruction began, which it pushes */
-	/*
-	 * INT n that CR4.VME redirects (step_vme_int()): real mode's delivery
-	 * through the IVT at linear 0, with this FLAGS image and handler flags.
-	 */
-	bool ivt;
-	uint16_t ivt_image;
-	uint32_t ivt_flags;
-};
-
 static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err);
-
-/* Reads the 64-bit TSS's RSP0-2 and IST1-7 (supervisor reads); false where it cannot. */
-static bool read_tss(struct vcpu *v, struct paging *p, struct step_delivery_in *in)
-{
-	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint8_t tss[0x64];
-
-	if (tr->unusable || !tr->present || tr->limit < sizeof(tss) - 1 ||
-	    pagewalk_read_as(&m, p, tr->base, 0, tss, sizeof(tss)) != sizeof(tss))
-		return false;
-	memcpy(in->tss_rsp, tss + 4, sizeof(in->tss_rsp));
-	memcpy(in->tss_ist, tss + 0x24, sizeof(in->tss_ist));
-	return true;
-}
 
 /* event_end_shadow(), a failure stopping the VM; nmi: an IRET's, NMIs unblocked too. */
 static bool end_shadow(struct vcpu *v, bool nmi)
@@ -518,298 +465,41 @@ static bool delivered(struct vcpu *v)
 	return end_shadow(v, false);
 }
 
-/* What the CPU's accesses set: accessed bits on the IDT and GDT, dirty too where written. */
-static void delivery_ad(struct vcpu *v, struct walk *gate_w, struct walk *desc_w, bool desc_read,
-			uint64_t desc)
-{
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-
-	pagewalk_set_ad(&m, gate_w, false);
-	if (!desc_read)
-		return;
-	if (!(desc & X86_DESC_A)) {
-		m.base[desc_w->gpa] |= 1;	/* X86_DESC_A, bit 0 of its byte */
-		pagewalk_set_ad(&m, desc_w, true);
-	} else {
-		pagewalk_set_ad(&m, desc_w, false);
-	}
-}
-
 /*
- * SSn:ESPn for a handler at CPL `level`, from the current TSS: a 32-bit
- * TSS's ESPn and SSn at 4 + 8n, a 16-bit TSS's SPn and SSn at 2 + 4n (SP
- * zero-extended). SDM vol. 3 7.2.1, 7.6; vol. 2 INT n's operation, whose
- * limit check covers the entry alone. false: no such TSS, or the entry
- * past its limit (#TS, left to the CPU).
+ * Delivers an event through the IDT or IVT as the CPU would (delivery.c),
+ * the frame holding the guest's TF, the handler's first instruction next
+ * and the VMM's TF kept, so that it is checked (docs/design.md, "Events
+ * the VMM delivers"). false, nothing written: the CPU or KVM delivers it.
  */
-static bool tss_stack(struct vcpu *v, const struct paging *p, unsigned level, uint32_t *esp,
-		      uint16_t *ss)
-{
-	const struct kvm_segment *tr = &v->run->s.regs.sregs.tr;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	bool t16 = tr->type == 1 || tr->type == 3;	/* available, busy */
-	unsigned off = t16 ? 2 + 4 * level : 4 + 8 * level, len = t16 ? 4 : 6;
-	uint8_t b[6];
-	uint16_t sp;
-
-	if (tr->unusable || !tr->present || (!t16 && tr->type != 9 && tr->type != 11) ||
-	    off + len - 1 > tr->limit ||
-	    pagewalk_read_as(&m, p, tr->base + off, 0, b, len) != len)
-		return false;
-	if (t16) {
-		memcpy(&sp, b, 2);
-		*esp = sp;
-		memcpy(ss, b + 2, 2);
-	} else {
-		memcpy(esp, b, 4);
-		memcpy(ss, b + 4, 2);
-	}
-	return true;
-}
-
-/*
- * A 64-bit delivery's frame at d->rsp, written as the handler's accesses
- * (fp): false, nothing written, where either end of it (it spans at most
- * two pages) cannot take the write.
- */
-static bool push_frame(struct vcpu *v, const struct paging *fp, const struct step_delivery *d)
+static bool deliver_event(struct vcpu *v, const struct delivery_event *e)
 {
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint8_t frame[sizeof(d->frame)];
-	struct walk w;
-
-	for (unsigned end = 0; end < 2; end++) {
-		uint64_t la = end ? d->rsp + 8ull * d->words - 1 : d->rsp;
-
-		if (pagewalk(&m, fp, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m.size)
-			return false;
-	}
-	for (unsigned i = 0; i < d->words; i++)
-		for (unsigned b = 0; b < 8; b++)
-			frame[8 * i + b] = (uint8_t)(d->frame[i] >> (8 * b));
-	for (unsigned i = 0; i < 8 * d->words; i++) {
-		uint8_t *at = stack_byte_as(v, fp, d->rsp + i);
-
-		if (!at)
-			return false;	/* checked above: cannot happen */
-		*at = frame[i];
-	}
-	return true;
-}
-
-/* Accessed and dirty bits of the pages a frame's first and last bytes went to. */
-static void frame_ad(struct vcpu *v, const struct paging *fp, uint64_t first, uint64_t last)
-{
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct walk w;
-
-	for (unsigned end = 0; end < 2; end++)
-		if (pagewalk(&m, fp, end ? last : first, WALK_WRITE, &w) == WALK_OK)
-			pagewalk_set_ad(&m, &w, true);
-}
-
-/*
- * A legacy delivery's frame: every byte, at SS:SP as the stack's width has
- * it, must take the write (the handler's, fp), else false and nothing
- * written. la: the linear addresses of its first and last bytes.
- */
-static bool push_legacy_frame(struct vcpu *v, const struct paging *fp,
-			      const struct step_legacy *d, uint64_t la[2])
-{
-	const struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	uint64_t width = d->ss_big ? 0xffffffffull : 0xffffull;
-	uint8_t *at[sizeof(d->frame)];	/* 4-byte slots at most */
-	unsigned bytes = d->words * d->slot;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		uint64_t byte = d->stack_switch ? (d->ss_base + ((d->sp + i) & width)) & 0xffffffffull
-						: emulate_stack_la(sregs, v->run->s.regs.regs.rflags,
-								   d->sp + i);
-
-		if (!i || i == bytes - 1)
-			la[i ? 1 : 0] = byte;
-		at[i] = stack_byte_as(v, fp, byte);
-		if (!at[i])
-			return false;
-	}
-	for (unsigned i = 0; i < bytes; i++)
-		*at[i] = (uint8_t)(d->frame[i / d->slot] >> (8 * (i % d->slot)));
-	return true;
-}
-
-/* CS, SS:SP, IP and FLAGS as a legacy delivery leaves them: the handler's first instruction next. */
-static void enter_legacy_handler(struct vcpu *v, const struct step_legacy_in *in,
-				 const struct step_legacy *d)
-{
-	struct kvm_regs *regs = &v->run->s.regs.regs;
-	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	uint64_t width = d->ss_big ? 0xffffffffull : 0xffffull;
-
-	if (in->real) {
-		sregs->cs.selector = d->cs;
-		sregs->cs.base = (uint64_t)d->cs << 4;
-	} else {
-		step_segment_cache(in->desc, d->cs, &sregs->cs);
-	}
-	if (in->vm86) {
-		/* Out of virtual-8086 mode, DS, ES, FS and GS hold null selectors. */
-		sregs->ds = sregs->es = sregs->fs = sregs->gs = (struct kvm_segment){ .unusable = 1 };
-	}
-	if (d->stack_switch) {
-		/* SS.DPL is the CPL KVM keeps (VMX and SVM alike). */
-		step_segment_cache(in->stack_ss_desc, in->stack_ss, &sregs->ss);
-		regs->rsp = in->stack_esp;	/* ESPn, the upper half too under a 16-bit SS */
-	}
-	v->ops->set_sregs(v, sregs);
-	regs->rsp = (regs->rsp & ~width) | d->sp;
-	regs->rip = d->ip;
-	regs->rflags = (regs->rflags & ~0xffffffffull) | d->flags;
-	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
-}
-
-/*
- * deliver_event() outside IA-32e mode: through a 16- or 32-bit gate, or in
- * real mode (step_legacy_delivery_plan()). false, nothing written: the
- * CPU or KVM delivers it.
- */
-static bool deliver_legacy(struct vcpu *v, const struct vmm_event *e)
-{
-	struct kvm_regs *regs = &v->run->s.regs.regs;
-	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	bool real = !(sregs->cr0 & X86_CR0_PE) || e->ivt;
-	unsigned size = real ? 4 : 8;
-	uint64_t gate_la = (e->ivt ? 0 : sregs->idt.base) + e->vector * size, rf;
-	struct step_legacy_in in = {
-		.real = real, .cpl = emulate_cpl(sregs, regs->rflags), .cs = sregs->cs.selector,
-		.ip = (uint32_t)e->rip, .sp = (uint32_t)regs->rsp, .ss_big = !real && sregs->ss.db,
-		.ss_down = (sregs->ss.type & 0xc) == 0x4, .ss_limit = sregs->ss.limit,
-		.error_code = e->error_code, .err = e->err, .soft = e->soft,
-		.ss = sregs->ss.selector, .vm86 = !e->ivt && (regs->rflags & X86_RFLAGS_VM),
-		.es = sregs->es.selector, .ds = sregs->ds.selector, .fs = sregs->fs.selector,
-		.gs = sregs->gs.selector,
+	struct delivery_cpu cpu = {
+		.regs = v->run->s.regs.regs, .sregs = v->run->s.regs.sregs,
+		.guest_tf = v->step.guest_tf,
 	};
-	struct step_legacy d;
-	struct walk gate_w, desc_w, ss_w;
-	uint64_t la[2];
-	struct paging p, fp;
-	unsigned hcpl;
-	bool in_limit = e->ivt || e->vector * size + size - 1 <= sregs->idt.limit;
-	uint32_t err;
-	int fault;
+	struct delivery_result r;
 
-	if (sregs->cr4 & X86_CR4_CET)
+	implicit_paging(v, &cpu.implicit);
+	switch (delivery_deliver(&m, &cpu, e, &r)) {
+	case DELIVERY_DONE:
+		break;
+	case DELIVERY_FAULT:
+		return deliver_fault(v, r.vector, r.err);
+	default:
 		return false;
-	implicit_paging(v, &p);	/* the IDT, the GDT and the TSS */
-	if (in_limit && (pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
-			 pagewalk_read_as(&m, &p, gate_la, 0, in.entry, size) != size))
-		return false;
-	/* INT n that cannot use its gate faults, as in IA-32e mode (deliver_event). */
-	if (!real && e->soft &&
-	    (fault = step_legacy_soft_int_fault(in.entry, in_limit, e->vector, in.cpl, &err)) >= 0)
-		return deliver_fault(v, (unsigned)fault, err);
-	if (!in_limit)
-		return false;
-	if (!real && !gate_descriptor(v, &p, (unsigned)(in.entry[2] | in.entry[3] << 8), &in.desc,
-				      &desc_w))
-		return false;
-	/* To a lower CPL: SSn:ESPn of the TSS for it, and SSn's descriptor. */
-	hcpl = real ? 0 : step_handler_cpl(in.desc, in.cpl);
-	if (!real && hcpl < in.cpl && tss_stack(v, &p, hcpl, &in.stack_esp, &in.stack_ss))
-		in.tss_valid = gate_descriptor(v, &p, in.stack_ss, &in.stack_ss_desc, &ss_w);
-	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
-	in.flags = (uint32_t)((regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
-			      (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf);
-	if (!step_legacy_delivery_plan(&in, &d))
-		return false;
-	if (e->ivt) {		/* IP, CS, FLAGS: no error code for INT n */
-		d.frame[2] = e->ivt_image;
-		d.flags = e->ivt_flags;
 	}
-	fp = p;
-	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
-	if (!push_legacy_frame(v, &fp, &d, la))
-		return false;
-	delivery_ad(v, &gate_w, &desc_w, !real, in.desc);
-	if (d.stack_switch)
-		delivery_ad(v, &gate_w, &ss_w, true, in.stack_ss_desc);
-	frame_ad(v, &fp, la[0], la[1]);
-	enter_legacy_handler(v, &in, &d);
-	return delivered(v);
-}
-
-/*
- * Delivers an event through the IDT as the CPU would (outside IA-32e mode:
- * deliver_legacy()), the frame holding the guest's TF, the handler's first
- * instruction next and the VMM's TF kept, so that it is checked
- * (docs/design.md, "Events the VMM delivers"). false, nothing written:
- * the CPU or KVM delivers it.
- */
-static bool deliver_event(struct vcpu *v, const struct vmm_event *e)
-{
-	struct kvm_regs *regs = &v->run->s.regs.regs;
-	struct kvm_sregs *sregs = &v->run->s.regs.sregs;
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	uint64_t gate_la = sregs->idt.base + e->vector * 16, rf;
-	struct step_delivery_in in = {
-		.cpl = emulate_cpl(sregs, regs->rflags), .cs = sregs->cs.selector,
-		.ss = sregs->ss.selector,
-		.rip = e->rip, .rsp = regs->rsp, .error_code = e->error_code, .err = e->err,
-		.soft = e->soft, .la57 = (sregs->cr4 & X86_CR4_LA57) != 0,
-	};
-	struct step_delivery d;
-	struct walk gate_w, desc_w;
-	struct paging p, fp;
-	bool in_limit = e->vector * 16 + 15 <= sregs->idt.limit;
-	uint32_t err;
-	int fault;
-
-	implicit_paging(v, &p);	/* the IDT, the GDT and the TSS */
-	if (!(sregs->efer & X86_EFER_LMA))
-		return deliver_legacy(v, e);
-	if ((sregs->cr4 & X86_CR4_CET) ||
-	    (in_limit && (pagewalk(&m, &p, gate_la, 0, &gate_w) != WALK_OK ||
-			  pagewalk_read_as(&m, &p, gate_la, 0, in.gate, sizeof(in.gate)) !=
-			  sizeof(in.gate))))
-		return false;
-	/* INT n that cannot use its gate faults, its frame holding the guest's TF too. */
-	if (e->soft && (fault = step_soft_int_fault(in.gate, in_limit, e->vector, in.cpl, &err)) >= 0)
-		return deliver_fault(v, (unsigned)fault, err);
-	if (!in_limit)
-		return false;
-	if (!gate_descriptor(v, &p, (unsigned)(in.gate[2] | in.gate[3] << 8), &in.desc, &desc_w))
-		return false;
-	in.tss_valid = read_tss(v, &p, &in);
-	/* The image: the guest's TF; RF set by a fault but a #DB, clear after a trap. */
-	rf = (e->fault && e->vector != X86_VEC_DB) || (!e->fault && e->rf) ? X86_RFLAGS_RF : 0;
-	in.rflags = (regs->rflags & ~(X86_RFLAGS_TF | X86_RFLAGS_RF)) |
-		    (v->step.guest_tf ? X86_RFLAGS_TF : 0) | rf;
-	if (!step_delivery_plan(&in, &d))
-		return false;
-	fp = p;
-	fp.cpl = d.cpl;		/* the pushes are the handler's: a user access at CPL3 */
-	if (!push_frame(v, &fp, &d))
-		return false;
-	/* Accessed (and, for what is written, dirty) bits, as the CPU's accesses set them. */
-	delivery_ad(v, &gate_w, &desc_w, true, in.desc);
-	frame_ad(v, &fp, d.rsp, d.rsp + 8ull * d.words - 1);
-	/* CS (and SS on a privilege change: null, RPL the new CPL) as the CPU loads them. */
-	step_segment_cache(in.desc, d.cs, &sregs->cs);
-	if (d.stack_switch)
-		sregs->ss = (struct kvm_segment){ .selector = (uint16_t)d.cpl, .dpl = (uint8_t)d.cpl,
-						  .unusable = 1 };
-	v->ops->set_sregs(v, sregs);
-	regs->rsp = d.rsp;
-	regs->rip = d.rip;
-	regs->rflags = d.rflags;
-	v->ops->set_regs(v, regs);	/* with the VMM's TF: the handler is stepped */
+	v->run->s.regs.sregs = r.sregs;
+	v->ops->set_sregs(v, &v->run->s.regs.sregs);
+	v->run->s.regs.regs = r.regs;
+	v->ops->set_regs(v, &v->run->s.regs.regs);	/* with the VMM's TF: the handler is stepped */
 	return delivered(v);
 }
 
 /* A fault of the instruction at RIP, delivered by the VMM (deliver_event). */
 static bool deliver_fault(struct vcpu *v, unsigned vector, uint32_t err)
 {
-	struct vmm_event e = {
+	struct delivery_event e = {
 		.vector = vector, .error_code = step_vector_error_code(vector), .err = err,
 		.rip = v->run->s.regs.regs.rip, .fault = true,
 	};
@@ -1394,7 +1084,7 @@ static const struct emulate_exception db_event = { .vector = X86_VEC_DB };
  */
 static bool reinject_db(struct vcpu *v, uint64_t payload)
 {
-	const struct vmm_event e = { .vector = X86_VEC_DB, .rip = v->run->s.regs.regs.rip };
+	const struct delivery_event e = { .vector = X86_VEC_DB, .rip = v->run->s.regs.regs.rip };
 	struct kvm_debugregs dr;
 	int r = v->kvm->get_debugregs(v, &dr);
 
@@ -1774,7 +1464,7 @@ static void mov_ss_read_ad(struct vcpu *v, const struct step_cpu *c, uint64_t ss
  * raise: a fault (*vector, *err), or INT n, INT3 or INTO (true, *e filled
  * in). *vector -1 and false: nothing certain.
  */
-static bool behind_mov_ss(struct vcpu *v, struct vmm_event *e, int *vector, uint32_t *err)
+static bool behind_mov_ss(struct vcpu *v, struct delivery_event *e, int *vector, uint32_t *err)
 {
 	const struct step_state *s = &v->step;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
@@ -1824,7 +1514,7 @@ static int mov_ss_pair(struct vcpu *v, const struct step_cpu *mov, uint64_t ss_a
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
 	uint64_t la = descriptor_la(v, mov->ss_sel);
 	bool desc = !mov->real, event, ok;
-	struct vmm_event e = { .soft = true };
+	struct delivery_event e = { .soft = true };
 	struct walk aw;
 	struct paging p;
 	uint32_t err = 0;
@@ -1896,7 +1586,7 @@ static int iret_by_vmm(struct vcpu *v)
 }
 
 /* INT n, INT3, INTO and INT1, delivered as the CPU does; no single-step trap follows any. */
-static int soft_int_by_vmm(struct vcpu *v, struct vmm_event *e)
+static int soft_int_by_vmm(struct vcpu *v, struct delivery_event *e)
 {
 	const struct step_state *s = &v->step;
 	const struct kvm_regs *regs = &v->run->s.regs.regs;
@@ -1969,7 +1659,7 @@ static int certain_fault_by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 static int by_vmm(struct vcpu *v, const uint8_t *bytes, size_t n)
 {
 	struct step_state *s = &v->step;
-	struct vmm_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
+	struct delivery_event e = { .rip = step_advance(s->rip, s->insn.len, s->mode), .rf = s->rf };
 	int r;
 
 	/*

@@ -374,3 +374,75 @@ pw("short-ram", 4, 0x27, 3, [(3, 511, P | RW | US, 2, 0), (2, 0, P | RW | US | P
    [(0xff8000000000 | 0x3ff9, 8 << 1)], cr3_junk=0x98)
 pw("tables-outside", 2, 0x07, 0, [(0, 0, P | RW | US, 50, 0), (0, 1, P | RW | US, 1, 1)],
    [(0x1, 0), (0x8000000001, 0)])
+
+# ------------------------------------------------------------------ delivery
+# u8 a (LMA, PE, PG, VM, CPL<<4, PAE, guest TF), u8 b (soft, fault, error code, RF, IVT, WP, LA57,
+# CET), u8 vector, u32 err, u64 RIP, u64 RSP, u32 RFLAGS, u8 pages-1, u8 MAXPHYADDR-32, u32 CR3,
+# IDTR/GDTR/TR bases, u16 their limits, u8 TR type, CS and SS (u16 sel, u32 base, u32 limit,
+# u8 D/B L expand-down unusable), u16 ES DS FS GS, u16 IVT image, u32 IVT flags, RAM bytes
+def dseg(sel, base=0, limit=0xffffffff, db=1, l=0):
+    return u16(sel) + u32(base) + u32(limit) + u8(db | l << 1)
+
+
+def gdesc(base, limit, typ, dpl, l=0, db=1):
+    g = limit > 0xfffff
+    if g:
+        limit >>= 12
+    return ((limit & 0xffff) | (base & 0xffffff) << 16 | typ << 40 | 1 << 44 | dpl << 45 | 1 << 47 |
+            ((limit >> 16) & 0xf) << 48 | l << 53 | db << 54 | g << 55 | (base >> 24) << 56)
+
+
+def dl(name, a, b, vector, rip, rsp, rflags, ram, cs, ss, idt=(0x100, 0xfff), tr=(0xa00, 0x67, 11),
+       err=0, ivt=(0, 0), pages=4):
+    data = u8(a) + u8(b) + u8(vector) + u32(err) + u64(rip) + u64(rsp) + u32(rflags)
+    data += u8(pages - 1) + u8(8) + u32(0) + u32(idt[0]) + u32(0x800) + u32(tr[0])
+    data += u16(idt[1]) + u16(0xff) + u16(tr[1]) + u8(tr[2]) + cs + ss
+    data += u16(0x11) + u16(0x22) + u16(0x33) + u16(0x44) + u16(ivt[0]) + u32(ivt[1])
+    write("delivery", name, data + bytes(ram))
+
+
+def dram(gates, tss):
+    ram = bytearray(0xb00)
+    descs = {0x08: gdesc(0, 0xffffffff, 0xa, 0, l=1, db=0), 0x10: gdesc(0, 0xffffffff, 2, 0),
+             0x18: gdesc(0, 0xffffffff, 0xa, 0), 0x28: gdesc(0, 0xffffffff, 0xa, 3, l=1, db=0),
+             0x30: gdesc(0, 0xffffffff, 2, 3), 0x38: gdesc(0, 0xffffffff, 0xa, 3)}
+    for sel, d in descs.items():
+        ram[0x800 + sel:0x808 + sel] = u64(d)
+    for at, raw in gates:
+        ram[at:at + len(raw)] = raw
+    for at, raw in tss:
+        ram[0xa00 + at:0xa00 + at + len(raw)] = raw
+    return ram
+
+
+def gate64(handler, sel, access, ist=0):
+    return u16(handler) + u16(sel) + u8(ist) + u8(access) + u16(handler >> 16) + u32(handler >> 32) + u32(0)
+
+
+def gate32(handler, sel, access):
+    return u16(handler) + u16(sel) + u8(0) + u8(access) + u16(handler >> 16)
+
+
+LONG_RAM = dram([(0x100 + 6 * 16, gate64(0x5000, 0x08, 0x8e)), (0x100 + 0x80 * 16, gate64(0x5000, 0x08, 0xee)),
+                 (0x100 + 3 * 16, gate64(0x5000, 0x08, 0x8f, ist=1))],
+                [(4, u64(0x3000)), (0x24, u64(0x3800))])
+dl("long-ud-cpl0", 0x03, 0x02, 6, 0x1234, 0x2000, 0x202, LONG_RAM, dseg(0x08, db=0, l=1), dseg(0x10))
+dl("long-int80-cpl3", 0x33, 0x01, 0x80, 0x1236, 0x2000, 0x202, LONG_RAM, dseg(0x2b, db=0, l=1), dseg(0x33))
+dl("long-int3-ist", 0x83, 0x01, 3, 0x1235, 0x2008, 0x302, LONG_RAM, dseg(0x08, db=0, l=1), dseg(0x10))
+dl("long-gp-not-present", 0x33, 0x01, 0x81, 0x1236, 0x2000, 0x202, LONG_RAM, dseg(0x2b, db=0, l=1), dseg(0x33))
+PROT_RAM = dram([(0x100 + 13 * 8, gate32(0x6000, 0x18, 0x8e)), (0x100 + 0x80 * 8, gate32(0x6000, 0x18, 0xee)),
+                 (0x100 + 0x21 * 8, gate32(0x6000, 0x18, 0x8f))],
+                [(4, u32(0x3000)), (8, u16(0x10))])
+dl("prot32-gp-cpl0", 0x02, 0x06, 13, 0x1234, 0x2000, 0x202, PROT_RAM, dseg(0x18), dseg(0x10), err=0x18)
+dl("prot32-int80-cpl3", 0x32, 0x01, 0x80, 0x1236, 0x2000, 0x202, PROT_RAM, dseg(0x3b), dseg(0x33))
+dl("vm86-gp", 0x3a, 0x06, 13, 0x1234, 0x1000, 0x3202, PROT_RAM, dseg(0x50, 0x500, 0xffff, 0),
+   dseg(0x70, 0x700, 0xffff, 0))
+dl("vm86-int21-dpl0", 0x3a, 0x01, 0x21, 0x1236, 0x1000, 0x3202, PROT_RAM, dseg(0x50, 0x500, 0xffff, 0),
+   dseg(0x70, 0x700, 0xffff, 0))
+REAL_RAM = bytearray(0xb00)
+REAL_RAM[0x40:0x44] = u16(0x50) + u16(0x100)
+REAL_RAM[0x84:0x88] = u16(0x60) + u16(0x200)
+dl("real-int10", 0x80, 0x01, 0x10, 0x1236, 0x800, 0x40202, REAL_RAM, dseg(0x50, 0x500, 0xffff, 0),
+   dseg(0, 0, 0xffff, 0), idt=(0, 0x3ff))
+dl("vme-ivt-int21", 0x3a, 0x11, 0x21, 0x1236, 0x1000, 0x3202, REAL_RAM, dseg(0x50, 0x500, 0xffff, 0),
+   dseg(0x70, 0x700, 0xffff, 0), ivt=(0x3202, 0x23002))

@@ -328,17 +328,18 @@ MUTANTS = [
     {
         "name": "legacy-16-bit-gates-refused",
         "what": "events through 16-bit gates are left to KVM: their handlers run unchecked",
-        "edits": [("src/vmm/step.c",
+        "edits": [("src/vmm/delivery.c",
                    "bool gate16 = type == 0x06 || type == 0x07;",
                    "bool gate16 = false;")],
-        "unit": ["step"],
+        "unit": ["delivery"],
         "tests": ["diff-mode-legacy-pm16-guest-tf-16-bit-gates"],
     },
     {
         "name": "vm86-frame-without-segments",
         "what": "a frame from virtual-8086 mode lacks ES, DS, FS and GS",
-        "edits": [("src/vmm/step.c", "\tif (in->vm86) {\n", "\tif (0) {\n")],
-        "unit": ["step"],
+        "edits": [("src/vmm/delivery.c", "\tif (in->vm86) {\n\t\tout->frame[n++] = in->es;",
+                   "\tif (0) {\n\t\tout->frame[n++] = in->es;")],
+        "unit": ["delivery"],
         "tests": ["diff-mode-legacy-vm86-guest-tf"],
     },
     {
@@ -355,10 +356,10 @@ MUTANTS = [
         "name": "tss16-stack-refused",
         "what": "a 16-bit TSS's SS0:SP0 is not read: events from CPL3 there are left to KVM, "
                 "their handlers unchecked",
-        "edits": [("src/vmm/stepping.c",
+        "edits": [("src/vmm/delivery.c",
                    "\tbool t16 = tr->type == 1 || tr->type == 3;\t/* available, busy */",
                    "\tbool t16 = false;")],
-        "unit": ["stepping_events"],
+        "unit": ["delivery", "stepping_events"],
         "tests": ["diff-mode-legacy-pm32-pae-cpl3-guest-tf-16-bit-tss"],
     },
     {
@@ -396,9 +397,9 @@ MUTANTS = [
         "what": "outside IA-32e mode INT n, INT3 and INTO are delivered without their gate's "
                 "checks: through a DPL0 gate from CPL1-3 they are stepped, and the step in "
                 "the CPU's #GP handler becomes a #DB for the guest",
-        "edits": [("src/vmm/stepping.c", "\tif (!real && e->soft &&\n",
+        "edits": [("src/vmm/delivery.c", "\tif (!real && e->soft &&\n",
                    "\tif (!real && e->soft && false &&\n")],
-        "unit": ["stepping_events"],
+        "unit": ["delivery", "stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -609,10 +610,10 @@ MUTANTS = [
         "what": "the VMM delivers events in IA-32e mode's format where EFER.LME is set: "
                 "with paging off (a guest leaving IA-32e mode) through 16-byte gates the "
                 "CPU does not read",
-        "edits": [("src/vmm/stepping.c",
-                   "\tif (!(sregs->efer & X86_EFER_LMA))\n\t\treturn deliver_legacy(v, e);",
-                   "\tif (!(sregs->efer & X86_EFER_LME))\n\t\treturn deliver_legacy(v, e);")],
-        "unit": ["stepping"],
+        "edits": [("src/vmm/delivery.c",
+                   "\tif (!(cpu->sregs.efer & X86_EFER_LMA))\n\t\treturn deliver_legacy(",
+                   "\tif (!(cpu->sregs.efer & X86_EFER_LME))\n\t\treturn deliver_legacy(")],
+        "unit": ["delivery", "stepping_events"],
         "tests": ["diff-gen-pinned"],
     },
     {
@@ -846,11 +847,52 @@ MUTANTS = [
         "name": "frame-pushes-as-supervisor",
         "what": "a 64-bit event frame for a CPL3 handler is checked as a supervisor write: "
                 "SMAP refuses a user stack the CPU writes, keys are not applied",
-        "edits": [("src/vmm/stepping.c",
+        "edits": [("src/vmm/delivery.c",
                    "\tfp.cpl = d.cpl;\t\t/* the pushes are the handler's: a user access at CPL3 */\n"
-                   "\tif (!push_frame(v, &fp, &d))",
-                   "\tif (!push_frame(v, &fp, &d))")],
-        "unit": ["stepping_events"],
+                   "\tif (!push_frame(m, &fp, &d, out))",
+                   "\tif (!push_frame(m, &fp, &d, out))")],
+        "unit": ["delivery", "stepping_events"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-image-vmm-tf",
+        "what": "the frame of an event the VMM delivers holds the VMM's single-step TF, "
+                "not the guest's: the handler's IRET turns stepping into the guest's trap",
+        "edits": [("src/vmm/delivery.c",
+                   "\t       (cpu->guest_tf ? X86_RFLAGS_TF : 0) | rf;",
+                   "\t       (cpu->regs.rflags & X86_RFLAGS_TF) | rf;")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-frame-not-dirty",
+        "what": "the pages an event's frame is written to are left clean (accessed only): "
+                "a guest that reclaims clean pages loses the frame",
+        "edits": [("src/vmm/delivery.c",
+                   "\t\tif (pagewalk(m, fp, la[end], WALK_WRITE, &w) == WALK_OK)\n"
+                   "\t\t\tpagewalk_set_ad(m, &w, true);",
+                   "\t\tif (pagewalk(m, fp, la[end], WALK_WRITE, &w) == WALK_OK)\n"
+                   "\t\t\tpagewalk_set_ad(m, &w, false);")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-descriptor-accessed-unset",
+        "what": "delivery loads CS from a descriptor without setting its accessed bit",
+        "edits": [("src/vmm/delivery.c",
+                   "\t\tm->base[desc_w->gpa] |= 1;\t/* X86_DESC_A, bit 0 of its byte */\n",
+                   "")],
+        "unit": ["delivery"],
+        "tests": [],
+    },
+    {
+        "name": "delivery-vm86-data-segments-kept",
+        "what": "a handler entered from virtual-8086 mode keeps the 8086 program's DS, ES, "
+                "FS and GS caches instead of null selectors",
+        "edits": [("src/vmm/delivery.c",
+                   "\tif (in->vm86) {\n\t\t/* Out of virtual-8086 mode",
+                   "\tif (0) {\n\t\t/* Out of virtual-8086 mode")],
+        "unit": ["delivery"],
         "tests": [],
     },
     {
