@@ -188,6 +188,39 @@ void step_classify(const uint8_t *b, size_t len, struct step_mode mode, struct s
 	}
 }
 
+/*
+ * A checked step lasts until its exit is judged or the next entry; giving
+ * detection up lasts until planning sees CPL0 (OUTER) or the next entry
+ * (TO_EXIT), whatever exits KVM completes in between.
+ */
+static const enum step_phase phase_next[STEP_PHASE_COUNT][STEP_EVENT_COUNT] = {
+	[STEP_PHASE_FREE] = {
+		[STEP_ON_ENTRY] = STEP_PHASE_FREE, [STEP_ON_CPL0] = STEP_PHASE_FREE,
+		[STEP_ON_ARMED] = STEP_PHASE_CHECKED, [STEP_ON_DONE] = STEP_PHASE_FREE,
+		[STEP_ON_OUTER] = STEP_PHASE_OUTER, [STEP_ON_TASK_GATE] = STEP_PHASE_TO_EXIT,
+	},
+	[STEP_PHASE_CHECKED] = {
+		[STEP_ON_ENTRY] = STEP_PHASE_FREE, [STEP_ON_CPL0] = STEP_PHASE_FREE,
+		[STEP_ON_ARMED] = STEP_PHASE_CHECKED, [STEP_ON_DONE] = STEP_PHASE_FREE,
+		[STEP_ON_OUTER] = STEP_PHASE_OUTER, [STEP_ON_TASK_GATE] = STEP_PHASE_TO_EXIT,
+	},
+	[STEP_PHASE_OUTER] = {
+		[STEP_ON_ENTRY] = STEP_PHASE_OUTER, [STEP_ON_CPL0] = STEP_PHASE_FREE,
+		[STEP_ON_ARMED] = STEP_PHASE_CHECKED, [STEP_ON_DONE] = STEP_PHASE_OUTER,
+		[STEP_ON_OUTER] = STEP_PHASE_OUTER, [STEP_ON_TASK_GATE] = STEP_PHASE_TO_EXIT,
+	},
+	[STEP_PHASE_TO_EXIT] = {
+		[STEP_ON_ENTRY] = STEP_PHASE_FREE, [STEP_ON_CPL0] = STEP_PHASE_FREE,
+		[STEP_ON_ARMED] = STEP_PHASE_CHECKED, [STEP_ON_DONE] = STEP_PHASE_TO_EXIT,
+		[STEP_ON_OUTER] = STEP_PHASE_OUTER, [STEP_ON_TASK_GATE] = STEP_PHASE_TO_EXIT,
+	},
+};
+
+enum step_phase step_phase_next(enum step_phase p, enum step_event e)
+{
+	return p < STEP_PHASE_COUNT && e < STEP_EVENT_COUNT ? phase_next[p][e] : STEP_PHASE_FREE;
+}
+
 bool step_tf_after(enum step_kind kind, const struct step_tf_inputs *in)
 {
 	switch (kind) {

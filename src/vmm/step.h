@@ -116,7 +116,6 @@ struct step_branch {
 	bool faults;
 };
 
-/* Per vCPU, written by its thread only. */
 /*
  * Why a stepped vCPU's next run is set up as it is (docs/design.md,
  * "Phases of a stepped vCPU"); what the debug hardware does meanwhile is
@@ -128,7 +127,27 @@ enum step_phase {
 	STEP_PHASE_CHECKED,     /* `insn` at `rip` was checked; the run ends behind it */
 	STEP_PHASE_OUTER,       /* unstepped while code outside CPL0 runs (KVM cannot step CPL3) */
 	STEP_PHASE_TO_EXIT,     /* unstepped up to the next exit (INT n through a task gate) */
+	STEP_PHASE_COUNT,
 };
+
+/* What moves a stepped vCPU from one phase to another. */
+enum step_event {
+	STEP_ON_ENTRY,          /* an entry that starts an instruction is planned */
+	STEP_ON_CPL0,           /* planning finds the vCPU at CPL0 */
+	STEP_ON_ARMED,          /* the instruction at RIP is checked, its step armed */
+	STEP_ON_DONE,           /* the checked step is over: its exit judged, or it faulted */
+	STEP_ON_OUTER,          /* code outside CPL0 this KVM cannot step runs next */
+	STEP_ON_TASK_GATE,      /* INT n through a task gate runs next */
+	STEP_EVENT_COUNT,
+};
+
+/*
+ * The phase after `e` in phase `p`: the one transition table, which
+ * docs/design.md's table shows (docs-figures holds the two together).
+ */
+enum step_phase step_phase_next(enum step_phase p, enum step_event e);
+
+/* Per vCPU, written by its thread only. */
 
 struct step_state {
 	struct step_debug_state hw;   /* set through one function (stepping.c) */

@@ -125,11 +125,10 @@ _Static_assert(offsetof(struct kvm_run, debug.arch.dr7) >=
 		       offsetof(struct kvm_run, msr) + sizeof(((struct kvm_run *)0)->msr),
 	       "the DR7 marker would overwrite an exit KVM completes");
 
-/* The checked instruction's step is over (or it faulted); detection given up stays so. */
-static void unchecked(struct step_state *s)
+/* Every change of phase: one transition of step_phase_next()'s table. */
+static void phase_on(struct step_state *s, enum step_event e)
 {
-	if (s->phase == STEP_PHASE_CHECKED)
-		s->phase = STEP_PHASE_FREE;
+	s->phase = step_phase_next(s->phase, e);
 }
 
 /* Where byte la of a stack slot the CPU just wrote lives, or NULL. */
@@ -544,7 +543,7 @@ void stepping_msr_fault(struct vcpu *v)
 {
 	if (v->step.phase != STEP_PHASE_CHECKED)
 		return;
-	v->step.phase = STEP_PHASE_FREE;	/* the access faults: no step of its own */
+	phase_on(&v->step, STEP_ON_DONE);	/* the access faults: no step of its own */
 	watch_handler(v, X86_VEC_GP);
 	if (hw_steps(v->step.hw.mode)) {
 		set_hw(v, STEP_DEBUG_STEP, 0, true);
@@ -1869,7 +1868,7 @@ static void judge_diversion(struct vcpu *v, uint64_t hit, bool emulated, struct 
 	 */
 	} else if ((missed || branch || behind == SHADOWED_FAULTED) &&
 		   diverted_at_handler(v, s->rip, branch || behind == SHADOWED_FAULTED ? s->rip : at)) {
-		unchecked(s);
+		phase_on(s, STEP_ON_DONE);
 		s->guest_tf = false;	/* delivery clears it */
 	} else if (missed || behind == SHADOWED_FAULTED ||
 		   (emulated && behind == SHADOWED_MAYBE &&
@@ -2018,7 +2017,7 @@ bool stepping_debug_exit(struct vcpu *v)
 	if (s->phase == STEP_PHASE_CHECKED && v->run->s.regs.sregs.tr.selector != s->tr.selector &&
 	    !(v->run->s.regs.sregs.efer & X86_EFER_LMA) && s->insn.kind != STEP_LTR)
 		task_switched(v);
-	unchecked(s);
+	phase_on(s, STEP_ON_DONE);
 	s->resume_tf = false;
 	if (d.inject)
 		reinject_db(v, d.payload);
@@ -2189,7 +2188,7 @@ static void run_unchecked(struct vcpu *v, bool outer)
 {
 	stats_unchecked(&v->stats, outer ? STATS_UNCHECKED_OUTER : STATS_UNCHECKED_TASK_GATE, 1);
 	set_hw(v, STEP_DEBUG_OFF, 0, false);
-	v->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_TO_EXIT;
+	phase_on(&v->step, outer ? STEP_ON_OUTER : STEP_ON_TASK_GATE);
 }
 
 /* Decodes the instruction at RIP into v->step, with what it needs of its state. */
@@ -2366,7 +2365,7 @@ static void arm_step(struct vcpu *v, const uint8_t *bytes, size_t n, unsigned cp
 		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 		s->rearm = false;
 	}
-	s->phase = STEP_PHASE_CHECKED;
+	phase_on(s, STEP_ON_ARMED);
 }
 
 /* Plans the run of the instruction at RIP, after `performed` the VMM did itself. */
@@ -2388,7 +2387,7 @@ static enum run_plan plan_at_rip(struct vcpu *v, unsigned performed)
 		run_unchecked(v, true);
 		return PLAN_SET;
 	}
-	s->phase = STEP_PHASE_FREE;	/* at CPL0: back from OUTER */
+	phase_on(s, STEP_ON_CPL0);
 	n = load_insn(v, bytes);
 	if (step_hlt_unstepped(&s->insn, cpl)) {
 		set_hw(v, STEP_DEBUG_OFF, 0, false);
@@ -2421,9 +2420,7 @@ static void before_run(struct vcpu *v)
 	struct step_state *s = &v->step;
 	unsigned performed = 0;
 
-	/* OUTER lasts until the vCPU is back at CPL0, which planning sees. */
-	if (s->phase != STEP_PHASE_OUTER)
-		s->phase = STEP_PHASE_FREE;
+	phase_on(s, STEP_ON_ENTRY);
 	s->resume_tf = false;
 	if (s->hw.mode == STEP_DEBUG_WATCH)	/* the pending delivery goes first */
 		return;
@@ -2547,7 +2544,7 @@ static bool resynced(struct vcpu *v)
 	    v->run->s.regs.regs.rcx == s->resync_rcx)
 		return false;
 	s->rearm = true;
-	unchecked(s);
+	phase_on(s, STEP_ON_DONE);
 	return true;
 }
 

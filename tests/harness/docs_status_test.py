@@ -43,23 +43,52 @@ def main():
 
 def enum_members(path, enum):
     body = re.search(r"^enum %s \{(.*?)^\};" % enum, read(path), re.M | re.S)
-    return set(re.findall(r"^\s*([A-Z][A-Z0-9_]+)\b", body.group(1), re.M)) if body else set()
+    names = re.findall(r"^\s*([A-Z][A-Z0-9_]+)\b", body.group(1), re.M) if body else []
+    return {n for n in names if not n.endswith("_COUNT")}
+
+
+def phase_section():
+    design = read("docs/design.md")
+    section = design[design.find("#### Phases of a stepped vCPU"):]
+    return section[:section.find("#### Events the VMM delivers")]
 
 
 def phase_table():
-    design = read("docs/design.md")
-    section = design[design.find("#### Phases of a stepped vCPU"):]
-    section = section[:section.find("```mermaid")]
-    named = set(re.findall(r"`((?:STEP_PHASE|STEP_DEBUG|VCPU_COMPLETION)_[A-Z0-9_]+)`", section))
+    section = phase_section()
+    named = set(re.findall(r"`((?:STEP_PHASE|STEP_DEBUG|STEP_ON|VCPU_COMPLETION)_[A-Z0-9_]+)`",
+                           section))
     code = (enum_members("src/vmm/step.h", "step_phase") | enum_members("src/vmm/step.h", "step_debug") |
+            enum_members("src/vmm/step.h", "step_event") |
             enum_members("src/vmm/vcpu.h", "vcpu_completion"))
     fails = []
-    if len(code) < 10:
+    if len(code) < 16:
         fails.append(f"the enums of a phase read as {sorted(code)}: the pattern no longer fits")
     if named != code:
         fails.append(f"docs/design.md's phase table names {sorted(named - code)} that the code "
                      f"lacks and lacks {sorted(code - named)}")
-    return fails
+    return fails + transitions(section)
+
+
+def transitions(section):
+    """design.md's matrix of step_phase_next(), cell by cell against step.c's table."""
+    code = {}
+    table = re.search(r"phase_next\[STEP_PHASE_COUNT\]\[STEP_EVENT_COUNT\] = \{(.*?)^\};",
+                      read("src/vmm/step.c"), re.M | re.S)
+    for row in re.finditer(r"\[(STEP_PHASE_\w+)\] = \{(.*?)\}", table.group(1) if table else "", re.S):
+        for on, to in re.findall(r"\[(STEP_ON_\w+)\] = STEP_PHASE_(\w+)", row.group(2)):
+            code[(row.group(1), on)] = to
+    head = re.search(r"^\| from \\ on \|(.*)\|$", section, re.M)
+    ons = re.findall(r"`(STEP_ON_\w+)`", head.group(1)) if head else []
+    doc = {}
+    for row in re.finditer(r"^\| `(STEP_PHASE_\w+)` \|(.*)\|$", section, re.M):
+        for on, to in zip(ons, [c.strip() for c in row.group(2).split("|")]):
+            doc[(row.group(1), on)] = to
+    if len(code) < 16:
+        return [f"step.c's phase_next table read as {len(code)} cells: the pattern no longer fits"]
+    return [f"docs/design.md says {p} on {on} goes to {doc.get((p, on))}, step.c says {to}"
+            for (p, on), to in sorted(code.items()) if doc.get((p, on)) != to] + \
+           [f"docs/design.md has {p} on {on}, which step.c's table lacks"
+            for (p, on) in sorted(set(doc) - set(code))]
 
 
 def doc_sizes():

@@ -239,6 +239,16 @@ MUTANTS = [
         "tests": ["diff-gen-pinned"],
     },
     {
+        "name": "phase-outer-ends-at-entry",
+        "what": "detection given up for code outside CPL0 comes back at the next entry, "
+                "not at CPL0: the completing run of an exit at CPL3 is stepped",
+        "edits": [("src/vmm/step.c",
+                   "\t\t[STEP_ON_ENTRY] = STEP_PHASE_OUTER, [STEP_ON_CPL0] = STEP_PHASE_FREE,",
+                   "\t\t[STEP_ON_ENTRY] = STEP_PHASE_FREE, [STEP_ON_CPL0] = STEP_PHASE_FREE,")],
+        "unit": ["stepping"],
+        "tests": ["diff-step-cpl3-return-exit-then-cpl0-split-locks-no-cpl3-step"],
+    },
+    {
         "name": "stats-off-by-one",
         "what": "--stats counts one MSR read too many",
         "edits": [("src/vmm/stats.c",
@@ -416,8 +426,8 @@ MUTANTS = [
         "what": "after INT n through a task gate the vCPU stays unstepped through exits KVM "
                 "completes: the split locks of everything after it go unseen",
         "edits": [("src/vmm/stepping.c",
-                   "\tv->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_TO_EXIT;",
-                   "\tv->step.phase = outer ? STEP_PHASE_OUTER : STEP_PHASE_FREE;")],
+                   "\tphase_on(&v->step, outer ? STEP_ON_OUTER : STEP_ON_TASK_GATE);",
+                   "\tphase_on(&v->step, outer ? STEP_ON_OUTER : STEP_ON_DONE);")],
         "unit": ["stepping_events"],
         "tests": ["diff-gen-explore-seed-178"],
     },

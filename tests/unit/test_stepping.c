@@ -791,6 +791,27 @@ static void cpl3_unstepped_then_io_exit(void **state)
 }
 
 /*
+ * Detection given up outside CPL0 stays given up through an entry that
+ * plans nothing (an event's handler watched first): only planning at CPL0
+ * ends it, so that an exit KVM completes there still gets its stepped run.
+ */
+static void outer_lasts_to_cpl0(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.host.step_cpl3 = false;
+	to_cpl3(v);
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_OUTER);
+	exit_with(v, KVM_EXIT_INTR);
+	v->step.inject_vector = X86_VEC_GP;	/* an event is due: its handler comes first */
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_OUTER);
+	assert_int_equal(v->stats.unchecked[STATS_UNCHECKED_OUTER], 1);
+}
+
+/*
  * A KVM that cannot step CPL3 (the nested PVM one) hands the trap of a
  * stepped IRETQ to CPL3 to the guest as a #DB of its own: such an IRETQ
  * (and SYSEXIT) runs unstepped with the guest's TF, counted; one back to
@@ -1356,6 +1377,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(escaped_with_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_io_exit, setup_no_hwbp,
 						teardown),
+		cmocka_unit_test_setup_teardown(outer_lasts_to_cpl0, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(cpl3_unstepped_then_mmio_write, setup_no_hwbp,
 						teardown),
 		cmocka_unit_test_setup_teardown(left_split_completes_unchecked, setup_no_hwbp,
