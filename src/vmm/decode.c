@@ -311,21 +311,37 @@ unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum dec
 	return n;
 }
 
-int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
+/*
+ * One full decode in `mode`: 0, DECODE_TRUNCATED where the bytes end
+ * first, DECODE_TOO_LONG past 15 bytes, -1 for what the CPU answers with
+ * #UD (or a decoder that could not be set up).
+ */
+static int decode_full(enum decode_mode mode, const uint8_t *b, size_t len,
+		       ZydisDecodedInstruction *insn, ZydisDecodedOperand *o)
 {
-	ZydisDecodedInstruction insn;
-	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
-	unsigned mem_at, src_at;
 	ZyanStatus status;
 
 	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
 	    (unsigned)mode > DECODE_MODE_16)
 		return -1;
-	status = ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o);
+	status = ZydisDecoderDecodeFull(&decoders[mode], b, len, insn, o);
 	if (status == ZYDIS_STATUS_NO_MORE_DATA)
 		return DECODE_TRUNCATED;
-	if (ZYAN_FAILED(status))
-		return -1;
+	if (status == ZYDIS_STATUS_INSTRUCTION_TOO_LONG)
+		return DECODE_TOO_LONG;
+	return ZYAN_FAILED(status) ? -1 : 0;
+}
+
+int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
+	unsigned mem_at, src_at;
+	int status;
+
+	status = decode_full(mode, b, len, &insn, o);
+	if (status)
+		return status;
 	memset(out, 0, sizeof(*out));
 	if (!lookup(insn.mnemonic, &out->op))
 		return -1;
@@ -498,19 +514,12 @@ static int view_uncached(enum decode_mode mode, const uint8_t *b, size_t len,
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
-	ZyanStatus status;
+	int status;
 
 	memset(out, 0, sizeof(*out));
-	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > DECODE_MODE_16)
-		return -1;
-	status = ZydisDecoderDecodeFull(&decoders[mode], b, len, &insn, o);
-	if (status == ZYDIS_STATUS_NO_MORE_DATA)
-		return DECODE_TRUNCATED;
-	if (status == ZYDIS_STATUS_INSTRUCTION_TOO_LONG)
-		return DECODE_TOO_LONG;
-	if (ZYAN_FAILED(status))
-		return -1;
+	status = decode_full(mode, b, len, &insn, o);
+	if (status)
+		return status;
 	out->mnemonic = insn.mnemonic;
 	out->length = insn.length;
 	out->opsize = insn.operand_width / 8;

@@ -62,8 +62,9 @@ struct decode_insn {
 bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len);
 /*
  * 0 and *out for a locked RMW with a memory operand in `mode`;
- * DECODE_TRUNCATED when the bytes end before the instruction does; -1
- * otherwise (other instructions, and what the CPU answers with #UD).
+ * DECODE_TRUNCATED when the bytes end before the instruction does,
+ * DECODE_TOO_LONG past 15 bytes; -1 otherwise (other instructions, and
+ * what the CPU answers with #UD).
  * Thread-safe.
  */
 #define DECODE_TRUNCATED (-2)
