@@ -187,9 +187,10 @@ static void fatal_exits(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		struct kvm_run *run = fv.vm.vcpus[1].run;
+		struct kvm_run *run;
 		char *err;
 
+		fake_vm_destroy(&fv);	/* each case on a VM of its own */
 		assert_int_equal(fake_vm_init(&fv, 2, RAM), 0);
 		run = fv.vm.vcpus[1].run;
 		/* The exit's data: one union, filled as KVM fills it for this reason. */
@@ -214,9 +215,7 @@ static void fatal_exits(void **state)
 		assert_int_equal(fv.vm.status, cases[i].status);
 		assert_null(strstr(err, "vCPU 0:"));
 		free(err);
-		fake_vm_destroy(&fv);
 	}
-	assert_int_equal(fake_vm_init(&fv, 2, RAM), 0);	/* for teardown */
 }
 
 int main(void)
