@@ -861,13 +861,32 @@ static int certain_fault_of(const struct decode_view *v, const struct step_cpu *
 	return far_direct_fault(v, c, err);
 }
 
+/* Real and virtual-8086 mode decode as 16-bit code, as emulate_cpu_mode() has it. */
+static enum decode_mode cpu_decode_mode(const struct step_cpu *c)
+{
+	return c->long64 ? DECODE_MODE_64 : c->cs_d && !c->real ? DECODE_MODE_32 : DECODE_MODE_16;
+}
+
+enum step_stack_read step_certain_fault_stack(const uint8_t *b, size_t len,
+					      const struct step_cpu *c)
+{
+	struct decode_view v;
+
+	if (decode_view(cpu_decode_mode(c), b, len, &v) || v.prefixes)
+		return STEP_STACK_NONE;
+	/* As near_branch_noncanonical() and vm86_iopl_faults() judge them. */
+	if (c->long64 && v.mnemonic == ZYDIS_MNEMONIC_RET && !v.operands)
+		return STEP_STACK_RET;
+	if (!(c->rflags & X86_RFLAGS_VM))
+		return STEP_STACK_NONE;
+	return v.mnemonic == ZYDIS_MNEMONIC_POPF ? STEP_STACK_FLAGS_AT_0
+	       : v.mnemonic == ZYDIS_MNEMONIC_IRET ? STEP_STACK_FLAGS_AT_4 : STEP_STACK_NONE;
+}
+
 int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err)
 {
 	struct decode_view v;
-	/* Real and virtual-8086 mode decode as 16-bit code, as emulate_cpu_mode() has it. */
-	enum decode_mode mode = c->long64 ? DECODE_MODE_64
-				: c->cs_d && !c->real ? DECODE_MODE_32 : DECODE_MODE_16;
-	bool whole = !decode_view(mode, b, len, &v);
+	bool whole = !decode_view(cpu_decode_mode(c), b, len, &v);
 
 	*err = 0;
 	/* A LOCK the instruction does not take: a decode fault too. */

@@ -464,6 +464,21 @@ struct step_cpu {
 int step_certain_fault(const uint8_t *b, size_t len, const struct step_cpu *c, uint32_t *err);
 
 /*
+ * What step_certain_fault() needs of the stack for the instruction at b,
+ * for the caller to read into c first (c's mode and RFLAGS decide): RET's
+ * target in 64-bit code (ret_target), or the FLAGS a 16-bit POPF (at SP)
+ * or IRET (at SP + 4) loads in virtual-8086 mode (popped).
+ */
+enum step_stack_read {
+	STEP_STACK_NONE,
+	STEP_STACK_RET,
+	STEP_STACK_FLAGS_AT_0,
+	STEP_STACK_FLAGS_AT_4,
+};
+enum step_stack_read step_certain_fault_stack(const uint8_t *b, size_t len,
+					      const struct step_cpu *c);
+
+/*
  * The guest's own breakpoints, for the instructions the VMM completes
  * itself (emulated split locks), which the CPU never sees: B0-3 bits of
  * the enabled execute breakpoints at the linear address rip (CS base

@@ -1401,6 +1401,7 @@ static void cpu_for_faults(struct vcpu *v, const uint8_t *bytes, size_t n, uint6
 		regs->rdi, regs->r8, regs->r9, regs->r10, regs->r11, regs->r12, regs->r13,
 		regs->r14, regs->r15,
 	};
+	enum step_stack_read need;
 	uint8_t ret[8];
 
 	memcpy(gpr, g, sizeof(g));
@@ -1414,14 +1415,14 @@ static void cpu_for_faults(struct vcpu *v, const uint8_t *bytes, size_t n, uint6
 		.ldt_limit = sr->ldt.unusable || !sr->ldt.present ? -1 : (int64_t)sr->ldt.limit,
 		.lock_ud = decode_lock_faults(guest_mode(v), bytes, n),
 	};
-	if (c->long64 && n && bytes[0] == 0xc3 && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
+	need = n ? step_certain_fault_stack(bytes, n, c) : STEP_STACK_NONE;
+	if (need == STEP_STACK_RET && read_linear(v, regs->rsp, 0, ret, 8) == 8) {
 		c->ret_valid = true;
 		c->ret_target = le64(ret);
 	}
-	/* The FLAGS a 16-bit POPF (at SP) or IRET (at SP + 4) loads in virtual-8086 mode. */
-	if ((regs->rflags & X86_RFLAGS_VM) && n && (bytes[0] == 0x9d || bytes[0] == 0xcf) &&
+	if ((need == STEP_STACK_FLAGS_AT_0 || need == STEP_STACK_FLAGS_AT_4) &&
 	    read_linear(v, emulate_stack_la(sr, regs->rflags,
-					    (uint16_t)(regs->rsp + (bytes[0] == 0xcf ? 4 : 0))),
+					    (uint16_t)(regs->rsp + (need == STEP_STACK_FLAGS_AT_4 ? 4 : 0))),
 			0, ret, 2) == 2) {
 		c->popped_valid = true;
 		c->popped = (uint16_t)(ret[0] | ret[1] << 8);

@@ -249,6 +249,15 @@ MUTANTS = [
         "tests": ["diff-step-cpl3-return-exit-then-cpl0-split-locks-no-cpl3-step"],
     },
     {
+        "name": "vm86-iret-flags-read-at-sp",
+        "what": "the FLAGS a virtual-8086 IRET would load are read at SP, where its IP is: "
+                "its certain #GP (a TF it would set) is judged on the wrong word",
+        "edits": [("src/vmm/step.c", "\t       : v.mnemonic == ZYDIS_MNEMONIC_IRET ? STEP_STACK_FLAGS_AT_4 : STEP_STACK_NONE;",
+                   "\t       : v.mnemonic == ZYDIS_MNEMONIC_IRET ? STEP_STACK_FLAGS_AT_0 : STEP_STACK_NONE;")],
+        "unit": ["step"],
+        "tests": ["diff-mode-legacy-vm86-guest-tf"],
+    },
+    {
         "name": "stats-off-by-one",
         "what": "--stats counts one MSR read too many",
         "edits": [("src/vmm/stats.c",

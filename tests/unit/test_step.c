@@ -9,6 +9,7 @@
 #include <linux/kvm.h>
 
 #include "step.h"
+#include "array_size.h"
 
 static const struct step_mode m64 = { .cs_l = true };
 static const struct step_mode m32 = { .cs_d = true };
@@ -167,6 +168,39 @@ static void test_classify_as_the_cpu(void **state)
 	/* REX.W takes precedence over 66 (SDM vol. 2 2.2.1.2): POPFQ. */
 	assert_int_equal(CLASSIFY(m64, 0x66, 0x49, 0x9d).opsize, 8);
 	assert_int_equal(CLASSIFY(m64, 0x66, 0x9d).opsize, 2);
+}
+
+/* What step_certain_fault() needs read off the stack, by instruction and mode. */
+static void test_certain_fault_stack(void **state)
+{
+	static const struct {
+		uint8_t b[3];
+		size_t n;
+		bool long64, vm86;
+		enum step_stack_read want;
+	} cases[] = {
+		{ { 0xc3 }, 1, true, false, STEP_STACK_RET },
+		{ { 0x48, 0xc3 }, 2, true, false, STEP_STACK_NONE },        /* judged with a prefix: none */
+		{ { 0xc2, 0x08, 0x00 }, 3, true, false, STEP_STACK_NONE }, /* RET imm16 */
+		{ { 0xc3 }, 1, false, false, STEP_STACK_NONE },             /* outside 64-bit code */
+		{ { 0x9d }, 1, false, true, STEP_STACK_FLAGS_AT_0 },
+		{ { 0xcf }, 1, false, true, STEP_STACK_FLAGS_AT_4 },
+		{ { 0x66, 0x9d }, 2, false, true, STEP_STACK_NONE },        /* POPFD */
+		{ { 0x9d }, 1, false, false, STEP_STACK_NONE },             /* not virtual-8086 */
+		{ { 0x90 }, 1, false, true, STEP_STACK_NONE },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct step_cpu c = {
+			.long64 = cases[i].long64, .real = cases[i].vm86,
+			.rflags = cases[i].vm86 ? X86_RFLAGS_VM : 0,
+		};
+
+		if (step_certain_fault_stack(cases[i].b, cases[i].n, &c) != cases[i].want)
+			fail_msg("case %zu: %d, not %d", i, step_certain_fault_stack(cases[i].b, cases[i].n, &c),
+				 cases[i].want);
+	}
 }
 
 static void test_tf_model(void **state)
@@ -1230,6 +1264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify_hlt),
+		cmocka_unit_test(test_certain_fault_stack),
 		cmocka_unit_test(test_classify_flags_sizes),
 		cmocka_unit_test(test_classify_events),
 		cmocka_unit_test(test_classify_as_the_cpu),
