@@ -158,16 +158,10 @@ static void decoders_init(void)
 								  ZYAN_TRUE));
 }
 
-unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through)
+/* What runs after the instruction is right behind it: no branch, event or world switch. */
+static bool falls_through(const ZydisDecodedInstruction *insn)
 {
-	ZydisDecodedInstruction insn;
-
-	*falls_through = false;
-	if (pthread_once(&decoders_once, decoders_init) || !decoders_ok ||
-	    (unsigned)mode > DECODE_MODE_16 ||
-	    ZYAN_FAILED(ZydisDecoderDecodeInstruction(&minimal[mode], NULL, b, len, &insn)))
-		return 0;
-	switch (insn.meta.category) {
+	switch (insn->meta.category) {
 	case ZYDIS_CATEGORY_COND_BR:	/* XBEGIN among them */
 	case ZYDIS_CATEGORY_UNCOND_BR:	/* XABORT among them */
 	case ZYDIS_CATEGORY_CALL:
@@ -178,13 +172,22 @@ unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool
 	case ZYDIS_CATEGORY_VTX:
 	case ZYDIS_CATEGORY_SGX:
 	case ZYDIS_CATEGORY_UINTR:
-		break;
+		return false;
 	default:
-		*falls_through = insn.mnemonic != ZYDIS_MNEMONIC_RSM &&
-				 insn.mnemonic != ZYDIS_MNEMONIC_VMRUN;
-		break;
+		return insn->mnemonic != ZYDIS_MNEMONIC_RSM && insn->mnemonic != ZYDIS_MNEMONIC_VMRUN;
 	}
-	return insn.length;
+}
+
+unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls)
+{
+	struct decode_view v;
+
+	if (decode_view(mode, b, len, &v)) {
+		*falls = false;
+		return 0;
+	}
+	*falls = v.falls;
+	return v.length;
 }
 
 bool decode_lock_faults(enum decode_mode mode, const uint8_t *b, size_t len)
@@ -289,26 +292,6 @@ bool decode_branch(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t
 				    : insn.operand_width == 32 ? (uint32_t)next : (uint16_t)next;
 	}
 	return true;
-}
-
-unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,
-			    const uint8_t *b, size_t len, bool *falls_through)
-{
-	__typeof__(m->e[0]) *e = &m->e[(rip ^ rip >> 8) & (ARRAY_SIZE(m->e) - 1)];
-	unsigned n;
-
-	if (e->len && e->mode == mode && e->len <= len && !memcmp(e->bytes, b, e->len)) {
-		*falls_through = e->falls;
-		return e->len;
-	}
-	n = decode_length(mode, b, len, falls_through);
-	e->len = (uint8_t)(n <= sizeof(e->bytes) ? n : 0);
-	if (e->len) {
-		e->mode = (uint8_t)mode;
-		e->falls = *falls_through;
-		memcpy(e->bytes, b, n);
-	}
-	return n;
 }
 
 /*
@@ -484,7 +467,7 @@ static __thread struct {
 	int status;
 	uint8_t bytes[DECODE_INSN_MAX];
 	struct decode_view view;
-} view_memo[64];
+} view_memo[256];
 
 static int view_uncached(enum decode_mode mode, const uint8_t *b, size_t len,
 			 struct decode_view *out);
@@ -536,6 +519,7 @@ static int view_uncached(enum decode_mode mode, const uint8_t *b, size_t len,
 		   (insn.meta.category == ZYDIS_CATEGORY_STRINGOP ||
 		    insn.meta.category == ZYDIS_CATEGORY_IOSTRINGOP);
 	out->far = insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+	out->falls = falls_through(&insn);
 	out->operands = insn.operand_count_visible;
 	for (unsigned i = 0; i < 2 && i < insn.operand_count_visible; i++)
 		view_operand(&o[i], &out->op[i]);

@@ -71,12 +71,12 @@ bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len);
 int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out);
 const char *decode_op_name(enum decode_op op);
 /*
- * Length of any instruction at b, without its operands (cheap enough for
- * every step): 0 where the bytes end first or Zydis cannot decode them
- * (what the CPU answers with #UD among them). *falls_through: what runs
- * next, unless an exception intervenes, is the instruction right behind it
- * in memory; false for branches, calls, returns, INT n, SYSCALL, SYSRET,
- * transactions and VMX/SGX leaves. Thread-safe.
+ * Length of any instruction at b, from decode_view() and so its memo
+ * (every step asks): 0 where the bytes end first or Zydis cannot decode
+ * them (what the CPU answers with #UD among them). *falls_through: what
+ * runs next, unless an exception intervenes, is the instruction right
+ * behind it in memory; false for branches, calls, returns, INT n, SYSCALL,
+ * SYSRET, transactions and VMX/SGX leaves. Thread-safe.
  */
 unsigned decode_length(enum decode_mode mode, const uint8_t *b, size_t len, bool *falls_through);
 /*
@@ -115,21 +115,6 @@ struct decode_branch {
 bool decode_branch(enum decode_mode mode, const uint8_t *b, size_t len, uint64_t ip,
 		   struct decode_branch *out);
 /*
- * decode_length() remembered by address: a guest runs the same code over
- * and over, and under single-stepping this runs for every instruction. An
- * entry answers only for the same mode and the same bytes (code may be
- * rewritten), which decide the length alone. One per thread.
- */
-struct decode_length_memo {
-	struct {
-		uint8_t mode, len;      /* len 0: empty */
-		bool falls;
-		uint8_t bytes[15];
-	} e[256];
-};
-unsigned decode_length_memo(struct decode_length_memo *m, uint64_t rip, enum decode_mode mode,
-			    const uint8_t *b, size_t len, bool *falls_through);
-/*
  * The first explicit memory operand of any instruction (LEA's is no
  * access), in out's length, size, mode, addr_size, seg, base, index, scale
  * and disp, and whether it is written: 0, or -1 where there is none this
@@ -159,6 +144,7 @@ struct decode_view {
 	bool rex, rex_w;        /* a REX prefix that counts (64-bit mode), its W */
 	bool rep;               /* F2/F3 on a string instruction: it repeats */
 	bool far;               /* a far branch */
+	bool falls;             /* what runs next is right behind it (decode_length()) */
 	unsigned operands;      /* explicit operands, the first two in op[] */
 	struct {
 		enum decode_opnd kind;

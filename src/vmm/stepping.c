@@ -781,25 +781,24 @@ static void fix_pushf(struct vcpu *v)
 }
 
 /*
- * The length of the instruction of `bytes` at rip where step_classify()
- * leaves it to the decoder (every kind that falls through to the next),
- * and whether what runs next is right behind it (`falls`).
+ * The length of the instruction of `bytes` where step_classify() leaves it
+ * to the decoder (every kind that falls through to the next), and whether
+ * what runs next is right behind it (`falls`).
  */
-static void full_length(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n,
-			struct step_insn *insn)
+static void full_length(struct vcpu *v, const uint8_t *bytes, size_t n, struct step_insn *insn)
 {
 	unsigned len;
 	bool falls;
 
 	/* MOV SS from memory: its length, for the instruction behind it; what runs next is that. */
 	if (insn->kind == STEP_MOV_SS && !insn->len) {
-		insn->len = decode_length_memo(&v->lengths, rip, guest_mode(v), bytes, n, &falls);
+		insn->len = decode_length(guest_mode(v), bytes, n, &falls);
 		return;
 	}
 	if (insn->rep || (insn->kind != STEP_OTHER && insn->kind != STEP_PUSHF &&
 			  insn->kind != STEP_POPF && insn->kind != STEP_MOV_DR))
 		return;
-	len = decode_length_memo(&v->lengths, rip, guest_mode(v), bytes, n, &insn->falls);
+	len = decode_length(guest_mode(v), bytes, n, &insn->falls);
 	if (insn->len && insn->len != len)
 		insn->falls = false;
 	insn->len = len;
@@ -817,7 +816,7 @@ static size_t classify_at(struct vcpu *v, uint64_t rip, struct step_mode mode,
 
 	step_classify(bytes, n, mode, insn);
 	if (n)	/* not for every step: a decode */
-		full_length(v, rip, bytes, n, insn);
+		full_length(v, bytes, n, insn);
 	return n;
 }
 

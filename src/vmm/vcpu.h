@@ -63,7 +63,6 @@ struct vcpu {
 	volatile sig_atomic_t sigbus;  /* SIGBUS from KVM with a split-lock #AC */
 	enum vcpu_completion completion;
 	struct step_state step;        /* --split-lock=emulate's view of the stepping */
-	struct decode_length_memo lengths;
 	struct ratelimit warn_rate;    /* "split lock emulated" lines */
 	uint64_t warn_suppressed;
 	struct stats stats;       /* written by this vCPU's thread only */

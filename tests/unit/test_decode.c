@@ -152,31 +152,32 @@ static unsigned len_of(enum decode_mode mode, const uint8_t *b, size_t n, bool *
 #define LEN(mode, falls, ...) \
 	len_of(mode, (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ }), falls)
 
-/* The memo answers as decode_length() does, also when the bytes or the mode change under it. */
+/*
+ * Asked again, decode_length() answers from decode_view()'s memo as it
+ * did the first time, and afresh when the bytes or the mode change.
+ */
 static void lengths_remembered(void **state)
 {
 	static const uint8_t add[] = { 0x48, 0x01, 0xd8, 0x90 };	/* add rax, rbx */
 	static const uint8_t jmp[] = { 0xeb, 0xfe, 0x90, 0x90 };	/* jmp $ */
 	static const uint8_t rex_inc[] = { 0x48, 0xff, 0xc0, 0x90 };	/* 64-bit: inc rax; 32-bit: dec eax */
-	struct decode_length_memo *m = calloc(1, sizeof(*m));
 	bool falls = false;
 
 	(void)state;
-	assert_non_null(m);
-	assert_int_equal(decode_length_memo(m, 0x1000, DECODE_MODE_64, add, sizeof(add), &falls), 3);
+	assert_int_equal(decode_length(DECODE_MODE_64, add, sizeof(add), &falls), 3);
 	assert_true(falls);
 	falls = false;
-	assert_int_equal(decode_length_memo(m, 0x1000, DECODE_MODE_64, add, sizeof(add), &falls), 3);
+	assert_int_equal(decode_length(DECODE_MODE_64, add, sizeof(add), &falls), 3);
 	assert_true(falls);
-	/* Rewritten code at the same address. */
-	assert_int_equal(decode_length_memo(m, 0x1000, DECODE_MODE_64, jmp, sizeof(jmp), &falls), 2);
+	/* Rewritten code. */
+	assert_int_equal(decode_length(DECODE_MODE_64, jmp, sizeof(jmp), &falls), 2);
 	assert_false(falls);
 	/* The same bytes in another mode. */
-	assert_int_equal(decode_length_memo(m, 0x2000, DECODE_MODE_64, rex_inc, sizeof(rex_inc), &falls), 3);
-	assert_int_equal(decode_length_memo(m, 0x2000, DECODE_MODE_32, rex_inc, sizeof(rex_inc), &falls), 1);
+	assert_int_equal(decode_length(DECODE_MODE_64, rex_inc, sizeof(rex_inc), &falls), 3);
+	assert_int_equal(decode_length(DECODE_MODE_32, rex_inc, sizeof(rex_inc), &falls), 1);
 	/* Fewer bytes than the remembered length: decoded again, and short. */
-	assert_int_equal(decode_length_memo(m, 0x1000, DECODE_MODE_64, add, 2, &falls), 0);
-	free(m);
+	assert_int_equal(decode_length(DECODE_MODE_64, add, 2, &falls), 0);
+	assert_false(falls);
 }
 
 /* Any instruction's length, and whether the next one is right behind it. */
