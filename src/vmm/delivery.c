@@ -7,30 +7,6 @@
 #include "step.h"
 #include "x86.h"
 
-static bool canonical(uint64_t la, bool la57)
-{
-	unsigned bits = la57 ? 57 : 48;
-
-	return (uint64_t)((int64_t)(la << (64 - bits)) >> (64 - bits)) == la;
-}
-
-/* A descriptor's limit (G applied) and base, as the segment cache has them. */
-static uint32_t desc_limit(uint64_t desc)
-{
-	struct kvm_segment s;
-
-	step_segment_cache(desc, 0, &s);
-	return s.limit;
-}
-
-static uint32_t desc_base(uint64_t desc)
-{
-	struct kvm_segment s;
-
-	step_segment_cache(desc, 0, &s);
-	return (uint32_t)s.base;
-}
-
 bool delivery_long_plan(const struct delivery_long_in *in, struct delivery_long *out)
 {
 	const uint8_t *gate = in->gate;
@@ -50,13 +26,13 @@ bool delivery_long_plan(const struct delivery_long_in *in, struct delivery_long 
 		return false;
 	cpl = delivery_handler_cpl(in->desc, cpl);
 	out->rip = step_gate_offset(gate);
-	if (!canonical(out->rip, in->la57))
+	if (!pagewalk_canonical(out->rip, in->la57))
 		return false;
 	if (ist || cpl < in->cpl) {
 		if (!in->tss_valid)
 			return false;
 		rsp = ist ? in->tss_ist[ist - 1] : in->tss_rsp[cpl];
-		if (!canonical(rsp, in->la57))
+		if (!pagewalk_canonical(rsp, in->la57))
 			return false;
 	}
 	if (in->error_code)
@@ -114,7 +90,7 @@ static bool legacy_gate_target(const struct delivery_legacy_in *in, struct deliv
 	out->ip = (uint32_t)(e[0] | e[1] << 8);
 	if (!gate16)
 		out->ip |= (uint32_t)(e[6] << 16 | (uint32_t)e[7] << 24);
-	if (out->ip > desc_limit(in->desc))
+	if (out->ip > step_desc_limit(in->desc))
 		return false;	/* #GP(0) */
 	out->cs = (uint16_t)((sel & ~(unsigned)X86_SEL_RPL) | out->cpl);
 	/* Interrupt gates (type bit 0 clear) clear IF too. */
@@ -138,10 +114,10 @@ static bool legacy_inner_stack(const struct delivery_legacy_in *in, struct deliv
 	    (X86_DESC_S | X86_DESC_P | X86_DESC_W | (uint64_t)out->cpl << X86_DESC_DPL_SHIFT))
 		return false;
 	out->stack_switch = true;
-	out->ss_base = desc_base(d);
+	out->ss_base = step_desc_base(d);
 	st->big = (d & X86_DESC_DB) != 0;
 	st->down = (d & X86_DESC_E) != 0;
-	st->limit = desc_limit(d);
+	st->limit = step_desc_limit(d);
 	st->sp = in->stack_esp;
 	return true;
 }
@@ -245,16 +221,6 @@ static uint64_t le64(const uint8_t b[8])
 	return w;
 }
 
-/* Where byte la of the frame goes for a write through p, or NULL. */
-static uint8_t *stack_byte(const struct guest_mem *m, const struct paging *p, uint64_t la)
-{
-	struct walk w;
-
-	if (pagewalk(m, p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m->size)
-		return NULL;
-	return m->base + w.gpa;
-}
-
 bool delivery_gdt_descriptor(const struct guest_mem *m, const struct paging *p,
 			     const struct kvm_dtable *gdt, unsigned sel, uint64_t *desc,
 			     struct walk *desc_w)
@@ -349,7 +315,7 @@ static bool push_frame(const struct guest_mem *m, const struct paging *fp,
 	out->frame_bytes = bytes;
 	out->slot = 8;
 	for (unsigned i = 0; i < bytes; i++) {
-		uint8_t *at = stack_byte(m, fp, d->rsp + i);
+		uint8_t *at = pagewalk_write_byte(m, fp, d->rsp + i);
 
 		if (!at)
 			return false;	/* checked above: cannot happen */
@@ -479,7 +445,7 @@ static bool push_legacy_frame(const struct guest_mem *m, const struct delivery_c
 
 		if (!i || i == bytes - 1)
 			out->frame_la[i ? 1 : 0] = byte;
-		at[i] = stack_byte(m, fp, byte);
+		at[i] = pagewalk_write_byte(m, fp, byte);
 		if (!at[i])
 			return false;
 	}

@@ -181,7 +181,7 @@ bool emulate_linear_access(const struct decode_insn *i, const struct kvm_sregs *
 		struct paging p = { .la57 = s->cr4 & X86_CR4_LA57 };
 
 		*la = ea + (i->seg == DECODE_SEG_FS || i->seg == DECODE_SEG_GS ? sg->base : 0);
-		return pagewalk_canonical(&p, *la) && pagewalk_canonical(&p, *la + size - 1);
+		return pagewalk_canonical(*la, p.la57) && pagewalk_canonical(*la + size - 1, p.la57);
 	}
 	if (!real && !(rflags & X86_RFLAGS_VM)) {
 		bool code = sg->type & 8;

@@ -17,11 +17,20 @@ const char *pagewalk_result_name(enum walk_result r)
 	return "?";
 }
 
-bool pagewalk_canonical(const struct paging *p, uint64_t la)
+bool pagewalk_canonical(uint64_t la, bool la57)
 {
-	unsigned shift = p->la57 ? 7 : 16;
+	unsigned shift = la57 ? 7 : 16;
 
 	return (uint64_t)((int64_t)(la << shift) >> shift) == la;
+}
+
+uint8_t *pagewalk_write_byte(const struct guest_mem *m, const struct paging *p, uint64_t la)
+{
+	struct walk w;
+
+	if (pagewalk(m, p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= m->size)
+		return NULL;
+	return m->base + w.gpa;
 }
 
 static uint64_t phys_mask(const struct paging *p)
@@ -193,7 +202,7 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 		if (r != WALK_OK)
 			return r;
 		levels = 2;
-	} else if (!pagewalk_canonical(p, la)) {
+	} else if (!pagewalk_canonical(la, p->la57)) {
 		return WALK_NONCANONICAL;
 	}
 	for (level = levels; level >= 1; level--) {

@@ -74,8 +74,10 @@ enum walk_result pagewalk(const struct guest_mem *m, const struct paging *p, uin
 /* Sets the accessed bits of a successful walk's entries, dirty for a write. */
 void pagewalk_set_ad(const struct guest_mem *m, const struct walk *w, bool write);
 const char *pagewalk_result_name(enum walk_result r);
-/* Whether la is canonical for the paging mode (48 or 57 bits). */
-bool pagewalk_canonical(const struct paging *p, uint64_t la);
+/* Whether la is canonical: 57 bits with LA57 paging, else 48. */
+bool pagewalk_canonical(uint64_t la, bool la57);
+/* Where a write of byte la through p lands in RAM, or NULL (a fault, no RAM there). */
+uint8_t *pagewalk_write_byte(const struct guest_mem *m, const struct paging *p, uint64_t la);
 
 /*
  * The paging state in sregs; RFLAGS.AC, PKRU and MAXPHYADDR come from

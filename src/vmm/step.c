@@ -3,6 +3,7 @@
 
 #include "step.h"
 #include "decode.h"
+#include "pagewalk.h"
 #include "array_size.h"
 
 #include <Zydis/Zydis.h>
@@ -470,21 +471,14 @@ int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
 	return (int)at + 2;
 }
 
-static bool canonical(uint64_t la, bool la57)
-{
-	unsigned bits = la57 ? 57 : 48;
-
-	return (uint64_t)((int64_t)(la << (64 - bits)) >> (64 - bits)) == la;
-}
-
-static uint32_t desc_limit(uint64_t desc)
+uint32_t step_desc_limit(uint64_t desc)
 {
 	uint32_t limit = (uint32_t)(desc & 0xffff) | (uint32_t)((desc >> 48) & 0xf) << 16;
 
 	return desc & X86_DESC_G ? limit << 12 | 0xfff : limit;
 }
 
-static uint32_t desc_base(uint64_t desc)
+uint32_t step_desc_base(uint64_t desc)
 {
 	return (uint32_t)(((desc >> 16) & 0xffffff) | ((desc >> 56) & 0xff) << 24);
 }
@@ -508,8 +502,8 @@ enum step_vme_int step_vme_int(uint32_t flags, bool redirect_bit, uint16_t *imag
 void step_segment_cache(uint64_t desc, uint16_t sel, struct kvm_segment *out)
 {
 	*out = (struct kvm_segment){
-		.base = desc_base(desc),
-		.limit = desc_limit(desc),
+		.base = step_desc_base(desc),
+		.limit = step_desc_limit(desc),
 		.selector = sel,
 		.type = (uint8_t)(((desc >> 40) & 0xf) | 1),	/* accessed, as the CPU sets it */
 		.present = 1,
@@ -548,7 +542,7 @@ bool step_xbegin_abort(const struct step_insn *insn, uint64_t rip, bool long64, 
 		return false;
 	if (long64) {
 		out->rip = rip + insn->len + (uint64_t)(int64_t)insn->rel;
-		if (!canonical(out->rip, la57))
+		if (!pagewalk_canonical(out->rip, la57))
 			return false;
 	} else {
 		out->rip = (uint32_t)((uint32_t)rip + insn->len + (uint32_t)insn->rel);
@@ -564,7 +558,7 @@ bool step_sysret_plan(uint64_t rcx, uint64_t r11, uint64_t star, bool rex_w, boo
 {
 	uint16_t base = (uint16_t)(star >> 48);
 
-	if (rex_w && !canonical(rcx, la57))
+	if (rex_w && !pagewalk_canonical(rcx, la57))
 		return false;
 	out->rip = rex_w ? rcx : (uint32_t)rcx;
 	out->rcx = rcx;
@@ -608,7 +602,7 @@ bool step_iret_plan(const uint64_t frame[5], uint64_t cs_desc, uint64_t ss_desc,
 	uint16_t cs_sel = (uint16_t)frame[1], ss_sel = (uint16_t)frame[4];
 
 	/* NT: a task return, #GP(0) in IA-32e mode; VM in the image: not this path. */
-	if ((rflags & X86_RFLAGS_NT) || (frame[2] & X86_RFLAGS_VM) || !canonical(frame[3], la57))
+	if ((rflags & X86_RFLAGS_NT) || (frame[2] & X86_RFLAGS_VM) || !pagewalk_canonical(frame[3], la57))
 		return false;
 	/* RPL 0, a present DPL0 code segment, not both L and D (#GP), accessed. */
 	if (!(cs_sel & ~(unsigned)X86_SEL_RPL) || (cs_sel & X86_SEL_RPL) ||
@@ -618,7 +612,7 @@ bool step_iret_plan(const uint64_t frame[5], uint64_t cs_desc, uint64_t ss_desc,
 	    ((cs_desc & X86_DESC_L) && (cs_desc & X86_DESC_DB)))
 		return false;
 	step_segment_cache(cs_desc, cs_sel, new_cs);
-	if (new_cs->l ? !canonical(frame[0], la57) : frame[0] > new_cs->limit)
+	if (new_cs->l ? !pagewalk_canonical(frame[0], la57) : frame[0] > new_cs->limit)
 		return false;
 	/* A null SS (RPL 0) loads a null SS again; any other must be the one there. */
 	if (ss_sel != ss->selector || (ss_sel & X86_SEL_RPL) ||
@@ -765,10 +759,10 @@ static bool near_branch_noncanonical(const struct decode_view *v, const struct s
 	if (!c->long64 || v->far)
 		return false;
 	if (v->mnemonic == ZYDIS_MNEMONIC_RET && !v->prefixes && !v->operands)
-		return c->ret_valid && !canonical(c->ret_target, c->la57);
+		return c->ret_valid && !pagewalk_canonical(c->ret_target, c->la57);
 	return c->gpr && (v->mnemonic == ZYDIS_MNEMONIC_CALL || v->mnemonic == ZYDIS_MNEMONIC_JMP) &&
 	       rex_only(v) && v->op[0].kind == DECODE_OPND_GPR &&
-	       !canonical(c->gpr[v->op[0].reg], c->la57);
+	       !pagewalk_canonical(c->gpr[v->op[0].reg], c->la57);
 }
 
 /* MOV SS, r16/r32; from memory and POP SS, the selector the caller read. */

@@ -329,6 +329,9 @@ int step_frame_rflags(const uint64_t w[4], bool error_code, uint64_t fault_rip,
  * limit, D/B and L as it says; accessed set), for the selector sel.
  */
 void step_segment_cache(uint64_t desc, uint16_t sel, struct kvm_segment *out);
+/* A descriptor's limit (G applied: the last byte) and its 32-bit base. */
+uint32_t step_desc_limit(uint64_t desc);
+uint32_t step_desc_base(uint64_t desc);
 
 /*
  * INT n in virtual-8086 mode under CR4.VME (SDM vol. 3 20.3.3, table 20-2),

@@ -135,11 +135,8 @@ static void phase_on(struct step_state *s, enum step_event e)
 static uint8_t *stack_byte_as(struct vcpu *v, const struct paging *p, uint64_t la)
 {
 	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct walk w;
 
-	if (pagewalk(&m, p, la, WALK_WRITE, &w) != WALK_OK || w.gpa >= v->vm->ram_size)
-		return NULL;
-	return v->vm->mem + w.gpa;
+	return pagewalk_write_byte(&m, p, la);
 }
 
 static uint8_t *stack_byte(struct vcpu *v, uint64_t la)

@@ -261,10 +261,8 @@ static void five_levels(void **state)
 	assert_int_equal(gpa, 0x600ff8);
 	/* Canonical at 57 bits, not at 48. */
 	assert_int_equal(wk(&p, 0x0100000000000000ull, 0, &gpa, &left), WALK_NONCANONICAL);
-	assert_true(pagewalk_canonical(&p, 0xff00000000000000ull));
-	p.la57 = false;
-	assert_false(pagewalk_canonical(&p, 1ull << 48));
-	p.la57 = true;
+	assert_true(pagewalk_canonical(0xff00000000000000ull, true));
+	assert_false(pagewalk_canonical(1ull << 48, false));
 	assert_int_equal(wk(&p, 0x200000, 0, &gpa, &left), WALK_FAULT);
 }
 
