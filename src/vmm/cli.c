@@ -51,8 +51,8 @@ static const struct cli_option {
 	  "(default: no limit); any policy: counts the split locks that reach vmm, "
 	  "under emulate or on a split_lock_detect=fatal host" },
 	{ "host-quirks", required_argument, OPT_HOST_QUIRKS, true, "LIST",
-	  "under emulate, step as on a KVM with these quirks, whatever the probes "
-	  "found (names in vmm(1)); for tests and for reproducing another host" },
+	  "run as on a KVM with these quirks, whatever the probes found (names in "
+	  "vmm(1)); for tests and for reproducing another host" },
 	{ "append", required_argument, 'a', true, "TEXT",
 	  "command line handed to the guest in boot_info" },
 	{ "stats", optional_argument, OPT_STATS, true, "FILE",

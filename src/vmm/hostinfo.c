@@ -43,6 +43,9 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->syscall_sysret = -1;
 	hi->split_fault = -1;
 	hi->alignment_check = -1;
+	hi->cmpxchg16b_cpl0 = -1;
+	hi->soft_int_cpl0 = -1;
+	hi->xsave_cpl0 = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -450,6 +453,12 @@ static void print_yes_no_probes(FILE *out, const struct hostinfo *hi)
 		  "a locked access that faults on its second page wrote its first" },
 		{ "alignment-check #AC:", hi->alignment_check,
 		  "this CPU raises no #AC for a misaligned access at CPL3 with CR0.AM and RFLAGS.AC set" },
+		{ "CMPXCHG16B at CPL0:", hi->cmpxchg16b_cpl0,
+		  "this KVM stops the VM, internal error, at a locked CMPXCHG16B at CPL0; vmm completes it" },
+		{ "INT3, INT n at CPL0:", hi->soft_int_cpl0,
+		  "this KVM stops the VM, internal error, at INT3 or INT n at CPL0; vmm delivers them" },
+		{ "XSAVE, XRSTOR at CPL0:", hi->xsave_cpl0,
+		  "this KVM stops the VM, internal error, at XSAVE or XRSTOR at CPL0; Linux needs noxsave" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
@@ -636,6 +645,9 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "syscall_sysret", hi->syscall_sysret },
 		{ "split_fault", hi->split_fault },
 		{ "alignment_check", hi->alignment_check },
+		{ "cmpxchg16b_cpl0", hi->cmpxchg16b_cpl0 },
+		{ "soft_int_cpl0", hi->soft_int_cpl0 },
+		{ "xsave_cpl0", hi->xsave_cpl0 },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

@@ -105,6 +105,12 @@ struct hostinfo {
 	/* probe guest at CPL3: 1 = a misaligned load with CR0.AM and RFLAGS.AC set raises
 	 * #AC, 0 = it does not (QEMU's TCG) */
 	int alignment_check;
+	/* probe guests at CPL0, where a KVM may run them in its instruction emulator:
+	 * 1 = it runs them, 0 = KVM stops the VM with its internal error (the nested
+	 * PVM KVM) */
+	int cmpxchg16b_cpl0;         /* a locked CMPXCHG16B */
+	int soft_int_cpl0;           /* INT3 and INT n, no TF */
+	int xsave_cpl0;              /* XSAVE64 and XRSTOR64 (1 too where CPUID has no XSAVE) */
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -176,6 +182,23 @@ int hostinfo_probe_leave_long_mode(int kvm_fd, char *err, size_t errlen);
  * error: the nested PVM KVM), or -1 with err.
  */
 int hostinfo_probe_cpl0_events(int kvm_fd, char *err, size_t errlen);
+/*
+ * Are INT3 and INT $0x20 (no TF) delivered at CPL0? The same probe guest
+ * as hostinfo_probe_cpl0_events(): 1, 0 (KVM internal error: the nested
+ * PVM KVM), or -1 with err.
+ */
+int hostinfo_probe_soft_int_cpl0(int kvm_fd, char *err, size_t errlen);
+/*
+ * Does a locked CMPXCHG16B at CPL0 complete (both outcomes written as the
+ * architecture says)? 1, 0 (KVM internal error: the nested PVM KVM), -1.
+ */
+int hostinfo_probe_cmpxchg16b_cpl0(int kvm_fd, char *err, size_t errlen);
+/*
+ * Do XSAVE64 and XRSTOR64 at CPL0 complete (CR4.OSXSAVE, XCR0 x87|SSE)?
+ * 1 (also where the guest's CPUID has no XSAVE: a kernel does not use it),
+ * 0 (KVM internal error: the nested PVM KVM), or -1 with err.
+ */
+int hostinfo_probe_xsave_cpl0(int kvm_fd, char *err, size_t errlen);
 /*
  * Can a guest run at CPL1 (IRETQ there, INT n back to CPL0)? 1, 0 (KVM
  * internal error: the nested PVM KVM knows CPL0 and CPL3 only), or -1.

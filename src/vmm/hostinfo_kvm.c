@@ -767,6 +767,10 @@ static const uint8_t ev_movss_int3[] = {
 	0x8c, 0xd0, 0x8e, 0xd0,		/* mov %ss, %eax; mov %eax, %ss */
 	0xcc, 0xf4,
 };
+/* Without TF: INT3, and INT n through a gate of its own (hostinfo_probe_soft_int_cpl0()). */
+#define EV_PROBE_INTN 0x20u
+static const uint8_t ev_int3[] = { 0xcc, 0xf4 };
+static const uint8_t ev_intn[] = { 0xcd, EV_PROBE_INTN, 0xf4 };
 static const uint8_t ev_handlers[] = {
 	0x48, 0xcf,			/* #DB: iretq */
 	0xc7, 0x03, 0x01, 0x00, 0x00, 0x00, 0xf4,	/* #BP, #UD: movl $1, (%rbx); hlt */
@@ -804,6 +808,11 @@ static void probe_rsp0(struct probe *p)
 }
 
 /* One of them: 1 delivered, 0 KVM's internal error, -1 no answer. */
+struct probe_seq {
+	const uint8_t *code;
+	size_t len;
+};
+
 static int probe_event_once(int kvm, const uint8_t *code, size_t len, char *err, size_t errlen)
 {
 	uint8_t image[EV_PROBE_HANDLERS + sizeof(ev_handlers)] = { 0 };
@@ -819,28 +828,144 @@ static int probe_event_once(int kvm, const uint8_t *code, size_t len, char *err,
 		probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_DB, h, p.sregs.cs.selector, 0x8e);
 		probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_BP, h + 2, p.sregs.cs.selector, 0x8e);
 		probe_gate(p.mem, EV_PROBE_IDT, X86_VEC_UD, h + 2, p.sregs.cs.selector, 0x8e);
+		probe_gate(p.mem, EV_PROBE_IDT, EV_PROBE_INTN, h + 2, p.sregs.cs.selector, 0x8e);
 		p.sregs.idt.base = EV_PROBE_IDT;
-		p.sregs.idt.limit = (X86_VEC_UD + 1) * 16 - 1;
+		p.sregs.idt.limit = (EV_PROBE_INTN + 1) * 16 - 1;
 		result = probe_stored_or_stopped(&scratch, &p, false);
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
+/* Each in turn while they are delivered: 1, or the first other answer. */
+static int probe_events(int kvm, const struct probe_seq *seqs, size_t n, char *err, size_t errlen)
+{
+	int result = 1;
+
+	for (size_t i = 0; i < n && result == 1; i++)
+		result = probe_event_once(kvm, seqs[i].code, seqs[i].len, err, errlen);
+	return result;
+}
+
 int hostinfo_probe_cpl0_events(int kvm, char *err, size_t errlen)
 {
-	static const struct {
-		const uint8_t *code;
-		size_t len;
-	} seqs[] = {
+	static const struct probe_seq seqs[] = {
 		{ ev_tf_int3, sizeof(ev_tf_int3) },
 		{ ev_tf_ud, sizeof(ev_tf_ud) },
 		{ ev_movss_int3, sizeof(ev_movss_int3) },
 	};
-	int result = 1;
 
-	for (size_t i = 0; i < ARRAY_SIZE(seqs) && result == 1; i++)
-		result = probe_event_once(kvm, seqs[i].code, seqs[i].len, err, errlen);
-	return result;
+	return probe_events(kvm, seqs, ARRAY_SIZE(seqs), err, errlen);
+}
+
+int hostinfo_probe_soft_int_cpl0(int kvm, char *err, size_t errlen)
+{
+	static const struct probe_seq seqs[] = {
+		{ ev_int3, sizeof(ev_int3) },
+		{ ev_intn, sizeof(ev_intn) },
+	};
+
+	return probe_events(kvm, seqs, ARRAY_SIZE(seqs), err, errlen);
+}
+
+/*
+ * lock cmpxchg16b (%rdi) twice at CPL0: the first compares equal (RDX:RAX
+ * = 0) and stores RCX:RBX, the second (same registers) differs and loads
+ * the stored value into RDX:RAX; then hlt. KVM's instruction emulator,
+ * which runs CPL0 code on the nested PVM KVM, stops the VM instead.
+ */
+#define CX16_PROBE_AT 0x200000u
+static const uint8_t cx16_code[] = {
+	0xf0, 0x48, 0x0f, 0xc7, 0x0f,		/* lock cmpxchg16b (%rdi) */
+	0xf0, 0x48, 0x0f, 0xc7, 0x0f,
+	0xf4,
+};
+
+/* Where the probe guest halted: both CMPXCHG16Bs did what the architecture says. */
+static bool cx16_done(struct hostinfo *scratch, struct probe *p)
+{
+	static const uint64_t want[2] = { 0x1111, 0x2222 };
+	struct kvm_regs regs;
+
+	if (__kvm_ioctl(p->vcpu, KVM_GET_REGS, &regs) < 0) {
+		probe_fail(scratch, "KVM_GET_REGS", errno);
+		return false;
+	}
+	return !memcmp(p->mem + CX16_PROBE_AT, want, sizeof(want)) && regs.rax == 0x1111 &&
+	       regs.rdx == 0x2222;
+}
+
+int hostinfo_probe_cmpxchg16b_cpl0(int kvm, char *err, size_t errlen)
+{
+	struct probe p;
+	struct hostinfo scratch;
+	int result = -1;
+
+	if (probe_open(&scratch, kvm, &p, cx16_code, sizeof(cx16_code), 0) == 0) {
+		p.regs.rdi = CX16_PROBE_AT;
+		p.regs.rax = p.regs.rdx = 0;
+		p.regs.rbx = 0x1111;
+		p.regs.rcx = 0x2222;
+		if (probe_load(&scratch, &p) == 0)
+			result = probe_end(&scratch, &p, true);
+		if (result == 1)	/* KVM's internal error (or no entry) */
+			result = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 : -1;
+		else if (result == 0 && !cx16_done(&scratch, &p))
+			result = probe_fail(&scratch, "the probe's CMPXCHG16Bs halted with the wrong result", 0);
+		if (result < 0 && !scratch.probe_error[0])
+			probe_fail(&scratch, "the probe's CMPXCHG16B neither completed nor stopped the VM", 0);
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
+ * At CPL0, as Linux's FPU set-up does: CPUID.1:ECX[26] (XSAVE; without it
+ * ESI = 2 and hlt), CR4.OSXSAVE set, XSETBV XCR0 = x87 | SSE, then
+ * xsave64 (%rdi); xrstor64 (%rdi); ESI = 1 and hlt. The guest reads CPUID
+ * itself: some KVMs answer leaf 1 from the host whatever the table says.
+ * The nested PVM KVM stops the VM at the XRSTOR.
+ */
+#define XSAVE_PROBE_AT 0x200000u
+static const uint8_t xsave_code[] = {
+	0xb8, 0x01, 0x00, 0x00, 0x00,		/* mov $1, %eax */
+	0x0f, 0xa2,				/* cpuid */
+	0xbe, 0x02, 0x00, 0x00, 0x00,		/* mov $2, %esi */
+	0x0f, 0xba, 0xe1, 0x1a,			/* bt $26, %ecx */
+	0x73, 0x25,				/* jnc hlt */
+	0x0f, 0x20, 0xe0,			/* mov %cr4, %rax */
+	0x48, 0x0d, 0x00, 0x00, 0x04, 0x00,	/* or $OSXSAVE, %rax */
+	0x0f, 0x22, 0xe0,			/* mov %rax, %cr4 */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0xb8, 0x03, 0x00, 0x00, 0x00,		/* mov $3, %eax */
+	0x31, 0xd2,				/* xor %edx, %edx */
+	0x0f, 0x01, 0xd1,			/* xsetbv */
+	0x48, 0x0f, 0xae, 0x27,			/* xsave64 (%rdi) */
+	0x48, 0x0f, 0xae, 0x2f,			/* xrstor64 (%rdi) */
+	0xbe, 0x01, 0x00, 0x00, 0x00,		/* mov $1, %esi */
+	0xf4,					/* hlt */
+};
+
+int hostinfo_probe_xsave_cpl0(int kvm, char *err, size_t errlen)
+{
+	struct probe p;
+	struct hostinfo scratch;
+	struct kvm_regs regs;
+	int result = -1;
+
+	if (probe_open(&scratch, kvm, &p, xsave_code, sizeof(xsave_code), 0) == 0) {
+		p.regs.rdi = XSAVE_PROBE_AT;
+		if (probe_load(&scratch, &p) == 0)
+			result = probe_end(&scratch, &p, true);
+		if (result == 1) {
+			result = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 :
+				 probe_fail(&scratch, "the probe's XSAVE or XRSTOR faulted", 0);
+		} else if (result == 0) {
+			if (__kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0)
+				result = probe_fail(&scratch, "KVM_GET_REGS", errno);
+			else if (regs.rsi != 1 && regs.rsi != 2)
+				result = probe_fail(&scratch, "the probe guest halted early", 0);
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
 }
 
 /*
@@ -1176,6 +1301,9 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->syscall_sysret = hostinfo_probe_syscall_sysret(kvm, NULL, 0);
 	hi->split_fault = hostinfo_probe_split_fault(kvm, NULL, 0);
 	hi->alignment_check = hostinfo_probe_alignment_check(kvm, NULL, 0);
+	hi->cmpxchg16b_cpl0 = hostinfo_probe_cmpxchg16b_cpl0(kvm, NULL, 0);
+	hi->soft_int_cpl0 = hostinfo_probe_soft_int_cpl0(kvm, NULL, 0);
+	hi->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

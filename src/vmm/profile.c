@@ -19,6 +19,9 @@ static const struct {
 	{ "no-guest-data-breakpoints", PROFILE_NO_GUEST_DATA_BREAKPOINTS },
 	{ "no-exec-breakpoint-beside-step", PROFILE_NO_EXEC_BREAKPOINT_BESIDE_STEP },
 	{ "iret-step-lost", PROFILE_IRET_STEP_LOST },
+	{ "no-cmpxchg16b-cpl0", PROFILE_NO_CMPXCHG16B_CPL0 },
+	{ "no-soft-int-cpl0", PROFILE_NO_SOFT_INT_CPL0 },
+	{ "no-xsave-cpl0", PROFILE_NO_XSAVE_CPL0 },
 };
 
 static int quirk_bit(const char *name, size_t len, unsigned *bit)
@@ -42,7 +45,7 @@ int profile_parse_quirks(const char *list, unsigned *quirks, char *err, size_t e
 		unsigned bit;
 
 		if (quirk_bit(p, len, &bit)) {
-			char names[160];
+			char names[200];
 
 			profile_quirk_names(names, sizeof(names));
 			snprintf(err, errlen, "'%.*s' is not one of %s", (int)len, p, names);
@@ -77,13 +80,28 @@ void profile_force_quirks(struct host_profile *p, unsigned quirks)
 		p->exec_bp_beside_step = false;
 	if (quirks & PROFILE_IRET_STEP_LOST)
 		p->iret_step_lost = true;
+	if (quirks & PROFILE_NO_CMPXCHG16B_CPL0)
+		p->cmpxchg16b_cpl0 = false;
+	if (quirks & PROFILE_NO_SOFT_INT_CPL0)
+		p->soft_int_cpl0 = false;
+	if (quirks & PROFILE_NO_XSAVE_CPL0)
+		p->xsave_cpl0 = false;
 }
 
 void profile_print_json(FILE *out, const struct host_profile *p)
 {
 	fprintf(out, "{\"step_cpl3\":%s,\"step_hwbp\":%s,\"guest_databp\":%s,"
-		"\"exec_bp_beside_step\":%s,\"iret_step_lost\":%s}",
+		"\"exec_bp_beside_step\":%s,\"iret_step_lost\":%s,\"cmpxchg16b_cpl0\":%s,"
+		"\"soft_int_cpl0\":%s,\"xsave_cpl0\":%s}",
 		p->step_cpl3 ? "true" : "false", p->step_hwbp ? "true" : "false",
 		p->guest_databp ? "true" : "false", p->exec_bp_beside_step ? "true" : "false",
-		__atomic_load_n(&p->iret_step_lost, __ATOMIC_RELAXED) ? "true" : "false");
+		__atomic_load_n(&p->iret_step_lost, __ATOMIC_RELAXED) ? "true" : "false",
+		p->cmpxchg16b_cpl0 ? "true" : "false", p->soft_int_cpl0 ? "true" : "false",
+		p->xsave_cpl0 ? "true" : "false");
+}
+
+const char *profile_kernel_args(const struct host_profile *p)
+{
+	/* Linux's FPU set-up runs XRSTOR at CPL0 (fpu__init_cpu_xstate()); noxsave keeps FXSAVE. */
+	return p->xsave_cpl0 ? NULL : " noxsave";
 }

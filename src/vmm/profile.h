@@ -20,6 +20,14 @@ struct host_profile {
 	bool exec_bp_beside_step;  /* reports instruction breakpoints beside a step trap */
 	/* Runs a stepped IRETQ at CPL0 without its trap: probed, or seen at run time (atomic). */
 	bool iret_step_lost;
+	/*
+	 * What KVM's instruction emulator runs at CPL0 (it stops the VM with
+	 * KVM_EXIT_INTERNAL_ERROR where it cannot: the nested PVM KVM). The
+	 * probes run under every policy; the VMM completes the first two itself.
+	 */
+	bool cmpxchg16b_cpl0;      /* a locked CMPXCHG16B */
+	bool soft_int_cpl0;        /* INT3 and INT n, delivered through the IDT */
+	bool xsave_cpl0;           /* XSAVE and XRSTOR: else a Linux guest needs noxsave */
 };
 
 /* The quirks --host-quirks names, as bits. */
@@ -29,6 +37,9 @@ enum profile_quirk {
 	PROFILE_NO_GUEST_DATA_BREAKPOINTS = 1u << 2,
 	PROFILE_NO_EXEC_BREAKPOINT_BESIDE_STEP = 1u << 3,
 	PROFILE_IRET_STEP_LOST = 1u << 4,
+	PROFILE_NO_CMPXCHG16B_CPL0 = 1u << 5,
+	PROFILE_NO_SOFT_INT_CPL0 = 1u << 6,
+	PROFILE_NO_XSAVE_CPL0 = 1u << 7,
 };
 
 /*
@@ -40,7 +51,13 @@ int profile_parse_quirks(const char *list, unsigned *quirks, char *err, size_t e
 void profile_quirk_names(char *buf, size_t len);
 /* The probed profile as a host with these quirks would have it. */
 void profile_force_quirks(struct host_profile *p, unsigned quirks);
-/* {"step_cpl3":true,...}: what --stats says emulate stepped by. */
+/* {"step_cpl3":true,...}: what --stats says the VM ran by. */
 void profile_print_json(FILE *out, const struct host_profile *p);
+/*
+ * The Linux command-line words a kernel needs on this host, with a leading
+ * space (" noxsave" where KVM cannot run XSAVE and XRSTOR at CPL0), or
+ * NULL where it needs none.
+ */
+const char *profile_kernel_args(const struct host_profile *p);
 
 #endif

@@ -73,10 +73,11 @@ void vm_destroy_common(struct vm *vm);
 /*
  * Fills the host profile from the probes, then forces the --host-quirks
  * on it. Probes once, before anything is built, since the boot flags depend
- * on the answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). Under emulate only (all
- * false without), it opens /dev/kvm for the probe guests and closes it
- * again. 0, or the exit status after one line; without a /dev/kvm,
- * vm_create() says so.
+ * on the answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). It opens /dev/kvm for
+ * the probe guests and closes it again: what KVM runs at CPL0 under every
+ * policy, the stepping entries under emulate only (all false without).
+ * 0, or the exit status after one line; without a /dev/kvm, vm_create()
+ * says so (under emulate, vm_probe() already).
  */
 int vm_probe(bool emulate, unsigned quirks, struct host_profile *p);
 

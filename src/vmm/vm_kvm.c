@@ -109,22 +109,51 @@ static void report_profile(const struct host_profile *p)
 		     "trap; the VMM performs those IRETs itself");
 }
 
+/*
+ * What KVM's instruction emulator runs at CPL0, under every policy: the
+ * run loop completes what it cannot (gap.c), a Linux guest is told what to
+ * avoid (profile_kernel_args()). A failed probe is a warning, and the VMM
+ * takes over as where KVM cannot.
+ */
+static bool probed_cpl0(int r, const char *err, const char *what)
+{
+	if (r < 0)
+		warn("probing %s failed (%s); going on as if this KVM cannot run it", what, err);
+	return r == 1;
+}
+
+static void probe_cpl0_gaps(int kvm_fd, struct host_profile *p)
+{
+	char err[160] = "";
+
+	p->cmpxchg16b_cpl0 = probed_cpl0(hostinfo_probe_cmpxchg16b_cpl0(kvm_fd, err, sizeof(err)),
+					 err, "a locked CMPXCHG16B at CPL0");
+	p->soft_int_cpl0 = probed_cpl0(hostinfo_probe_soft_int_cpl0(kvm_fd, err, sizeof(err)),
+				       err, "INT3 and INT n at CPL0");
+	p->xsave_cpl0 = probed_cpl0(hostinfo_probe_xsave_cpl0(kvm_fd, err, sizeof(err)),
+				    err, "XSAVE and XRSTOR at CPL0");
+}
+
 int vm_probe(bool emulate, unsigned quirks, struct host_profile *p)
 {
-	int kvm_fd, status;
+	char why[160];
+	int kvm_fd, status = 0;
 
-	*p = (struct host_profile){ 0 };
-	if (!emulate)
-		return 0;
-	kvm_fd = kvm_open();
+	*p = (struct host_profile){ .cmpxchg16b_cpl0 = true, .soft_int_cpl0 = true,
+				    .xsave_cpl0 = true };
+	/* Without emulate, a KVM that cannot be opened is vm_create()'s to report, after the image. */
+	kvm_fd = emulate ? kvm_open() : __kvm_open(why, sizeof(why));
 	if (kvm_fd < 0)
-		return VMM_EXIT_HOST;
-	status = probe_stepping(kvm_fd, p);
+		return emulate ? VMM_EXIT_HOST : 0;
+	probe_cpl0_gaps(kvm_fd, p);
+	if (emulate)
+		status = probe_stepping(kvm_fd, p);
 	(void)close(kvm_fd);    /* nothing written through it: no error to lose */
 	if (status)
 		return status;
 	profile_force_quirks(p, quirks);
-	report_profile(p);
+	if (emulate)
+		report_profile(p);
 	return 0;
 }
 

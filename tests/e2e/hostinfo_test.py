@@ -6,7 +6,9 @@ with or without a KVM (without one, that output is what the user sees).
 
 "profile": what --split-lock=emulate stepped by (--stats's
 split_lock.host_profile) is what --host-info's probes found, and each
---host-quirks name forces its entry the quirky way and no other.
+--host-quirks name forces its entry the quirky way and no other; under
+inherit the entries of what KVM runs at CPL0 are probed too, the stepping
+ones not (false).
 
 On the lab's stock KVM the answer must also show what makes the lab worth
 having: CPUID.(7,0):EDX[30] reaches guests and single-steps work at CPL0
@@ -89,12 +91,17 @@ EXIT_0 = "66baf400" "31c0" "ef"
 QUIRKS = {"no-cpl3-step": ("step_cpl3", False), "no-hw-breakpoints": ("step_hwbp", False),
           "no-guest-data-breakpoints": ("guest_databp", False),
           "no-exec-breakpoint-beside-step": ("exec_bp_beside_step", False),
-          "iret-step-lost": ("iret_step_lost", True)}
+          "iret-step-lost": ("iret_step_lost", True),
+          "no-cmpxchg16b-cpl0": ("cmpxchg16b_cpl0", False),
+          "no-soft-int-cpl0": ("soft_int_cpl0", False),
+          "no-xsave-cpl0": ("xsave_cpl0", False)}
+CPL0 = {"cmpxchg16b_cpl0": "cmpxchg16b_cpl0", "soft_int_cpl0": "soft_int_cpl0",
+        "xsave_cpl0": "xsave_cpl0"}
 
 
-def stepped_by(ctx, quirks):
+def stepped_by(ctx, quirks, policy="emulate"):
     stats = os.path.join(ctx.tmp, "stats.json")
-    args = [ctx.vmm, "-q", "--split-lock=emulate", "--stats=" + stats, "--timeout", "30"]
+    args = [ctx.vmm, "-q", "--split-lock=" + policy, "--stats=" + stats, "--timeout", "30"]
     r = run(args + (["--host-quirks=" + quirks] if quirks else []) + [image(ctx.tmp, EXIT_0)],
             timeout=scaled(60))
     print(f"--- --host-quirks={quirks}: status {r.status}\n{r.err}", end="")
@@ -113,7 +120,16 @@ def case_profile(ctx):
               "guest_databp": probe["guest_data_breakpoint_cpl0"] is True,
               "exec_bp_beside_step": probe["exec_bp_beside_step"] is True,
               "iret_step_lost": probe["iret_step"] is False}
+    cpl0 = {entry: probe[key] is True for entry, key in CPL0.items()}
     fails = []
+    got = stepped_by(ctx, "", "inherit")
+    want = dict({k: False for k in probed}, **cpl0)
+    if got != want:
+        fails.append(f"under inherit: ran by {got}, the probes say {want}")
+    got = stepped_by(ctx, "no-xsave-cpl0", "inherit")
+    if got != dict(want, xsave_cpl0=False):
+        fails.append(f"under inherit, --host-quirks=no-xsave-cpl0: ran by {got}")
+    probed.update(cpl0)
     got = stepped_by(ctx, "")
     if got != probed:
         fails.append(f"without quirks: stepped by {got}, the probes say {probed}")

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "profile.h"
@@ -12,6 +13,7 @@
 
 static const struct host_profile able = {
 	.step_cpl3 = true, .step_hwbp = true, .guest_databp = true, .exec_bp_beside_step = true,
+	.cmpxchg16b_cpl0 = true, .soft_int_cpl0 = true, .xsave_cpl0 = true,
 };
 
 /* Each name forces its entry, and only its entry, the quirky way. */
@@ -27,6 +29,9 @@ static void each_quirk_forces_one_entry(void **state)
 		{ "no-exec-breakpoint-beside-step",
 		  offsetof(struct host_profile, exec_bp_beside_step) },
 		{ "iret-step-lost", offsetof(struct host_profile, iret_step_lost) },
+		{ "no-cmpxchg16b-cpl0", offsetof(struct host_profile, cmpxchg16b_cpl0) },
+		{ "no-soft-int-cpl0", offsetof(struct host_profile, soft_int_cpl0) },
+		{ "no-xsave-cpl0", offsetof(struct host_profile, xsave_cpl0) },
 	};
 	char err[256], names[256];
 
@@ -53,7 +58,8 @@ static void forcing_never_repairs(void **state)
 
 	(void)state;
 	assert_int_equal(profile_parse_quirks("no-cpl3-step,no-hw-breakpoints,no-guest-data-breakpoints,"
-					      "no-exec-breakpoint-beside-step,iret-step-lost",
+					      "no-exec-breakpoint-beside-step,iret-step-lost,"
+					      "no-cmpxchg16b-cpl0,no-soft-int-cpl0,no-xsave-cpl0",
 					      &quirks, err, sizeof(err)), 0);
 	profile_force_quirks(&p, quirks);
 	assert_memory_equal(&p, &quirky, sizeof(p));
@@ -79,12 +85,48 @@ static void bad_lists(void **state)
 	assert_int_equal(strlen(err), 7);
 }
 
+/* A kernel is told to avoid XSAVE exactly where KVM cannot run it at CPL0. */
+static void kernel_args(void **state)
+{
+	struct host_profile p = able;
+	unsigned quirks;
+	char err[64];
+
+	(void)state;
+	assert_null(profile_kernel_args(&p));
+	p.cmpxchg16b_cpl0 = p.soft_int_cpl0 = false;	/* the VMM completes those */
+	assert_null(profile_kernel_args(&p));
+	p = able;
+	assert_int_equal(profile_parse_quirks("no-xsave-cpl0", &quirks, err, sizeof(err)), 0);
+	profile_force_quirks(&p, quirks);
+	assert_string_equal(profile_kernel_args(&p), " noxsave");
+}
+
+/* --stats' host_profile names every entry. */
+static void json_names_every_entry(void **state)
+{
+	struct host_profile p = able;
+	char buf[512] = "";
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+	(void)state;
+	assert_non_null(f);
+	p.xsave_cpl0 = false;
+	profile_print_json(f, &p);
+	fclose(f);
+	assert_string_equal(buf, "{\"step_cpl3\":true,\"step_hwbp\":true,\"guest_databp\":true,"
+			    "\"exec_bp_beside_step\":true,\"iret_step_lost\":false,"
+			    "\"cmpxchg16b_cpl0\":true,\"soft_int_cpl0\":true,\"xsave_cpl0\":false}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(each_quirk_forces_one_entry),
 		cmocka_unit_test(forcing_never_repairs),
 		cmocka_unit_test(bad_lists),
+		cmocka_unit_test(kernel_args),
+		cmocka_unit_test(json_names_every_entry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
