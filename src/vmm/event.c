@@ -66,3 +66,45 @@ int event_end_shadow(struct vcpu *v, bool nmi, const char **call)
 	*call = "KVM_SET_VCPU_EVENTS (interrupt shadow)";
 	return v->kvm->set_events(v, &ev);
 }
+
+void event_implicit_paging(struct vcpu *v, const struct kvm_sregs *sregs,
+			   const struct kvm_regs *regs, struct paging *p)
+{
+	uint32_t pkru;
+
+	/* PKRU applies to none of the accesses the walk makes but the keys below. */
+	emulate_paging(p, sregs, regs, 0, v->maxphyaddr);
+	p->cpl = 0;
+	p->ac = false;
+	if (p->pke)
+		p->pkru = v->ops->get_pkru(v, &pkru) ? 0x55555555 : pkru;
+}
+
+int event_deliver(struct vcpu *v, const struct delivery_event *e, bool guest_tf,
+		  struct delivery_result *r, const char **call)
+{
+	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
+	struct delivery_cpu cpu = { .guest_tf = guest_tf };
+	int err;
+
+	r->outcome = DELIVERY_UNMODELLED;
+	*call = "KVM_GET_REGS";
+	err = v->ops->get_regs(v, &cpu.regs);
+	if (!err) {
+		*call = "KVM_GET_SREGS";
+		err = v->ops->get_sregs(v, &cpu.sregs);
+	}
+	if (err)
+		return err;
+	event_implicit_paging(v, &cpu.sregs, &cpu.regs, &cpu.implicit);
+	r->outcome = delivery_deliver(&m, &cpu, e, r);
+	if (r->outcome != DELIVERY_DONE)
+		return 0;
+	*call = "KVM_SET_SREGS";
+	err = v->ops->set_sregs(v, &r->sregs);
+	if (!err) {
+		*call = "KVM_SET_REGS";
+		err = v->ops->set_regs(v, &r->regs);
+	}
+	return err ? err : event_end_shadow(v, false, call);
+}

@@ -237,13 +237,7 @@ static uint64_t descriptor_la(struct vcpu *v, uint16_t sel)
  */
 static void implicit_paging(struct vcpu *v, struct paging *p)
 {
-	uint32_t pkru;
-
-	guest_paging(v, p);
-	p->cpl = 0;
-	p->ac = false;
-	if (p->pke)
-		p->pkru = v->ops->get_pkru(v, &pkru) ? 0x55555555 : pkru;
+	event_implicit_paging(v, &v->run->s.regs.sregs, &v->run->s.regs.regs, p);
 }
 
 /*
@@ -453,13 +447,6 @@ static bool end_shadow(struct vcpu *v, bool nmi)
 	return r ? stepping_fail(v, call, -r) : true;
 }
 
-/* After a delivery by the VMM: the handler runs with TF clear, no interrupt shadow. */
-static bool delivered(struct vcpu *v)
-{
-	v->step.guest_tf = false;
-	v->step.iret_rf = false;
-	return end_shadow(v, false);
-}
 
 /*
  * Delivers an event through the IDT or IVT as the CPU would (delivery.c),
@@ -469,27 +456,22 @@ static bool delivered(struct vcpu *v)
  */
 static bool deliver_event(struct vcpu *v, const struct delivery_event *e)
 {
-	struct guest_mem m = { v->vm->mem, v->vm->ram_size };
-	struct delivery_cpu cpu = {
-		.regs = v->run->s.regs.regs, .sregs = v->run->s.regs.sregs,
-		.guest_tf = v->step.guest_tf,
-	};
 	struct delivery_result r;
+	const char *call;
+	/* Written back through the run page with the VMM's TF: the handler is stepped. */
+	int err = event_deliver(v, e, v->step.guest_tf, &r, &call);
 
-	implicit_paging(v, &cpu.implicit);
-	switch (delivery_deliver(&m, &cpu, e, &r)) {
+	switch (r.outcome) {
 	case DELIVERY_DONE:
-		break;
+		/* The handler runs with TF clear, no interrupt shadow. */
+		v->step.guest_tf = false;
+		v->step.iret_rf = false;
+		return err ? stepping_fail(v, call, -err) : true;
 	case DELIVERY_FAULT:
 		return deliver_fault(v, r.vector, r.err);
 	default:
 		return false;
 	}
-	v->run->s.regs.sregs = r.sregs;
-	v->ops->set_sregs(v, &v->run->s.regs.sregs);
-	v->run->s.regs.regs = r.regs;
-	v->ops->set_regs(v, &v->run->s.regs.regs);	/* with the VMM's TF: the handler is stepped */
-	return delivered(v);
 }
 
 /* A fault of the instruction at RIP, delivered by the VMM (deliver_event). */

@@ -830,7 +830,7 @@ MUTANTS = [
         "what": "a descriptor table read honours RFLAGS.AC under SMAP, as an explicit access "
                 "would: a MOV SS fault is delivered where the CPU's implicit read of a GDT in "
                 "a user page faults first",
-        "edits": [("src/vmm/stepping.c", "\tp->ac = false;\n", "")],
+        "edits": [("src/vmm/event.c", "\tp->ac = false;\n", "")],
         "unit": ["stepping_movss"],
         "tests": [],
     },
@@ -838,7 +838,7 @@ MUTANTS = [
         "name": "implicit-access-pkeys-ignored",
         "what": "the CPU's implicit supervisor accesses (descriptor tables, IDT, TSS, frames) "
                 "to a user page under CR4.PKE ignore the guest's PKRU, which may deny them",
-        "edits": [("src/vmm/stepping.c", "\tif (p->pke)\n\t\tp->pkru = v->ops->get_pkru",
+        "edits": [("src/vmm/event.c", "\tif (p->pke)\n\t\tp->pkru = v->ops->get_pkru",
                    "\tif (0)\n\t\tp->pkru = v->ops->get_pkru")],
         "unit": ["stepping_events", "stepping_movss"],
         "tests": [],
@@ -847,7 +847,7 @@ MUTANTS = [
         "name": "implicit-access-pkru-unread-trusted",
         "what": "where KVM_GET_XSAVE fails, the implicit accesses take PKRU as allowing "
                 "every key instead of denying them all",
-        "edits": [("src/vmm/stepping.c", "get_pkru(v, &pkru) ? 0x55555555 : pkru;",
+        "edits": [("src/vmm/event.c", "get_pkru(v, &pkru) ? 0x55555555 : pkru;",
                    "get_pkru(v, &pkru) ? 0 : pkru;")],
         "unit": ["stepping_movss"],
         "tests": [],
