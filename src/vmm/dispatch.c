@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dump.h"
+#include "gap.h"
 #include "ioport.h"
 #include "log.h"
 #include "splitlock.h"
@@ -31,18 +32,25 @@ static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 		dump_vcpu(v);
 }
 
+/*
+ * KVM's internal error. Its emulator's (KVM_INTERNAL_ERROR_EMULATION) at
+ * what the VMM completes where the probes found KVM cannot (gap.c) is no
+ * error; anything else stops the VM, naming the instruction's bytes.
+ */
 static void handle_internal_error(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
-	char data[160] = "";
+	char data[160] = "", why[384] = "";
 	size_t off = 0;
 
+	if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION && gap_handle(v, why, sizeof(why)))
+		return;
 	for (uint32_t i = 0; i < run->internal.ndata && i < 4 && off < sizeof(data); i++)
 		off += (size_t)snprintf(data + off, sizeof(data) - off, " 0x%llx",
 					(unsigned long long)run->internal.data[i]);
 	fatal_exit(v, VMM_EXIT_INTERNAL,
-		   "KVM internal error, suberror %u%s%s (KVM could not emulate or deliver something at this RIP)",
-		   run->internal.suberror, *data ? ", data" : "", data);
+		   "KVM internal error, suberror %u%s%s (KVM could not emulate or deliver something at this RIP)%s%s",
+		   run->internal.suberror, *data ? ", data" : "", data, *why ? "; " : "", why);
 }
 
 void dispatch_exit(struct vcpu *v)

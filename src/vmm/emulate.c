@@ -418,6 +418,7 @@ static void plan_inject(struct emulate_plan *p, const struct emulate_exception *
 }
 
 static const struct emulate_exception ac0 = { .vector = X86_VEC_AC, .has_error_code = true };
+static const struct emulate_exception gp0 = { .vector = X86_VEC_GP, .has_error_code = true };
 
 /*
  * Instruction bytes at CS:RIP as the CPU fetches them, page by page, up to
@@ -555,6 +556,34 @@ static bool operand_is_split(const struct emulate_snapshot *s, bool hw, struct e
 }
 
 /*
+ * For a locked RMW KVM could not run: the operand through its segment and
+ * the alignment faults, in the CPU's order, split or not. false, p
+ * planned, where one of them comes first.
+ */
+static bool operand_for_kvm(const struct emulate_snapshot *s, bool legacy_ac, struct emulate_plan *p)
+{
+	struct emulate_exception fault;
+	uint64_t ea = emulate_effective(&p->insn, &s->regs);
+
+	p->access.size = p->insn.size;
+	if (!emulate_linear(&p->insn, &s->sregs, s->regs.rflags, ea, p->insn.size, &p->access.la,
+			    &fault)) {
+		plan_inject(p, &fault, "segment fault");
+		return false;
+	}
+	if (p->insn.op == DECODE_CMPXCHG16B && (p->access.la & 15)) {
+		plan_inject(p, &gp0, "CMPXCHG16B's operand is not 16-byte aligned");
+		return false;
+	}
+	if (legacy_ac && (p->access.la & (p->access.size - 1))) {
+		plan_inject(p, &ac0, "legacy alignment check (CPL3, CR0.AM, RFLAGS.AC)");
+		return false;
+	}
+	p->split = emulate_is_split_lock(&p->insn, &p->access);
+	return true;
+}
+
+/*
  * The operand's pages, walked for a write with the protection keys. false,
  * p planned, where the walk does not reach RAM the VMM can write.
  */
@@ -602,7 +631,8 @@ static bool operand_in_ram(const struct emulate_snapshot *s, const struct paging
 void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 {
 	enum decode_mode mode = emulate_cpu_mode(&s->sregs, s->regs.rflags);
-	bool hw = s->source == EMULATE_SOURCE_HARDWARE;
+	/* The hardware path and KVM's: the faults the CPU raises are computed for injection. */
+	bool hw = s->source != EMULATE_SOURCE_SOFTWARE;
 	struct paging pg;
 	bool legacy_ac;
 
@@ -617,33 +647,38 @@ void emulate_plan(const struct emulate_snapshot *s, struct emulate_plan *p)
 	 */
 	legacy_ac = pg.cpl == 3 && (s->sregs.cr0 & X86_CR0_AM) && (s->regs.rflags & X86_RFLAGS_AC);
 
-	if (hw && legacy_ac) {
+	if (s->source == EMULATE_SOURCE_HARDWARE && legacy_ac) {
 		plan_inject(p, &ac0, "legacy alignment check (CPL3, CR0.AM, RFLAGS.AC)");
 		return;
 	}
 	/* On the hardware path #AC is what the CPU raised: the guest asked for it. */
-	if (hw && s->ac_requested) {
+	if (s->source == EMULATE_SOURCE_HARDWARE && s->ac_requested) {
 		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
 		return;
 	}
 	if (!fetch_and_decode(s, &pg, mode, hw, p))
 		return;
 	p->decoded = true;
-	if (!operand_is_split(s, hw, p))
+	if (s->source == EMULATE_SOURCE_KVM) {
+		if (!operand_for_kvm(s, legacy_ac, p))
+			return;
+	} else if (!operand_is_split(s, hw, p)) {
 		return;
-	p->split = true;
-	if (legacy_ac) {
-		plan_native(p, "the legacy alignment check comes first");
-		return;
+	} else {
+		p->split = true;
+		if (legacy_ac) {
+			plan_native(p, "the legacy alignment check comes first");
+			return;
+		}
 	}
 	if (!operand_in_ram(s, &pg, hw, p))
 		return;
-	if (s->ac_requested) {
+	if (s->ac_requested && p->split) {
 		plan_inject(p, &ac0, "the guest set TEST_CTRL bit 29");
 		return;
 	}
 	p->kind = EMULATE_PLAN_EMULATE;
-	p->why = "split lock";
+	p->why = p->split ? "split lock" : "a locked read-modify-write KVM could not run";
 }
 
 void emulate_plan_fetched(const struct emulate_plan *p, const struct guest_mem *m)

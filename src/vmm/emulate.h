@@ -97,6 +97,14 @@ void emulate_execute(const struct decode_insn *i, struct kvm_regs *r, uint8_t *m
 enum emulate_source {
 	EMULATE_SOURCE_HARDWARE,        /* #AC exit from a split_lock_detect=fatal host */
 	EMULATE_SOURCE_SOFTWARE,        /* --split-lock=emulate's check before each step */
+	/*
+	 * Not a split lock: a locked RMW KVM could not run (its internal
+	 * error, gap.c), completed whether it crosses a line or not, with the
+	 * faults the CPU raises instead computed for injection, a misaligned
+	 * CMPXCHG16B's #GP(0) among them; #AC only for a split lock the guest
+	 * asked it for.
+	 */
+	EMULATE_SOURCE_KVM,
 };
 
 /* What the decision reads: the vCPU stopped at the instruction. */

@@ -220,7 +220,8 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 	const char *call;
 	int r;
 
-	pay_ratelimit(v);
+	if (s->source != EMULATE_SOURCE_KVM)
+		pay_ratelimit(v);
 	if (!vm_pause_others(vm, v))
 		return SPLITLOCK_STOPPED;
 	if (!decide(v, s, p)) {
@@ -233,6 +234,9 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 	}
 	regs = s->regs;
 	emulate_perform(p, &s->mem, &regs);
+	/* For KVM, done: RF clears as the CPU's completion clears it (emulate's check does it after). */
+	if (s->source == EMULATE_SOURCE_KVM)
+		regs.rflags &= ~X86_RFLAGS_RF;
 	call = "KVM_SET_REGS";
 	r = v->ops->set_regs(v, &regs);
 	if (!r)
@@ -241,6 +245,10 @@ static enum splitlock_outcome complete_locked(struct vcpu *v, struct emulate_sna
 	if (r) {
 		fail_host(v, call, r);
 		return SPLITLOCK_STOPPED;
+	}
+	if (s->source == EMULATE_SOURCE_KVM) {
+		v->stats.gap_locked_rmw++;
+		return SPLITLOCK_EMULATED;
 	}
 	v->stats.split_locks_emulated++;
 	warn_emulated(v, s, p);
@@ -253,6 +261,10 @@ static enum splitlock_outcome act(struct vcpu *v, struct emulate_snapshot *s, st
 {
 	int r;
 
+	/* What KVM could not run and the VMM does not complete: KVM meets it again, or it is fatal. */
+	if (s->source == EMULATE_SOURCE_KVM &&
+	    (p->kind == EMULATE_PLAN_NONE || p->kind == EMULATE_PLAN_NATIVE || p->kind == EMULATE_PLAN_STOP))
+		return replanned ? SPLITLOCK_LEFT_TO_CPU : SPLITLOCK_NONE;
 	if (s->source == EMULATE_SOURCE_SOFTWARE && !replanned &&
 	    (p->kind == EMULATE_PLAN_INJECT || p->kind == EMULATE_PLAN_EMULATE || p->kind == EMULATE_PLAN_STOP))
 		v->stats.split_locks_detected++;
@@ -337,4 +349,22 @@ void splitlock_handle_exception(struct vcpu *v)
 	}
 	if (decide(v, &s, &p))
 		act(v, &s, &p, false);
+}
+
+bool splitlock_plan_for_kvm(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
+{
+	const char *call;
+	int r = snapshot(v, EMULATE_SOURCE_KVM, s, &call);
+
+	if (r) {
+		fail_host(v, call, r);
+		return false;
+	}
+	return decide(v, s, p);
+}
+
+enum splitlock_outcome splitlock_act_for_kvm(struct vcpu *v, struct emulate_snapshot *s,
+					     struct emulate_plan *p)
+{
+	return act(v, s, p, false);
 }

@@ -63,5 +63,20 @@ enum splitlock_outcome splitlock_check(struct vcpu *v);
  * that none changes the tables before the CPU runs it).
  */
 bool splitlock_still_left_to_cpu(struct vcpu *v);
+/*
+ * A locked RMW KVM could not run (gap.c): the plan for the instruction at
+ * RIP as KVM left it (EMULATE_SOURCE_KVM), read through v->ops. false
+ * where the VM stops (KVM's registers or PKRU unreadable).
+ */
+bool splitlock_plan_for_kvm(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p);
+/*
+ * Carries that plan out as a split lock's: the fault the CPU raises
+ * instead injected, or the instruction completed with every other vCPU
+ * out of guest mode, decided again once they are (SPLITLOCK_LEFT_TO_CPU
+ * where it no longer is one to complete: KVM meets it anew). A plan that
+ * completes nothing is SPLITLOCK_NONE.
+ */
+enum splitlock_outcome splitlock_act_for_kvm(struct vcpu *v, struct emulate_snapshot *s,
+					     struct emulate_plan *p);
 
 #endif

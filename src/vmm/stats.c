@@ -95,6 +95,9 @@ void stats_print_vcpu_json(FILE *out, unsigned index, const struct stats *s)
 		(unsigned long long)s->single_steps, (unsigned long long)s->db_reinjected,
 		(unsigned long long)s->faults_delivered, (unsigned long long)s->unchecked_runs,
 		(unsigned long long)s->rtm_aborts, (unsigned long long)s->irets_performed);
+	fprintf(out, ",\"gap_locked_rmw\":%llu,\"gap_soft_int\":%llu,\"gap_faults\":%llu",
+		(unsigned long long)s->gap_locked_rmw, (unsigned long long)s->gap_soft_int,
+		(unsigned long long)s->gap_faults);
 	print_unchecked(out, s);
 	fputc('}', out);
 }

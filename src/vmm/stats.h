@@ -52,6 +52,10 @@ struct stats {
 	uint64_t rtm_aborts;             /* XBEGINs emulate performed as an immediate abort */
 	uint64_t irets_performed;        /* IRETQs at CPL0 emulate performed itself */
 	uint64_t sigbus;
+	/* KVM_EXIT_INTERNAL_ERROR where KVM's emulator cannot run it at CPL0 (gap.c): */
+	uint64_t gap_locked_rmw;         /* locked RMWs (CMPXCHG16B) the VMM completed */
+	uint64_t gap_soft_int;           /* INT3, INT n, INTO, INT1 the VMM delivered */
+	uint64_t gap_faults;             /* the faults the CPU raises instead, injected */
 };
 
 static inline void stats_count_exit(struct stats *s, uint32_t reason)

@@ -2536,6 +2536,28 @@ void stepping_interrupted(struct vcpu *v)
 		v->completion = resynced(v) ? VCPU_COMPLETION_NONE : VCPU_COMPLETION_KVM;
 }
 
+bool stepping_guest_tf(struct vcpu *v)
+{
+	if (hw_steps(v->step.hw.mode))
+		return v->step.guest_tf;
+	return (v->run->s.regs.regs.rflags & X86_RFLAGS_TF) != 0;
+}
+
+bool stepping_completed_for_kvm(struct vcpu *v)
+{
+	bool tf = stepping_guest_tf(v);
+
+	if (tf)
+		(void)reinject_db(v, X86_DR6_BS);	/* false: KVM delivers it, or the VM stops */
+	return true;
+}
+
+void stepping_delivered_for_kvm(struct vcpu *v)
+{
+	v->step.guest_tf = false;
+	v->step.iret_rf = false;
+}
+
 /*
  * Under emulate every instruction is an exit, so registers travel in the
  * run page (KVM_CAP_SYNC_REGS) instead of costing ioctls; the rest goes to

@@ -33,4 +33,14 @@ void stepping_msr_fault(struct vcpu *v);
 /* KVM_RUN returned EINTR: finishes an immediate_exit completion, updates v->completion. */
 void stepping_interrupted(struct vcpu *v);
 
+/* The guest's own TF: while stepped, the registers hold the VMM's. */
+bool stepping_guest_tf(struct vcpu *v);
+/*
+ * The VMM completed the instruction at RIP for KVM (gap.c), RIP moved on:
+ * the #DB the guest's TF owes it. Always true: done, or the VM stops.
+ */
+bool stepping_completed_for_kvm(struct vcpu *v);
+/* The VMM delivered an event for KVM (gap.c): its handler runs with TF clear. */
+void stepping_delivered_for_kvm(struct vcpu *v);
+
 #endif

@@ -92,6 +92,9 @@ static void every_counter(void **state)
 	s.faults_delivered = 15;
 	s.rtm_aborts = 17;
 	s.irets_performed = 18;
+	s.gap_locked_rmw = 19;
+	s.gap_soft_int = 20;
+	s.gap_faults = 21;
 	/* Each reason its own count; unchecked_runs their sum. */
 	for (unsigned why = 0; why < STATS_UNCHECKED_COUNT; why++)
 		stats_unchecked(&s, why, why % 5 + 1);
@@ -102,6 +105,7 @@ static void every_counter(void **state)
 		"\"split_lock_stops\":7,\"sigbus\":8,\"split_locks_detected\":9,\"split_locks_emulated\":10,"
 		"\"split_lock_delays\":11,\"split_lock_delay_ns\":12,\"single_steps\":13,"
 		"\"db_reinjected\":14,\"faults_delivered\":15,\"unchecked_runs\":31,\"rtm_aborts\":17,\"irets_performed\":18,"
+		"\"gap_locked_rmw\":19,\"gap_soft_int\":20,\"gap_faults\":21,"
 		"\"unchecked\":{\"escaped\":1,\"handler_unknown\":2,\"watch_missed\":3,\"frame_unfixed\":4,"
 		"\"task_switch\":5,\"iret_trap_lost\":1,\"tf_lost\":2,\"left_split\":3,\"shadowed\":4,"
 		"\"outer\":5,\"task_gate\":1}}");
