@@ -37,7 +37,7 @@ struct case_table {
 	const struct case_table sym = { array, ARRAY_SIZE(array) }
 
 extern const struct case_table fault_cases, mode_cases, ac_cases, step_cases,
-	matrix_cases, gen_cases, event_cases, legacy_cases, ring_cases;
+	matrix_cases, gen_cases, event_cases, legacy_cases, ring_cases, gap_cases;
 
 /* A case that cannot run here prints this and returns DIFF_SKIP. */
 #define DIFF_SKIP 63

@@ -8,7 +8,7 @@
 
 static const struct case_table *const tables[] = {
 	&fault_cases, &mode_cases, &ac_cases, &step_cases, &matrix_cases, &gen_cases,
-	&event_cases, &legacy_cases, &ring_cases,
+	&event_cases, &legacy_cases, &ring_cases, &gap_cases,
 };
 
 static const struct diff_case *find(const char *name)
