@@ -90,7 +90,12 @@ static bool step_trap(struct vcpu *v)
 	return r ? !fail_host(v, "KVM_SET_DEBUGREGS and KVM_SET_VCPU_EVENTS (#DB)", r) : true;
 }
 
-static bool complete_locked(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p)
+/*
+ * splitlock_act_for_kvm(): false where its plan completes nothing (KVM
+ * would only stop again), with p->why in msg.
+ */
+static bool complete_locked(struct vcpu *v, struct emulate_snapshot *s, struct emulate_plan *p,
+			    char *msg, size_t len)
 {
 	bool tf = guest_tf(v, s);
 
@@ -101,7 +106,10 @@ static bool complete_locked(struct vcpu *v, struct emulate_snapshot *s, struct e
 	case SPLITLOCK_FAULT_INJECTED:
 		v->stats.gap_faults++;
 		return true;
-	default:	/* stopping; or re-entered: KVM meets what is there now */
+	case SPLITLOCK_NONE:
+		snprintf(msg, len, "%s", p->why ? p->why : "no plan");
+		return false;
+	default:	/* stopping; or re-entered after others changed it: KVM meets it anew */
 		return true;
 	}
 }
@@ -175,8 +183,8 @@ bool gap_handle(struct vcpu *v, char *msg, size_t len)
 	if (!splitlock_plan_for_kvm(v, &s, &p))
 		return true;	/* the VM stops, said */
 	kind = gap_classify(&v->vm->host, &s, &p, &why);
-	if (kind == GAP_LOCKED_RMW)
-		return complete_locked(v, &s, &p);
+	if (kind == GAP_LOCKED_RMW && complete_locked(v, &s, &p, reason, sizeof(reason)))
+		return true;
 	if (kind == GAP_SOFT_INT && deliver_soft_int(v, &s, &p, reason, sizeof(reason)))
 		return true;
 	dump_format_bytes(bytes, sizeof(bytes), p.bytes, p.nbytes);

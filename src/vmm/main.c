@@ -317,6 +317,7 @@ int main(int argc, char **argv)
 	config = (struct vm_config){
 		.policy = opts.split_lock, .split_lock_ratelimit = opts.split_lock_ratelimit,
 		.layout = &layout, .image = opts.image, .console_fd = STDOUT_FILENO,
+		.host_quirks = opts.host_quirks,
 	};
 	status = decide_split_lock(&opts, &config, &decision);
 	/* Probed before the layout is built: its boot flags depend on the answers. */

@@ -73,11 +73,11 @@ void vm_destroy_common(struct vm *vm);
 /*
  * Fills the host profile from the probes, then forces the --host-quirks
  * on it. Probes once, before anything is built, since the boot flags depend
- * on the answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). It opens /dev/kvm for
- * the probe guests and closes it again: what KVM runs at CPL0 under every
- * policy, the stepping entries under emulate only (all false without).
- * 0, or the exit status after one line; without a /dev/kvm, vm_create()
- * says so (under emulate, vm_probe() already).
+ * on the answers (BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY). Under emulate only (all
+ * false without), it opens /dev/kvm for the probe guests and closes it
+ * again; vm_create() probes what KVM runs at CPL0, under every policy.
+ * 0, or the exit status after one line; without a /dev/kvm,
+ * vm_create() says so.
  */
 int vm_probe(bool emulate, unsigned quirks, struct host_profile *p);
 
@@ -88,6 +88,7 @@ struct vm_config {
 	bool split_lock_emulate;
 	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
 	struct host_profile host;
+	unsigned host_quirks;          /* --host-quirks, forced on what vm_create() probes too */
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */
 	const char *image;
 	int console_fd;

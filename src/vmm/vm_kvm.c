@@ -109,51 +109,22 @@ static void report_profile(const struct host_profile *p)
 		     "trap; the VMM performs those IRETs itself");
 }
 
-/*
- * What KVM's instruction emulator runs at CPL0, under every policy: the
- * run loop completes what it cannot (gap.c), a Linux guest is told what to
- * avoid (profile_kernel_args()). A failed probe is a warning, and the VMM
- * takes over as where KVM cannot.
- */
-static bool probed_cpl0(int r, const char *err, const char *what)
-{
-	if (r < 0)
-		warn("probing %s failed (%s); going on as if this KVM cannot run it", what, err);
-	return r == 1;
-}
-
-static void probe_cpl0_gaps(int kvm_fd, struct host_profile *p)
-{
-	char err[160] = "";
-
-	p->cmpxchg16b_cpl0 = probed_cpl0(hostinfo_probe_cmpxchg16b_cpl0(kvm_fd, err, sizeof(err)),
-					 err, "a locked CMPXCHG16B at CPL0");
-	p->soft_int_cpl0 = probed_cpl0(hostinfo_probe_soft_int_cpl0(kvm_fd, err, sizeof(err)),
-				       err, "INT3 and INT n at CPL0");
-	p->xsave_cpl0 = probed_cpl0(hostinfo_probe_xsave_cpl0(kvm_fd, err, sizeof(err)),
-				    err, "XSAVE and XRSTOR at CPL0");
-}
-
 int vm_probe(bool emulate, unsigned quirks, struct host_profile *p)
 {
-	char why[160];
-	int kvm_fd, status = 0;
+	int kvm_fd, status;
 
-	*p = (struct host_profile){ .cmpxchg16b_cpl0 = true, .soft_int_cpl0 = true,
-				    .xsave_cpl0 = true };
-	/* Without emulate, a KVM that cannot be opened is vm_create()'s to report, after the image. */
-	kvm_fd = emulate ? kvm_open() : __kvm_open(why, sizeof(why));
+	*p = (struct host_profile){ 0 };
+	if (!emulate)
+		return 0;
+	kvm_fd = kvm_open();
 	if (kvm_fd < 0)
-		return emulate ? VMM_EXIT_HOST : 0;
-	probe_cpl0_gaps(kvm_fd, p);
-	if (emulate)
-		status = probe_stepping(kvm_fd, p);
+		return VMM_EXIT_HOST;
+	status = probe_stepping(kvm_fd, p);
 	(void)close(kvm_fd);    /* nothing written through it: no error to lose */
 	if (status)
 		return status;
 	profile_force_quirks(p, quirks);
-	if (emulate)
-		report_profile(p);
+	report_profile(p);
 	return 0;
 }
 
@@ -179,6 +150,22 @@ static uint32_t host_boot_flags(int kvm_fd)
 	if (hostinfo_probe_cpuid_reaches(kvm_fd) == 1)
 		flags |= BOOT_FLAG_CPUID_7_EDX30_SET;
 	return flags;
+}
+
+/*
+ * What KVM's instruction emulator runs at CPL0, under every policy, then
+ * --host-quirks forced on it: the run loop completes what it cannot
+ * (gap.c), a Linux kernel is told what to avoid (profile_kernel_args()).
+ * Probed, as the boot flags are, after the VM's own set-up; an unknown
+ * answer is taken as "cannot", silently: the VMM then completes what KVM
+ * would have run (and a kernel goes without XSAVE).
+ */
+static void probe_cpl0(int kvm_fd, struct host_profile *p, unsigned quirks)
+{
+	p->cmpxchg16b_cpl0 = hostinfo_probe_cmpxchg16b_cpl0(kvm_fd, NULL, 0) == 1;
+	p->soft_int_cpl0 = hostinfo_probe_soft_int_cpl0(kvm_fd, NULL, 0) == 1;
+	p->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm_fd, NULL, 0) == 1;
+	profile_force_quirks(p, quirks);
 }
 
 int vm_create(struct vm *vm, const struct vm_config *c)
@@ -252,6 +239,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	free(cpuid);
 	/* Guest memory is written once, when boot_info's flags are known. */
 	layout.flags |= host_boot_flags(vm->kvm_fd);
+	probe_cpl0(vm->kvm_fd, &vm->host, c->host_quirks);
 	boot_setup_memory(vm->mem, &layout);
 	return 0;
 }

@@ -212,10 +212,11 @@ def case_run(ctx, diffguest):
             fails.append(f"{policy}: {spec}: {vmm}")
         if policy == "emulate" and "split lock" not in r.err:
             fails.append(f"{policy}: {spec}: no split lock detected")
-        # Past the start-up probes' runs (at most 9) under emulate. The EIO
-        # ends the VM at once: a short --timeout, so that a vmm that retries
-        # it fails in seconds.
-        spec, cpus = ("KVM_RUN:5:EIO", ["-c", "2"]) if policy == "inherit" else ("KVM_RUN:40+:EIO", [])
+        # Past the probes' runs: vm_create()'s (at most 7: the boot flags'
+        # and what KVM runs at CPL0), and under emulate vm_probe()'s too. The
+        # EIO ends the VM at once: a short --timeout, so that a vmm that
+        # retries it fails in seconds.
+        spec, cpus = ("KVM_RUN:10:EIO", ["-c", "2"]) if policy == "inherit" else ("KVM_RUN:40+:EIO", [])
         r = run_failing(ctx, spec, cpus + args(10), timeout=60)
         want = r"vCPU \d: " + failed_as("KVM_RUN", EIO, "$")
         fails += [f"{policy}: {f}" for f in expect_failure(r, spec, want)]

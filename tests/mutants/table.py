@@ -1198,4 +1198,82 @@ MUTANTS = [
         # again and again until each VM's timeout (over 20 minutes in the lab).
         "tests": [],
     },
+    # Issue 49: what KVM's emulator cannot run at CPL0, completed by vmm (gap.c).
+    {
+        "name": "gap-cmpxchg16b-probe-yes",
+        "what": "the CMPXCHG16B probe says KVM runs it at CPL0 whatever KVM did: on the PVM "
+                "KVM a guest's CMPXCHG16B at CPL0 stops the VM with KVM's internal error",
+        "edits": [("src/vmm/hostinfo_kvm.c",
+                   "\t\t\tresult = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 : -1;",
+                   "\t\t\tresult = 1;")],
+        "tests": ["diff-gap-cmpxchg16b-cpl0", "host-info-profile"],
+    },
+    {
+        "name": "gap-cmpxchg16b-probe-ignored",
+        "what": "the run loop completes a CMPXCHG16B at CPL0 where the probe found KVM runs "
+                "it: an unexpected internal error is taken for the quirk",
+        "edits": [("src/vmm/gap.c", "\t\t       hp->cmpxchg16b_cpl0 ? \"the probe found",
+                   "\t\t       0 ? \"the probe found")],
+        "unit": ["gap"],
+        "tests": [],
+    },
+    {
+        "name": "gap-cmpxchg16b-misaligned-completed",
+        "what": "a CMPXCHG16B that KVM could not run is completed on an operand that is not "
+                "16-byte aligned, where the CPU raises #GP(0)",
+        "edits": [("src/vmm/emulate.c",
+                   "\tif (p->insn.op == DECODE_CMPXCHG16B && (p->access.la & 15)) {\n\t\tplan_inject",
+                   "\tif (0) {\n\t\tplan_inject")],
+        "unit": ["gap"],
+        "tests": ["diff-gap-cmpxchg16b-cpl0"],
+    },
+    {
+        "name": "gap-faults-left-to-kvm",
+        "what": "the faults of a locked instruction KVM could not run (#PF, #GP) are planned "
+                "as left to the CPU, as emulate's check leaves them: KVM only stops again",
+        "edits": [("src/vmm/emulate.c", "\tbool hw = s->source != EMULATE_SOURCE_SOFTWARE;",
+                   "\tbool hw = s->source == EMULATE_SOURCE_HARDWARE;")],
+        "unit": ["gap"],
+        "tests": ["diff-gap-cmpxchg16b-cpl0"],
+    },
+    {
+        "name": "gap-rf-kept",
+        "what": "a locked instruction the VMM completes for KVM leaves RFLAGS.RF set, which "
+                "the CPU clears as it completes one",
+        "edits": [("src/vmm/splitlock.c", "\t\tregs.rflags &= ~X86_RFLAGS_RF;\n", "")],
+        "unit": ["gap"],
+        "tests": [],
+    },
+    {
+        "name": "gap-step-trap-dropped",
+        "what": "a CMPXCHG16B the VMM completes for KVM under the guest's TF owes no #DB",
+        "edits": [("src/vmm/gap.c", "\t\treturn !tf || step_trap(v);", "\t\treturn true;")],
+        "unit": ["gap"],
+        "tests": [],
+    },
+    {
+        "name": "gap-soft-int-frame-at-insn",
+        "what": "INT3 and INT n that the VMM delivers for KVM push their own RIP, not the "
+                "next instruction's: the handler's IRET runs the INT again",
+        "edits": [("src/vmm/gap.c", ".rip = step_advance(s->regs.rip, insn.len, mode),",
+                   ".rip = s->regs.rip,")],
+        "unit": ["gap"],
+        "tests": ["diff-gap-soft-int-cpl0"],
+    },
+    {
+        "name": "kernel-args-never-noxsave",
+        "what": "a Linux kernel is never told noxsave, also where KVM cannot run XRSTOR at CPL0",
+        "edits": [("src/vmm/profile.c", "return p->xsave_cpl0 ? NULL : \" noxsave\";",
+                   "return NULL;")],
+        "unit": ["profile"],
+        "tests": [],
+    },
+    {
+        "name": "host-quirk-xsave-kept",
+        "what": "--host-quirks=no-xsave-cpl0 leaves the probed XSAVE answer in place",
+        "edits": [("src/vmm/profile.c", "\t\tp->xsave_cpl0 = false;",
+                   "\t\tp->xsave_cpl0 = p->xsave_cpl0;")],
+        "unit": ["profile"],
+        "tests": ["host-info-profile"],
+    },
 ]
