@@ -315,7 +315,8 @@ static int decode_full(enum decode_mode mode, const uint8_t *b, size_t len,
 	return ZYAN_FAILED(status) ? -1 : 0;
 }
 
-int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
+static int decode_op(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out,
+		     bool locked_only)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand o[ZYDIS_MAX_OPERAND_COUNT];
@@ -340,13 +341,23 @@ int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct deco
 	if (mem_at >= insn.operand_count_visible || o[mem_at].type != ZYDIS_OPERAND_TYPE_MEMORY ||
 	    o[mem_at].mem.type != ZYDIS_MEMOP_TYPE_MEM)
 		return -1;
-	if (!out->locked_by_prefix && out->op != DECODE_XCHG)
+	if (locked_only && !out->locked_by_prefix && out->op != DECODE_XCHG)
 		return -1;
 	if (memory_operand(&o[mem_at], out))
 		return -1;
 	if (src_at < insn.operand_count_visible && source_operand(&o[src_at], out))
 		return -1;
 	return 0;
+}
+
+int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
+{
+	return decode_op(mode, b, len, out, true);
+}
+
+int decode_rmw(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out)
+{
+	return decode_op(mode, b, len, out, false);
 }
 
 static bool plain_integer(const ZydisDecodedInstruction *insn)

@@ -69,6 +69,12 @@ bool decode_maybe_locked(enum decode_mode mode, const uint8_t *b, size_t len);
  */
 #define DECODE_TRUNCATED (-2)
 int decode_insn(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out);
+/*
+ * The same for those instructions with or without LOCK (CMPXCHG16B %gs:...,
+ * as Linux's per-CPU operations run it): what the VMM completes where KVM
+ * cannot run it (gap.c), not a split-lock candidate. Thread-safe.
+ */
+int decode_rmw(enum decode_mode mode, const uint8_t *b, size_t len, struct decode_insn *out);
 const char *decode_op_name(enum decode_op op);
 /*
  * Length of any instruction at b, from decode_view() and so its memo

@@ -509,7 +509,9 @@ static bool fetch_and_decode(const struct emulate_snapshot *s, const struct pagi
 		return false;	/* the fetch faults: the CPU says so */
 	if (!hw && !decode_maybe_locked(mode, p->bytes, p->nbytes))
 		return false;
-	d = decode_insn(mode, p->bytes, p->nbytes, &p->insn);
+	/* What KVM could not run may be a CMPXCHG16B without LOCK too (Linux's per-CPU ops). */
+	d = s->source == EMULATE_SOURCE_KVM ? decode_rmw(mode, p->bytes, p->nbytes, &p->insn) :
+	    decode_insn(mode, p->bytes, p->nbytes, &p->insn);
 	/*
 	 * The CPU fetched it before raising #AC, so the tables changed since:
 	 * re-entering lets the CPU raise the fetch fault itself. Only then:

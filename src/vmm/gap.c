@@ -31,7 +31,7 @@ enum gap_kind gap_classify(const struct host_profile *hp, const struct emulate_s
 	}
 	if (p->decoded) {
 		*why = p->insn.op != DECODE_CMPXCHG16B ?
-		       "vmm completes only CMPXCHG16B of the locked instructions, which the probe found KVM cannot run" :
+		       "vmm completes only CMPXCHG16B of the read-modify-write instructions, which the probe found KVM cannot run" :
 		       hp->cmpxchg16b_cpl0 ? "the probe found that KVM runs a locked CMPXCHG16B at CPL0 "
 					     "(vmm --host-info, \"CMPXCHG16B at CPL0\")" : NULL;
 		return *why ? GAP_NONE : GAP_LOCKED_RMW;

@@ -160,12 +160,12 @@ static uint32_t host_boot_flags(int kvm_fd)
  * answer is taken as "cannot", silently: the VMM then completes what KVM
  * would have run (and a kernel goes without XSAVE).
  */
-static void probe_cpl0(int kvm_fd, struct host_profile *p, unsigned quirks)
+static void probe_cpl0(int kvm_fd, struct host_profile *p, unsigned forced)
 {
 	p->cmpxchg16b_cpl0 = hostinfo_probe_cmpxchg16b_cpl0(kvm_fd, NULL, 0) == 1;
 	p->soft_int_cpl0 = hostinfo_probe_soft_int_cpl0(kvm_fd, NULL, 0) == 1;
 	p->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm_fd, NULL, 0) == 1;
-	profile_force_quirks(p, quirks);
+	profile_force_quirks(p, forced);
 }
 
 int vm_create(struct vm *vm, const struct vm_config *c)

@@ -16,7 +16,9 @@
  *    the LOCK flag set exactly when an F0 byte is among its prefixes
  *    (REX bytes are prefixes only in 64-bit mode);
  *  - decoding depends on the instruction's own bytes only: the same
- *    answer from exactly `length` bytes, no answer from one byte fewer.
+ *    answer from exactly `length` bytes, no answer from one byte fewer;
+ *  - decode_rmw gives decode_insn's answer wherever decode_insn accepts,
+ *    and beyond it only unlocked instructions other than XCHG.
  */
 #include "fuzz.h"
 
@@ -99,14 +101,21 @@ static void check_insn(const uint8_t *b, size_t len, const struct decode_insn *i
 
 static void one_mode(enum decode_mode mode, const uint8_t *data, size_t size)
 {
-	struct decode_insn a, b;
+	struct decode_insn a, b, r;
 	bool maybe;
 	uint8_t *exact;
+	int rmw;
 
 	maybe = decode_maybe_locked(mode, data, size);
 	memset(&a, 0, sizeof(a));
-	if (decode_insn(mode, data, size, &a) != 0)
+	memset(&r, 0, sizeof(r));
+	rmw = decode_rmw(mode, data, size, &r);
+	if (decode_insn(mode, data, size, &a) != 0) {
+		FUZZ_CHECK(rmw != 0 || (!r.locked_by_prefix && r.op != DECODE_XCHG),
+			   "decode_rmw accepts a locked %s that decode_insn turns down", decode_op_name(r.op));
 		return;
+	}
+	FUZZ_CHECK(rmw == 0 && same(&a, &r), "decode_rmw differs from decode_insn on a locked RMW");
 	FUZZ_CHECK(a.mode == mode, "decoded in mode %d, asked %d", (int)a.mode, (int)mode);
 	FUZZ_CHECK(maybe, "decode_maybe_locked said no to a locked RMW (%s, %u bytes, mode %d)",
 		   decode_op_name(a.op), a.length, (int)mode);

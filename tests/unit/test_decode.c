@@ -56,6 +56,27 @@ static void sizes_per_mode(void **state)
 	assert_int_equal(si.base, 7);
 }
 
+/* decode_rmw(): the same instructions with or without LOCK; decode_insn() locked only. */
+static void rmw_without_lock(void **state)
+{
+	static const uint8_t cx16[] = { 0x65, 0x48, 0x0f, 0xc7, 0x0f };	/* cmpxchg16b %gs:(%rdi) */
+	static const uint8_t add[] = { 0x01, 0x37 };			/* add %esi, (%rdi) */
+	static const uint8_t mov[] = { 0x89, 0x37 };			/* mov %esi, (%rdi) */
+	struct decode_insn i;
+
+	(void)state;
+	assert_int_equal(decode_insn(DECODE_MODE_64, cx16, sizeof(cx16), &i), -1);
+	assert_int_equal(decode_rmw(DECODE_MODE_64, cx16, sizeof(cx16), &i), 0);
+	assert_int_equal(i.op, DECODE_CMPXCHG16B);
+	assert_int_equal(i.size, 16);
+	assert_int_equal(i.seg, DECODE_SEG_GS);
+	assert_false(i.locked_by_prefix);
+	assert_int_equal(decode_rmw(DECODE_MODE_64, add, sizeof(add), &i), 0);
+	assert_int_equal(i.op, DECODE_ADD);
+	assert_int_equal(decode_rmw(DECODE_MODE_64, mov, sizeof(mov), &i), -1);
+	assert_int_equal(decode_rmw(DECODE_MODE_64, cx16, 3, &i), DECODE_TRUNCATED);
+}
+
 static void rex_only_in_64_bit_mode(void **state)
 {
 	static const uint8_t rex_add[] = { 0xf0, 0x48, 0x01, 0x03 };
@@ -475,6 +496,7 @@ int main(void)
 		/* First, while the decoders are still unset. */
 		cmocka_unit_test(first_use_from_threads),
 		cmocka_unit_test(sizes_per_mode),
+		cmocka_unit_test(rmw_without_lock),
 		cmocka_unit_test(rex_only_in_64_bit_mode),
 		cmocka_unit_test(segments),
 		cmocka_unit_test(truncated),

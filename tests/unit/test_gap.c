@@ -137,6 +137,24 @@ static void cmpxchg16b_completed(void **state)
 	assert_int_equal(v->stats.split_locks_emulated, 0);
 }
 
+/* CMPXCHG16B without LOCK (Linux's this_cpu_cmpxchg16b with %gs): the same, GS's base added. */
+static void cmpxchg16b_unlocked_gs(void **state)
+{
+	static const uint8_t cx16_gs[] = { 0x65, 0x48, 0x0f, 0xc7, 0x0f };	/* cmpxchg16b %gs:(%rdi) */
+	struct fake_vcpu *f = place_cx16(OPERAND, 0xaaaa, 0xbbbb);
+
+	(void)state;
+	memcpy(ram + CODE, cx16_gs, sizeof(cx16_gs));
+	f->sregs.gs.base = 0x100;
+	f->regs.rdi = OPERAND - 0x100;
+	free(internal_error());
+	assert_false(vm_stopping(&fv.vm));
+	assert_int_equal(at(OPERAND), 0x1111);
+	assert_int_equal(at(OPERAND + 8), 0x2222);
+	assert_int_equal(f->regs.rip, CODE + 5);
+	assert_int_equal(fv.vm.vcpus[0].stats.gap_locked_rmw, 1);
+}
+
 /* Misaligned: #GP(0); past RAM's mapping: #PF with CR2. RIP stays, nothing written. */
 static void cmpxchg16b_faults(void **state)
 {
@@ -264,7 +282,7 @@ static void the_rest_stops(void **state)
 	} cases[] = {
 		{ ud2, sizeof(ud2), false, false, "bytes at RIP 0x101000: 0f 0b" },
 		{ ud2, sizeof(ud2), false, false, "neither a locked CMPXCHG16B nor INT3" },
-		{ lock_xadd, sizeof(lock_xadd), false, false, "only CMPXCHG16B of the locked" },
+		{ lock_xadd, sizeof(lock_xadd), false, false, "only CMPXCHG16B of the read-modify-write" },
 		{ cx16, sizeof(cx16), true, false,
 		  "the probe found that KVM runs a locked CMPXCHG16B at CPL0" },
 		{ int3, sizeof(int3), false, true,
@@ -310,6 +328,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(cmpxchg16b_completed, setup, teardown),
+		cmocka_unit_test_setup_teardown(cmpxchg16b_unlocked_gs, setup, teardown),
 		cmocka_unit_test_setup_teardown(cmpxchg16b_faults, setup, teardown),
 		cmocka_unit_test_setup_teardown(cmpxchg16b_step_trap, setup, teardown),
 		cmocka_unit_test_setup_teardown(soft_ints_delivered, setup, teardown),

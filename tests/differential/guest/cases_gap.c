@@ -10,6 +10,7 @@
 #include "diff.h"
 
 static const uint8_t cx16[] = { 0xf0, 0x48, 0x0f, 0xc7, 0x0f };	/* lock cmpxchg16b (%rdi) */
+static const uint8_t cx16_nolock[] = { 0x48, 0x0f, 0xc7, 0x0f };	/* cmpxchg16b (%rdi) */
 
 /* What the architecture says, checked here too: both runs agreeing is not enough on a KVM where vmm runs them both. */
 static unsigned wrong;
@@ -28,7 +29,9 @@ static void expect(bool ok, const char *label, const char *what)
  */
 static void cmpxchg16b(const char *label, uint64_t addr, bool equal, uint32_t seed, int vector)
 {
-	struct exec_req req = { .mode = MODE_64, .cpl = 0, .insn = cx16, .len = sizeof(cx16) };
+	bool lock = seed < 20;
+	struct exec_req req = { .mode = MODE_64, .cpl = 0, .insn = lock ? cx16 : cx16_nolock,
+				.len = lock ? sizeof(cx16) : sizeof(cx16_nolock) };
 	struct exec_result res;
 	uint64_t mem[2] = { 0, 0 }, after[2] = { 0, 0 };
 
@@ -76,6 +79,11 @@ static int cmpxchg16b_cpl0(const struct boot_info *bi)
 	cmpxchg16b("cmpxchg16b not equal in a read-only page (#PF)", WIN_PAGE(1) + 0x30, false, 8,
 		   X86_VEC_PF);
 	win_set(1, PG_NORMAL);
+	/* Without LOCK, as Linux's per-CPU operations run it (seeds from 20: no LOCK). */
+	cmpxchg16b("cmpxchg16b without lock, equal", WIN_PAGE(2) + 0x40, true, 21, EXC_NONE);
+	cmpxchg16b("cmpxchg16b without lock, not equal", WIN_PAGE(2) + 0x80, false, 22, EXC_NONE);
+	cmpxchg16b("cmpxchg16b without lock, misaligned (#GP)", WIN_PAGE(2) + 0xc4, true, 23,
+		   X86_VEC_GP);
 	return wrong ? 1 : 0;
 }
 
