@@ -41,6 +41,9 @@ enum profile_quirk {
 	PROFILE_NO_SOFT_INT_CPL0 = 1u << 6,
 	PROFILE_NO_XSAVE_CPL0 = 1u << 7,
 };
+/* The quirks of what KVM runs at CPL0, probed under every policy (vm_create()). */
+#define PROFILE_CPL0_QUIRKS \
+	(PROFILE_NO_CMPXCHG16B_CPL0 | PROFILE_NO_SOFT_INT_CPL0 | PROFILE_NO_XSAVE_CPL0)
 
 /*
  * "no-cpl3-step,iret-step-lost" into quirk bits. 0, or -1 with the first

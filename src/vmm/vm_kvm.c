@@ -154,7 +154,7 @@ static uint32_t host_boot_flags(int kvm_fd)
 
 /*
  * What KVM's instruction emulator runs at CPL0, under every policy, then
- * --host-quirks forced on it: the run loop completes what it cannot
+ * --host-quirks' entries of it forced: the run loop completes what it cannot
  * (gap.c), a Linux kernel is told what to avoid (profile_kernel_args()).
  * Probed, as the boot flags are, after the VM's own set-up; an unknown
  * answer is taken as "cannot", silently: the VMM then completes what KVM
@@ -165,7 +165,7 @@ static void probe_cpl0(int kvm_fd, struct host_profile *p, unsigned forced)
 	p->cmpxchg16b_cpl0 = hostinfo_probe_cmpxchg16b_cpl0(kvm_fd, NULL, 0) == 1;
 	p->soft_int_cpl0 = hostinfo_probe_soft_int_cpl0(kvm_fd, NULL, 0) == 1;
 	p->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm_fd, NULL, 0) == 1;
-	profile_force_quirks(p, forced);
+	profile_force_quirks(p, forced & PROFILE_CPL0_QUIRKS);
 }
 
 int vm_create(struct vm *vm, const struct vm_config *c)
