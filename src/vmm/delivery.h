@@ -4,9 +4,10 @@
  * 6.12, 6.14, 20.1.4, 20.3; APM vol. 2 8.9), as a pure function of the
  * vCPU's state and guest RAM: the gate, the code descriptor and the TSS
  * read through the guest's page tables, the frame pushed, the accessed and
- * dirty bits set, the handler's state computed. stepping.c fills it from
- * the vCPU and applies the result, so that the handler's first instruction
- * is stepped too (docs/design.md, "Events the VMM delivers"). The checks
+ * dirty bits set, the handler's state computed. event_deliver() (event.c)
+ * fills it from the vCPU and applies the result: for the step engine, so
+ * that the handler's first instruction is stepped too (docs/design.md,
+ * "Events the VMM delivers"), and for gap.c, where KVM cannot. The checks
  * are the plans below (delivery_long_plan(), delivery_legacy_plan(), the
  * soft-INT faults), pure functions of the fields read for them.
  */
