@@ -305,6 +305,7 @@ void vm_print_stats(FILE *out, const struct vm *vm)
 		vm->status, policy_name(vm->policy),
 		vm->split_lock_enumerated ? "true" : "false");
 	if (vm->split_lock_emulate) {
+		fprintf(out, ",\"watch\":\"%s\"", policy_watch_name(vm->split_lock_watch));
 		fputs(",\"host_profile\":", out);
 		profile_print_json(out, &vm->host);
 	}

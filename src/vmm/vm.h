@@ -43,6 +43,7 @@ struct vm {
 	struct serial serial;
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
+	enum split_lock_watch split_lock_watch; /* under emulate: which vCPUs it steps */
 	struct host_profile host;      /* under emulate: how this KVM steps */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
@@ -85,6 +86,7 @@ struct vm_config {
 	enum policy policy;
 	bool split_lock_enumerated;    /* the policy's answer */
 	bool split_lock_emulate;
+	enum split_lock_watch split_lock_watch;
 	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
 	struct host_profile host;
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */

@@ -169,6 +169,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	vm->split_lock_enumerated = c->split_lock_enumerated;
 	vm->split_lock_emulate = c->split_lock_emulate;
+	vm->split_lock_watch = c->split_lock_watch;
 	vm->host = c->host;
 	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
 

@@ -11,7 +11,8 @@ CASE is one of:
   ratelimit N          emulate with --split-lock-ratelimit=N: the guest's split
                        locks are all emulated, and beyond N a second delayed
 
-Every VM under --split-lock=emulate runs with --stats, and its
+Every VM under --split-lock=emulate runs with --stats and
+--split-lock-watch=all, and its
 split_locks_detected must equal the number of split locks the guest says it
 made (split_locks_made.cpl0= and .cpl3=), not merely come close.
 Exits 0 on success, 1 on failure, 77 when /dev/kvm is unusable.
@@ -141,8 +142,12 @@ def split_lock_count_failures(policy, hi, diags, st):
 
 
 def start_vm(ctx, policy, cpus, extra=()):
-    """Under emulate, with --stats (to a file of its own) unless extra has it."""
+    """Under emulate, with --stats (to a file of its own) unless extra has it,
+    and --split-lock-watch=all: check() holds the split locks it saw against
+    every one the guest made, TEST_CTRL bit 29 set or not."""
     extra = list(extra)
+    if policy == "emulate":
+        extra.append("--split-lock-watch=all")
     stats = next((x.split("=", 1)[1] for x in extra if x.startswith("--stats=")), None)
     if stats is None and policy == "emulate":
         fd, stats = tempfile.mkstemp(prefix="stats-", suffix=".json", dir=ctx.tmp)

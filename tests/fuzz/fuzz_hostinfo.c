@@ -204,7 +204,7 @@ static void check_policy(const struct hostinfo *hi)
 		enum policy p = policies[i];
 
 		memset(&d, 0x55, sizeof(d));
-		policy_decide(p, hi, &d);
+		policy_decide(p, SPLIT_LOCK_WATCH_ARMED, hi, &d);
 		FUZZ_CHECK(d.enumerate == (fatal && p != POLICY_OFF),
 			   "policy %s on a %s host: enumerate %d", policy_name(p),
 			   hostinfo_mode_name(hi->mode), d.enumerate);
