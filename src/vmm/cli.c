@@ -19,6 +19,7 @@ enum {
 	OPT_SPLIT_LOCK = 0x100,
 	OPT_SPLIT_LOCK_RATELIMIT,
 	OPT_SPLIT_LOCK_WATCH,
+	OPT_CPUID_HYPERVISOR,
 	OPT_HOST_QUIRKS,
 	OPT_STATS,
 	OPT_HOST_INFO,
@@ -56,6 +57,10 @@ static const struct cli_option {
 	  "(armed, the default: the others run at full speed), or every vCPU "
 	  "all the time (all: warns of and ratelimits every split lock, tens to "
 	  "hundreds of times slower)" },
+	{ "hypervisor-bit", required_argument, OPT_CPUID_HYPERVISOR, true, "WHEN",
+	  "CPUID.1:ECX[31], 'a hypervisor runs this guest': auto (the default: "
+	  "set unless the VM enumerates split-lock detection, which Linux "
+	  "ignores under a hypervisor), on or off" },
 	{ "host-quirks", required_argument, OPT_HOST_QUIRKS, true, "LIST",
 	  "under emulate, step as on a KVM with these quirks, whatever the probes "
 	  "found (names in vmm(1)); for tests and for reproducing another host" },
@@ -375,6 +380,10 @@ static enum cli_result take_value(int c, const char *arg, struct cli_options *o,
 		if (policy_watch_parse(arg, &o->split_lock_watch))
 			return fail(err, errlen, "--split-lock-watch: '%s' is not one of armed, all", arg);
 		o->split_lock_watch_given = true;
+		break;
+	case OPT_CPUID_HYPERVISOR:
+		if (cpuid_hypervisor_parse(arg, &o->cpuid_hypervisor))
+			return fail(err, errlen, "--hypervisor-bit: '%s' is not one of auto, on, off", arg);
 		break;
 	case OPT_HOST_QUIRKS: {
 		char why[256];

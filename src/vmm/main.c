@@ -148,6 +148,7 @@ static int decide_split_lock(const struct cli_options *o, struct vm_config *c,
 	c->split_lock_enumerated = d->enumerate;
 	c->split_lock_emulate = o->split_lock == POLICY_EMULATE;
 	c->split_lock_watch = o->split_lock_watch;
+	c->cpuid_hypervisor = o->cpuid_hypervisor;
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include <linux/kvm.h>
 
+#include "cpuid.h"
 #include "policy.h"
 #include "profile.h"
 #include "ratelimit.h"
@@ -87,6 +88,7 @@ struct vm_config {
 	bool split_lock_enumerated;    /* the policy's answer */
 	bool split_lock_emulate;
 	enum split_lock_watch split_lock_watch;
+	enum cpuid_hypervisor cpuid_hypervisor; /* --hypervisor-bit */
 	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
 	struct host_profile host;
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */

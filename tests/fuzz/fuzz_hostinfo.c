@@ -303,6 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 kvm_error[0] ? kvm_error : "cannot open /dev/kvm");
 	}
 	hi.cpuid_7_edx30_reaches_guest = (int)((flags >> 4) & 3) % 3 - 1;
+	hi.cpuid_1_ecx31_reaches_guest = (int)((flags >> 6) & 3) % 3 - 1;
 	snprintf(hi.probe_error, sizeof(hi.probe_error), "%s", probe_error);
 
 	check_policy(&hi);

@@ -233,6 +233,20 @@ MUTANTS = [
                    "\tif (!watched(v) && s->frame_vector < 0 && !v->stats.single_steps) {")],
         "tests": ["split-lock-disarmed-emulate"],
     },
+    # --hypervisor-bit: CPUID.1:ECX[31] as asked, auto off where enumerated.
+    {
+        "name": "hypervisor-bit-ignored",
+        "what": "CPUID.1:ECX[31] stays as KVM's table has it, whatever --hypervisor-bit says",
+        "edits": [("src/vmm/vm_kvm.c", "\tcpuid_set_hypervisor(cpuid, hypervisor);\n",
+                   "\t(void)cpuid_set_hypervisor;\n")],
+        "tests": ["hypervisor-bit"],
+    },
+    {
+        "name": "hypervisor-bit-always-set",
+        "what": "--hypervisor-bit=auto sets CPUID.1:ECX[31] even where the VM enumerates split-lock detection",
+        "edits": [("src/vmm/cpuid.c", "\t\treturn !enumerated;", "\t\treturn enumerated || 1;")],
+        "tests": ["hypervisor-bit"],
+    },
     {
         "name": "emulate-blind",
         "what": "stepping goes on, but no instruction is ever judged a split lock",
