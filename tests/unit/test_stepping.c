@@ -145,6 +145,31 @@ static void arming_watches_next(void **state)
 }
 
 /*
+ * Armed with the guest's own TF set: the trap the CPU raises behind the
+ * WRMSR is the guest's, handed back; the handler of that #DB is watched.
+ */
+static void arming_with_guest_tf(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ARMED;
+	memcpy(ram + CODE, wrmsr_lock_xadd, sizeof(wrmsr_lock_xadd));
+	regs(v)->rflags |= X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	write_test_ctrl(v, TEST_CTRL_SPLIT_LOCK_DETECT);
+	assert_true(v->step.guest_tf);
+	regs(v)->rflags &= ~X86_RFLAGS_TF;	/* KVM hides TF while it steps */
+	step_to(v, CODE + 2, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	stepping_before_run(v);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	assert_false(vm_stopping(&fv.vm));
+}
+
+/*
  * The guest clears bit 29 while stepped: the WRMSR's step ends, and the
  * next entry turns stepping off, the guest's TF back in RFLAGS, its
  * debug registers to be read again when stepping resumes.
@@ -1492,6 +1517,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(unwatched_runs_unstepped, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(arming_watches_next, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(arming_watches_next, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(arming_with_guest_tf, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(arming_with_guest_tf, setup_no_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(disarming_stops_stepping, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(disarming_waits_for_delivery, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(mov_dr7_exec_bp_beside_step, setup_no_hwbp,
