@@ -239,13 +239,13 @@ MUTANTS = [
         "what": "CPUID.1:ECX[31] stays as KVM's table has it, whatever --hypervisor-bit says",
         "edits": [("src/vmm/vm_kvm.c", "\tcpuid_set_hypervisor(cpuid, hypervisor);\n",
                    "\t(void)cpuid_set_hypervisor;\n")],
-        "tests": ["hypervisor-bit"],
+        "tests": ["policy-hypervisor-bit"],
     },
     {
         "name": "hypervisor-bit-always-set",
         "what": "--hypervisor-bit=auto sets CPUID.1:ECX[31] even where the VM enumerates split-lock detection",
         "edits": [("src/vmm/cpuid.c", "\t\treturn !enumerated;", "\t\treturn enumerated || 1;")],
-        "tests": ["hypervisor-bit"],
+        "tests": ["policy-hypervisor-bit"],
     },
     {
         "name": "emulate-blind",
