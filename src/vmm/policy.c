@@ -114,10 +114,12 @@ void policy_decide(enum policy p, enum split_lock_watch w, const struct hostinfo
 	case POLICY_EMULATE:
 		/* The VMM behaves like a fatal host itself, whatever the host is. */
 		d->enumerate = true;
-		snprintf(d->line, sizeof(d->line),
-			 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps %s and checks every instruction (slow, several microseconds each)",
-			 w == SPLIT_LOCK_WATCH_ALL ? "every vCPU (--split-lock-watch=all)"
-						   : "a vCPU while its guest asks for #AC (TEST_CTRL bit 29); the others run at full speed");
+		if (w == SPLIT_LOCK_WATCH_ALL)
+			snprintf(d->line, sizeof(d->line),
+				 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps every vCPU and checks each instruction (--split-lock-watch=all; slow, several microseconds each)");
+		else
+			snprintf(d->line, sizeof(d->line),
+				 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps a vCPU while its guest asks for #AC (TEST_CTRL bit 29) and checks each instruction (slow, several microseconds each); the others run at full speed");
 		return;
 	}
 	snprintf(d->line, sizeof(d->line), "split-lock detection: %s, %s: %s",

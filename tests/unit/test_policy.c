@@ -106,7 +106,7 @@ static void watch(void **state)
 	assert_true(d.start && d.enumerate);
 	assert_non_null(strstr(d.line, "while its guest asks for #AC"));
 	policy_decide(POLICY_EMULATE, SPLIT_LOCK_WATCH_ALL, &hi, &d);
-	assert_non_null(strstr(d.line, "every vCPU (--split-lock-watch=all)"));
+	assert_non_null(strstr(d.line, "single-steps every vCPU"));
 }
 
 /* warn is the kernel's default: said so unless the command line chose it. */
