@@ -37,7 +37,7 @@ while [ $r -lt $(cat /extra/repeat) ]; do
 	echo "sync $(stepbench $steps sync)"
 	for img in small big; do
 		t0=$(up)
-		vmm -q --split-lock=emulate --stats=/tmp/s.json /extra/$img.img || echo "vmm $img failed: $?"
+		vmm -q --split-lock=emulate --split-lock-watch=all --stats=/tmp/s.json /extra/$img.img || echo "vmm $img failed: $?"
 		t1=$(up)
 		echo "emulate $img $t0 $t1 $(grep -o '"single_steps":[0-9]*' /tmp/s.json)"
 	done

@@ -39,7 +39,8 @@ def load_loop_image(iterations):
 
 def run_vmm(vmm, image, stats):
     t0 = time.monotonic_ns()
-    p = subprocess.run([vmm, "-q", "--split-lock=emulate", "--stats=" + stats, image],
+    p = subprocess.run([vmm, "-q", "--split-lock=emulate", "--split-lock-watch=all",
+                        "--stats=" + stats, image],
                        capture_output=True, text=True)
     t1 = time.monotonic_ns()
     if p.returncode != 0:

@@ -84,6 +84,7 @@
 
 /* CPUID bits: virtualization of the guest's own (nested) guests. */
 #define X86_CPUID_1_ECX_VMX        X86_BIT(5)
+#define X86_CPUID_1_ECX_HYPERVISOR X86_BIT(31)   /* "running under a hypervisor" */
 #define X86_CPUID_80000001_ECX_SVM X86_BIT(2)
 #define X86_CPUID_SVM_LEAF         0x8000000au /* SVM revision and features */
 /* CPUID.(7,0):EBX[11]: restricted transactional memory (XBEGIN, XEND, XABORT, XTEST). */

@@ -18,6 +18,8 @@
 enum {
 	OPT_SPLIT_LOCK = 0x100,
 	OPT_SPLIT_LOCK_RATELIMIT,
+	OPT_SPLIT_LOCK_WATCH,
+	OPT_CPUID_HYPERVISOR,
 	OPT_HOST_QUIRKS,
 	OPT_STATS,
 	OPT_HOST_INFO,
@@ -50,6 +52,15 @@ static const struct cli_option {
 	  "emulate at most N split locks a second per VM, delaying the vCPU beyond "
 	  "(default: no limit); any policy: counts the split locks that reach vmm, "
 	  "under emulate or on a split_lock_detect=fatal host" },
+	{ "split-lock-watch", required_argument, OPT_SPLIT_LOCK_WATCH, true, "WHICH",
+	  "under emulate, single-step a vCPU only while its guest asks for #AC "
+	  "(armed, the default: the others run at full speed), or every vCPU "
+	  "all the time (all: warns of and ratelimits every split lock, tens to "
+	  "hundreds of times slower)" },
+	{ "hypervisor-bit", required_argument, OPT_CPUID_HYPERVISOR, true, "WHEN",
+	  "CPUID.1:ECX[31], 'a hypervisor runs this guest': auto (the default: "
+	  "set unless the VM enumerates split-lock detection, which Linux "
+	  "ignores under a hypervisor), on or off" },
 	{ "host-quirks", required_argument, OPT_HOST_QUIRKS, true, "LIST",
 	  "run as on a KVM with these quirks, whatever the probes found (names in "
 	  "vmm(1)); for tests and for reproducing another host" },
@@ -365,6 +376,15 @@ static enum cli_result take_value(int c, const char *arg, struct cli_options *o,
 				    "--split-lock-ratelimit: '%s' is not a number from 1 to 1000000",
 				    arg);
 		break;
+	case OPT_SPLIT_LOCK_WATCH:
+		if (policy_watch_parse(arg, &o->split_lock_watch))
+			return fail(err, errlen, "--split-lock-watch: '%s' is not one of armed, all", arg);
+		o->split_lock_watch_given = true;
+		break;
+	case OPT_CPUID_HYPERVISOR:
+		if (cpuid_hypervisor_parse(arg, &o->cpuid_hypervisor))
+			return fail(err, errlen, "--hypervisor-bit: '%s' is not one of auto, on, off", arg);
+		break;
 	case OPT_HOST_QUIRKS: {
 		char why[256];
 
@@ -457,5 +477,8 @@ enum cli_result cli_parse(int argc, char *const argv[], struct cli_options *o,
 				return CLI_ERROR;
 		}
 	}
+	if (o->split_lock_watch_given && o->split_lock != POLICY_EMULATE)
+		return fail(err, errlen,
+			    "--split-lock-watch only goes with --split-lock=emulate (the other policies step nothing)");
 	return check_operands(argc, argv, o, vm_option, stats_next, err, errlen);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cpuid.h"
 #include "policy.h"
 
 struct cli_options {
@@ -16,6 +17,9 @@ struct cli_options {
 	uint64_t timeout_ms;          /* 0: no watchdog */
 	enum policy split_lock;
 	uint64_t split_lock_ratelimit; /* emulated split locks a second, 0: no limit */
+	enum split_lock_watch split_lock_watch; /* under emulate: which vCPUs are stepped */
+	bool split_lock_watch_given;  /* --split-lock-watch: emulate's only */
+	enum cpuid_hypervisor cpuid_hypervisor; /* CPUID.1:ECX[31]: auto, on, off */
 	unsigned host_quirks;         /* --host-quirks: enum profile_quirk bits */
 	bool quiet;
 	bool stats;

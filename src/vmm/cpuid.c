@@ -2,7 +2,9 @@
 #include "cpuid.h"
 
 #include <stddef.h>
+#include <string.h>
 
+#include "array_size.h"
 #include "vmm_msr.h"
 #include "x86.h"
 
@@ -91,4 +93,46 @@ enum cpuid_nested cpuid_hide_nested(struct kvm_cpuid2 *c)
 	if (e)
 		e->eax = e->ebx = e->ecx = e->edx = 0;
 	return was;
+}
+
+static const char *const hypervisor_names[] = {
+	[CPUID_HYPERVISOR_AUTO] = "auto",
+	[CPUID_HYPERVISOR_ON] = "on",
+	[CPUID_HYPERVISOR_OFF] = "off",
+};
+
+const char *cpuid_hypervisor_name(enum cpuid_hypervisor h)
+{
+	return (unsigned)h < ARRAY_SIZE(hypervisor_names) ? hypervisor_names[h] : "?";
+}
+
+int cpuid_hypervisor_parse(const char *s, enum cpuid_hypervisor *out)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(hypervisor_names); i++) {
+		if (strcmp(s, hypervisor_names[i]) == 0) {
+			*out = (enum cpuid_hypervisor)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+bool cpuid_hypervisor_bit(enum cpuid_hypervisor h, bool enumerated)
+{
+	if (h == CPUID_HYPERVISOR_AUTO)
+		return !enumerated;
+	return h == CPUID_HYPERVISOR_ON;
+}
+
+bool cpuid_set_hypervisor(struct kvm_cpuid2 *c, bool on)
+{
+	struct kvm_cpuid_entry2 *e = cpuid_find(c, 1, 0);
+
+	if (!e)
+		return false;
+	if (on)
+		e->ecx |= X86_CPUID_1_ECX_HYPERVISOR;
+	else
+		e->ecx &= ~(uint32_t)X86_CPUID_1_ECX_HYPERVISOR;
+	return true;
 }

@@ -21,6 +21,22 @@ bool cpuid_rtm(struct kvm_cpuid2 *c);
  */
 void cpuid_fixup(struct kvm_cpuid2 *c, unsigned cpu);
 
+/*
+ * --hypervisor-bit: CPUID.1:ECX[31], which says "a hypervisor runs this
+ * guest". Every peer VMM sets it; Linux then skips its split-lock set-up
+ * (split_lock_setup() in arch/x86/kernel/cpu/intel.c, bus_lock.c from 6.2),
+ * whatever CORE_CAPABILITIES enumerates. auto: set unless the VM enumerates
+ * split-lock detection, so that Linux sees what the policy offers.
+ */
+enum cpuid_hypervisor { CPUID_HYPERVISOR_AUTO, CPUID_HYPERVISOR_ON, CPUID_HYPERVISOR_OFF };
+const char *cpuid_hypervisor_name(enum cpuid_hypervisor h);
+/* 0 and *out set when s names one, -1 otherwise. */
+int cpuid_hypervisor_parse(const char *s, enum cpuid_hypervisor *out);
+/* The bit the guest is meant to see, for a VM that does (or not) enumerate detection. */
+bool cpuid_hypervisor_bit(enum cpuid_hypervisor h, bool enumerated);
+/* CPUID.1:ECX[31] set or cleared, nothing else; false for a table without leaf 1. */
+bool cpuid_set_hypervisor(struct kvm_cpuid2 *c, bool on);
+
 /* The virtualization extension a table offers a guest for guests of its own. */
 enum cpuid_nested { CPUID_NESTED_NONE, CPUID_NESTED_SVM, CPUID_NESTED_VMX };
 enum cpuid_nested cpuid_nested(struct kvm_cpuid2 *c);

@@ -68,8 +68,12 @@ void dispatch_exit(struct vcpu *v)
 			stepping_msr_fault(v);
 		break;
 	case KVM_EXIT_X86_WRMSR:
-		if (splitlock_handle_wrmsr(v) == SPLITLOCK_MSR_GP && v->vm->split_lock_emulate)
+		if (!v->vm->split_lock_emulate)
+			(void)splitlock_handle_wrmsr(v);
+		else if (splitlock_handle_wrmsr(v) == SPLITLOCK_MSR_GP)
 			stepping_msr_fault(v);
+		else
+			stepping_msr_written(v);
 		break;
 	case KVM_EXIT_EXCEPTION:
 		splitlock_handle_exception(v);

@@ -25,6 +25,7 @@ void hostinfo_init(struct hostinfo *hi)
 	memset(hi, 0, sizeof(*hi));
 	hi->split_lock_mitigate = -1;
 	hi->cpuid_7_edx30_reaches_guest = -1;
+	hi->cpuid_1_ecx31_reaches_guest = -1;
 	hi->nested = -1;
 	hi->singlestep_cpl0 = -1;
 	hi->singlestep_cpl3 = -1;
@@ -412,6 +413,9 @@ static void print_detailed_probes(FILE *out, const struct hostinfo *hi)
 	} else
 		fprintf(out, LABEL "not run%s%s\n", "CPUID probe:",
 			hi->probe_error[0] ? ": " : "", hi->probe_error);
+	fprintf(out, LABEL "%s%s\n", "CPUID hypervisor bit:", tristate(hi->cpuid_1_ecx31_reaches_guest),
+		hi->cpuid_1_ecx31_reaches_guest == 0 ?
+		" (this KVM answers CPUID leaf 1 from the host: --hypervisor-bit cannot change what guests see)" : "");
 	fprintf(out, LABEL "CPL0 %s, CPL3 %s%s\n", "single-step probe:",
 		tristate(hi->singlestep_cpl0), tristate(hi->singlestep_cpl3),
 		hi->singlestep_cpl0 > 0 && hi->singlestep_cpl3 == 0 ?
@@ -628,6 +632,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		int v;
 	} probes[] = {
 		{ "cpuid_7_edx30_reaches_guest", hi->cpuid_7_edx30_reaches_guest },
+		{ "cpuid_1_ecx31_reaches_guest", hi->cpuid_1_ecx31_reaches_guest },
 		{ "singlestep_cpl0", hi->singlestep_cpl0 },
 		{ "singlestep_cpl3", hi->singlestep_cpl3 },
 		{ "hw_breakpoint", hi->hwbp },

@@ -60,6 +60,8 @@ struct hostinfo {
 	 * reaches the guest, 0 = KVM answers from the host instead,
 	 * -1 = not run (probe_error says why) */
 	int cpuid_7_edx30_reaches_guest;
+	/* the same for CPUID.1:ECX[31] (hypervisor), which such KVMs answer too */
+	int cpuid_1_ecx31_reaches_guest;
 	char probe_error[160];
 	/* probe guests: 1 = KVM_SET_GUEST_DEBUG single-step exits after one
 	 * instruction at that CPL, 0 = it does not, -1 = not run or failed */
@@ -239,6 +241,13 @@ int hostinfo_probe_alignment_check(int kvm_fd, char *err, size_t errlen);
  * where the probe found no answer.
  */
 int hostinfo_probe_cpuid_reaches(int kvm_fd);
+/*
+ * The same for CPUID.1:ECX[31] (hypervisor, --hypervisor-bit): 1, 0
+ * (the guest sees the host's bit, *host_bit, whatever the table says), -1.
+ */
+int hostinfo_probe_cpuid_hypervisor(int kvm_fd, bool *host_bit);
+/* The host's own CPUID.1:ECX[31]: vmm itself runs in a VM. */
+bool hostinfo_host_hypervisor(void);
 
 void hostinfo_print(FILE *out, const struct hostinfo *hi);
 void hostinfo_print_json(FILE *out, const struct hostinfo *hi);

@@ -333,6 +333,54 @@ static void probe_cpuid(struct hostinfo *hi, int kvm)
 	probe_teardown(hi, &p);
 }
 
+/* mov eax, 1; cpuid; mov eax, ecx; mov dx, 0xf4; out dx, eax; hlt: CPUID.1:ECX on port 0xf4. */
+static const uint8_t probe_leaf1_code[] = {
+	0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0xa2, 0x89, 0xc8, 0x66, 0xba, 0xf4, 0x00, 0xef, 0xf4,
+};
+
+/*
+ * Does a CPUID.1:ECX[31] (hypervisor) of KVM_SET_CPUID2 reach the guest?
+ * The same KVMs answer leaf 1 from the host too. Again the table gets the
+ * opposite of the host's bit, set with a second KVM_SET_CPUID2 before the
+ * first run (which KVM allows). *host_bit: the host's own.
+ */
+bool hostinfo_host_hypervisor(void)
+{
+	uint32_t r[4];
+
+	host_cpuid(1, 0, r);
+	return (r[2] & X86_CPUID_1_ECX_HYPERVISOR) != 0;
+}
+
+static void probe_cpuid_hypervisor(struct hostinfo *hi, int kvm, bool *host_bit)
+{
+	struct probe p;
+	uint32_t ecx = 0;
+	bool table_bit;
+
+	*host_bit = hostinfo_host_hypervisor();
+	table_bit = !*host_bit;
+	if (probe_setup_code(hi, kvm, &p, true, probe_leaf1_code, sizeof(probe_leaf1_code), 0) == 0) {
+		if (!cpuid_set_hypervisor(p.cpuid, table_bit))
+			probe_fail(hi, "KVM_GET_SUPPORTED_CPUID lists no leaf 1", 0);
+		else if (__kvm_ioctl(p.vcpu, KVM_SET_CPUID2, p.cpuid) < 0)
+			probe_fail(hi, "KVM_SET_CPUID2", errno);
+		else if (probe_run(hi, &p, &ecx) == 0)
+			hi->cpuid_1_ecx31_reaches_guest =
+				((ecx & X86_CPUID_1_ECX_HYPERVISOR) != 0) == table_bit;
+	}
+	probe_teardown(hi, &p);
+}
+
+int hostinfo_probe_cpuid_hypervisor(int kvm_fd, bool *host_bit)
+{
+	struct hostinfo scratch;
+
+	hostinfo_init(&scratch);
+	probe_cpuid_hypervisor(&scratch, kvm_fd, host_bit);
+	return scratch.cpuid_1_ecx31_reaches_guest;
+}
+
 int hostinfo_probe_cpuid_reaches(int kvm_fd)
 {
 	struct hostinfo scratch;
@@ -1339,7 +1387,10 @@ void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)
 	free(cpuid);
 
 	if (run_probe) {
+		bool host_bit;
+
 		probe_cpuid(hi, kvm);
+		probe_cpuid_hypervisor(hi, kvm, &host_bit);
 		probe_singlestep(hi, kvm);
 	}
 	if (close(kvm) < 0 && run_probe)

@@ -140,13 +140,15 @@ static int decide_split_lock(const struct cli_options *o, struct vm_config *c,
 
 	hostinfo_init(&hi);
 	hostinfo_read_proc(&hi);
-	policy_decide(o->split_lock, &hi, d);
+	policy_decide(o->split_lock, o->split_lock_watch, &hi, d);
 	if (!d->start) {
 		errmsg("%s", d->line);
 		return VMM_EXIT_POLICY;
 	}
 	c->split_lock_enumerated = d->enumerate;
 	c->split_lock_emulate = o->split_lock == POLICY_EMULATE;
+	c->split_lock_watch = o->split_lock_watch;
+	c->cpuid_hypervisor = o->cpuid_hypervisor;
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "hostinfo.h"
 #include "array_size.h"
+#include "vmm_msr.h"
 
 static const char *const names[] = {
 	[POLICY_INHERIT] = "inherit",
@@ -32,6 +33,34 @@ int policy_parse(const char *s, enum policy *out)
 	return -1;
 }
 
+static const char *const watch_names[] = {
+	[SPLIT_LOCK_WATCH_ARMED] = "armed",
+	[SPLIT_LOCK_WATCH_ALL] = "all",
+};
+
+const char *policy_watch_name(enum split_lock_watch w)
+{
+	if ((unsigned)w < ARRAY_SIZE(watch_names))
+		return watch_names[w];
+	return "?";
+}
+
+int policy_watch_parse(const char *s, enum split_lock_watch *out)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(watch_names); i++) {
+		if (strcmp(s, watch_names[i]) == 0) {
+			*out = (enum split_lock_watch)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+bool policy_watches(enum split_lock_watch w, uint64_t test_ctrl)
+{
+	return w == SPLIT_LOCK_WATCH_ALL || (test_ctrl & TEST_CTRL_SPLIT_LOCK_DETECT);
+}
+
 static void host_reason(const struct hostinfo *hi, char *buf, size_t len)
 {
 	switch (hi->mode) {
@@ -55,7 +84,7 @@ static void host_reason(const struct hostinfo *hi, char *buf, size_t len)
 	}
 }
 
-void policy_decide(enum policy p, const struct hostinfo *hi,
+void policy_decide(enum policy p, enum split_lock_watch w, const struct hostinfo *hi,
 		   struct policy_decision *d)
 {
 	char why[256];
@@ -85,8 +114,12 @@ void policy_decide(enum policy p, const struct hostinfo *hi,
 	case POLICY_EMULATE:
 		/* The VMM behaves like a fatal host itself, whatever the host is. */
 		d->enumerate = true;
-		snprintf(d->line, sizeof(d->line),
-			 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps the guest and checks every instruction (slow, several microseconds each)");
+		if (w == SPLIT_LOCK_WATCH_ALL)
+			snprintf(d->line, sizeof(d->line),
+				 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps every vCPU and checks each instruction (--split-lock-watch=all; slow, several microseconds each)");
+		else
+			snprintf(d->line, sizeof(d->line),
+				 "split-lock detection: emulate, enumerated to the guest: the VMM single-steps a vCPU while its guest asks for #AC (TEST_CTRL bit 29) and checks each instruction (slow, several microseconds each); the others run at full speed");
 		return;
 	}
 	snprintf(d->line, sizeof(d->line), "split-lock detection: %s, %s: %s",

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct hostinfo;
 
@@ -19,6 +20,17 @@ enum policy {
 	POLICY_ON,
 	POLICY_OFF,
 	POLICY_EMULATE,  /* detect split locks in software, on any host */
+};
+
+/*
+ * --split-lock-watch: which vCPUs emulate single-steps. A CPU with detection
+ * off raises no #AC, so a vCPU whose guest has not set TEST_CTRL bit 29 has
+ * nothing to be told; only the VMM's warnings and --split-lock-ratelimit
+ * would see its split locks.
+ */
+enum split_lock_watch {
+	SPLIT_LOCK_WATCH_ARMED,  /* a vCPU while its TEST_CTRL bit 29 is set (default) */
+	SPLIT_LOCK_WATCH_ALL,    /* every vCPU, all the time: warns and ratelimits the rest */
 };
 
 const char *policy_name(enum policy p);
@@ -31,7 +43,13 @@ struct policy_decision {
 	char line[512];      /* one line for a person: policy, outcome, why */
 };
 
-void policy_decide(enum policy p, const struct hostinfo *hi,
+void policy_decide(enum policy p, enum split_lock_watch w, const struct hostinfo *hi,
 		   struct policy_decision *d);
+
+const char *policy_watch_name(enum split_lock_watch w);
+/* 0 and *out set when s names one, -1 otherwise. */
+int policy_watch_parse(const char *s, enum split_lock_watch *out);
+/* Under emulate: whether a vCPU whose guest's TEST_CTRL is test_ctrl is single-stepped. */
+bool policy_watches(enum split_lock_watch w, uint64_t test_ctrl);
 
 #endif

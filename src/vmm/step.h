@@ -120,13 +120,16 @@ struct step_branch {
  * Why a stepped vCPU's next run is set up as it is (docs/design.md,
  * "Phases of a stepped vCPU"); what the debug hardware does meanwhile is
  * hw.mode. OUTER and TO_EXIT give detection up: stepping_after_exit()
- * turns it back on at the first exit KVM completes.
+ * turns it back on at the first exit KVM completes. UNWATCHED is no
+ * stepping at all, while --split-lock-watch=armed and the guest's TEST_CTRL
+ * bit 29 is clear: only the WRMSR that sets it leaves.
  */
 enum step_phase {
 	STEP_PHASE_FREE,        /* nothing checked: the next entry plans at RIP */
 	STEP_PHASE_CHECKED,     /* `insn` at `rip` was checked; the run ends behind it */
 	STEP_PHASE_OUTER,       /* unstepped while code outside CPL0 runs (KVM cannot step CPL3) */
 	STEP_PHASE_TO_EXIT,     /* unstepped up to the next exit (INT n through a task gate) */
+	STEP_PHASE_UNWATCHED,   /* not stepped: the guest does not ask for #AC (TEST_CTRL bit 29) */
 	STEP_PHASE_COUNT,
 };
 
@@ -138,6 +141,8 @@ enum step_event {
 	STEP_ON_DONE,           /* the checked step is over: its exit judged, or it faulted */
 	STEP_ON_OUTER,          /* code outside CPL0 this KVM cannot step runs next */
 	STEP_ON_TASK_GATE,      /* INT n through a task gate runs next */
+	STEP_ON_UNWATCH,        /* an entry finds the vCPU not to be watched, nothing pending */
+	STEP_ON_WATCH,          /* a WRMSR exit set TEST_CTRL bit 29 of an unwatched vCPU */
 	STEP_EVENT_COUNT,
 };
 

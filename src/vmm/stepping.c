@@ -2394,6 +2394,30 @@ static enum run_plan plan_at_rip(struct vcpu *v, unsigned performed)
 	return PLAN_SET;
 }
 
+/* Whether this vCPU is stepped: its guest asks for #AC, or --split-lock-watch=all. */
+static bool watched(const struct vcpu *v)
+{
+	return policy_watches(v->vm->split_lock_watch, v->msrs.test_ctrl);
+}
+
+/*
+ * Stepping off until the guest sets TEST_CTRL bit 29 again: hardware TF
+ * the guest's (set_hw()), and nothing kept that the guest may change
+ * unseen meanwhile (its debug registers) or that belonged to the last step.
+ */
+static void unwatch(struct vcpu *v)
+{
+	struct step_state *s = &v->step;
+
+	if (!set_hw(v, STEP_DEBUG_OFF, 0, false))
+		return;
+	s->rearm = false;
+	s->dr_valid = false;
+	s->iret_rf = false;
+	s->left_split = false;
+	phase_on(s, STEP_ON_UNWATCH);
+}
+
 static void before_run(struct vcpu *v)
 {
 	struct step_state *s = &v->step;
@@ -2406,6 +2430,12 @@ static void before_run(struct vcpu *v)
 	/* An event is due: the handler runs next, not the instruction at RIP. */
 	if (s->inject_vector >= 0) {
 		watch_handler(v, (unsigned)s->inject_vector);
+		return;
+	}
+	/* Unwatched once no frame waits for the guest's TF (frame_fix()). */
+	if (!watched(v) && s->frame_vector < 0) {
+		if (s->phase != STEP_PHASE_UNWATCHED)
+			unwatch(v);
 		return;
 	}
 	while (plan_at_rip(v, performed) == PLAN_PERFORMED)
@@ -2455,6 +2485,15 @@ static void completing_run_stepped(struct vcpu *v, uint32_t reason)
 	if (!set_hw(v, STEP_DEBUG_STEP, 0, true))
 		return;
 	v->step.resume_tf = v->step.guest_tf;	/* set_hw() read it from the unstepped registers */
+}
+
+void stepping_msr_written(struct vcpu *v)
+{
+	if (v->step.phase != STEP_PHASE_UNWATCHED || !watched(v))
+		return;
+	/* The WRMSR is KVM's to complete: stepped, it traps right behind it. */
+	phase_on(&v->step, STEP_ON_WATCH);
+	completing_run_stepped(v, KVM_EXIT_X86_WRMSR);
 }
 
 void stepping_after_exit(struct vcpu *v, uint32_t reason)

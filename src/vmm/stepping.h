@@ -30,6 +30,12 @@ void stepping_after_exit(struct vcpu *v, uint32_t reason);
 bool stepping_debug_exit(struct vcpu *v);
 /* An MSR exit answered with #GP: watch its handler (may set v->completion). */
 void stepping_msr_fault(struct vcpu *v);
+/*
+ * A WRMSR exit answered without a fault: where it set TEST_CTRL bit 29 of
+ * a vCPU that was not watched (--split-lock-watch=armed), stepping starts
+ * with the instruction behind it.
+ */
+void stepping_msr_written(struct vcpu *v);
 /* KVM_RUN returned EINTR: finishes an immediate_exit completion, updates v->completion. */
 void stepping_interrupted(struct vcpu *v);
 

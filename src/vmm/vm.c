@@ -304,6 +304,8 @@ void vm_print_stats(FILE *out, const struct vm *vm)
 	fprintf(out, "{\"status\":%d,\"split_lock\":{\"policy\":\"%s\",\"enumerated\":%s",
 		vm->status, policy_name(vm->policy),
 		vm->split_lock_enumerated ? "true" : "false");
+	if (vm->split_lock_emulate)
+		fprintf(out, ",\"watch\":\"%s\"", policy_watch_name(vm->split_lock_watch));
 	/* Under every policy: what KVM runs at CPL0 decides what the run loop completes. */
 	fputs(",\"host_profile\":", out);
 	profile_print_json(out, &vm->host);

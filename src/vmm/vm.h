@@ -17,6 +17,7 @@
 
 #include <linux/kvm.h>
 
+#include "cpuid.h"
 #include "policy.h"
 #include "profile.h"
 #include "ratelimit.h"
@@ -43,6 +44,7 @@ struct vm {
 	struct serial serial;
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
+	enum split_lock_watch split_lock_watch; /* under emulate: which vCPUs it steps */
 	struct host_profile host;      /* under emulate: how this KVM steps */
 	struct ratelimit split_lock_rate; /* --split-lock-ratelimit, under lock */
 
@@ -86,6 +88,8 @@ struct vm_config {
 	enum policy policy;
 	bool split_lock_enumerated;    /* the policy's answer */
 	bool split_lock_emulate;
+	enum split_lock_watch split_lock_watch;
+	enum cpuid_hypervisor cpuid_hypervisor; /* --hypervisor-bit */
 	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
 	struct host_profile host;
 	unsigned host_quirks;          /* --host-quirks, forced on what vm_create() probes too */

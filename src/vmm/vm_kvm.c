@@ -168,6 +168,21 @@ static void probe_cpl0(int kvm_fd, struct host_profile *p, unsigned forced)
 	profile_force_quirks(p, forced & PROFILE_CPL0_QUIRKS);
 }
 
+/*
+ * Where this KVM answers CPUID leaf 1 from the host (probed only when the
+ * host's bit differs from the table's), the guest sees the host's
+ * hypervisor bit whatever --hypervisor-bit asked: said, not hidden.
+ */
+static void check_hypervisor_bit(int kvm_fd, enum cpuid_hypervisor asked, bool table_bit)
+{
+	bool host_bit = hostinfo_host_hypervisor();
+
+	if (host_bit == table_bit || hostinfo_probe_cpuid_hypervisor(kvm_fd, &host_bit) != 0)
+		return;
+	warn("CPUID.1:ECX[31] (hypervisor) is %s in the guest's CPUID table (--hypervisor-bit=%s), but this KVM answers leaf 1 from the host: the guest sees it %s",
+	     table_bit ? "set" : "clear", cpuid_hypervisor_name(asked), host_bit ? "set" : "clear");
+}
+
 int vm_create(struct vm *vm, const struct vm_config *c)
 {
 	struct boot_layout layout = *c->layout;
@@ -177,6 +192,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	void *mem;
 	long run_size;
 	const char *what;
+	bool hypervisor;
 	int r;
 
 	if (vm_init_common(vm, c->policy, layout.cpus, c->console_fd, &what)) {
@@ -185,6 +201,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	vm->split_lock_enumerated = c->split_lock_enumerated;
 	vm->split_lock_emulate = c->split_lock_emulate;
+	vm->split_lock_watch = c->split_lock_watch;
 	vm->host = c->host;
 	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
 
@@ -223,6 +240,8 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	cpuid = kvm_supported_cpuid(vm->kvm_fd);
 	if (!cpuid)
 		return give_back(vm, VMM_EXIT_HOST);
+	hypervisor = cpuid_hypervisor_bit(c->cpuid_hypervisor, vm->split_lock_enumerated);
+	cpuid_set_hypervisor(cpuid, hypervisor);
 	if (vm->split_lock_emulate) {
 		enum cpuid_nested hidden = cpuid_hide_nested(cpuid);
 
@@ -240,6 +259,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	/* Guest memory is written once, when boot_info's flags are known. */
 	layout.flags |= host_boot_flags(vm->kvm_fd);
 	probe_cpl0(vm->kvm_fd, &vm->host, c->host_quirks);
+	check_hypervisor_bit(vm->kvm_fd, c->cpuid_hypervisor, hypervisor);
 	boot_setup_memory(vm->mem, &layout);
 	return 0;
 }

@@ -1681,7 +1681,9 @@ def run_batch(a, tmp, cases, policy):
     if os.path.exists(stats):
         os.unlink(stats)
     try:
-        r = run_vmm(a.vmm, ["--split-lock=" + policy, "--timeout", scaled_str(a.timeout),
+        # Every record is stepped, TEST_CTRL bit 29 set or not.
+        watch = ["--split-lock-watch=all"] if policy == "emulate" else []
+        r = run_vmm(a.vmm, ["--split-lock=" + policy, *watch, "--timeout", scaled_str(a.timeout),
                             f"--stats={stats}", "--append", "case=gen", img],
                     timeout=scaled(a.timeout + 60))
     except Failure as e:

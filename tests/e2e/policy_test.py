@@ -10,8 +10,13 @@ CASE is one of:
   stats                --stats=FILE counts the guest's MSR accesses exactly
   ratelimit N          emulate with --split-lock-ratelimit=N: the guest's split
                        locks are all emulated, and beyond N a second delayed
+  hypervisor           CPUID.1:ECX[31] as a guest reads it, under inherit, off
+                       and emulate and each --hypervisor-bit: auto sets it
+                       unless detection is enumerated; where this KVM answers
+                       leaf 1 from the host, a warning says what the guest sees
 
-Every VM under --split-lock=emulate runs with --stats, and its
+Every VM under --split-lock=emulate runs with --stats and
+--split-lock-watch=all, and its
 split_locks_detected must equal the number of split locks the guest says it
 made (split_locks_made.cpl0= and .cpl3=), not merely come close.
 Exits 0 on success, 1 on failure, 77 when /dev/kvm is unusable.
@@ -23,8 +28,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vmmlib import (HOST_LOSS_WARNING, case_main, parse_tap, scaled, scaled_str, start,  # noqa: E402
-                    tap_failures, target)
+from vmmlib import (HOST_LOSS_WARNING, Skip, case_main, parse_tap, run_vmm, scaled,  # noqa: E402
+                    scaled_str, start, tap_failures, target)
 
 EXIT_POLICY = 78
 REFUSAL = r"^vmm: error: --split-lock=on cannot be honoured: .*split_lock_detect=fatal"
@@ -141,8 +146,12 @@ def split_lock_count_failures(policy, hi, diags, st):
 
 
 def start_vm(ctx, policy, cpus, extra=()):
-    """Under emulate, with --stats (to a file of its own) unless extra has it."""
+    """Under emulate, with --stats (to a file of its own) unless extra has it,
+    and --split-lock-watch=all: check() holds the split locks it saw against
+    every one the guest made, TEST_CTRL bit 29 set or not."""
     extra = list(extra)
+    if policy == "emulate":
+        extra.append("--split-lock-watch=all")
     stats = next((x.split("=", 1)[1] for x in extra if x.startswith("--stats=")), None)
     if stats is None and policy == "emulate":
         fd, stats = tempfile.mkstemp(prefix="stats-", suffix=".json", dir=ctx.tmp)
@@ -273,8 +282,48 @@ def case_ratelimit(ctx, rate):
     return fails
 
 
-CASES = {"policy": case_policy, "concurrent": case_concurrent, "stats": case_stats,
-         "ratelimit": case_ratelimit}
+# mov eax,1; cpuid; mov eax,ecx; shr eax,31; add eax,40; mov dx,0xf4;
+# out dx,eax; hlt: the guest exits 40 + CPUID.1:ECX[31].
+HYPERVISOR_IMAGE = "b8010000000fa289c8c1e81f83c02866baf400eff4"
+HYPERVISOR_WARNING = (r"^vmm: warning: CPUID\.1:ECX\[31\] \(hypervisor\) is (set|clear) in the guest's "
+                      r"CPUID table \(--hypervisor-bit=\w+\), but this KVM answers leaf 1 from the host: "
+                      r"the guest sees it (set|clear)$")
+
+
+def host_hypervisor():
+    with open("/proc/cpuinfo") as f:
+        return bool(re.search(r"^flags\s*:.*\bhypervisor\b", f.read(), re.M))
+
+
+def case_hypervisor(ctx):
+    hi = ctx.hi
+    reaches = hi["kvm"]["probe"]["cpuid_1_ecx31_reaches_guest"]
+    if reaches is None:
+        raise Skip("vmm --host-info could not probe whether CPUID leaf 1 reaches a guest")
+    image = os.path.join(ctx.tmp, "hypervisor.img")
+    with open(image, "wb") as f:
+        f.write(bytes.fromhex(HYPERVISOR_IMAGE))
+    host, fails = host_hypervisor(), []
+    for policy in ("inherit", "off", "emulate"):
+        for mode in ("auto", "on", "off"):
+            table = {"on": True, "off": False}.get(mode, not expectation(policy, hi)[1])
+            want = table if reaches else host
+            r = run_vmm(ctx.vmm, ["-q", "--split-lock=" + policy, "--hypervisor-bit=" + mode,
+                                  "--timeout", scaled_str(20), image], timeout=scaled(60))
+            warned = re.search(HYPERVISOR_WARNING, r.err, re.M)
+            print(f"{policy} --hypervisor-bit={mode}: status {r.status}, want {40 + want}"
+                  f"{', warned' if warned else ''}")
+            if r.status != 40 + want:
+                fails.append(f"{policy}, {mode}: the guest saw CPUID.1:ECX[31] = {r.status - 40}, "
+                             f"want {int(want)} (table {int(table)}, host {int(host)}, reaches {reaches})")
+            if bool(warned) != (not reaches and table != host):
+                fails.append(f"{policy}, {mode}: the warning that the guest sees the host's bit is "
+                             f"{'there' if warned else 'missing'}: {r.err.strip()!r}")
+    return fails
+
+
+CASES = {"policy": case_policy, "hypervisor": case_hypervisor, "concurrent": case_concurrent,
+         "stats": case_stats, "ratelimit": case_ratelimit}
 
 if __name__ == "__main__":
     sys.exit(case_main(CASES, __doc__))

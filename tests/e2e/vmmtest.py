@@ -62,7 +62,13 @@ def check_stats(a, path):
     want = a.status if a.status >= 0 else 128 - a.status
     if st.get("status") != want:
         return [f"--stats says status {st.get('status')}, expected {want}"]
-    return []
+    fails = []
+    for cond in a.stats_sum:
+        key, op, n = re.fullmatch(r"(\w+)(=|<=|>=)(\d+)", cond).groups()
+        got = sum(v.get(key, 0) for v in st.get("vcpus", []))
+        if not {"=": got == int(n), "<=": got <= int(n), ">=": got >= int(n)}[op]:
+            fails.append(f"--stats: {key} over the vCPUs is {got}, want {op} {n}")
+    return fails
 
 
 def main():
@@ -95,6 +101,11 @@ def main():
                     help="start vmm with this descriptor (0-2) closed (repeatable)")
     ap.add_argument("--stats-json", action="store_true",
                     help="@STATS@ must hold --stats JSON whose status is --status")
+    ap.add_argument("--stats-sum", action="append", default=[], metavar="KEY=N",
+                    help="with --stats-json: KEY summed over the vCPUs is N "
+                         "(or KEY<=N, KEY>=N; repeatable)")
+    ap.add_argument("--no-stderr", action="append", default=[],
+                    help="regex that stderr must not match (repeatable)")
     ap.add_argument("--no-stats-file", action="store_true",
                     help="@STATS@ must not have been created")
     ap.add_argument("--stats-fifo", action="store_true",
@@ -141,6 +152,9 @@ def main():
     for rx in a.stderr:
         if not re.search(rx, p.err, re.M):
             failures.append(f"stderr does not match /{rx}/")
+    for rx in a.no_stderr:
+        if re.search(rx, p.err, re.M):
+            failures.append(f"stderr matches /{rx}/")
     for rx in a.stdout:
         if not re.search(rx, p.out, re.M):
             failures.append(f"stdout does not match /{rx}/")

@@ -204,7 +204,7 @@ static void check_policy(const struct hostinfo *hi)
 		enum policy p = policies[i];
 
 		memset(&d, 0x55, sizeof(d));
-		policy_decide(p, hi, &d);
+		policy_decide(p, SPLIT_LOCK_WATCH_ARMED, hi, &d);
 		FUZZ_CHECK(d.enumerate == (fatal && p != POLICY_OFF),
 			   "policy %s on a %s host: enumerate %d", policy_name(p),
 			   hostinfo_mode_name(hi->mode), d.enumerate);
@@ -303,6 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 kvm_error[0] ? kvm_error : "cannot open /dev/kvm");
 	}
 	hi.cpuid_7_edx30_reaches_guest = (int)((flags >> 4) & 3) % 3 - 1;
+	hi.cpuid_1_ecx31_reaches_guest = (int)((flags >> 6) & 3) % 3 - 1;
 	snprintf(hi.probe_error, sizeof(hi.probe_error), "%s", probe_error);
 
 	check_policy(&hi);

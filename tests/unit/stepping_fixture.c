@@ -44,6 +44,7 @@ int setup_vm(bool hwbp, unsigned ncpus)
 		return -1;
 	ram = fv.vm.mem;
 	fv.vm.split_lock_emulate = true;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ALL;	/* stepped from the first entry */
 	fv.vm.host.step_cpl3 = true;
 	fv.vm.host.step_hwbp = hwbp;
 	v = &fv.vm.vcpus[0];

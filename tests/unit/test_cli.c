@@ -430,12 +430,12 @@ static void abbreviations(void **state)
 {
 	static const struct bad_case cases[] = {
 		{ { "--split=off", "img" },
-		  "option '--split' is ambiguous: --split-lock or --split-lock-ratelimit" },
+		  "option '--split' is ambiguous: --split-lock, --split-lock-ratelimit or --split-lock-watch" },
 		{ { "--split", "off", "img" },
-		  "option '--split' is ambiguous: --split-lock or --split-lock-ratelimit" },
+		  "option '--split' is ambiguous: --split-lock, --split-lock-ratelimit or --split-lock-watch" },
 		{ { "--s", "img" },
-		  "option '--s' is ambiguous: --split-lock, --split-lock-ratelimit, --stats or --self-test" },
-		{ { "--h" }, "option '--h' is ambiguous: --host-quirks, --host-info or --help" },
+		  "option '--s' is ambiguous: --split-lock, --split-lock-ratelimit, --split-lock-watch, --stats or --self-test" },
+		{ { "--h" }, "option '--h' is ambiguous: --hypervisor-bit, --host-quirks, --host-info or --help" },
 		{ { "--bogus", "img" }, "unknown option '--bogus' (see vmm --help)" },
 		{ { "--bogus=1", "img" }, "unknown option '--bogus=1' (see vmm --help)" },
 		{ { "--=x", "img" }, "unknown option '--=x' (see vmm --help)" },
@@ -504,6 +504,46 @@ static void ratelimit_under_every_policy(void **state)
 }
 
 /*
+ * --split-lock-watch: armed unless asked, and only beside emulate, in
+ * either order; nothing else is a value of it.
+ */
+static void split_lock_watch(void **state)
+{
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--split-lock=emulate", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_watch, SPLIT_LOCK_WATCH_ARMED);
+	assert_int_equal(PARSE(&o, "--split-lock-watch=all", "--split-lock=emulate", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_watch, SPLIT_LOCK_WATCH_ALL);
+	assert_int_equal(PARSE(&o, "--split-lock=emulate", "--split-lock-watch", "armed", "img"), CLI_RUN);
+	assert_int_equal(o.split_lock_watch, SPLIT_LOCK_WATCH_ARMED);
+	assert_int_equal(PARSE(&o, "--split-lock=emulate", "--split-lock-watch=every", "img"), CLI_ERROR);
+	assert_string_equal(err, "--split-lock-watch: 'every' is not one of armed, all");
+	assert_int_equal(PARSE(&o, "--split-lock-watch=all", "img"), CLI_ERROR);
+	assert_string_equal(err, "--split-lock-watch only goes with --split-lock=emulate (the other policies step nothing)");
+	assert_int_equal(PARSE(&o, "--split-lock=off", "--split-lock-watch=armed", "img"), CLI_ERROR);
+	assert_int_equal(PARSE(&o, "--host-info", "--split-lock-watch=all"), CLI_ERROR);
+}
+
+/* --hypervisor-bit: auto unless asked, under any policy. */
+static void cpuid_hypervisor(void **state)
+{
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "img"), CLI_RUN);
+	assert_int_equal(o.cpuid_hypervisor, CPUID_HYPERVISOR_AUTO);
+	assert_int_equal(PARSE(&o, "--hypervisor-bit=off", "--split-lock=emulate", "img"), CLI_RUN);
+	assert_int_equal(o.cpuid_hypervisor, CPUID_HYPERVISOR_OFF);
+	assert_int_equal(PARSE(&o, "--hypervisor-bit", "on", "img"), CLI_RUN);
+	assert_int_equal(o.cpuid_hypervisor, CPUID_HYPERVISOR_ON);
+	assert_int_equal(PARSE(&o, "--hypervisor-bit=no", "img"), CLI_ERROR);
+	assert_string_equal(err, "--hypervisor-bit: 'no' is not one of auto, on, off");
+	assert_int_equal(PARSE(&o, "--host-info", "--hypervisor-bit=on"), CLI_ERROR);
+}
+
+/*
  * --help fits 80 columns: a help text too long for its line goes on in the
  * help column, and no word of it is lost to the wrapping.
  */
@@ -561,6 +601,8 @@ int main(void)
 		cmocka_unit_test(abbreviations),
 		cmocka_unit_test(no_value_options),
 		cmocka_unit_test(ratelimit_under_every_policy),
+		cmocka_unit_test(split_lock_watch),
+		cmocka_unit_test(cpuid_hypervisor),
 		cmocka_unit_test(usage_fits_80_columns),
 	};
 

@@ -148,6 +148,53 @@ static void test_rtm(void **state)
 	free(c);
 }
 
+/* CPUID.1:ECX[31] set and cleared alone; a table without leaf 1 untouched. */
+static void test_set_hypervisor(void **state)
+{
+	struct kvm_cpuid2 *c = table(0x756e6547);
+	struct kvm_cpuid2 *before = table(0x756e6547);
+
+	(void)state;
+	c->entries[1].ecx = 0x7ffaf3ff;
+	assert_true(cpuid_set_hypervisor(c, true));
+	assert_int_equal(c->entries[1].ecx, 0xfffaf3ff);
+	assert_true(cpuid_set_hypervisor(c, true));
+	assert_int_equal(c->entries[1].ecx, 0xfffaf3ff);
+	assert_true(cpuid_set_hypervisor(c, false));
+	assert_int_equal(c->entries[1].ecx, 0x7ffaf3ff);
+	/* Nothing else of the table moves. */
+	before->entries[1].ecx = c->entries[1].ecx;
+	assert_memory_equal(c, before, sizeof(*c) + 6 * sizeof(c->entries[0]));
+	c->entries[1].function = 2;	/* no leaf 1 */
+	assert_false(cpuid_set_hypervisor(c, true));
+	assert_int_equal(c->entries[1].ecx, 0x7ffaf3ff);
+	free(c);
+	free(before);
+}
+
+/* auto: set exactly where the VM does not enumerate split-lock detection; on, off: as said. */
+static void test_hypervisor_choice(void **state)
+{
+	enum cpuid_hypervisor h;
+
+	(void)state;
+	assert_true(cpuid_hypervisor_bit(CPUID_HYPERVISOR_AUTO, false));
+	assert_false(cpuid_hypervisor_bit(CPUID_HYPERVISOR_AUTO, true));
+	assert_true(cpuid_hypervisor_bit(CPUID_HYPERVISOR_ON, true));
+	assert_true(cpuid_hypervisor_bit(CPUID_HYPERVISOR_ON, false));
+	assert_false(cpuid_hypervisor_bit(CPUID_HYPERVISOR_OFF, true));
+	assert_false(cpuid_hypervisor_bit(CPUID_HYPERVISOR_OFF, false));
+	assert_int_equal(cpuid_hypervisor_parse("auto", &h), 0);
+	assert_int_equal(h, CPUID_HYPERVISOR_AUTO);
+	assert_int_equal(cpuid_hypervisor_parse("off", &h), 0);
+	assert_int_equal(h, CPUID_HYPERVISOR_OFF);
+	assert_int_equal(cpuid_hypervisor_parse("on", &h), 0);
+	assert_int_equal(h, CPUID_HYPERVISOR_ON);
+	assert_int_equal(cpuid_hypervisor_parse("yes", &h), -1);
+	assert_string_equal(cpuid_hypervisor_name(CPUID_HYPERVISOR_ON), "on");
+	assert_string_equal(cpuid_hypervisor_name((enum cpuid_hypervisor)3), "?");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +204,8 @@ int main(void)
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_hide_nested),
 		cmocka_unit_test(test_rtm),
+		cmocka_unit_test(test_set_hypervisor),
+		cmocka_unit_test(test_hypervisor_choice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

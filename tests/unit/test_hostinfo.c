@@ -76,6 +76,7 @@ static void init_defaults(void **state)
 	assert_int_equal(hi.split_lock_mitigate, -1);
 	assert_int_equal(hi.nested, -1);
 	assert_int_equal(hi.cpuid_7_edx30_reaches_guest, -1);
+	assert_int_equal(hi.cpuid_1_ecx31_reaches_guest, -1);
 	assert_int_equal(hi.mode, HOSTINFO_MODE_NONE);
 	assert_string_equal(hi.kvm_error, "");
 	assert_string_equal(hi.probe_error, "");
@@ -487,6 +488,7 @@ static void machine_like_here(struct hostinfo *hi)
 		.immediate_exit = 1, .nr_vcpus = 2, .max_vcpus = 1024,
 	};
 	hi->cpuid_7_edx30_reaches_guest = 0;
+	hi->cpuid_1_ecx31_reaches_guest = 1;
 	hi->singlestep_cpl0 = 1;
 	hi->singlestep_cpl3 = 0;
 	hi->hwbp = 1;
@@ -528,7 +530,8 @@ static void json_here(void **state)
 		"\"caps\":{\"user_space_msr\":1,\"msr_filter\":1,\"exception_payload\":1,"
 		"\"vcpu_events\":1,\"set_guest_debug\":1,\"bus_lock_exit\":0,\"immediate_exit\":1,"
 		"\"nr_vcpus\":2,\"max_vcpus\":1024},\"nested\":\"svm\","
-		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"singlestep_cpl0\":true,"
+		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"cpuid_1_ecx31_reaches_guest\":true,"
+		"\"singlestep_cpl0\":true,"
 		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"exec_bp_beside_step\":false,\"dr7_gd\":true,\"cs_write_gp\":true,\"intn_error_code\":false,\"lock_ud\":false,\"leave_long_mode\":true,\"cpl0_events\":false,\"cpl1\":true,\"iret_step\":false,\"movss_trap\":true,\"syscall_sysret\":false,\"split_fault\":true,\"alignment_check\":true,\"cmpxchg16b_cpl0\":false,\"soft_int_cpl0\":false,\"xsave_cpl0\":true,\"error\":null}}}\n");
 	free(out);
 }
@@ -589,7 +592,8 @@ static void json_escaping(void **state)
 	assert_has(out, "\"available\":false");
 	assert_has(out, "\"caps\":{\"user_space_msr\":null,");
 	assert_has(out, "\"max_vcpus\":null},\"nested\":null,");
-	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"singlestep_cpl0\":null,"
+	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"cpuid_1_ecx31_reaches_guest\":null,"
+		   "\"singlestep_cpl0\":null,"
 		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"exec_bp_beside_step\":null,\"dr7_gd\":null,\"cs_write_gp\":null,\"intn_error_code\":null,\"lock_ud\":null,\"leave_long_mode\":null,\"cpl0_events\":null,\"cpl1\":null,\"iret_step\":null,\"movss_trap\":null,\"syscall_sysret\":null,\"split_fault\":null,\"alignment_check\":null,\"cmpxchg16b_cpl0\":null,\"soft_int_cpl0\":null,\"xsave_cpl0\":null,\"error\":\"no usable /dev/kvm\"}");
 	free(out);
 

@@ -11,6 +11,7 @@
 #include "hostinfo.h"
 #include "policy.h"
 #include "array_size.h"
+#include "vmm_msr.h"
 
 struct row {
 	enum policy policy;
@@ -49,7 +50,7 @@ static void decision_table(void **state)
 		hi.mode = table[i].mode;
 		hi.sld_flag = table[i].mode != HOSTINFO_MODE_NONE;
 		hi.ratelimit = 7;
-		policy_decide(table[i].policy, &hi, &d);
+		policy_decide(table[i].policy, SPLIT_LOCK_WATCH_ARMED, &hi, &d);
 		if (d.start != table[i].start || d.enumerate != table[i].enumerate)
 			fail_msg("row %zu (%s, mode %d): start %d enumerate %d", i,
 				 policy_name(table[i].policy), table[i].mode,
@@ -80,6 +81,34 @@ static void names(void **state)
 	assert_string_equal(policy_name((enum policy)(POLICY_EMULATE + 1)), "?");
 }
 
+/* Under emulate: stepped while the guest asks for #AC, or always with all. */
+static void watch(void **state)
+{
+	struct policy_decision d;
+	enum split_lock_watch w;
+	struct hostinfo hi;
+
+	(void)state;
+	assert_false(policy_watches(SPLIT_LOCK_WATCH_ARMED, 0));
+	assert_false(policy_watches(SPLIT_LOCK_WATCH_ARMED, ~TEST_CTRL_SPLIT_LOCK_DETECT));
+	assert_true(policy_watches(SPLIT_LOCK_WATCH_ARMED, TEST_CTRL_SPLIT_LOCK_DETECT));
+	assert_true(policy_watches(SPLIT_LOCK_WATCH_ALL, 0));
+	assert_true(policy_watches(SPLIT_LOCK_WATCH_ALL, TEST_CTRL_SPLIT_LOCK_DETECT));
+	assert_int_equal(policy_watch_parse("armed", &w), 0);
+	assert_int_equal(w, SPLIT_LOCK_WATCH_ARMED);
+	assert_int_equal(policy_watch_parse("all", &w), 0);
+	assert_int_equal(w, SPLIT_LOCK_WATCH_ALL);
+	assert_int_equal(policy_watch_parse("al", &w), -1);
+	assert_string_equal(policy_watch_name(SPLIT_LOCK_WATCH_ALL), "all");
+	assert_string_equal(policy_watch_name((enum split_lock_watch)2), "?");
+	memset(&hi, 0, sizeof(hi));
+	policy_decide(POLICY_EMULATE, SPLIT_LOCK_WATCH_ARMED, &hi, &d);
+	assert_true(d.start && d.enumerate);
+	assert_non_null(strstr(d.line, "while its guest asks for #AC"));
+	policy_decide(POLICY_EMULATE, SPLIT_LOCK_WATCH_ALL, &hi, &d);
+	assert_non_null(strstr(d.line, "single-steps every vCPU"));
+}
+
 /* warn is the kernel's default: said so unless the command line chose it. */
 static void warn_default_named(void **state)
 {
@@ -99,7 +128,7 @@ static void warn_default_named(void **state)
 		hi.sld_flag = true;
 		hi.cmdline_has_sld = cases[i].has;
 		hi.cmdline_malformed = cases[i].malformed;
-		policy_decide(POLICY_INHERIT, &hi, &d);
+		policy_decide(POLICY_INHERIT, SPLIT_LOCK_WATCH_ARMED, &hi, &d);
 		if (!strstr(d.line, "split_lock_detect=warn") ||
 		    !strstr(d.line, " (the default)") != !cases[i].dflt)
 			fail_msg("case %zu: '%s'", i, d.line);
@@ -111,6 +140,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decision_table),
 		cmocka_unit_test(names),
+		cmocka_unit_test(watch),
 		cmocka_unit_test(warn_default_named),
 	};
 

@@ -66,6 +66,168 @@ static void plain_step(void **state)
 	assert_true(v->run->kvm_dirty_regs & KVM_SYNC_X86_REGS);
 }
 
+/* wrmsr; lock xadd [rdi], eax */
+static const uint8_t wrmsr_lock_xadd[] = { 0x0f, 0x30, 0xf0, 0x0f, 0xc1, 0x07 };
+
+/* A WRMSR of TEST_CTRL exits: the filter's, answered without a fault. */
+static void write_test_ctrl(struct vcpu *v, uint64_t value)
+{
+	v->run->msr.reason = KVM_MSR_EXIT_REASON_FILTER;
+	v->run->msr.index = MSR_TEST_CTRL;
+	v->run->msr.data = value;
+	v->run->msr.error = 0;
+	exit_with(v, KVM_EXIT_X86_WRMSR);
+	assert_int_equal(v->run->msr.error, 0);
+	assert_int_equal(v->msrs.test_ctrl, value);
+}
+
+/*
+ * --split-lock-watch=armed, TEST_CTRL bit 29 clear: no step, no check (a
+ * split lock at RIP runs as the CPU's), the guest's TF left alone, and so
+ * across exits, until the guest asks for #AC.
+ */
+static void unwatched_runs_unstepped(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ARMED;
+	memcpy(ram + CODE, lock_xadd, sizeof(lock_xadd));
+	regs(v)->rdi = 0x20003e;
+	regs(v)->rflags |= X86_RFLAGS_TF;
+	for (int i = 0; i < 2; i++) {
+		stepping_before_run(v);
+		assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+		assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+		assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 0);
+		assert_int_equal(v->stats.split_locks_detected, 0);
+		assert_int_equal(regs(v)->rip, CODE);
+		assert_true(regs(v)->rflags & X86_RFLAGS_TF);
+		exit_with(v, KVM_EXIT_IO);
+		assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+		v->completion = VCPU_COMPLETION_NONE;	/* KVM completed the OUT */
+	}
+	assert_int_equal(v->stats.single_steps, 0);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+}
+
+/*
+ * The guest sets bit 29: the WRMSR's completing run is stepped, so the
+ * instruction behind it is the first checked; a split lock there is #AC.
+ */
+static void arming_watches_next(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ARMED;
+	memcpy(ram + CODE, wrmsr_lock_xadd, sizeof(wrmsr_lock_xadd));
+	regs(v)->rdi = 0x20003e;
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	write_test_ctrl(v, TEST_CTRL_SPLIT_LOCK_DETECT);
+	assert_int_equal(v->completion, VCPU_COMPLETION_KVM);
+	assert_int_equal(v->step.phase, STEP_PHASE_FREE);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_STEP);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
+	assert_int_equal(fc->debug.control, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP);
+	/* KVM completes the WRMSR and traps right behind it. */
+	step_to(v, CODE + 2, DR6_STEP);
+	assert_int_equal(v->stats.single_steps, 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	assert_int_equal(v->stats.db_reinjected, 0);
+	stepping_before_run(v);
+	assert_int_equal(v->stats.split_locks_detected, 1);
+	assert_int_equal(v->stats.ac_injected, 1);
+	assert_false(vm_stopping(&fv.vm));
+}
+
+/*
+ * Armed with the guest's own TF set: the trap the CPU raises behind the
+ * WRMSR is the guest's, handed back; the handler of that #DB is watched.
+ */
+static void arming_with_guest_tf(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ARMED;
+	memcpy(ram + CODE, wrmsr_lock_xadd, sizeof(wrmsr_lock_xadd));
+	regs(v)->rflags |= X86_RFLAGS_TF;
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	write_test_ctrl(v, TEST_CTRL_SPLIT_LOCK_DETECT);
+	assert_true(v->step.guest_tf);
+	regs(v)->rflags &= ~X86_RFLAGS_TF;	/* KVM hides TF while it steps */
+	step_to(v, CODE + 2, DR6_STEP);
+	assert_int_equal(v->stats.db_reinjected, 1);
+	assert_int_equal(v->stats.unchecked_runs, 0);
+	stepping_before_run(v);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	assert_false(vm_stopping(&fv.vm));
+}
+
+/*
+ * The guest clears bit 29 while stepped: the WRMSR's step ends, and the
+ * next entry turns stepping off, the guest's TF back in RFLAGS, its
+ * debug registers to be read again when stepping resumes.
+ */
+static void disarming_stops_stepping(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+	struct fake_vcpu *fc = fake_vcpu(v);
+
+	(void)state;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ARMED;
+	v->msrs.test_ctrl = TEST_CTRL_SPLIT_LOCK_DETECT;
+	memcpy(ram + CODE, wrmsr_lock_xadd, sizeof(wrmsr_lock_xadd));
+	regs(v)->rdi = 0x20003e;
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 1);
+	v->step.dr_valid = true;
+	write_test_ctrl(v, 0);
+	assert_int_equal(v->step.phase, STEP_PHASE_CHECKED);
+	step_to(v, CODE + 2, DR6_STEP);
+	assert_int_equal(v->stats.single_steps, 1);
+	regs(v)->rflags |= X86_RFLAGS_TF;	/* the VMM's, were KVM to show it */
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_OFF);
+	assert_int_equal(FAKE_CALLS(fc, set_guest_debug), 2);
+	assert_int_equal(fc->debug.control, 0);
+	assert_false(regs(v)->rflags & X86_RFLAGS_TF);
+	assert_false(v->step.dr_valid);
+	assert_int_equal(v->stats.split_locks_detected, 0);
+	assert_int_equal(regs(v)->rip, CODE + 2);
+	/* A KVM_EXIT_DEBUG now is none of the VMM's. */
+	assert_false(stepping_debug_exit(v));
+}
+
+/* Cleared while a delivery is watched: stepping stays on until the handler is reached. */
+static void disarming_waits_for_delivery(void **state)
+{
+	struct vcpu *v = &fv.vm.vcpus[0];
+
+	(void)state;
+	fv.vm.split_lock_watch = SPLIT_LOCK_WATCH_ARMED;
+	v->step.inject_vector = X86_VEC_GP;
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	stepping_before_run(v);
+	assert_int_equal(v->step.hw.mode, STEP_DEBUG_WATCH);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	v->step.frame_vector = X86_VEC_GP;
+	v->step.hw.mode = STEP_DEBUG_STEP;
+	stepping_before_run(v);
+	assert_int_not_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+	v->step.frame_vector = -1;
+	stepping_before_run(v);
+	assert_int_equal(v->step.phase, STEP_PHASE_UNWATCHED);
+}
+
 /* lock xadd [rdi], eax across a line: emulated before entry, then the next one is checked. */
 static void split_lock_emulated(void **state)
 {
@@ -1352,6 +1514,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(plain_step, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(unwatched_runs_unstepped, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(arming_watches_next, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(arming_watches_next, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(arming_with_guest_tf, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(arming_with_guest_tf, setup_no_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(disarming_stops_stepping, setup_hwbp, teardown),
+		cmocka_unit_test_setup_teardown(disarming_waits_for_delivery, setup_hwbp, teardown),
 		cmocka_unit_test_setup_teardown(mov_dr7_exec_bp_beside_step, setup_no_hwbp,
 						teardown),
 		cmocka_unit_test_setup_teardown(mov_dr7_exec_bp_not_beside_step, setup_no_hwbp,
