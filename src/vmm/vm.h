@@ -21,11 +21,12 @@
 #include "profile.h"
 #include "ratelimit.h"
 #include "serial.h"
+#include "boot.h"
 
 #define VM_KICK_SIGNAL SIGUSR1
 
 struct vm;
-struct boot_layout;
+struct loader_image;
 struct vcpu;
 
 /* Each byte a guest reads where there is no RAM and no device (MMIO). */
@@ -57,6 +58,9 @@ struct vm {
 	int stop_fd;                   /* eventfd: wakes the main thread */
 	_Atomic uint8_t port_warned[65536 / 8];
 	_Atomic uint64_t mmio_warned;  /* count of MMIO warnings given */
+	enum machine machine;          /* from the image's kind */
+	/* Appended to a fatal exit's line: what the start already suspected. */
+	const char *stop_hint;
 };
 
 /*
@@ -88,7 +92,12 @@ struct vm_config {
 	uint64_t split_lock_ratelimit; /* a second, 0: no limit */
 	struct host_profile host;
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */
-	const char *image;
+	const struct loader_image *image;  /* read and recognised (loader_open) */
+	/*
+	 * From the image's kind (loader_machine): BARE for flat images, PC for
+	 * kernels. The PC machine's devices key on vm->machine.
+	 */
+	enum machine machine;
 	int console_fd;
 };
 
