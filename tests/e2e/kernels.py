@@ -85,7 +85,7 @@ def linux_vmlinux(segs=None, entry=LINUX_ADDR):
 
 def compress(data, fmt):
     if fmt == "gzip":
-        return gzip.compress(data)
+        return gzip.compress(data, mtime=0)
     if fmt == "xz":
         return lzma.compress(data, check=lzma.CHECK_CRC32)
     if fmt == "zstd":
