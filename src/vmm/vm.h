@@ -59,6 +59,12 @@ struct vm {
 	_Atomic uint8_t port_warned[65536 / 8];
 	_Atomic uint64_t mmio_warned;  /* count of MMIO warnings given */
 	enum machine machine;          /* from the image's kind */
+	/*
+	 * MACHINE_PC with an in-kernel irqchip: vCPUs other than 0 wait in
+	 * KVM for INIT and SIPI. The PC machine's set-up sets it; without it
+	 * a kernel runs on one vCPU.
+	 */
+	bool aps_wait_for_sipi;
 	/* Appended to a fatal exit's line: what the start already suspected. */
 	const char *stop_hint;
 };

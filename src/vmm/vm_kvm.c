@@ -180,6 +180,20 @@ static int check_own_long_mode(struct vm *vm, const struct loader_image *img,
 	return 0;
 }
 
+/*
+ * A kernel's other vCPUs are left in KVM's reset state for INIT and SIPI;
+ * without an interrupt controller to hold them there they would run from
+ * the reset vector over the kernel's memory.
+ */
+static int check_kernel_cpus(const struct vm *vm, unsigned cpus)
+{
+	if (vm->machine != MACHINE_PC || cpus == 1 || vm->aps_wait_for_sipi)
+		return 0;
+	errmsg("--cpus %u: a kernel's other vCPUs wait for INIT and SIPI, which need the PC machine's "
+	       "interrupt controller, and this vmm has none yet; use -c 1", cpus);
+	return VMM_EXIT_USAGE;
+}
+
 int vm_create(struct vm *vm, const struct vm_config *c)
 {
 	struct boot_layout layout = *c->layout;
@@ -219,8 +233,10 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->kvm_fd = kvm_open();
 	if (vm->kvm_fd < 0 || kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps)))
 		return give_back(vm, VMM_EXIT_HOST);
-	r = check_own_long_mode(vm, c->image, &kb);
 	/* Hook: MACHINE_PC's devices (irqchip, PIT, ...) go here, before the vCPUs. */
+	r = check_kernel_cpus(vm, layout.cpus);
+	if (!r)
+		r = check_own_long_mode(vm, c->image, &kb);
 	if (r)
 		return give_back(vm, r);
 	max = kvm_max_vcpus(vm->kvm_fd);

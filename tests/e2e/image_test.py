@@ -122,6 +122,15 @@ def boot_case(build, cmdline):
     return case
 
 
+def case_kernel_two_cpus(ctx):
+    """Until the PC machine holds a kernel's other vCPUs for INIT/SIPI: -c 1 only."""
+    needs_kvm()
+    r = run_vmm(ctx.vmm, ["-q", "-c", "2", "--timeout", "10", write(ctx, "kernel.img", k.multiboot())], timeout=30)
+    want = r"\Avmm: error: --cpus 2: a kernel's other vCPUs wait for INIT and SIPI, .*; use -c 1\n\Z"
+    fails = [] if r.status == 64 else [f"exit status {r.status}, wanted 64"]
+    return fails + ([] if re.search(want, r.err) else [f"stderr is not the one line: {r.err!r}"])
+
+
 def case_pvh_guest_elf(ctx):
     needs_kvm()
     if not ctx.guest:
@@ -161,6 +170,7 @@ CASES.update({
     "boot-bzimage-xz": boot_case(lambda: k.bzimage(k.compress(GOOD_VMLINUX, "xz")), "bz xz"),
     "boot-bzimage-zstd": boot_case(lambda: (lambda z: z and k.bzimage(z))(k.compress(GOOD_VMLINUX, "zstd")), "bz zstd"),
     "pvh-guest-elf": case_pvh_guest_elf,
+    "kernel-two-cpus": case_kernel_two_cpus,
     "linux-early": case_linux_early,
 })
 

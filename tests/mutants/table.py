@@ -1260,8 +1260,8 @@ MUTANTS = [
     {
         "name": "initrd-over-kernel",
         "what": "an initrd too big for the RAM above the kernel is written over it",
-        "edits": [("src/vmm/kernel.c", "\tif (size > top || ((top - size) & ~(PAGE - 1)) < floor) {",
-                   "\tif (size > top) {")],
+        "edits": [("src/vmm/kernel.c", "\tuint64_t floor = (kernel_end + PAGE - 1) & ~(PAGE - 1);",
+                   "\tuint64_t floor = 0;")],
         "unit": ["kernel"],
         "tests": ["image-initrd-does-not-fit"],
     },
@@ -1275,7 +1275,8 @@ MUTANTS = [
     {
         "name": "foreign-booted-flat",
         "what": "a gzip file, a script or a PE is run as a flat image's code",
-        "edits": [("src/vmm/image.c", "\tif (foreign_format(buf, len, info))", "\tif (0)")],
+        "edits": [("src/vmm/image.c", "\tif (foreign_format(buf, len, info))",
+                   "\tif (foreign_format(buf, len, info) && 0)")],
         "unit": ["image"],
         "tests": ["image-foreign-gzip", "image-foreign-script"],
     },
