@@ -19,7 +19,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernels as k  # noqa: E402
-from vmmlib import Skip, case_main, host_info, kvm_usable, run_vmm, tap_failures  # noqa: E402
+from vmmlib import (Skip, case_main, host_info, kvm_usable, run_vmm, scaled,  # noqa: E402
+                    scaled_str, tap_failures)
 
 IMAGE_BOOTS = "vmm boots flat images \\(guest.bin\\), Linux bzImages, PVH ELF kernels and multiboot"
 GOOD_VMLINUX = k.linux_vmlinux()
@@ -112,7 +113,8 @@ def boot_case(build, cmdline):
         data = build()
         if data is None:
             raise Skip("no zstd program to build the image")
-        r = run_vmm(ctx.vmm, ["-q", "--timeout", "30", "-a", cmdline, write(ctx, "kernel.img", data)], timeout=60)
+        r = run_vmm(ctx.vmm, ["-q", "--timeout", scaled_str(30), "-a", cmdline, write(ctx, "kernel.img", data)],
+                    timeout=scaled(60))
         fails = []
         if r.status != 0:
             fails.append(f"exit status {r.status}, wanted 0 (9: the guest found its boot parameters wrong): {r.err!r}")
@@ -135,7 +137,7 @@ def case_pvh_guest_elf(ctx):
     needs_kvm()
     if not ctx.guest:
         raise Skip("no --guest (build/guest.elf)")
-    r = run_vmm(ctx.vmm, ["-q", "--timeout", "60", ctx.guest], timeout=120)
+    r = run_vmm(ctx.vmm, ["-q", "--timeout", scaled_str(60), ctx.guest], timeout=scaled(120))
     probe = host_info(ctx.vmm)["kvm"]["probe"].get("leave_long_mode")
     if probe is False:
         want = (r"\Avmm: error: guest image '[^']*' is a 64-bit PVH kernel, entered in 32-bit mode to enable "
@@ -152,7 +154,8 @@ def case_linux_early(ctx):
     if not kernels:
         raise Skip("no Debian kernel cached (tests/lab fetches it)")
     cmdline = "console=ttyS0 earlyprintk=serial,ttyS0 noxsave"
-    r = run_vmm(ctx.vmm, ["-q", "-m", "256M", "--timeout", "20", "-a", cmdline, kernels[-1]], timeout=60)
+    r = run_vmm(ctx.vmm, ["-q", "-m", "256M", "--timeout", scaled_str(20), "-a", cmdline, kernels[-1]],
+                timeout=scaled(60))
     fails = []
     for want in (r"Linux version \d", "Command line: " + cmdline,
                  r"BIOS-e820: \[mem 0x0000000000100000-0x000000000fffffff\] usable"):
