@@ -70,7 +70,8 @@ void kimage_elf(struct kimage *k, bool is64, uint16_t machine, uint64_t entry,
 		memcpy(k->buf + off, segs[i].data, segs[i].filesz);
 		off += segs[i].filesz;
 	}
-	memcpy(k->buf + off, notes, notes_len);
+	if (notes_len)
+		memcpy(k->buf + off, notes, notes_len);
 	if (notes_len && !notes_as_section)
 		phdr(k->buf + ehsize + n * phent, is64, 4, off, 0, notes_len, notes_len);
 	if (notes_len && notes_as_section) {

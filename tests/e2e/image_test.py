@@ -154,8 +154,11 @@ def case_linux_early(ctx):
     if not kernels:
         raise Skip("no Debian kernel cached (tests/lab fetches it)")
     cmdline = "console=ttyS0 earlyprintk=serial,ttyS0 noxsave"
-    r = run_vmm(ctx.vmm, ["-q", "-m", "256M", "--timeout", scaled_str(20), "-a", cmdline, kernels[-1]],
-                timeout=scaled(60))
+    # Its first line comes after several seconds of CPL0 code, which some
+    # KVMs emulate (and the sanitizer build is slower still); until the PC
+    # devices are in, the VM then stops at the first thing it lacks.
+    r = run_vmm(ctx.vmm, ["-q", "-m", "256M", "--timeout", scaled_str(90), "-a", cmdline, kernels[-1]],
+                timeout=scaled(150))
     fails = []
     for want in (r"Linux version \d", "Command line: " + cmdline,
                  r"BIOS-e820: \[mem 0x0000000000100000-0x000000000fffffff\] usable"):
