@@ -8,8 +8,9 @@ Bad images fail before /dev/kvm is opened, so those cases run anywhere.
 `boot-*` cases need a usable KVM: tiny multiboot, PVH and bzImage kernels
 print their command line and exit 0 through port 0xf4 when the boot
 parameters are right. `pvh-guest-elf` boots the self-test through its PVH
-note where the KVM lets a guest enable long mode itself, and checks the
-one-line refusal (69) where it does not. `linux-early` boots Debian's
+note where the KVM lets a guest enable long mode itself (the lab);
+`pvh-guest-elf-refused` checks the one-line refusal (69) where it does not
+(this project's KVM). `linux-early` boots Debian's
 kernel (the lab's cached vmlinuz) to its first console lines.
 """
 import glob
@@ -20,7 +21,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernels as k  # noqa: E402
 from vmmlib import (Skip, case_main, host_info, kvm_usable, run_vmm, scaled,  # noqa: E402
-                    scaled_str, tap_failures)
+                    scaled_str, tap_failures, target)
 
 IMAGE_BOOTS = "vmm boots flat images \\(guest.bin\\), Linux bzImages, PVH ELF kernels and multiboot"
 GOOD_VMLINUX = k.linux_vmlinux()
@@ -133,23 +134,49 @@ def case_kernel_two_cpus(ctx):
     return fails + ([] if re.search(want, r.err) else [f"stderr is not the one line: {r.err!r}"])
 
 
-def case_pvh_guest_elf(ctx):
+def guest_elf_probes(ctx):
+    """The target's probes, for the self-test's guest.elf."""
     needs_kvm()
     if not ctx.guest:
         raise Skip("no --guest (build/guest.elf)")
+    return host_info(ctx.vmm)["kvm"]["probe"]
+
+
+def case_pvh_guest_elf_refused(ctx):
+    """Where the KVM stops a guest that enables long mode: one line, 69."""
+    if guest_elf_probes(ctx).get("leave_long_mode") is not False:
+        raise Skip("this KVM lets a guest enable long mode itself: image-pvh-guest-elf boots it")
     r = run_vmm(ctx.vmm, ["-q", "--timeout", scaled_str(60), ctx.guest], timeout=scaled(120))
-    probe = host_info(ctx.vmm)["kvm"]["probe"].get("leave_long_mode")
-    if probe is False:
-        want = (r"\Avmm: error: guest image '[^']*' is a 64-bit PVH kernel, entered in 32-bit mode to enable "
-                r"long mode itself, and this host's KVM stops a guest that does .*\n\Z")
-        fails = [] if r.status == 69 else [f"exit status {r.status}, wanted 69 (this KVM: leave_long_mode false)"]
-        return fails + ([] if re.search(want, r.err) else [f"stderr is not the one refusal: {r.err!r}"])
+    want = (r"\Avmm: error: guest image '[^']*' is a 64-bit PVH kernel, entered in 32-bit mode to enable "
+            r"long mode itself, and this host's KVM stops a guest that does .*\n\Z")
+    fails = [] if r.status == 69 else [f"exit status {r.status}, wanted 69 (this KVM: leave_long_mode false)"]
+    return fails + ([] if re.search(want, r.err) else [f"stderr is not the one refusal: {r.err!r}"])
+
+
+def case_pvh_guest_elf(ctx):
+    """The self-test through its PVH note: a passing TAP run."""
+    probes = guest_elf_probes(ctx)
+    if probes.get("leave_long_mode") is False:
+        raise Skip("vmm --host-info: leave_long_mode false: this KVM stops a guest that enables long "
+                   "mode itself, as guest.elf's PVH entry does (image-pvh-guest-elf-refused)")
+    r = run_vmm(ctx.vmm, ["-q", "--timeout", scaled_str(60), ctx.guest], timeout=scaled(120))
     fails, _ = tap_failures(r.out)
-    return fails + ([] if r.status == 0 else [f"exit status {r.status}: {r.err!r}"])
+    status_ok = r.status == 0
+    # Under PVH the firmware knows no boot flags, so the self-test cannot skip
+    # the legacy #AC check on a CPU without one (the lab's TCG; design.md's
+    # quirk table): that one failure, and the status it gives, are the CPU's.
+    if probes.get("alignment_check") is False:
+        cpu = [f for f in fails if "misaligned load at CPL3 with AC=1 raises #AC" in f]
+        fails = [f for f in fails if f not in cpu]
+        status_ok = status_ok or (cpu and r.status == 1)
+    return fails + ([] if status_ok else [f"exit status {r.status}: {r.err!r}"])
 
 
 def case_linux_early(ctx):
     needs_kvm()
+    if target().name != "local":
+        raise Skip("minutes under the lab's TCG for a few console lines; Debian's kernel boots "
+                   "there in the PC machine's suites")
     kernels = sorted(glob.glob(os.path.expanduser("~/.cache/vmm-lab/kernels/*/boot/vmlinuz-*")))
     if not kernels:
         raise Skip("no Debian kernel cached (tests/lab fetches it)")
@@ -176,6 +203,7 @@ CASES.update({
     "boot-bzimage-xz": boot_case(lambda: k.bzimage(k.compress(GOOD_VMLINUX, "xz")), "bz xz"),
     "boot-bzimage-zstd": boot_case(lambda: (lambda z: z and k.bzimage(z))(k.compress(GOOD_VMLINUX, "zstd")), "bz zstd"),
     "pvh-guest-elf": case_pvh_guest_elf,
+    "pvh-guest-elf-refused": case_pvh_guest_elf_refused,
     "kernel-two-cpus": case_kernel_two_cpus,
     "linux-early": case_linux_early,
 })

@@ -1255,7 +1255,7 @@ MUTANTS = [
         "what": "hvm_start_info lacks its magic",
         "edits": [("src/vmm/startinfo.c", "\tput32(si, STARTINFO_MAGIC);", "\tput32(si, 0);")],
         "unit": ["kernel"],
-        "tests": ["image-boot-pvh-elf32"],
+        "tests": ["image-boot-pvh-elf32", "image-pvh-guest-elf"],
     },
     {
         "name": "initrd-over-kernel",
@@ -1294,6 +1294,6 @@ MUTANTS = [
         "edits": [("src/vmm/vm_kvm.c", "\tif (img->info.kind == IMAGE_PVH && kb->enables_long_mode) {",
                    "\tif (0) {")],
         # Judged on a KVM that stops such a guest (this project's); on a stock one it boots either way.
-        "tests": ["image-pvh-guest-elf"],
+        "tests": ["image-pvh-guest-elf-refused"],
     },
 ]
