@@ -25,7 +25,8 @@
 /* Selectors of the GDT the VMM builds; the guest may replace it. */
 #define BOOT_SEL_CODE64      0x08u
 #define BOOT_SEL_DATA        0x10u
-#define BOOT_SEL_TSS         0x18u
+#define BOOT_SEL_TSS         0x18u  /* 16 bytes */
+#define BOOT_SEL_CODE32      0x28u  /* kernels entered in 32-bit protected mode */
 
 /*
  * Every vCPU gets a private region at the top of RAM, vCPU 0 highest.

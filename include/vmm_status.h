@@ -14,10 +14,11 @@
 #define GUEST_STATUS_MAX         63  /* highest status a guest may pick */
 
 /* vmm's errors, as sysexits(3); the guest never ran. */
-#define VMM_EXIT_USAGE           64  /* EX_USAGE: bad command line */
-#define VMM_EXIT_IMAGE           65  /* EX_DATAERR: guest image empty or too big */
-#define VMM_EXIT_NOINPUT         66  /* EX_NOINPUT: guest image missing or unreadable */
-#define VMM_EXIT_HOST            69  /* EX_UNAVAILABLE: /dev/kvm, a capability or a syscall failed */
+#define VMM_EXIT_USAGE           64  /* EX_USAGE: bad command line, --append too long for the image */
+#define VMM_EXIT_IMAGE           65  /* EX_DATAERR: guest image empty, too big, not bootable or malformed */
+#define VMM_EXIT_NOINPUT         66  /* EX_NOINPUT: guest image or initrd missing or unreadable */
+#define VMM_EXIT_HOST            69  /* EX_UNAVAILABLE: /dev/kvm, a capability or a syscall failed,
+				      * or a kernel this KVM cannot run */
 #define VMM_EXIT_SOFTWARE        70  /* EX_SOFTWARE: a bug in vmm (seccomp refused a call) */
 #define VMM_EXIT_CANTCREAT       73  /* EX_CANTCREAT: --stats FILE cannot be created */
 #define VMM_EXIT_IOERR           74  /* EX_IOERR: --host-info could not write its report */

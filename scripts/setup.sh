@@ -7,6 +7,7 @@ set -euo pipefail
 VMM_PACKAGES=(
 	meson ninja-build pkg-config gcc clang binutils python3
 	libcmocka-dev libcap-dev libseccomp-dev libzydis-dev scdoc
+	zlib1g-dev liblzma-dev libzstd-dev # unpacking a bzImage's payload (src/vmm/unpack.c)
 	libclang-rt-14-dev
 	qemu-system-x86 # tests/conformance and the lab: QEMU (TCG)
 	busybox-static cpio xz-utils zstd # the lab's initramfs and modules (docs/lab.md)

@@ -58,6 +58,8 @@ void boot_build_gdt(uint8_t *mem)
 	/* 16-byte system descriptor; the upper half holds base[63:32] = 0. */
 	put64(mem, BOOT_GDT_ADDR + BOOT_SEL_TSS, seg_desc(BOOT_TSS_ADDR, 0x67, 0xb, 0, 0, 0, 0));
 	put64(mem, BOOT_GDT_ADDR + BOOT_SEL_TSS + 8, 0);
+	/* Past the limit a flat image's GDTR gives: only 32-bit entries use it. */
+	put64(mem, BOOT_GDT_ADDR + BOOT_SEL_CODE32, seg_desc(0, 0xfffff, 0xb, 1, 0, 1, 1));
 	memset(mem + BOOT_TSS_ADDR, 0, 0x68);
 }
 
@@ -86,8 +88,16 @@ void boot_setup_memory(uint8_t *mem, const struct boot_layout *l)
 {
 	boot_build_page_tables(mem, l->ram_size);
 	boot_build_gdt(mem);
+	/* A kernel has its own parameters (kernel.c) where boot_info would be. */
+	if (l->machine == MACHINE_PC)
+		return;
 	for (unsigned cpu = 0; cpu < l->cpus; cpu++)
 		boot_build_info(mem, l, cpu);
+}
+
+bool boot_vcpu_entered(const struct boot_layout *l, unsigned cpu)
+{
+	return l->machine == MACHINE_BARE || cpu == 0;
 }
 
 static void flat_segment(struct kvm_segment *seg, uint16_t sel, uint8_t type,
@@ -121,8 +131,34 @@ void boot_init_sregs(struct kvm_sregs *s)
 	s->efer = X86_EFER_LME | X86_EFER_LMA;
 }
 
+void boot_init_sregs_prot32(struct kvm_sregs *s)
+{
+	boot_init_sregs(s);
+	flat_segment(&s->cs, BOOT_SEL_CODE32, 0xb, 0, 1);
+	s->gdt.limit = BOOT_SEL_CODE32 + 8 - 1;
+	s->cr0 = X86_CR0_PE | X86_CR0_ET;
+	s->cr3 = 0;
+	s->cr4 = 0;
+	s->efer = 0;
+}
+
+void boot_init_entry_sregs(struct kvm_sregs *s, const struct boot_layout *l)
+{
+	if (l->entry.mode == BOOT_ENTRY_PROT32)
+		boot_init_sregs_prot32(s);
+	else
+		boot_init_sregs(s);
+}
+
 void boot_init_regs(struct kvm_regs *r, const struct boot_layout *l, unsigned cpu)
 {
+	if (l->entry.mode != BOOT_ENTRY_FLAT) {
+		*r = (struct kvm_regs){
+			.rflags = 0x2, .rip = l->entry.rip, .rsp = BOOT_PC_STACK_TOP,
+			.rax = l->entry.rax, .rbx = l->entry.rbx, .rsi = l->entry.rsi,
+		};
+		return;
+	}
 	*r = (struct kvm_regs){
 		.rflags = 0x2,
 		.rip = BOOT_IMAGE_ADDR,

@@ -28,6 +28,7 @@ struct cli_options {
 	bool json;
 	bool self_test;               /* image: the installed self-test guest */
 	const char *append;           /* guest command line, may be NULL */
+	const char *initrd;           /* --initrd FILE, may be NULL */
 	const char *image;            /* NULL only with --host-info or --self-test */
 };
 

@@ -28,7 +28,7 @@ static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (vm_fail(v->vm, status, "vCPU %u: %s", v->index, msg))
+	if (vm_fail(v->vm, status, "vCPU %u: %s%s", v->index, msg, v->vm->stop_hint ? v->vm->stop_hint : ""))
 		dump_vcpu(v);
 }
 

@@ -246,7 +246,12 @@ int __kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct
 	*what = "KVM_GET_SREGS";
 	if (__kvm_ioctl(*fd, KVM_GET_SREGS, sregs) < 0)
 		return -1;
-	boot_init_sregs(sregs);
+	if (!boot_vcpu_entered(s->layout, s->index)) {
+		/* A kernel's other vCPUs keep KVM's reset state: the PC machine's INIT and SIPI start them. */
+		*what = "KVM_GET_REGS";
+		return __kvm_ioctl(*fd, KVM_GET_REGS, regs) < 0 ? -1 : 0;
+	}
+	boot_init_entry_sregs(sregs, s->layout);
 	if (s->cpl)
 		set_cpl(sregs, s->cpl);
 	*what = "KVM_SET_SREGS";

@@ -15,6 +15,7 @@
 #include "boot.h"
 #include "cli.h"
 #include "hostinfo.h"
+#include "loader.h"
 #include "log.h"
 #include "sandbox.h"
 #include "vcpu.h"
@@ -281,6 +282,30 @@ static void stats_start(const struct cli_options *o)
 		die(VMM_EXIT_HOST, "on_exit failed");
 }
 
+/*
+ * Reads and recognises the image, before /dev/kvm is opened so that a bad
+ * one is reported on any host; its kind decides the machine.
+ */
+static int open_image(const struct cli_options *o, struct vm_config *c, struct loader_image *img)
+{
+	struct boot_layout *l = (struct boot_layout *)c->layout;
+	char err[512];
+	int r = loader_open(img, o->image, o->initrd, o->ram_size, err, sizeof(err));
+
+	if (r) {
+		errmsg("%s", err);
+		return r == LOADER_NO_INPUT ? VMM_EXIT_NOINPUT :
+		       r == LOADER_USAGE ? VMM_EXIT_USAGE : VMM_EXIT_IMAGE;
+	}
+	c->image = img;
+	c->machine = loader_machine(img);
+	/* Probed before the layout is built: its boot flags depend on the answers. */
+	*l = (struct boot_layout){ .ram_size = o->ram_size, .cpus = o->cpus, .cmdline = o->append };
+	if (c->split_lock_emulate && !c->host.step_cpl3)
+		l->flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_options opts;
@@ -288,6 +313,7 @@ int main(int argc, char **argv)
 	struct vm_config config;
 	struct vm vm;
 	struct policy_decision decision;
+	struct loader_image image = { 0 };
 	char err[512];
 	int sig_fd, status;
 
@@ -318,21 +344,19 @@ int main(int argc, char **argv)
 
 	config = (struct vm_config){
 		.policy = opts.split_lock, .split_lock_ratelimit = opts.split_lock_ratelimit,
-		.layout = &layout, .image = opts.image, .console_fd = STDOUT_FILENO,
+		.layout = &layout, .console_fd = STDOUT_FILENO,
 		.host_quirks = opts.host_quirks,
 	};
 	status = decide_split_lock(&opts, &config, &decision);
-	/* Probed before the layout is built: its boot flags depend on the answers. */
 	if (!status)
 		status = vm_probe(config.split_lock_emulate, opts.host_quirks, &config.host);
+	if (!status)
+		status = open_image(&opts, &config, &image);
 	if (status)
 		goto out;
-	layout = (struct boot_layout){
-		.ram_size = opts.ram_size, .cpus = opts.cpus, .cmdline = opts.append,
-	};
-	if (config.split_lock_emulate && !config.host.step_cpl3)
-		layout.flags |= BOOT_FLAG_SPLIT_LOCK_CPL0_ONLY;
 	status = vm_create(&vm, &config);
+	/* In guest RAM now, or refused. */
+	loader_close(&image);
 	if (status)
 		goto out;
 
@@ -357,6 +381,7 @@ int main(int argc, char **argv)
 	}
 	vm_destroy(&vm);
 out:
+	loader_close(&image);
 	close(sig_fd);
 	die_by_signal(status);
 	return status;

@@ -22,11 +22,12 @@
 #include "profile.h"
 #include "ratelimit.h"
 #include "serial.h"
+#include "boot.h"
 
 #define VM_KICK_SIGNAL SIGUSR1
 
 struct vm;
-struct boot_layout;
+struct loader_image;
 struct vcpu;
 
 /* Each byte a guest reads where there is no RAM and no device (MMIO). */
@@ -59,6 +60,15 @@ struct vm {
 	int stop_fd;                   /* eventfd: wakes the main thread */
 	_Atomic uint8_t port_warned[65536 / 8];
 	_Atomic uint64_t mmio_warned;  /* count of MMIO warnings given */
+	enum machine machine;          /* from the image's kind */
+	/*
+	 * MACHINE_PC with an in-kernel irqchip: vCPUs other than 0 wait in
+	 * KVM for INIT and SIPI. The PC machine's set-up sets it; without it
+	 * a kernel runs on one vCPU.
+	 */
+	bool aps_wait_for_sipi;
+	/* Appended to a fatal exit's line: what the start already suspected. */
+	const char *stop_hint;
 };
 
 /*
@@ -94,7 +104,12 @@ struct vm_config {
 	struct host_profile host;
 	unsigned host_quirks;          /* --host-quirks, forced on what vm_create() probes too */
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */
-	const char *image;
+	const struct loader_image *image;  /* read and recognised (loader_open) */
+	/*
+	 * From the image's kind (loader_machine): BARE for flat images, PC for
+	 * kernels. The PC machine's devices key on vm->machine.
+	 */
+	enum machine machine;
 	int console_fd;
 };
 

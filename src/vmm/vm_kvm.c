@@ -183,9 +183,70 @@ static void check_hypervisor_bit(int kvm_fd, enum cpuid_hypervisor asked, bool t
 	     table_bit ? "set" : "clear", cpuid_hypervisor_name(asked), host_bit ? "set" : "clear");
 }
 
+/*
+ * A kernel entered in 32-bit mode that enables long mode itself, on a KVM
+ * that stops such a guest (hostinfo_probe_leave_long_mode(): the EFER.LME
+ * write): a PVH kernel is refused, since it must; a multiboot kernel may
+ * stay in 32-bit mode, so it runs after a warning, and the line of a
+ * fatal exit names the cause.
+ */
+static int check_own_long_mode(struct vm *vm, const struct loader_image *img,
+			       const struct kernel_boot *kb)
+{
+	static const char hint[] = " (this KVM stops a guest that enables long mode itself; see above)";
+
+	if (kb->entry.mode != BOOT_ENTRY_PROT32 ||
+	    hostinfo_probe_leave_long_mode(vm->kvm_fd, NULL, 0) != 0)
+		return 0;
+	if (img->info.kind == IMAGE_PVH && kb->enables_long_mode) {
+		errmsg("guest image '%s' is a 64-bit PVH kernel, entered in 32-bit mode to enable long mode itself, "
+		       "and this host's KVM stops a guest that does (vmm --host-info: leaving long mode); "
+		       "a Linux kernel (bzImage or vmlinux) boots here, other PVH kernels on a stock KVM", img->path);
+		return VMM_EXIT_HOST;
+	}
+	warn("guest image '%s' is a %s entered in 32-bit mode, and this host's KVM stops a guest that "
+	     "enables long mode itself (vmm --host-info: leaving long mode): it runs while it stays in 32-bit mode",
+	     img->path, image_kind_name(img->info.kind));
+	vm->stop_hint = hint;
+	return 0;
+}
+
+/*
+ * A kernel's other vCPUs are left in KVM's reset state for INIT and SIPI;
+ * without an interrupt controller to hold them there they would run from
+ * the reset vector over the kernel's memory.
+ */
+static int check_kernel_cpus(const struct vm *vm, unsigned cpus)
+{
+	if (vm->machine != MACHINE_PC || cpus == 1 || vm->aps_wait_for_sipi)
+		return 0;
+	errmsg("--cpus %u: a kernel's other vCPUs wait for INIT and SIPI, which need the PC machine's "
+	       "interrupt controller, and this vmm has none yet; use -c 1", cpus);
+	return VMM_EXIT_USAGE;
+}
+
+/* KVM's supported CPUID with the VM's edits: the hypervisor bit, nesting. */
+static struct kvm_cpuid2 *vm_cpuid(const struct vm *vm, bool hypervisor)
+{
+	struct kvm_cpuid2 *cpuid = kvm_supported_cpuid(vm->kvm_fd);
+
+	if (!cpuid)
+		return NULL;
+	cpuid_set_hypervisor(cpuid, hypervisor);
+	if (vm->split_lock_emulate) {
+		enum cpuid_nested hidden = cpuid_hide_nested(cpuid);
+
+		if (hidden != CPUID_NESTED_NONE)
+			info("--split-lock=emulate hides %s from the guest: the VMM cannot watch a nested guest's instructions (--split-lock=inherit, on or off offer it)",
+			     hidden == CPUID_NESTED_SVM ? "SVM" : "VMX");
+	}
+	return cpuid;
+}
+
 int vm_create(struct vm *vm, const struct vm_config *c)
 {
 	struct boot_layout layout = *c->layout;
+	struct kernel_boot kb;
 	struct kvm_cpuid2 *cpuid;
 	char err[512];
 	unsigned max;
@@ -203,6 +264,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->split_lock_emulate = c->split_lock_emulate;
 	vm->split_lock_watch = c->split_lock_watch;
 	vm->host = c->host;
+	vm->machine = c->machine;
 	ratelimit_init(&vm->split_lock_rate, c->split_lock_ratelimit, c->split_lock_ratelimit);
 
 	mem = mmap(NULL, layout.ram_size, PROT_READ | PROT_WRITE,
@@ -214,16 +276,20 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->mem = mem;
 	vm->ram_size = layout.ram_size;
 	/* Before /dev/kvm, so that a bad image is reported on any host. */
-	r = loader_load(c->image, vm->mem, layout.ram_size, layout.cpus, &layout.image_size,
-			err, sizeof(err));
+	r = loader_place(c->image, vm->mem, &layout, &kb, err, sizeof(err));
 	if (r) {
 		errmsg("%s", err);
-		return give_back(vm, r == LOADER_NO_INPUT ? VMM_EXIT_NOINPUT : VMM_EXIT_IMAGE);
+		return give_back(vm, r == LOADER_USAGE ? VMM_EXIT_USAGE : VMM_EXIT_IMAGE);
 	}
-
 	vm->kvm_fd = kvm_open();
 	if (vm->kvm_fd < 0 || kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps)))
 		return give_back(vm, VMM_EXIT_HOST);
+	/* Hook: MACHINE_PC's devices (irqchip, PIT, ...) go here, before the vCPUs. */
+	r = check_kernel_cpus(vm, layout.cpus);
+	if (!r)
+		r = check_own_long_mode(vm, c->image, &kb);
+	if (r)
+		return give_back(vm, r);
 	max = kvm_max_vcpus(vm->kvm_fd);
 	if (layout.cpus > max) {
 		errmsg("--cpus %u is more than this host's KVM allows (%u)", layout.cpus, max);
@@ -237,18 +303,10 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	if (run_size < 0)
 		return give_back(vm, VMM_EXIT_HOST);
 	vm->run_size = (size_t)run_size;
-	cpuid = kvm_supported_cpuid(vm->kvm_fd);
+	hypervisor = cpuid_hypervisor_bit(c->cpuid_hypervisor, vm->split_lock_enumerated);
+	cpuid = vm_cpuid(vm, hypervisor);
 	if (!cpuid)
 		return give_back(vm, VMM_EXIT_HOST);
-	hypervisor = cpuid_hypervisor_bit(c->cpuid_hypervisor, vm->split_lock_enumerated);
-	cpuid_set_hypervisor(cpuid, hypervisor);
-	if (vm->split_lock_emulate) {
-		enum cpuid_nested hidden = cpuid_hide_nested(cpuid);
-
-		if (hidden != CPUID_NESTED_NONE)
-			info("--split-lock=emulate hides %s from the guest: the VMM cannot watch a nested guest's instructions (--split-lock=inherit, on or off offer it)",
-			     hidden == CPUID_NESTED_SVM ? "SVM" : "VMX");
-	}
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		if (vcpu_create(&vm->vcpus[i], cpuid, &layout)) {
 			free(cpuid);

@@ -12,7 +12,7 @@
  *    VMM_MIN_RAM..VMM_MAX_RAM in whole KiB, timeout at most a week, a
  *    split-lock policy policy_name knows, --json only with
  *    --host-info, an image exactly when not --host-info), and every string
- *    field points into an argument, --append shorter than BOOT_CMDLINE_MAX;
+ *    field points into an argument, --append shorter than BOOT_PC_CMDLINE_SIZE;
  *  - CLI_ERROR: a one-line message that fits the buffer;
  *  - cli_parse_size agrees with a reference parser written from its
  *    documentation; cli_parse_seconds accepts only what starts with a digit
@@ -23,6 +23,7 @@
 
 #include "fuzz.h"
 
+#include "boot.h"
 #include "cli.h"
 #include "vmm_boot.h"
 
@@ -168,9 +169,10 @@ static void check_result(const struct argv_copy *c, enum cli_result r,
 		FUZZ_CHECK(!o->stats_path || *o->stats_path, "empty --stats= file accepted");
 		check_string_field(c, o->image, "image");
 		check_string_field(c, o->append, "append");
+		check_string_field(c, o->initrd, "initrd");
 		check_string_field(c, o->stats_path, "stats_path");
 		if (o->append)
-			FUZZ_CHECK(strlen(o->append) < BOOT_CMDLINE_MAX, "--append of %zu bytes",
+			FUZZ_CHECK(strlen(o->append) < BOOT_PC_CMDLINE_SIZE, "--append of %zu bytes",
 				   strlen(o->append));
 		break;
 	case CLI_ERROR:
@@ -210,7 +212,7 @@ static void parse_once(char *const *args, int argc, size_t errlen, struct outcom
 	out->append_arg = out->o.append ? locate(&c, out->o.append, &out->append_off) : -1;
 	out->stats_arg = out->o.stats_path ? locate(&c, out->o.stats_path, &out->stats_off) : -1;
 	/* The pointers die with the copy. */
-	out->o.image = out->o.append = out->o.stats_path = NULL;
+	out->o.image = out->o.append = out->o.stats_path = out->o.initrd = NULL;
 	free_args(&c);
 }
 

@@ -448,3 +448,39 @@ dl("real-int10", 0x80, 0x01, 0x10, 0x1236, 0x800, 0x40202, REAL_RAM, dseg(0x50, 
    dseg(0, 0, 0xffff, 0), idt=(0, 0x3ff))
 dl("vme-ivt-int21", 0x3a, 0x11, 0x21, 0x1236, 0x1000, 0x3202, REAL_RAM, dseg(0x50, 0x500, 0xffff, 0),
    dseg(0x70, 0x700, 0xffff, 0), ivt=(0x3202, 0x23002))
+
+
+# ------------------------------------------------------------------ kernel images
+# tests/e2e/kernels.py builds the images: the files themselves (image),
+# with a RAM size byte (elf), with RAM, --append and --initrd sizes (kernel).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import kernels as K  # noqa: E402
+
+_VMLINUX = K.linux_vmlinux()
+KIMAGES = {
+    "multiboot-aout": K.multiboot(),
+    "multiboot-elf32": K.multiboot_elf32(),
+    "multiboot-video": K.multiboot(flags=0x00010006),
+    "multiboot-past-end": K.multiboot(addrs=(K.KERNEL_ADDR, K.KERNEL_ADDR, K.KERNEL_ADDR + 0x10000, 0,
+                                             K.KERNEL_ADDR + 32)),
+    "pvh-elf32": K.pvh_elf32(),
+    "pvh-elf64-linux": K.elf(64, [(K.LINUX_ADDR, K.LINUX_CODE, 0x1000)], K.LINUX_ADDR,
+                             notes=K.pvh_note(K.KERNEL_ADDR) + K.note("Xen", 6, b"linux\0")),
+    "pvh-elf64-sections": K.elf(64, [(K.KERNEL_ADDR, K.PVH_CODE, 0x100)], K.KERNEL_ADDR,
+                                notes=K.pvh_note(K.KERNEL_ADDR), note_as="shdr"),
+    "pvh-overlap": K.elf(64, [(K.KERNEL_ADDR, K.PVH_CODE, 0x2000), (K.KERNEL_ADDR + 0x1000, b"x", 1)],
+                         K.KERNEL_ADDR, notes=K.pvh_note(K.KERNEL_ADDR)),
+    "elf-no-note": K.elf(64, [(K.KERNEL_ADDR, K.PVH_CODE, 0x100)], K.KERNEL_ADDR),
+    "bzimage-gzip": K.bzimage(K.compress(_VMLINUX, "gzip")),
+    "bzimage-xz": K.bzimage(K.compress(_VMLINUX, "xz")),
+    "bzimage-old": K.bzimage(K.compress(_VMLINUX, "gzip"), version=0x0204),
+    "bzimage-cmdline-4": K.bzimage(K.compress(_VMLINUX, "gzip"), cmdline_size=4),
+    "gzip-data": K.compress(b"hello", "gzip"),
+    "script": b"#!/bin/sh\n",
+}
+for _name, _img in KIMAGES.items():
+    write("image", _name, _img)
+    write("elf", _name, u8(15) + _img)
+    write("kernel", _name, u8(60) + u16(12) + u16(4) + _img)
+write("kernel", "multiboot-initrd-too-big", u8(0) + u16(0) + u16(0xffff) + K.multiboot())
+write("kernel", "pvh-cmdline-long", u8(0) + u16(3000) + u16(0) + KIMAGES["pvh-elf64-linux"])

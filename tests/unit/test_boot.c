@@ -155,6 +155,48 @@ static void registers(void **state)
 	assert_int_equal(r.rflags, 0x2);
 }
 
+/* Kernels' entry states: Linux's 64-bit entry and 32-bit protected mode. */
+static void kernel_entries(void **state)
+{
+	struct boot_layout l = { .ram_size = 16ull << 20, .cpus = 2, .machine = MACHINE_PC,
+				 .entry = { BOOT_ENTRY_PROT32, 0x100020, 0x2badb002, 0x10000, 0 } };
+	uint8_t *mem = calloc(1, 16ull << 20);
+	struct kvm_sregs s;
+	struct kvm_regs r;
+	uint64_t d;
+
+	(void)state;
+	memset(&s, 0x5a, sizeof(s));
+	boot_init_entry_sregs(&s, &l);
+	assert_int_equal(s.cr0, X86_CR0_PE | X86_CR0_ET);	/* paging off */
+	assert_int_equal(s.cr4, 0);
+	assert_int_equal(s.efer, 0);
+	assert_int_equal(s.cs.selector, BOOT_SEL_CODE32);
+	assert_true(s.cs.db == 1 && s.cs.l == 0 && s.cs.base == 0 && s.cs.limit == 0xffffffff);
+	assert_true(s.ds.selector == BOOT_SEL_DATA && s.ss.db == 1 && s.ds.limit == 0xffffffff);
+	assert_int_equal(s.gdt.limit, BOOT_SEL_CODE32 + 7);
+	/* The descriptor behind CS 0x28 says the same as the cached one. */
+	boot_setup_memory(mem, &l);
+	memcpy(&d, mem + BOOT_GDT_ADDR + BOOT_SEL_CODE32, 8);
+	assert_int_equal(d, 0x00cf9b000000ffffull);
+	/* No boot_info for a kernel: its parameters live there. */
+	assert_int_equal(mem[BOOT_INFO_ADDR], 0);
+	boot_init_regs(&r, &l, 0);
+	assert_true(r.rip == 0x100020 && r.rax == 0x2badb002 && r.rbx == 0x10000 && r.rflags == 2);
+	l.entry = (struct boot_entry){ BOOT_ENTRY_LONG, 0x1000000, 0, 0, 0x10000 };
+	boot_init_entry_sregs(&s, &l);
+	assert_int_equal(s.efer & (X86_EFER_LME | X86_EFER_LMA), X86_EFER_LME | X86_EFER_LMA);
+	assert_int_equal(s.cs.selector, BOOT_SEL_CODE64);
+	boot_init_regs(&r, &l, 0);
+	assert_true(r.rip == 0x1000000 && r.rsi == 0x10000 && r.rsp == BOOT_PC_STACK_TOP);
+	/* Only vCPU 0 of a kernel is entered; every vCPU of a flat image. */
+	assert_true(boot_vcpu_entered(&l, 0));
+	assert_false(boot_vcpu_entered(&l, 1));
+	l.machine = MACHINE_BARE;
+	assert_true(boot_vcpu_entered(&l, 1));
+	free(mem);
+}
+
 static void image_limit(void **state)
 {
 	(void)state;
@@ -172,6 +214,7 @@ int main(void)
 		cmocka_unit_test(gdt_descriptors),
 		cmocka_unit_test(info_blocks),
 		cmocka_unit_test(registers),
+		cmocka_unit_test(kernel_entries),
 		cmocka_unit_test(image_limit),
 	};
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot.h"
 #include "cli.h"
 #include "profile.h"
 #include "vmm_boot.h"
@@ -200,18 +201,33 @@ static void bad_input(void **state)
 static void long_append(void **state)
 {
 	struct cli_options o;
-	char text[BOOT_CMDLINE_MAX + 1], want[80];
+	static char text[BOOT_PC_CMDLINE_SIZE + 1];
+	char want[80];
 
 	(void)state;
 	memset(text, 'x', sizeof(text) - 1);
 	text[sizeof(text) - 1] = '\0';
 	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_ERROR);
 	snprintf(want, sizeof(want), "--append: text is %u bytes, the limit is %u",
-		 BOOT_CMDLINE_MAX, BOOT_CMDLINE_MAX - 1);
+		 BOOT_PC_CMDLINE_SIZE, BOOT_PC_CMDLINE_SIZE - 1);
 	if (!strstr(err, want))
 		fail_msg("'%s' does not say '%s'", err, want);
-	text[BOOT_CMDLINE_MAX - 1] = '\0';
+	/* The image's kind bounds it further (loader.c); here, the most any takes. */
+	text[BOOT_PC_CMDLINE_SIZE - 1] = '\0';
 	assert_int_equal(PARSE(&o, "--append", text, "img"), CLI_RUN);
+}
+
+static void initrd(void **state)
+{
+	struct cli_options o;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--initrd", "root.cpio", "bzImage"), CLI_RUN);
+	assert_string_equal(o.initrd, "root.cpio");
+	assert_int_equal(PARSE(&o, "--initrd=", "bzImage"), CLI_ERROR);
+	assert_string_equal(err, "--initrd: the file name is empty");
+	assert_int_equal(PARSE(&o, "bzImage"), CLI_RUN);
+	assert_null(o.initrd);
 }
 
 static void seconds(void **state)
@@ -592,6 +608,7 @@ int main(void)
 		cmocka_unit_test(limits),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(long_append),
+		cmocka_unit_test(initrd),
 		cmocka_unit_test(sizes),
 		cmocka_unit_test(seconds),
 		cmocka_unit_test(host_info_alone),

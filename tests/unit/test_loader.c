@@ -86,12 +86,52 @@ static void bad_files(void **state)
 	free(mem);
 }
 
+/* loader_open/_place: what the file is decides the machine and the bounds. */
+static void recognises(void **state)
+{
+	uint64_t ram = 4ull << 20;
+	uint8_t *mem = calloc(1, ram);
+	struct boot_layout l = { .ram_size = ram, .cpus = 1 };
+	struct loader_image img;
+	struct kernel_boot kb;
+	char *path, line[129];
+
+	(void)state;
+	path = temp_file("\x1f\x8b\x08\x00", 4);
+	assert_int_equal(loader_open(&img, path, NULL, ram, err, sizeof(err)), LOADER_BAD_IMAGE);
+	assert_non_null(strstr(err, "' is gzip-compressed data (unpack it first: a vmlinux ELF or a bzImage boots); " IMAGE_BOOTS));
+	loader_close(&img);
+	unlink(path);
+	path = temp_file("\xf4", 1);
+	assert_int_equal(loader_open(&img, path, "/nonexistent/initrd", ram, err, sizeof(err)), LOADER_USAGE);
+	assert_non_null(strstr(err, "is a flat image, which takes no initrd"));
+	loader_close(&img);
+	assert_int_equal(loader_open(&img, path, NULL, ram, err, sizeof(err)), 0);
+	assert_int_equal(loader_machine(&img), MACHINE_BARE);
+	/* A flat image keeps boot_info.cmdline's 127 bytes. */
+	memset(line, 'x', 128);
+	line[128] = '\0';
+	l.cmdline = line;
+	assert_int_equal(loader_place(&img, mem, &l, &kb, err, sizeof(err)), LOADER_USAGE);
+	assert_string_equal(err, "--append: text is 128 bytes, a flat image's boot_info takes at most 127");
+	line[127] = '\0';
+	assert_int_equal(loader_place(&img, mem, &l, &kb, err, sizeof(err)), 0);
+	assert_int_equal(l.machine, MACHINE_BARE);
+	assert_int_equal(l.entry.mode, BOOT_ENTRY_FLAT);
+	assert_int_equal(l.image_size, 1);
+	assert_int_equal(mem[BOOT_IMAGE_ADDR], 0xf4);
+	loader_close(&img);
+	unlink(path);
+	free(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(size_rules),
 		cmocka_unit_test(loads_bytes),
 		cmocka_unit_test(bad_files),
+		cmocka_unit_test(recognises),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
