@@ -47,6 +47,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->cmpxchg16b_cpl0 = -1;
 	hi->soft_int_cpl0 = -1;
 	hi->xsave_cpl0 = -1;
+	hi->kernel_insns_cpl0 = -1;
 	hi->mode = HOSTINFO_MODE_NONE;
 }
 
@@ -462,7 +463,9 @@ static void print_yes_no_probes(FILE *out, const struct hostinfo *hi)
 		{ "INT3, INT n at CPL0:", hi->soft_int_cpl0,
 		  "this KVM stops the VM, internal error, at INT3 or INT n at CPL0; vmm delivers them" },
 		{ "XSAVE, XRSTOR at CPL0:", hi->xsave_cpl0,
-		  "this KVM stops the VM, internal error, at XSAVE or XRSTOR at CPL0; Linux needs noxsave" },
+		  "this KVM stops the VM, internal error, at XSAVE or XRSTOR at CPL0; Linux cannot run here" },
+		{ "POPCNT, FWAIT, CLAC at CPL0:", hi->kernel_insns_cpl0,
+		  "this KVM stops the VM, internal error, at one of them at CPL0; Linux cannot run here" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
@@ -653,6 +656,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "cmpxchg16b_cpl0", hi->cmpxchg16b_cpl0 },
 		{ "soft_int_cpl0", hi->soft_int_cpl0 },
 		{ "xsave_cpl0", hi->xsave_cpl0 },
+		{ "kernel_insns_cpl0", hi->kernel_insns_cpl0 },
 	};
 	fputs(",\"probe\":{", out);
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {

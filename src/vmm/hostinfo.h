@@ -113,6 +113,7 @@ struct hostinfo {
 	int cmpxchg16b_cpl0;         /* a locked CMPXCHG16B */
 	int soft_int_cpl0;           /* INT3 and INT n, no TF */
 	int xsave_cpl0;              /* XSAVE64 and XRSTOR64 (1 too where CPUID has no XSAVE) */
+	int kernel_insns_cpl0;       /* POPCNT, FWAIT, CLAC: what every Linux kernel runs */
 };
 
 void hostinfo_init(struct hostinfo *hi);
@@ -201,6 +202,11 @@ int hostinfo_probe_cmpxchg16b_cpl0(int kvm_fd, char *err, size_t errlen);
  * 0 (KVM internal error: the nested PVM KVM), or -1 with err.
  */
 int hostinfo_probe_xsave_cpl0(int kvm_fd, char *err, size_t errlen);
+/*
+ * Do POPCNT, FWAIT and (where CPUID has SMAP) CLAC run at CPL0? 1, 0 (KVM
+ * internal error: the nested PVM KVM, whose CPL0 emulator lacks them), -1.
+ */
+int hostinfo_probe_kernel_insns_cpl0(int kvm_fd, char *err, size_t errlen);
 /*
  * Can a guest run at CPL1 (IRETQ there, INT n back to CPL0)? 1, 0 (KVM
  * internal error: the nested PVM KVM knows CPL0 and CPL3 only), or -1.

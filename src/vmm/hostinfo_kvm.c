@@ -957,8 +957,9 @@ int hostinfo_probe_cmpxchg16b_cpl0(int kvm, char *err, size_t errlen)
 			result = probe_end(&scratch, &p, true);
 		if (result == 1)	/* KVM's internal error (or no entry) */
 			result = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 : -1;
-		else if (result == 0 && !cx16_done(&scratch, &p))
-			result = probe_fail(&scratch, "the probe's CMPXCHG16Bs halted with the wrong result", 0);
+		else if (result == 0)
+			result = cx16_done(&scratch, &p) ? 1 :
+				 probe_fail(&scratch, "the probe's CMPXCHG16Bs halted with the wrong result", 0);
 		if (result < 0 && !scratch.probe_error[0])
 			probe_fail(&scratch, "the probe's CMPXCHG16B neither completed nor stopped the VM", 0);
 	}
@@ -1011,6 +1012,52 @@ int hostinfo_probe_xsave_cpl0(int kvm, char *err, size_t errlen)
 				result = probe_fail(&scratch, "KVM_GET_REGS", errno);
 			else if (regs.rsi != 1 && regs.rsi != 2)
 				result = probe_fail(&scratch, "the probe guest halted early", 0);
+			else
+				result = 1;
+		}
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
+ * At CPL0, instructions every Linux kernel runs early (hweight's POPCNT,
+ * the x87 set-up's FWAIT, SMAP's CLAC where CPUID.(7,0):EBX[20] has it,
+ * read by the guest itself), then ESI = 1 and hlt. The nested PVM KVM runs
+ * CPL0 code in its instruction emulator, which stops the VM at each of them.
+ */
+static const uint8_t linux_insns_code[] = {
+	0xf3, 0x48, 0x0f, 0xb8, 0xc0,		/* popcnt %rax, %rax */
+	0x9b,					/* fwait */
+	0xb8, 0x07, 0x00, 0x00, 0x00,		/* mov $7, %eax */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0xa2,				/* cpuid */
+	0x0f, 0xba, 0xe3, 0x14,			/* bt $20, %ebx */
+	0x73, 0x03,				/* jnc 1f */
+	0x0f, 0x01, 0xca,			/* clac */
+	0xbe, 0x01, 0x00, 0x00, 0x00,		/* 1: mov $1, %esi */
+	0xf4,					/* hlt */
+};
+
+int hostinfo_probe_kernel_insns_cpl0(int kvm, char *err, size_t errlen)
+{
+	struct probe p;
+	struct hostinfo scratch;
+	struct kvm_regs regs;
+	int result = -1;
+
+	if (probe_open(&scratch, kvm, &p, linux_insns_code, sizeof(linux_insns_code), 0) == 0) {
+		if (probe_load(&scratch, &p) == 0)
+			result = probe_end(&scratch, &p, true);
+		if (result == 1) {
+			result = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 :
+				 probe_fail(&scratch, "the probe's POPCNT, FWAIT or CLAC faulted", 0);
+		} else if (result == 0) {
+			if (__kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0)
+				result = probe_fail(&scratch, "KVM_GET_REGS", errno);
+			else if (regs.rsi != 1)
+				result = probe_fail(&scratch, "the probe guest halted early", 0);
+			else
+				result = 1;
 		}
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
@@ -1352,6 +1399,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->cmpxchg16b_cpl0 = hostinfo_probe_cmpxchg16b_cpl0(kvm, NULL, 0);
 	hi->soft_int_cpl0 = hostinfo_probe_soft_int_cpl0(kvm, NULL, 0);
 	hi->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm, NULL, 0);
+	hi->kernel_insns_cpl0 = hostinfo_probe_kernel_insns_cpl0(kvm, NULL, 0);
 }
 
 void hostinfo_read_kvm(struct hostinfo *hi, bool run_probe)

@@ -98,6 +98,7 @@ static int load_bzimage(const uint8_t *buf, size_t len, const struct kernel_args
 			uint8_t *mem, uint64_t ram_size, struct kernel_boot *kb, char *err, size_t errlen)
 {
 	struct bzimage bz;
+	struct image_info inner;
 	uint8_t *vmlinux;
 	size_t vmlen;
 	int r;
@@ -107,6 +108,8 @@ static int load_bzimage(const uint8_t *buf, size_t len, const struct kernel_args
 		return KERNEL_BAD_IMAGE;
 	r = linux64(vmlinux, vmlen, buf + ZP_HDR, bz.hdr_len, bz.cmdline_size,
 		    (uint64_t)bz.initrd_addr_max + 1, a, mem, ram_size, kb, err, errlen);
+	image_detect(vmlinux, vmlen, &inner);
+	kb->linux_kernel = inner.kind == IMAGE_PVH && inner.linux_elf;
 	free(vmlinux);
 	return r;
 }
@@ -119,9 +122,11 @@ static int load_pvh(const struct image_info *info, const uint8_t *buf, size_t le
 	struct elf_file e;
 	int r;
 
-	if (info->linux_elf)
+	if (info->linux_elf) {
+		kb->linux_kernel = true;
 		return linux64(buf, len, NULL, 0, ZP_DEFAULT_CMDLINE_SIZE, FOUR_G, a, mem, ram_size,
 			       kb, err, errlen);
+	}
 	if (elf_parse(buf, len, &e, err, errlen) ||
 	    elf_load(&e, mem, BOOT_PC_KERNEL_LOW, ram_size, &kb->kernel_end, err, errlen))
 		return KERNEL_BAD_IMAGE;

@@ -28,6 +28,8 @@ struct kernel_boot {
 	struct boot_entry entry;
 	/* Entered in 32-bit mode, the kernel must enable long mode itself. */
 	bool enables_long_mode;
+	/* Linux, by its ELF's Xen GUEST_OS note "linux" (the vmlinux of a bzImage too). */
+	bool linux_kernel;
 	uint64_t kernel_end;          /* highest kernel byte, exclusive */
 	uint64_t initrd_addr;         /* 0: none */
 };

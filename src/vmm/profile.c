@@ -22,6 +22,7 @@ static const struct {
 	{ "no-cmpxchg16b-cpl0", PROFILE_NO_CMPXCHG16B_CPL0 },
 	{ "no-soft-int-cpl0", PROFILE_NO_SOFT_INT_CPL0 },
 	{ "no-xsave-cpl0", PROFILE_NO_XSAVE_CPL0 },
+	{ "no-kernel-insns-cpl0", PROFILE_NO_KERNEL_INSNS_CPL0 },
 };
 
 static int quirk_bit(const char *name, size_t len, unsigned *bit)
@@ -86,22 +87,31 @@ void profile_force_quirks(struct host_profile *p, unsigned quirks)
 		p->soft_int_cpl0 = false;
 	if (quirks & PROFILE_NO_XSAVE_CPL0)
 		p->xsave_cpl0 = false;
+	if (quirks & PROFILE_NO_KERNEL_INSNS_CPL0)
+		p->kernel_insns_cpl0 = false;
 }
 
 void profile_print_json(FILE *out, const struct host_profile *p)
 {
 	fprintf(out, "{\"step_cpl3\":%s,\"step_hwbp\":%s,\"guest_databp\":%s,"
 		"\"exec_bp_beside_step\":%s,\"iret_step_lost\":%s,\"cmpxchg16b_cpl0\":%s,"
-		"\"soft_int_cpl0\":%s,\"xsave_cpl0\":%s}",
+		"\"soft_int_cpl0\":%s,\"xsave_cpl0\":%s,\"kernel_insns_cpl0\":%s}",
 		p->step_cpl3 ? "true" : "false", p->step_hwbp ? "true" : "false",
 		p->guest_databp ? "true" : "false", p->exec_bp_beside_step ? "true" : "false",
 		__atomic_load_n(&p->iret_step_lost, __ATOMIC_RELAXED) ? "true" : "false",
 		p->cmpxchg16b_cpl0 ? "true" : "false", p->soft_int_cpl0 ? "true" : "false",
-		p->xsave_cpl0 ? "true" : "false");
+		p->xsave_cpl0 ? "true" : "false", p->kernel_insns_cpl0 ? "true" : "false");
 }
 
-const char *profile_kernel_args(const struct host_profile *p)
+const char *profile_linux_blocker(const struct host_profile *p)
 {
-	/* Linux's FPU set-up runs XRSTOR at CPL0 (fpu__init_cpu_xstate()); noxsave keeps FXSAVE. */
-	return p->xsave_cpl0 ? NULL : " noxsave";
+	/*
+	 * Linux's FPU set-up runs XRSTOR (noxsave would avoid it), but the
+	 * instructions below it cannot avoid: a KVM without them runs no Linux.
+	 */
+	if (!p->kernel_insns_cpl0)
+		return "POPCNT, FWAIT or CLAC";
+	if (!p->xsave_cpl0)
+		return "XSAVE and XRSTOR";
+	return NULL;
 }

@@ -27,7 +27,8 @@ struct host_profile {
 	 */
 	bool cmpxchg16b_cpl0;      /* a locked CMPXCHG16B */
 	bool soft_int_cpl0;        /* INT3 and INT n, delivered through the IDT */
-	bool xsave_cpl0;           /* XSAVE and XRSTOR: else a Linux guest needs noxsave */
+	bool xsave_cpl0;           /* XSAVE and XRSTOR */
+	bool kernel_insns_cpl0;    /* POPCNT, FWAIT, CLAC */
 };
 
 /* The quirks --host-quirks names, as bits. */
@@ -40,10 +41,12 @@ enum profile_quirk {
 	PROFILE_NO_CMPXCHG16B_CPL0 = 1u << 5,
 	PROFILE_NO_SOFT_INT_CPL0 = 1u << 6,
 	PROFILE_NO_XSAVE_CPL0 = 1u << 7,
+	PROFILE_NO_KERNEL_INSNS_CPL0 = 1u << 8,
 };
 /* The quirks of what KVM runs at CPL0, probed under every policy (vm_create()). */
 #define PROFILE_CPL0_QUIRKS \
-	(PROFILE_NO_CMPXCHG16B_CPL0 | PROFILE_NO_SOFT_INT_CPL0 | PROFILE_NO_XSAVE_CPL0)
+	(PROFILE_NO_CMPXCHG16B_CPL0 | PROFILE_NO_SOFT_INT_CPL0 | PROFILE_NO_XSAVE_CPL0 | \
+	 PROFILE_NO_KERNEL_INSNS_CPL0)
 
 /*
  * "no-cpl3-step,iret-step-lost" into quirk bits. 0, or -1 with the first
@@ -57,10 +60,10 @@ void profile_force_quirks(struct host_profile *p, unsigned quirks);
 /* {"step_cpl3":true,...}: what --stats says the VM ran by. */
 void profile_print_json(FILE *out, const struct host_profile *p);
 /*
- * The Linux command-line words a kernel needs on this host, with a leading
- * space (" noxsave" where KVM cannot run XSAVE and XRSTOR at CPL0), or
- * NULL where it needs none.
+ * What on this host stops a Linux kernel at CPL0 that vmm cannot complete
+ * for it ("XSAVE and XRSTOR", "POPCNT, FWAIT or CLAC"), or NULL where
+ * nothing does.
  */
-const char *profile_kernel_args(const struct host_profile *p);
+const char *profile_linux_blocker(const struct host_profile *p);
 
 #endif

@@ -155,17 +155,36 @@ static uint32_t host_boot_flags(int kvm_fd)
 /*
  * What KVM's instruction emulator runs at CPL0, under every policy, then
  * --host-quirks' entries of it forced: the run loop completes what it cannot
- * (gap.c), a Linux kernel is told what to avoid (profile_kernel_args()).
- * Probed, as the boot flags are, after the VM's own set-up; an unknown
- * answer is taken as "cannot", silently: the VMM then completes what KVM
- * would have run (and a kernel goes without XSAVE).
+ * (gap.c); a Linux kernel is refused where it cannot run what vmm cannot
+ * complete (check_linux_runs()). Probed, as the boot flags are, after the
+ * VM's own set-up, silently. An unknown answer counts as "cannot" where vmm
+ * completes (it then acts only on KVM's internal error), as "can" where it
+ * would refuse a kernel.
  */
 static void probe_cpl0(int kvm_fd, struct host_profile *p, unsigned forced)
 {
 	p->cmpxchg16b_cpl0 = hostinfo_probe_cmpxchg16b_cpl0(kvm_fd, NULL, 0) == 1;
 	p->soft_int_cpl0 = hostinfo_probe_soft_int_cpl0(kvm_fd, NULL, 0) == 1;
-	p->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm_fd, NULL, 0) == 1;
+	p->xsave_cpl0 = hostinfo_probe_xsave_cpl0(kvm_fd, NULL, 0) != 0;
+	p->kernel_insns_cpl0 = hostinfo_probe_kernel_insns_cpl0(kvm_fd, NULL, 0) != 0;
 	profile_force_quirks(p, forced & PROFILE_CPL0_QUIRKS);
+}
+
+/*
+ * A Linux kernel on a KVM that runs CPL0 code in an instruction emulator
+ * lacking what every kernel runs early (the nested PVM KVM): refused at
+ * once, rather than stopped minutes later by an internal error.
+ */
+static int check_linux_runs(const struct vm *vm, const struct loader_image *img,
+			    const struct kernel_boot *kb)
+{
+	const char *blocker = profile_linux_blocker(&vm->host);
+
+	if (!blocker || !kb->linux_kernel)
+		return 0;
+	errmsg("guest image '%s' is a Linux kernel, and this host's KVM cannot run a kernel at CPL0: "
+	       "it stops the VM at %s there (vmm --host-info); boot it on a stock KVM", img->path, blocker);
+	return VMM_EXIT_HOST;
 }
 
 /*
@@ -212,12 +231,18 @@ static int check_own_long_mode(struct vm *vm, const struct loader_image *img,
 }
 
 /*
- * A kernel's other vCPUs are left in KVM's reset state for INIT and SIPI;
- * without an interrupt controller to hold them there they would run from
- * the reset vector over the kernel's memory.
+ * As many vCPUs as KVM allows. A kernel's other vCPUs are left in KVM's
+ * reset state for INIT and SIPI; without an interrupt controller to hold
+ * them there they would run from the reset vector over the kernel's memory.
  */
-static int check_kernel_cpus(const struct vm *vm, unsigned cpus)
+static int check_cpus(const struct vm *vm, unsigned cpus)
 {
+	unsigned max = kvm_max_vcpus(vm->kvm_fd);
+
+	if (cpus > max) {
+		errmsg("--cpus %u is more than this host's KVM allows (%u)", cpus, max);
+		return VMM_EXIT_USAGE;
+	}
 	if (vm->machine != MACHINE_PC || cpus == 1 || vm->aps_wait_for_sipi)
 		return 0;
 	errmsg("--cpus %u: a kernel's other vCPUs wait for INIT and SIPI, which need the PC machine's "
@@ -249,7 +274,6 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	struct kernel_boot kb;
 	struct kvm_cpuid2 *cpuid;
 	char err[512];
-	unsigned max;
 	void *mem;
 	long run_size;
 	const char *what;
@@ -285,16 +309,11 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	if (vm->kvm_fd < 0 || kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps)))
 		return give_back(vm, VMM_EXIT_HOST);
 	/* Hook: MACHINE_PC's devices (irqchip, PIT, ...) go here, before the vCPUs. */
-	r = check_kernel_cpus(vm, layout.cpus);
+	r = check_cpus(vm, layout.cpus);
 	if (!r)
 		r = check_own_long_mode(vm, c->image, &kb);
 	if (r)
 		return give_back(vm, r);
-	max = kvm_max_vcpus(vm->kvm_fd);
-	if (layout.cpus > max) {
-		errmsg("--cpus %u is more than this host's KVM allows (%u)", layout.cpus, max);
-		return give_back(vm, VMM_EXIT_USAGE);
-	}
 	if (kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size, &vm->vm_fd) ||
 	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs),
 				   vm->split_lock_emulate))
@@ -317,6 +336,9 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	/* Guest memory is written once, when boot_info's flags are known. */
 	layout.flags |= host_boot_flags(vm->kvm_fd);
 	probe_cpl0(vm->kvm_fd, &vm->host, c->host_quirks);
+	r = check_linux_runs(vm, c->image, &kb);
+	if (r)
+		return give_back(vm, r);
 	check_hypervisor_bit(vm->kvm_fd, c->cpuid_hypervisor, hypervisor);
 	boot_setup_memory(vm->mem, &layout);
 	return 0;

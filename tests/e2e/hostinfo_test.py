@@ -69,7 +69,7 @@ def case_json(ctx):
             fails.append(f"stock KVM single-steps at CPL0 and CPL3, the probe says CPL0 "
                          f"{probe['singlestep_cpl0']}, CPL3 {probe['singlestep_cpl3']}")
         # Differential cases outside IA-32e mode are left out where it says no.
-        for p in ("cmpxchg16b_cpl0", "soft_int_cpl0", "xsave_cpl0"):
+        for p in ("cmpxchg16b_cpl0", "soft_int_cpl0", "xsave_cpl0", "kernel_insns_cpl0"):
             if probe[p] is not True:
                 fails.append(f"stock KVM runs what {p} probes at CPL0, the probe says "
                              f"{probe[p]} ({probe['error']})")

@@ -1317,12 +1317,20 @@ MUTANTS = [
         "tests": ["diff-gap-soft-int-cpl0"],
     },
     {
-        "name": "kernel-args-never-noxsave",
-        "what": "a Linux kernel is never told noxsave, also where KVM cannot run XRSTOR at CPL0",
-        "edits": [("src/vmm/profile.c", "return p->xsave_cpl0 ? NULL : \" noxsave\";",
-                   "return (void)p, (const char *)NULL;")],
+        "name": "linux-blocker-ignores-insns",
+        "what": "a KVM that stops the VM at POPCNT, FWAIT or CLAC at CPL0 is taken to run a "
+                "Linux kernel: it boots for minutes and dies of KVM's internal error",
+        "edits": [("src/vmm/profile.c", "\tif (!p->kernel_insns_cpl0)\n\t\treturn",
+                   "\tif (0)\n\t\treturn")],
         "unit": ["profile"],
-        "tests": [],
+        "tests": ["image-linux-refused-here"],
+    },
+    {
+        "name": "linux-not-refused",
+        "what": "a Linux kernel is booted on a KVM that cannot run a kernel at CPL0",
+        "edits": [("src/vmm/vm_kvm.c", "\tif (!blocker || !kb->linux_kernel)\n",
+                   "\tif (!blocker || kb)\n")],
+        "tests": ["image-linux-refused-here"],
     },
     {
         "name": "host-quirk-xsave-kept",

@@ -14,6 +14,7 @@
 static const struct host_profile able = {
 	.step_cpl3 = true, .step_hwbp = true, .guest_databp = true, .exec_bp_beside_step = true,
 	.cmpxchg16b_cpl0 = true, .soft_int_cpl0 = true, .xsave_cpl0 = true,
+	.kernel_insns_cpl0 = true,
 };
 
 /* Each name forces its entry, and only its entry, the quirky way. */
@@ -32,6 +33,7 @@ static void each_quirk_forces_one_entry(void **state)
 		{ "no-cmpxchg16b-cpl0", offsetof(struct host_profile, cmpxchg16b_cpl0) },
 		{ "no-soft-int-cpl0", offsetof(struct host_profile, soft_int_cpl0) },
 		{ "no-xsave-cpl0", offsetof(struct host_profile, xsave_cpl0) },
+		{ "no-kernel-insns-cpl0", offsetof(struct host_profile, kernel_insns_cpl0) },
 	};
 	char err[256], names[256];
 
@@ -85,21 +87,27 @@ static void bad_lists(void **state)
 	assert_int_equal(strlen(err), 7);
 }
 
-/* A kernel is told to avoid XSAVE exactly where KVM cannot run it at CPL0. */
-static void kernel_args(void **state)
+/* Linux is blocked exactly where KVM cannot run at CPL0 what vmm cannot complete. */
+static void linux_blocker(void **state)
 {
 	struct host_profile p = able;
 	unsigned quirks;
 	char err[64];
 
 	(void)state;
-	assert_null(profile_kernel_args(&p));
+	assert_null(profile_linux_blocker(&p));
 	p.cmpxchg16b_cpl0 = p.soft_int_cpl0 = false;	/* the VMM completes those */
-	assert_null(profile_kernel_args(&p));
+	assert_null(profile_linux_blocker(&p));
 	p = able;
 	assert_int_equal(profile_parse_quirks("no-xsave-cpl0", &quirks, err, sizeof(err)), 0);
 	profile_force_quirks(&p, quirks);
-	assert_string_equal(profile_kernel_args(&p), " noxsave");
+	assert_string_equal(profile_linux_blocker(&p), "XSAVE and XRSTOR");
+	p = able;
+	assert_int_equal(profile_parse_quirks("no-kernel-insns-cpl0", &quirks, err, sizeof(err)), 0);
+	profile_force_quirks(&p, quirks);
+	assert_string_equal(profile_linux_blocker(&p), "POPCNT, FWAIT or CLAC");
+	p.xsave_cpl0 = false;
+	assert_string_equal(profile_linux_blocker(&p), "POPCNT, FWAIT or CLAC");
 }
 
 /* --stats' host_profile names every entry. */
@@ -116,7 +124,7 @@ static void json_names_every_entry(void **state)
 	fclose(f);
 	assert_string_equal(buf, "{\"step_cpl3\":true,\"step_hwbp\":true,\"guest_databp\":true,"
 			    "\"exec_bp_beside_step\":true,\"iret_step_lost\":false,"
-			    "\"cmpxchg16b_cpl0\":true,\"soft_int_cpl0\":true,\"xsave_cpl0\":false}");
+			    "\"cmpxchg16b_cpl0\":true,\"soft_int_cpl0\":true,\"xsave_cpl0\":false,\"kernel_insns_cpl0\":true}");
 }
 
 int main(void)
@@ -125,7 +133,7 @@ int main(void)
 		cmocka_unit_test(each_quirk_forces_one_entry),
 		cmocka_unit_test(forcing_never_repairs),
 		cmocka_unit_test(bad_lists),
-		cmocka_unit_test(kernel_args),
+		cmocka_unit_test(linux_blocker),
 		cmocka_unit_test(json_names_every_entry),
 	};
 
