@@ -6,7 +6,7 @@
  * read through the guest's page tables, the frame pushed, the accessed and
  * dirty bits set, the handler's state computed. event_deliver() (event.c)
  * fills it from the vCPU and applies the result: for the step engine, so
- * that the handler's first instruction is stepped too (docs/design.md,
+ * that the handler's first instruction is stepped too (docs/stepping.md,
  * "Events the VMM delivers"), and for gap.c, where KVM cannot. The checks
  * are the plans below (delivery_long_plan(), delivery_legacy_plan(), the
  * soft-INT faults), pure functions of the fields read for them.

@@ -38,7 +38,7 @@ static bool expected_msr_exit(struct vcpu *v)
 		return true;
 	/*
 	 * Under emulate KVM's own answer, #GP, is given here: one KVM queues by
-	 * itself loses the stepping TF (docs/design.md, "A failed MSR access").
+	 * itself loses the stepping TF (docs/stepping.md, "A failed MSR access").
 	 */
 	if (v->vm->split_lock_emulate &&
 	    (reason == KVM_MSR_EXIT_REASON_UNKNOWN || reason == KVM_MSR_EXIT_REASON_INVAL))

@@ -166,7 +166,7 @@ static bool refresh_dr(struct vcpu *v);
 /*
  * The one place that sets what the debug hardware does for the VMM; only a
  * change costs a call, unless `again` (re-issued here, the step survives
- * a #GP KVM queues: docs/design.md, "A failed MSR access").
+ * a #GP KVM queues: docs/stepping.md, "A failed MSR access").
  */
 static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool again)
 {
@@ -189,7 +189,7 @@ static bool set_hw(struct vcpu *v, enum step_debug mode, uint64_t addr, bool aga
 		dbg.control |= KVM_GUESTDBG_USE_HW_BP;
 		/*
 		 * The guest's own breakpoints stay armed beside the VMM's
-		 * (docs/design.md, "Forecast").
+		 * (docs/stepping.md, "Forecast").
 		 */
 		if (v->step.dr_valid || refresh_dr(v))
 			slot = step_merge_breakpoint(v->step.db, v->step.dr7, addr, dr);
@@ -335,7 +335,7 @@ static bool vme_not_idt(struct vcpu *v, const struct step_insn *insn)
  * INT n, INT3 or INTO that goes through a present task gate (outside
  * IA-32e mode; by_vmm() delivered the fault of one it cannot use). KVM
  * switches tasks for it without a step exit, the TSS of the task left
- * holding the EFLAGS it ran with (docs/design.md, "Events the VMM
+ * holding the EFLAGS it ran with (docs/stepping.md, "Events the VMM
  * delivers").
  */
 static bool through_task_gate(struct vcpu *v, const struct step_insn *insn)
@@ -425,7 +425,7 @@ static bool predict_handler(struct vcpu *v, int vector, bool again)
 /*
  * A fault forecast for the instruction of `bytes` at rip (the one at RIP,
  * or the one behind MOV SS, which runs in its step): step with a
- * breakpoint on its handler too (docs/design.md, "Forecast"). false:
+ * breakpoint on its handler too (docs/stepping.md, "Forecast"). false:
  * plain stepping.
  */
 static bool predicted(struct vcpu *v, uint64_t rip, const uint8_t *bytes, size_t n)
@@ -598,7 +598,7 @@ static void frame_fix(struct vcpu *v)
  * frame at SS:RSP (through any IDT format), a frame whose RIP is rip (a
  * fault's) or next (a trap's): the frame gets the guest's TF, and true.
  * false: the handler ran unchecked, which the caller counts
- * (docs/design.md, "Afterwards").
+ * (docs/stepping.md, "Afterwards").
  */
 static bool diverted_at_handler(struct vcpu *v, uint64_t rip, uint64_t next)
 {
@@ -2315,7 +2315,7 @@ static enum run_plan plan_shadowed(struct vcpu *v, const uint8_t *bytes)
 /*
  * A fault KVM intercepts and injects keeps the step's TF only at the RIP
  * of the last KVM_SET_GUEST_DEBUG: issued here again where one may come
- * (docs/design.md, "An MSR access KVM fails by itself"), and for an MMIO
+ * (docs/stepping.md, "An MSR access KVM fails by itself"), and for an MMIO
  * access with the guest's TF, whose frame must hold it. An instruction KVM
  * runs and may fault itself (RDPMC, XSETBV ...): with a breakpoint at the
  * handler of the fault it would queue, where a KVM that stops one

@@ -938,7 +938,7 @@ def pinned_ljmp_unbacked_pm32_tf(idx):
     TF: KVM's emulator reads all-ones, selector 0xffff, past the GDT:
     #GP(0xfffc). Its handler runs unwatched up to the MOV to CR0 that KVM
     emulates; the VMM reads the pointer as the guest does (all-ones past
-    RAM), so that step exit is not the JMP completing (docs/design.md,
+    RAM), so that step exit is not the JMP completing (docs/stepping.md,
     "Afterwards")."""
     return pinned_paging32_esi(idx, "ffaefcfdffff90", "line", -0x100,      # ljmp *-0x204(%esi)
                                PG_NORMAL | PG_NORAM, PG_NORMAL)
@@ -1061,7 +1061,7 @@ def pinned_lock_cmp_pm32_tf(idx):
     """LOCK CMP with XACQUIRE in 32-bit protected mode at CPL0 with the
     guest's TF: #UD on the CPU, a certain fault (a LOCK the instruction
     does not take) that the VMM delivers itself, its frame holding the
-    guest's TF (docs/design.md, "Events the VMM delivers"). Left to KVM,
+    guest's TF (docs/stepping.md, "Events the VMM delivers"). Left to KVM,
     its handler would run unwatched up to the MOV to CR0 back to long
     mode, whose step exit is no trap of the instruction's."""
     c = pinned_legacy_ud_tf(idx, bytes.fromhex("66f0f281ba44f5ffff193f"))
@@ -1072,7 +1072,7 @@ def pinned_lock_cmp_pm32_tf(idx):
 def pinned_undecodable_pm32_tf(idx):
     """The same with 0F 04, which the decoder rejects and KVM injects #UD
     for: its handler runs unwatched (counted) up to the MOV to CR0, and
-    that step exit owes the guest nothing (docs/design.md, "Afterwards")."""
+    that step exit owes the guest nothing (docs/stepping.md, "Afterwards")."""
     return pinned_legacy_ud_tf(idx, b"\x0f\x04")
 
 
@@ -1134,7 +1134,7 @@ def pinned_mmio_pf_guest_tf(idx):
     """MOV to memory in 64-bit code at CPL0 with the guest's TF, its first
     page no RAM (MMIO), its second not present. KVM emulates it and
     queues the #PF; the frame must hold TF, so that the guest's own
-    single-stepping goes on after the handler's IRETQ (docs/design.md,
+    single-stepping goes on after the handler's IRETQ (docs/stepping.md,
     "An MSR access KVM fails by itself")."""
     c = Case()
     c.idx, c.mode, c.cpl = idx, 0, 0

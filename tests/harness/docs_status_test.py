@@ -50,7 +50,7 @@ def enum_members(path, enum):
 def phase_section():
     design = read("docs/design.md")
     section = design[design.find("#### Phases of a stepped vCPU"):]
-    return section[:section.find("#### Events the VMM delivers")]
+    return section[:section.find("#### Delivery, forecasts and after a step")]
 
 
 def phase_table():

@@ -408,7 +408,7 @@ static int gen(const struct boot_info *bi)
 				 * IOPL...), but TF and RF. TF: where the VMM cannot watch
 				 * the handler (no hardware breakpoints; outside IA-32e
 				 * mode) the frame holds the VMM's TF, a limitation counted
-				 * as an unchecked run (docs/design.md, "Afterwards"). RF:
+				 * as an unchecked run (docs/stepping.md, "Afterwards"). RF:
 				 * the lab's CPU (QEMU's TCG) pushes it clear for the
 				 * faults it delivers itself, where the SDM, KVM and the
 				 * VMM set it (docs/lab.md, "What the lab cannot show").
