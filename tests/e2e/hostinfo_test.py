@@ -98,9 +98,10 @@ QUIRKS = {"no-cpl3-step": ("step_cpl3", False), "no-hw-breakpoints": ("step_hwbp
           "iret-step-lost": ("iret_step_lost", True),
           "no-cmpxchg16b-cpl0": ("cmpxchg16b_cpl0", False),
           "no-soft-int-cpl0": ("soft_int_cpl0", False),
-          "no-xsave-cpl0": ("xsave_cpl0", False)}
+          "no-xsave-cpl0": ("xsave_cpl0", False),
+          "no-kernel-insns-cpl0": ("kernel_insns_cpl0", False)}
 CPL0 = {"cmpxchg16b_cpl0": "cmpxchg16b_cpl0", "soft_int_cpl0": "soft_int_cpl0",
-        "xsave_cpl0": "xsave_cpl0"}
+        "xsave_cpl0": "xsave_cpl0", "kernel_insns_cpl0": "kernel_insns_cpl0"}
 
 
 def stepped_by(ctx, quirks, policy="emulate"):
