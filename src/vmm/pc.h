@@ -35,6 +35,16 @@
 #define PC_FW_CFG_SEL    0x510u
 #define PC_FW_CFG_DATA   0x511u
 
+/*
+ * Guest-physical layout: RAM ends below the 32-bit hole (the I/O APIC at
+ * 0xfec00000, the local APICs at 0xfee00000, KVM's TSS pages); the ACPI
+ * tables and the MP table live in the reserved segment below 1 MiB.
+ */
+#define PC_RAM_MAX       0xc0000000ull
+#define PC_ACPI_ADDR     0xe0000u
+#define PC_MPTABLE_ADDR  0xf0000u
+#define PC_TABLES_SIZE   0x10000u   /* each */
+
 /* fw_cfg keys, as QEMU numbers them. */
 #define PC_FW_CFG_SIGNATURE 0x00u  /* "QEMU" */
 #define PC_FW_CFG_ID        0x01u  /* 1: the traditional interface, no DMA */

@@ -17,6 +17,7 @@
 
 #include <linux/kvm.h>
 
+#include "pc.h"
 #include "policy.h"
 #include "profile.h"
 #include "ratelimit.h"
@@ -27,6 +28,14 @@
 struct vm;
 struct boot_layout;
 struct vcpu;
+
+/*
+ * The machine a guest gets (docs/design.md, "Machines"): the bare one of
+ * flat images (no interrupt controller, HLT exits, COM1 line-buffered per
+ * vCPU, the exit port's status as written), or a PC for kernels (KVM's
+ * interrupt controllers and PIT, pc.c's ports, ACPI and MP tables).
+ */
+enum machine { MACHINE_BARE, MACHINE_PC };
 
 /* Each byte a guest reads where there is no RAM and no device (MMIO). */
 #define VM_UNBACKED_BYTE 0xff
@@ -41,6 +50,8 @@ struct vm {
 	struct vcpu *vcpus;
 	size_t run_size;
 	struct serial serial;
+	enum machine machine;
+	struct pc pc;                  /* MACHINE_PC's devices */
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
 	struct host_profile host;      /* under emulate: how this KVM steps */
@@ -90,6 +101,7 @@ struct vm_config {
 	const struct boot_layout *layout; /* the image's size is the loader's to fill in */
 	const char *image;
 	int console_fd;
+	enum machine machine;          /* from the image's kind */
 };
 
 /*

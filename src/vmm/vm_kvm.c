@@ -10,15 +10,18 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "acpi.h"
 #include "boot.h"
 #include "cpuid.h"
 #include "hostinfo.h"
 #include "kvm.h"
 #include "loader.h"
 #include "log.h"
+#include "mptable.h"
 #include "vcpu.h"
 #include "vmm_msr.h"
 #include "vmm_status.h"
@@ -41,6 +44,14 @@ static const struct kvm_cap_need singlestep_caps[] = {
 	  "single-stepping the guest under --split-lock=emulate" },
 	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
 	  "cheap register access on every single-step under --split-lock=emulate" },
+};
+
+static const struct kvm_cap_need pc_caps[] = {
+	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP", "the PC machine's interrupt controllers" },
+	{ KVM_CAP_PIT2, "KVM_CAP_PIT2", "the PC machine's timer (PIT)" },
+	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR", "the PC machine's real-mode support" },
+	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "KVM_CAP_SET_IDENTITY_MAP_ADDR",
+	  "the PC machine's real-mode support" },
 };
 
 static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILITIES };
@@ -128,6 +139,47 @@ int vm_probe(bool emulate, unsigned quirks, struct host_profile *p)
 	return 0;
 }
 
+/* COM1's bytes, as one stream (pc.c calls it under its lock). */
+static void pc_console(void *ctx, uint8_t byte)
+{
+	struct vm *vm = ctx;
+
+	serial_put(&vm->serial, &byte, 1);
+}
+
+/* An ISA interrupt line, into KVM's PIC and I/O APIC. */
+static void pc_irq_line(void *ctx, unsigned irq, bool level)
+{
+	struct vm *vm = ctx;
+	int r = __kvm_irq_line(vm->vm_fd, irq, level);
+
+	if (r)
+		vm_fail(vm, VMM_EXIT_HOST, "KVM_IRQ_LINE for IRQ %u failed: %s (errno %d); the guest would miss interrupts",
+			irq, strerror(-r), -r);
+}
+
+/*
+ * The PC machine's devices and firmware tables, in guest RAM below 1 MiB
+ * (the 0xe0000-0xfffff segment, reserved in the memory map). 0, or the exit
+ * status after one line.
+ */
+static int pc_prepare(struct vm *vm, unsigned cpus)
+{
+	if (vm->ram_size > PC_RAM_MAX) {
+		errmsg("-m: the PC machine's RAM ends at %llu MiB, below its local and I/O APICs; give at most -m %llu",
+		       (unsigned long long)(PC_RAM_MAX >> 20), (unsigned long long)(PC_RAM_MAX >> 20));
+		return VMM_EXIT_USAGE;
+	}
+	pc_init(&vm->pc, cpus, vm->ram_size, pc_console, pc_irq_line, vm);
+	vm->machine = MACHINE_PC;	/* from here vm_destroy() gives the devices back */
+	(void)acpi_build(vm->mem + PC_ACPI_ADDR, PC_TABLES_SIZE, PC_ACPI_ADDR, cpus);
+	/* Kernels without ACPI find no MP table above 255 vCPUs, and say so. */
+	if (!mptable_build(vm->mem + PC_MPTABLE_ADDR, PC_TABLES_SIZE, PC_MPTABLE_ADDR, cpus))
+		info("the PC machine has no MP table above %u vCPUs: the guest must use ACPI",
+		     MPTABLE_MAX_CPUS);
+	return 0;
+}
+
 /* After the one line saying why: everything vm_create took goes back. */
 static int give_back(struct vm *vm, int status)
 {
@@ -180,6 +232,8 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	vm->mem = mem;
 	vm->ram_size = layout.ram_size;
+	if (c->machine == MACHINE_PC && (r = pc_prepare(vm, layout.cpus)))
+		return give_back(vm, r);
 	/* Before /dev/kvm, so that a bad image is reported on any host. */
 	r = loader_load(c->image, vm->mem, layout.ram_size, layout.cpus, &layout.image_size,
 			err, sizeof(err));
@@ -199,6 +253,9 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	if (kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size, &vm->vm_fd) ||
 	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs),
 				   vm->split_lock_emulate))
+		return give_back(vm, VMM_EXIT_HOST);
+	if (vm->machine == MACHINE_PC &&
+	    (kvm_require(vm->kvm_fd, pc_caps, ARRAY_SIZE(pc_caps)) || kvm_pc_create(vm->vm_fd)))
 		return give_back(vm, VMM_EXIT_HOST);
 	run_size = kvm_run_size(vm->kvm_fd);
 	if (run_size < 0)
