@@ -27,8 +27,13 @@ static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (vm_fail(v->vm, status, "vCPU %u: %s", v->index, msg))
-		dump_vcpu(v);
+	if (!vm_fail(v->vm, status, "vCPU %u: %s", v->index, msg))
+		return;
+	dump_vcpu(v);
+	/* On the PC machine the guest starts vCPUs 1-N itself, from real mode. */
+	if (v->vm->machine == MACHINE_PC && v->index)
+		errmsg("vCPU %u is one the guest started (INIT, SIPI, real mode); where this KVM cannot run that start (vmm --host-info: entering long mode), boot with -c 1",
+		       v->index);
 }
 
 static void handle_internal_error(struct vcpu *v)

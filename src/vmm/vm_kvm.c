@@ -46,7 +46,7 @@ static const struct kvm_cap_need singlestep_caps[] = {
 	  "cheap register access on every single-step under --split-lock=emulate" },
 };
 
-static const struct kvm_cap_need pc_caps[] = {
+static const struct kvm_cap_need irqchip_caps[] = {
 	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP", "the PC machine's interrupt controllers" },
 	{ KVM_CAP_PIT2, "KVM_CAP_PIT2", "the PC machine's timer (PIT)" },
 	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR", "the PC machine's real-mode support" },
@@ -140,7 +140,7 @@ int vm_probe(bool emulate, unsigned quirks, struct host_profile *p)
 }
 
 /* COM1's bytes, as one stream (pc.c calls it under its lock). */
-static void pc_console(void *ctx, uint8_t byte)
+static void com1_to_console(void *ctx, uint8_t byte)
 {
 	struct vm *vm = ctx;
 
@@ -148,7 +148,7 @@ static void pc_console(void *ctx, uint8_t byte)
 }
 
 /* An ISA interrupt line, into KVM's PIC and I/O APIC. */
-static void pc_irq_line(void *ctx, unsigned irq, bool level)
+static void isa_irq_line(void *ctx, unsigned irq, bool level)
 {
 	struct vm *vm = ctx;
 	int r = __kvm_irq_line(vm->vm_fd, irq, level);
@@ -163,20 +163,44 @@ static void pc_irq_line(void *ctx, unsigned irq, bool level)
  * (the 0xe0000-0xfffff segment, reserved in the memory map). 0, or the exit
  * status after one line.
  */
-static int pc_prepare(struct vm *vm, unsigned cpus)
+static int prepare_pc(struct vm *vm, unsigned cpus)
 {
 	if (vm->ram_size > PC_RAM_MAX) {
 		errmsg("-m: the PC machine's RAM ends at %llu MiB, below its local and I/O APICs; give at most -m %llu",
 		       (unsigned long long)(PC_RAM_MAX >> 20), (unsigned long long)(PC_RAM_MAX >> 20));
 		return VMM_EXIT_USAGE;
 	}
-	pc_init(&vm->pc, cpus, vm->ram_size, pc_console, pc_irq_line, vm);
+	pc_init(&vm->pc, cpus, vm->ram_size, com1_to_console, isa_irq_line, vm);
 	vm->machine = MACHINE_PC;	/* from here vm_destroy() gives the devices back */
 	(void)acpi_build(vm->mem + PC_ACPI_ADDR, PC_TABLES_SIZE, PC_ACPI_ADDR, cpus);
 	/* Kernels without ACPI find no MP table above 255 vCPUs, and say so. */
 	if (!mptable_build(vm->mem + PC_MPTABLE_ADDR, PC_TABLES_SIZE, PC_MPTABLE_ADDR, cpus))
 		info("the PC machine has no MP table above %u vCPUs: the guest must use ACPI",
 		     MPTABLE_MAX_CPUS);
+	return 0;
+}
+
+/*
+ * KVM's interrupt controllers and PIT, before any vCPU. With more than one
+ * vCPU, whether this KVM runs the start-up code of the guest's other CPUs
+ * (real mode to IA-32e mode after INIT and SIPI): if not, said at once.
+ */
+static int make_pc_irqchip(struct vm *vm)
+{
+	char err[160] = "";
+	int r;
+
+	if (kvm_require(vm->kvm_fd, irqchip_caps, ARRAY_SIZE(irqchip_caps)) || kvm_pc_create(vm->vm_fd))
+		return -1;
+	if (vm->ncpus < 2)
+		return 0;
+	r = hostinfo_probe_enter_long_mode(vm->kvm_fd, err, sizeof(err));
+	if (r == 0)
+		warn("this KVM stops a guest that enters long mode itself (vmm --host-info: entering long mode): the guest's start of vCPUs 1-%u will stop the VM; boot with -c 1 here",
+		     vm->ncpus - 1);
+	else if (r < 0)
+		warn("probing whether this KVM runs the start of the guest's other vCPUs failed (%s); going on",
+		     err);
 	return 0;
 }
 
@@ -232,7 +256,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	vm->mem = mem;
 	vm->ram_size = layout.ram_size;
-	if (c->machine == MACHINE_PC && (r = pc_prepare(vm, layout.cpus)))
+	if (c->machine == MACHINE_PC && (r = prepare_pc(vm, layout.cpus)))
 		return give_back(vm, r);
 	/* Before /dev/kvm, so that a bad image is reported on any host. */
 	r = loader_load(c->image, vm->mem, layout.ram_size, layout.cpus, &layout.image_size,
@@ -254,8 +278,7 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs),
 				   vm->split_lock_emulate))
 		return give_back(vm, VMM_EXIT_HOST);
-	if (vm->machine == MACHINE_PC &&
-	    (kvm_require(vm->kvm_fd, pc_caps, ARRAY_SIZE(pc_caps)) || kvm_pc_create(vm->vm_fd)))
+	if (vm->machine == MACHINE_PC && make_pc_irqchip(vm))
 		return give_back(vm, VMM_EXIT_HOST);
 	run_size = kvm_run_size(vm->kvm_fd);
 	if (run_size < 0)

@@ -269,8 +269,8 @@ MUTANTS = [
         "name": "sigterm-ignored",
         "what": "SIGTERM is read from the signalfd and ignored: the VM runs on",
         "edits": [("src/vmm/main.c",
-                   "\t\t\tif (read(sig_fd, &si, sizeof(si)) == sizeof(si) &&\n",
-                   "\t\t\tif (read(sig_fd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGTERM &&\n")],
+                   "\tif (read(sig_fd, &si, sizeof(si)) == sizeof(si) &&\n",
+                   "\tif (read(sig_fd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGTERM &&\n")],
         "tests": ["signal-term"],
     },
     {
