@@ -195,8 +195,14 @@ static void pci_io(struct pc *pc, uint16_t port, bool out, unsigned size, uint8_
 static enum pc_event com1_io(struct pc *pc, uint16_t port, bool out, unsigned size, uint8_t *data)
 {
 	for (unsigned i = 0; i < size; i++) {
-		unsigned reg = (port + i - PC_COM1) & 7;
+		unsigned reg = port + i - PC_COM1;
 
+		/* A wide access at the last registers reaches past the UART: nothing there. */
+		if (reg > 7) {
+			if (!out)
+				data[i] = 0xff;
+			continue;
+		}
 		if (out) {
 			uart_write(&pc->com1, reg, data[i]);
 		} else {

@@ -218,6 +218,10 @@ static void com1_output_and_irq(void **state)
 	assert_memory_equal(out, "ok", 2);
 	assert_int_equal(inb(PC_COM1 + UART_IIR) & 0x0f, UART_IIR_THRI);
 	assert_false(irq_level);
+	/* A 32-bit OUT at the scratch register does not wrap round to THR. */
+	assert_int_equal(outl(PC_COM1 + UART_SCR, 0x41414141, &(uint32_t){ 0 }), PC_EVENT_NONE);
+	assert_int_equal(nout, 2);
+	assert_int_equal(inb(PC_COM1 + UART_SCR), 0x41);
 }
 
 /* Input queues while the FIFO is full and flows in as the guest reads: nothing lost. */
