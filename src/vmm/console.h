@@ -5,7 +5,7 @@
  * while pc.c's queue is full stdin is not read. Ctrl-A x stops the VM
  * (VMM_EXIT_ESCAPE), Ctrl-A Ctrl-A sends one Ctrl-A, Ctrl-A and any other
  * byte send both, as QEMU's -nographic console does. End of input stops
- * reading; the guest runs on. console_tty.c puts a terminal in raw mode.
+ * reading; the guest runs on. tty.c puts a terminal in raw mode.
  */
 #ifndef VMM_CONSOLE_H
 #define VMM_CONSOLE_H

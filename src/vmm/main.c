@@ -15,7 +15,7 @@
 #include "boot.h"
 #include "cli.h"
 #include "console.h"
-#include "console_tty.h"
+#include "tty.h"
 #include "hostinfo.h"
 #include "log.h"
 #include "sandbox.h"
@@ -312,7 +312,7 @@ static int run(struct vm *vm, const struct cli_options *o, const struct policy_d
 
 	vcpu_signals_init();
 	console_init(&con, STDIN_FILENO);
-	if (vm->machine == MACHINE_PC && console_tty_raw(STDIN_FILENO))
+	if (vm->machine == MACHINE_PC && tty_raw(STDIN_FILENO))
 		info("the console is in raw mode: Ctrl-A x stops the VM, Ctrl-A Ctrl-A sends Ctrl-A");
 	sandbox_enter();
 	info("%s", d->line);
@@ -393,7 +393,7 @@ int main(int argc, char **argv)
 	vm_destroy(&vm);
 out:
 	close(sig_fd);
-	console_tty_restore();
+	tty_restore();
 	die_by_signal(status);
 	return status;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Raw mode for a terminal console (console_tty.h). */
-#include "console_tty.h"
+/* Raw mode for a terminal console (tty.h). */
+#include "tty.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ static struct {
 	struct termios saved;
 } tty = { .fd = -1 };
 
-void console_tty_restore(void)
+void tty_restore(void)
 {
 	if (!tty.raw)
 		return;
@@ -26,7 +26,7 @@ void console_tty_restore(void)
 		     strerror(errno));
 }
 
-bool console_tty_raw(int fd)
+bool tty_raw(int fd)
 {
 	static bool registered;
 	struct termios t;
@@ -48,7 +48,7 @@ bool console_tty_raw(int fd)
 	}
 	tty.fd = fd;
 	tty.raw = true;
-	if (!registered && atexit(console_tty_restore) == 0)
+	if (!registered && atexit(tty_restore) == 0)
 		registered = true;
 	return true;
 }

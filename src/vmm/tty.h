@@ -4,19 +4,19 @@
  * editing, no echo, Ctrl-C and Ctrl-Z go to the guest; output processing
  * kept, so vmm's own lines stay readable) and restored on every way out.
  */
-#ifndef VMM_CONSOLE_TTY_H
-#define VMM_CONSOLE_TTY_H
+#ifndef VMM_TTY_H
+#define VMM_TTY_H
 
 #include <stdbool.h>
 
 /*
  * Raw mode on fd if it is a terminal; the old mode is kept for
- * console_tty_restore(), which it also registers with atexit. False if fd
+ * tty_restore(), which it also registers with atexit. False if fd
  * is not a terminal (nothing changed) or its mode could not be set (a
  * warning said so).
  */
-bool console_tty_raw(int fd);
+bool tty_raw(int fd);
 /* The mode as it was; does nothing the second time or without raw mode. */
-void console_tty_restore(void);
+void tty_restore(void);
 
 #endif
