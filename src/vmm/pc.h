@@ -38,12 +38,15 @@
 /*
  * Guest-physical layout: RAM ends below the 32-bit hole (the I/O APIC at
  * 0xfec00000, the local APICs at 0xfee00000, KVM's TSS pages); the ACPI
- * tables and the MP table live in the reserved segment below 1 MiB.
+ * tables, the MP table and SMBIOS live in the reserved segment below 1 MiB.
  */
 #define PC_RAM_MAX       0xc0000000ull
 #define PC_ACPI_ADDR     0xe0000u
+#define PC_ACPI_SIZE     0x10000u
 #define PC_MPTABLE_ADDR  0xf0000u
-#define PC_TABLES_SIZE   0x10000u   /* each */
+#define PC_MPTABLE_SIZE  0x8000u
+#define PC_SMBIOS_ADDR   0xf8000u
+#define PC_SMBIOS_SIZE   0x8000u
 
 /* fw_cfg keys, as QEMU numbers them. */
 #define PC_FW_CFG_SIGNATURE 0x00u  /* "QEMU" */

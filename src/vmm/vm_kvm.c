@@ -22,6 +22,7 @@
 #include "loader.h"
 #include "log.h"
 #include "mptable.h"
+#include "smbios.h"
 #include "vcpu.h"
 #include "vmm_msr.h"
 #include "vmm_status.h"
@@ -172,9 +173,10 @@ static int prepare_pc(struct vm *vm, unsigned cpus)
 	}
 	pc_init(&vm->pc, cpus, vm->ram_size, com1_to_console, isa_irq_line, vm);
 	vm->machine = MACHINE_PC;	/* from here vm_destroy() gives the devices back */
-	(void)acpi_build(vm->mem + PC_ACPI_ADDR, PC_TABLES_SIZE, PC_ACPI_ADDR, cpus);
+	(void)acpi_build(vm->mem + PC_ACPI_ADDR, PC_ACPI_SIZE, PC_ACPI_ADDR, cpus);
+	(void)smbios_build(vm->mem + PC_SMBIOS_ADDR, PC_SMBIOS_SIZE, PC_SMBIOS_ADDR);
 	/* Kernels without ACPI find no MP table above 255 vCPUs, and say so. */
-	if (!mptable_build(vm->mem + PC_MPTABLE_ADDR, PC_TABLES_SIZE, PC_MPTABLE_ADDR, cpus))
+	if (!mptable_build(vm->mem + PC_MPTABLE_ADDR, PC_MPTABLE_SIZE, PC_MPTABLE_ADDR, cpus))
 		info("the PC machine has no MP table above %u vCPUs: the guest must use ACPI",
 		     MPTABLE_MAX_CPUS);
 	return 0;

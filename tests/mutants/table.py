@@ -1309,4 +1309,18 @@ MUTANTS = [
         "unit": ["console"],
         "tests": [],
     },
+    {
+        "name": "smbios-old-bios",
+        "what": "the SMBIOS BIOS date is before 2001: Linux distrusts PCI mechanism #1 and says 'PCI: Fatal'",
+        "edits": [("src/vmm/smbios.c", 'SMBIOS_BIOS_DATE "\\0"', '"01/01/1999\\0"')],
+        "unit": ["acpi"],
+        "tests": [],
+    },
+    {
+        "name": "smbios-bad-checksum",
+        "what": "the SMBIOS entry point's checksum is off: Linux finds no DMI",
+        "edits": [("src/vmm/smbios.c", "\tbuf[4] = fwtable_checksum(buf, EP_LEN);", "\tbuf[4] = 0;")],
+        "unit": ["acpi"],
+        "tests": [],
+    },
 ]

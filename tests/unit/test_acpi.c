@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PC machine's ACPI tables and MP table, parsed back: checksums, the
+ * The PC machine's ACPI tables, MP table and SMBIOS, parsed back: checksums, the
  * guest firmware's own MADT reader (firmware/acpi.c), and the fields Linux
  * reads for CPUs, interrupt routing, power-off and reset.
  */
@@ -10,11 +10,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../firmware/acpi.h"
 #include "acpi.h"
 #include "mptable.h"
+#include "smbios.h"
 
 #define BASE 0xe0000u
 #define MP_BASE 0xf0000u
@@ -250,6 +252,60 @@ static void mptable_entries(void **state)
 	assert_int_equal(count[4], 2);
 }
 
+/* The string `n` (1-based) of the structure at s, whose formatted part is s[1] long. */
+static const char *smbios_string(const uint8_t *s, unsigned n)
+{
+	const char *p = (const char *)s + s[1];
+
+	while (--n)
+		p += strlen(p) + 1;
+	return p;
+}
+
+/* Where Linux's dmi_scan looks: an entry point, checksums, structures to the end marker. */
+static void smbios_found_and_walked(void **state)
+{
+	const uint64_t at = 0xf8000;
+	const uint8_t *ep = NULL, *s, *end;
+	unsigned types[3] = { 0 }, n = 0;
+
+	(void)state;
+	memset(mem, 0xcc, sizeof(mem));
+	assert_int_equal(smbios_build(mem + (at - BASE), smbios_size() - 1, at), 0);
+	assert_int_equal(smbios_build(mem + (at - BASE), 0x1000, at), smbios_size());
+	for (uint64_t a = 0xf0000; a < 0x100000 && !ep; a += 16)
+		if (!memcmp(phys(a, 32, NULL), "_SM_", 4))
+			ep = phys(a, 32, NULL);
+	assert_non_null(ep);
+	assert_int_equal(sum(ep, ep[5]), 0);
+	assert_memory_equal(ep + 16, "_DMI_", 5);
+	assert_int_equal(sum(ep + 16, 15), 0);
+	s = phys(le32(ep + 24), ep[22] | ep[23] << 8, NULL);
+	assert_non_null(s);
+	end = s + (ep[22] | ep[23] << 8);
+	while (s < end) {
+		const uint8_t *next = s + s[1];
+
+		while (next[0] || next[1])	/* the strings end in two NULs */
+			next++;
+		if (s[0] == 0) {
+			assert_string_equal(smbios_string(s, s[8]), SMBIOS_BIOS_DATE);
+			/* Linux's pci_sanity_check() trusts mechanism #1 from 2001 on. */
+			assert_true(atoi(smbios_string(s, s[8]) + 6) >= 2001);
+			types[0]++;
+		}
+		types[1] += s[0] == 1;
+		types[2] += s[0] == 127;
+		n++;
+		s = next + 2;
+	}
+	assert_ptr_equal(s, end);
+	assert_int_equal(n, ep[28] | ep[29] << 8);
+	assert_int_equal(types[0], 1);
+	assert_int_equal(types[1], 1);
+	assert_int_equal(types[2], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +316,7 @@ int main(void)
 		cmocka_unit_test(dsdt_s5_package),
 		cmocka_unit_test(too_small_builds_nothing),
 		cmocka_unit_test(mptable_entries),
+		cmocka_unit_test(smbios_found_and_walked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
