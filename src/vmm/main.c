@@ -303,6 +303,23 @@ static void stats_start(const struct cli_options *o)
 		die(VMM_EXIT_HOST, "on_exit failed");
 }
 
+/*
+ * The PC machine's console input: stdin, a terminal in raw mode. Not a
+ * terminal in the background: that would stop vmm (SIGTTIN, SIGTTOU).
+ */
+static void console_start(const struct vm *vm, struct console *con)
+{
+	console_init(con, STDIN_FILENO);
+	if (vm->machine != MACHINE_PC)
+		return;
+	if (tty_in_background(STDIN_FILENO)) {
+		con->done = true;
+		info("standard input is a terminal and vmm runs in the background: the guest gets no console input");
+	} else if (tty_raw(STDIN_FILENO)) {
+		info("the console is in raw mode: Ctrl-A x stops the VM, Ctrl-A Ctrl-A sends Ctrl-A");
+	}
+}
+
 /* Runs the VM to its end; its status, --stats written. */
 static int run(struct vm *vm, const struct cli_options *o, const struct policy_decision *d,
 	       int sig_fd)
@@ -311,9 +328,7 @@ static int run(struct vm *vm, const struct cli_options *o, const struct policy_d
 	int status;
 
 	vcpu_signals_init();
-	console_init(&con, STDIN_FILENO);
-	if (vm->machine == MACHINE_PC && tty_raw(STDIN_FILENO))
-		info("the console is in raw mode: Ctrl-A x stops the VM, Ctrl-A Ctrl-A sends Ctrl-A");
+	console_start(vm, &con);
 	sandbox_enter();
 	info("%s", d->line);
 	start_vcpus(vm);

@@ -26,6 +26,16 @@ void tty_restore(void)
 		     strerror(errno));
 }
 
+bool tty_in_background(int fd)
+{
+	pid_t fg;
+
+	if (!isatty(fd))
+		return false;
+	fg = tcgetpgrp(fd);
+	return fg >= 0 && fg != getpgrp();
+}
+
 bool tty_raw(int fd)
 {
 	static bool registered;

@@ -16,6 +16,12 @@
  * warning said so).
  */
 bool tty_raw(int fd);
+/*
+ * True if fd is a terminal whose foreground is another process group (vmm
+ * runs in the background): reading it or setting its mode would stop vmm
+ * with SIGTTIN or SIGTTOU.
+ */
+bool tty_in_background(int fd);
 /* The mode as it was; does nothing the second time or without raw mode. */
 void tty_restore(void);
 
