@@ -21,6 +21,8 @@
 
 /* Ports Linux probes on its way up that a PC without those devices ignores. */
 static const struct { uint16_t first, last; } quiet[] = {
+	{ 0x2e, 0x2f },         /* Super I/O configuration, probed by the 8250 driver */
+	{ 0x4e, 0x4f },         /* the other Super I/O address */
 	{ 0x61, 0x61 },         /* system control port B (KVM's PIT takes it) */
 	{ 0x80, 0x8f },         /* the POST/delay port, DMA page registers */
 	{ 0xed, 0xed },         /* the other delay port */
@@ -31,9 +33,13 @@ static const struct { uint16_t first, last; } quiet[] = {
 	{ ACPI_SLEEP_STATUS_PORT, ACPI_SLEEP_STATUS_PORT },
 };
 
+/* clock_gettime(), which the sandbox allows where the vDSO is missing; time() is not. */
 static time_t host_time(void)
 {
-	return time(NULL);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec;
 }
 
 static void com1_tx(void *ctx, uint8_t byte)
@@ -91,23 +97,58 @@ static uint8_t bcd(const struct pc *pc, unsigned v)
 	return pc->cmos[CMOS_REG_B] & CMOS_B_BINARY ? (uint8_t)v : (uint8_t)((v / 10) << 4 | v % 10);
 }
 
+struct date {
+	unsigned year, month, day, weekday, hour, minute, second;  /* weekday: Sunday 1 */
+};
+
+/*
+ * UTC from seconds since 1970 (Howard Hinnant's days-to-civil), without
+ * the C library: gmtime_r() reads /etc/localtime the first time, which the
+ * sandbox refuses.
+ */
+static struct date utc(time_t t)
+{
+	int64_t days = (int64_t)t / 86400, secs = (int64_t)t % 86400;
+	int64_t z, era;
+	unsigned doe, yoe, doy, mp;
+	struct date d;
+
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	z = days + 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (unsigned)(z - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	d.day = doy - (153 * mp + 2) / 5 + 1;
+	d.month = mp < 10 ? mp + 3 : mp - 9;
+	d.year = (unsigned)(yoe + era * 400) + (d.month <= 2);
+	d.weekday = (unsigned)(((days + 4) % 7 + 7) % 7) + 1;	/* 1970-01-01: a Thursday */
+	d.hour = (unsigned)(secs / 3600);
+	d.minute = (unsigned)(secs / 60 % 60);
+	d.second = (unsigned)(secs % 60);
+	return d;
+}
+
 /* The clock registers read the host's time in UTC, as Linux expects of a PC. */
 static uint8_t cmos_read(struct pc *pc, uint8_t index)
 {
-	time_t t = pc->now();
-	struct tm tm;
+	struct date d = { 0 };
 
 	if (index <= 9 || index == CMOS_CENTURY)
-		gmtime_r(&t, &tm);
+		d = utc(pc->now());
 	switch (index) {
-	case 0: return bcd(pc, (unsigned)tm.tm_sec);
-	case 2: return bcd(pc, (unsigned)tm.tm_min);
-	case 4: return bcd(pc, (unsigned)tm.tm_hour);
-	case 6: return bcd(pc, (unsigned)tm.tm_wday + 1);
-	case 7: return bcd(pc, (unsigned)tm.tm_mday);
-	case 8: return bcd(pc, (unsigned)tm.tm_mon + 1);
-	case 9: return bcd(pc, (unsigned)tm.tm_year % 100);
-	case CMOS_CENTURY: return bcd(pc, (unsigned)(tm.tm_year + 1900) / 100);
+	case 0: return bcd(pc, d.second);
+	case 2: return bcd(pc, d.minute);
+	case 4: return bcd(pc, d.hour);
+	case 6: return bcd(pc, d.weekday);
+	case 7: return bcd(pc, d.day);
+	case 8: return bcd(pc, d.month);
+	case 9: return bcd(pc, d.year % 100);
+	case CMOS_CENTURY: return bcd(pc, d.year / 100);
 	case CMOS_REG_A: return 0x26;           /* 32.768 kHz, 1024 Hz; no update in progress */
 	case CMOS_REG_C: return 0;              /* no interrupt flags: IRQ 8 never fires */
 	case CMOS_REG_D: return 0x80;           /* the battery is good */

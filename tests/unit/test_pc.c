@@ -37,6 +37,21 @@ static time_t fixed_time(void)
 	return 1796691723;
 }
 
+static time_t now;
+
+static time_t settable_time(void)
+{
+	return now;
+}
+
+/* 2000-02-29 12:00:00, 1999-12-31 23:59:59, 2100-03-01 00:00:00, the epoch, 2038-01-19 03:14:08. */
+static const time_t other_times[] = { 951825600, 946684799, 4107542400, 0, 2147483648 };
+
+static uint8_t bcd(unsigned v)
+{
+	return (uint8_t)((v / 10) << 4 | v % 10);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -165,6 +180,24 @@ static void rtc_reads_the_time(void **state)
 	assert_int_equal(cmos(0x0a) & 0x80, 0);	/* no update in progress */
 	assert_int_equal(cmos(0x0b), 0x02);	/* BCD, 24 hours */
 	assert_int_equal(cmos(0x0d), 0x80);
+	/* A leap day and the last second of a century's year, as the host's libc has them. */
+	for (size_t i = 0; i < sizeof(other_times) / sizeof(other_times[0]); i++) {
+		time_t t = other_times[i];
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		now = t;
+		pc.now = settable_time;
+		assert_int_equal(cmos(0x00), bcd((unsigned)tm.tm_sec));
+		assert_int_equal(cmos(0x02), bcd((unsigned)tm.tm_min));
+		assert_int_equal(cmos(0x04), bcd((unsigned)tm.tm_hour));
+		assert_int_equal(cmos(0x06), bcd((unsigned)tm.tm_wday + 1));
+		assert_int_equal(cmos(0x07), bcd((unsigned)tm.tm_mday));
+		assert_int_equal(cmos(0x08), bcd((unsigned)tm.tm_mon + 1));
+		assert_int_equal(cmos(0x09), bcd((unsigned)tm.tm_year % 100));
+		assert_int_equal(cmos(0x32), bcd((unsigned)(tm.tm_year + 1900) / 100));
+	}
+	pc.now = fixed_time;
 	/* Binary mode, as a guest may choose. */
 	assert_int_equal(outb(PC_CMOS_INDEX, 0x0b), PC_EVENT_NONE);
 	assert_int_equal(outb(PC_CMOS_DATA, 0x06), PC_EVENT_NONE);
@@ -200,6 +233,8 @@ static void probed_ports_are_quiet(void **state)
 	assert_int_equal(inb(0x80), 0xff);
 	assert_int_equal(inb(0x2f8 + 5), 0xff);	/* COM2's LSR: no UART */
 	assert_int_equal(inb(0x3d4), 0xff);
+	assert_int_equal(inb(0x2f), 0xff);	/* Super I/O */
+	assert_int_equal(inb(0x4f), 0xff);
 	assert_int_equal(pc_io(&pc, 0x1234, false, 1, &v, &value), PC_EVENT_UNKNOWN);
 	assert_int_equal(pc_io(&pc, 0x20, false, 1, &v, &value), PC_EVENT_UNKNOWN);
 }
