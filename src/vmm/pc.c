@@ -42,11 +42,13 @@ static time_t host_time(void)
 	return ts.tv_sec;
 }
 
+/* One access sends at most one byte per byte it writes: pc_io() passes them on. */
 static void com1_tx(void *ctx, uint8_t byte)
 {
 	struct pc *pc = ctx;
 
-	pc->console(pc->ctx, byte);
+	if (pc->tx_len < sizeof(pc->tx))
+		pc->tx[pc->tx_len++] = byte;
 }
 
 static void com1_irq(void *ctx, bool level)
@@ -62,6 +64,7 @@ void pc_init(struct pc *pc, unsigned cpus, uint64_t ram_size,
 {
 	memset(pc, 0, sizeof(*pc));
 	pthread_mutex_init(&pc->lock, NULL);
+	pthread_mutex_init(&pc->output, NULL);
 	pc->cpus = cpus;
 	pc->ram_size = ram_size;
 	pc->console = console;
@@ -74,6 +77,7 @@ void pc_init(struct pc *pc, unsigned cpus, uint64_t ram_size,
 
 void pc_destroy(struct pc *pc)
 {
+	pthread_mutex_destroy(&pc->output);
 	pthread_mutex_destroy(&pc->lock);
 }
 
@@ -320,9 +324,23 @@ enum pc_event pc_io(struct pc *pc, uint16_t port, bool out, unsigned size, uint8
 
 	if (size > 4)
 		size = 4;
+	uint8_t tx[sizeof(pc->tx)];
+	size_t n;
+
 	pthread_mutex_lock(&pc->lock);
 	e = dispatch(pc, port, out, size, data, value);
+	n = pc->tx_len;
+	pc->tx_len = 0;
+	if (!n) {
+		pthread_mutex_unlock(&pc->lock);
+		return e;
+	}
+	memcpy(tx, pc->tx, n);
+	pthread_mutex_lock(&pc->output);
 	pthread_mutex_unlock(&pc->lock);
+	for (size_t i = 0; i < n; i++)
+		pc->console(pc->ctx, tx[i]);
+	pthread_mutex_unlock(&pc->output);
 	return e;
 }
 

@@ -68,6 +68,14 @@ enum pc_event {
 
 struct pc {
 	pthread_mutex_t lock;
+	/*
+	 * Taken before `lock` is let go and held while COM1's bytes go out, so
+	 * that they leave in order while `lock` is free: a console reader that
+	 * stalls holds up the writing vCPU, never console input or the main loop.
+	 */
+	pthread_mutex_t output;
+	uint8_t tx[4];                     /* bytes sent by the access under way */
+	size_t tx_len;
 	struct uart com1;
 	unsigned cpus;
 	uint64_t ram_size;
@@ -85,8 +93,8 @@ struct pc {
 };
 
 /*
- * The devices at power-on. `console` gets each byte COM1 sends, `irq_line`
- * each change of an ISA interrupt line; both are called with pc->lock held.
+ * The devices at power-on. `console` gets each byte COM1 sends, outside
+ * pc->lock; `irq_line` each change of an ISA interrupt line, with it held.
  */
 void pc_init(struct pc *pc, unsigned cpus, uint64_t ram_size,
 	     void (*console)(void *, uint8_t), void (*irq_line)(void *, unsigned, bool),

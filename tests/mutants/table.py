@@ -1323,4 +1323,13 @@ MUTANTS = [
         "unit": ["acpi"],
         "tests": [],
     },
+    {
+        "name": "pc-output-under-lock",
+        "what": "COM1's bytes go out with the devices' lock held: a stalled console reader blocks console input and the main loop",
+        "edits": [("src/vmm/pc.c",
+                   "\tpthread_mutex_unlock(&pc->lock);\n\tfor (size_t i = 0; i < n; i++)\n\t\tpc->console(pc->ctx, tx[i]);\n",
+                   "\tfor (size_t i = 0; i < n; i++)\n\t\tpc->console(pc->ctx, tx[i]);\n\tpthread_mutex_unlock(&pc->lock);\n")],
+        "unit": ["pc"],
+        "tests": [],
+    },
 ]

@@ -6,7 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acpi.h"
 #include "pc.h"
@@ -285,6 +288,48 @@ static void com1_input_flows(void **state)
 	assert_int_equal(pc_input_room(&pc), PC_INPUT_MAX);
 }
 
+static sem_t in_console, release;
+
+/* A console reader that stalls until told to go on. */
+static void stalled_console(void *ctx, uint8_t byte)
+{
+	(void)ctx;
+	(void)byte;
+	sem_post(&in_console);
+	sem_wait(&release);
+}
+
+static void *send_a_byte(void *arg)
+{
+	(void)arg;
+	(void)outb(PC_COM1, 'z');
+	return NULL;
+}
+
+/* While a vCPU's byte waits for the console, input and other ports go on. */
+static void stalled_output_blocks_no_input(void **state)
+{
+	pthread_t t;
+	uint8_t b = 'i';
+
+	(void)state;
+	alarm(10);	/* a deadlock ends the test, failed, in 10 s */
+	sem_init(&in_console, 0, 0);
+	sem_init(&release, 0, 0);
+	pc.console = stalled_console;
+	assert_int_equal(pthread_create(&t, NULL, send_a_byte, NULL), 0);
+	sem_wait(&in_console);
+	assert_int_equal(pc_input_room(&pc), PC_INPUT_MAX);
+	assert_int_equal(pc_input(&pc, &b, 1), 1);
+	assert_int_equal(cmos(0x0d), 0x80);
+	sem_post(&release);
+	pthread_join(t, NULL);
+	assert_int_equal(inb(PC_COM1), 'i');
+	sem_destroy(&in_console);
+	sem_destroy(&release);
+	alarm(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +342,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(probed_ports_are_quiet, setup, teardown),
 		cmocka_unit_test_setup_teardown(com1_output_and_irq, setup, teardown),
 		cmocka_unit_test_setup_teardown(com1_input_flows, setup, teardown),
+		cmocka_unit_test_setup_teardown(stalled_output_blocks_no_input, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
