@@ -4,7 +4,9 @@
  * passes it on unchanged; every other status belongs to vmm, so none of
  * vmm's own can be mistaken for a guest's. Errors of vmm itself use the
  * sysexits(3) numbers with sysexits' meanings; a VM that vmm stopped gets
- * 80-87, which sysexits leaves free; 77 (a test's skip) is not used.
+ * 80-90, which sysexits leaves free; 77 (a test's skip) is not used. On
+ * the PC machine the guest's status comes from isa-debug-exit (port 0xf4:
+ * value V gives (V << 1) | 1, so 1-63 and odd).
  */
 #ifndef VMM_STATUS_H
 #define VMM_STATUS_H
@@ -35,8 +37,11 @@
 #define VMM_EXIT_TIMEOUT         85  /* --timeout expired */
 #define VMM_EXIT_BAD_STATUS      86  /* guest wrote a status above GUEST_STATUS_MAX */
 #define VMM_EXIT_SPLIT_LOCK      87  /* guest split lock it did not ask #AC for */
+#define VMM_EXIT_POWEROFF        88  /* PC machine: the guest powered off (ACPI S5) */
+#define VMM_EXIT_RESET           89  /* PC machine: the guest reset it; vmm does not reboot */
+#define VMM_EXIT_ESCAPE          90  /* PC machine: Ctrl-A x on the console */
 #define VMM_EXIT_VM_FIRST        80
-#define VMM_EXIT_VM_LAST         87
+#define VMM_EXIT_VM_LAST         90
 
 /*
  * 128 + N: stopped by signal N (SIGINT -> 130, SIGTERM -> 143): the VM's

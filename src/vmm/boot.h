@@ -18,8 +18,10 @@
 #include "x86.h"
 
 /*
- * The machine a VM is: BARE for flat images (no interrupt controller, HLT
- * parks, COM1 by lines), PC for kernels (the devices a PC kernel expects).
+ * The machine a guest gets (docs/design.md, "Machines"): the bare one of
+ * flat images (no interrupt controller, HLT exits, COM1 line-buffered per
+ * vCPU, the exit port's status as written), or a PC for kernels (KVM's
+ * interrupt controllers and PIT, pc.c's ports, ACPI and MP tables).
  */
 enum machine { MACHINE_BARE, MACHINE_PC };
 

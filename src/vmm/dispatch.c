@@ -28,8 +28,13 @@ static void fatal_exit(struct vcpu *v, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (vm_fail(v->vm, status, "vCPU %u: %s%s", v->index, msg, v->vm->stop_hint ? v->vm->stop_hint : ""))
-		dump_vcpu(v);
+	if (!vm_fail(v->vm, status, "vCPU %u: %s%s", v->index, msg, v->vm->stop_hint ? v->vm->stop_hint : ""))
+		return;
+	dump_vcpu(v);
+	/* On the PC machine the guest starts vCPUs 1-N itself, from real mode. */
+	if (v->vm->machine == MACHINE_PC && v->index)
+		errmsg("vCPU %u is one the guest started (INIT, SIPI, real mode); where this KVM cannot run that start (vmm --host-info: entering long mode), boot with -c 1",
+		       v->index);
 }
 
 /*

@@ -37,6 +37,7 @@ void hostinfo_init(struct hostinfo *hi)
 	hi->intn_error_code = -1;
 	hi->lock_ud = -1;
 	hi->leave_long_mode = -1;
+	hi->enter_long_mode = -1;
 	hi->cpl0_events = -1;
 	hi->cpl1 = -1;
 	hi->iret_step = -1;
@@ -445,6 +446,8 @@ static void print_yes_no_probes(FILE *out, const struct hostinfo *hi)
 		{ "LOCK MOV #UD:", hi->lock_ud, "this CPU completes a store with a LOCK prefix" },
 		{ "leaving long mode:", hi->leave_long_mode,
 		  "this KVM stops a guest that clears CR0.PG and EFER.LME, or pages outside IA-32e mode" },
+		{ "entering long mode:", hi->enter_long_mode,
+		  "this KVM stops a guest that sets EFER.LME itself: the PC machine's guests bring up one CPU only" },
 		{ "CPL0 events under TF:", hi->cpl0_events,
 		  "this KVM stops the VM, internal error, at INT3 or #UD at CPL0 with TF set, or INT3 behind MOV SS" },
 		{ "IRETQ step trap:", hi->iret_step,
@@ -646,6 +649,7 @@ void hostinfo_print_json(FILE *out, const struct hostinfo *hi)
 		{ "intn_error_code", hi->intn_error_code },
 		{ "lock_ud", hi->lock_ud },
 		{ "leave_long_mode", hi->leave_long_mode },
+		{ "enter_long_mode", hi->enter_long_mode },
 		{ "cpl0_events", hi->cpl0_events },
 		{ "cpl1", hi->cpl1 },
 		{ "iret_step", hi->iret_step },

@@ -87,6 +87,9 @@ struct hostinfo {
 	int lock_ud;
 	/* probe guest, unwatched: 1 = it left IA-32e mode (CR0.PG, EFER.LME off) and came back */
 	int leave_long_mode;
+	/* probe guest, unwatched: 1 = from 32-bit protected mode it set EFER.LME and paging
+	 * and reached IA-32e mode (Linux's AP trampoline does); 0 = KVM stopped the VM (PVM) */
+	int enter_long_mode;
 	/* probe guest, unwatched: 1 = INT3 and #UD with TF set, and INT3 behind MOV SS,
 	 * are delivered at CPL0; 0 = KVM stops the VM there (its emulator's, PVM) */
 	int cpl0_events;
@@ -179,6 +182,12 @@ int hostinfo_probe_lock_ud(int kvm_fd, char *err, size_t errlen);
  * KVM of some hosts shuts it down at the EFER write), or -1 with err.
  */
 int hostinfo_probe_leave_long_mode(int kvm_fd, char *err, size_t errlen);
+/*
+ * Can a guest enter IA-32e mode itself, as an AP that INIT and SIPI start
+ * does: from 32-bit protected mode without paging, EFER.LME set with
+ * WRMSR, then CR4.PAE and CR0.PG? 1, 0 (the VM stopped), or -1 with err.
+ */
+int hostinfo_probe_enter_long_mode(int kvm_fd, char *err, size_t errlen);
 /*
  * Are events delivered at CPL0 where a KVM may emulate the guest: INT3 and
  * an undefined opcode with TF set, INT3 behind MOV SS? 1, 0 (KVM internal

@@ -1318,6 +1318,82 @@ int hostinfo_probe_leave_long_mode(int kvm, char *err, size_t errlen)
 }
 
 /*
+ * The way an application processor's start-up code goes after INIT and
+ * SIPI (Linux's trampoline): from real mode at LM_ON_ADDR, LGDT, CR0.PE,
+ * a far jump to 32-bit code (CS_PROBE_SEL), CR4.PAE, CR3 the boot PML4,
+ * EFER.LME with WRMSR, CR0.PG; then hlt, in IA-32e (compatibility) mode.
+ */
+#define LM_ON_ADDR  0x7000u
+#define LM_ON_GDTR  0x7f00u
+static const uint8_t lm_on_code[] = {
+	0x66, 0x0f, 0x01, 0x16, 0x00, 0x7f,	/* lgdtl LM_ON_GDTR */
+	0x0f, 0x20, 0xc0,			/* mov %cr0, %eax */
+	0x66, 0x83, 0xc8, 0x01,			/* or $PE, %eax */
+	0x0f, 0x22, 0xc0,			/* mov %eax, %cr0 */
+	0x66, 0xea, 0x18, 0x70, 0x00, 0x00, 0x28, 0x00,	/* ljmpl $CS_PROBE_SEL, $LM_ON_ADDR + 0x18 */
+	0x66, 0xb8, 0x10, 0x00,			/* mov $BOOT_SEL_DATA, %ax */
+	0x8e, 0xd8,				/* mov %ax, %ds */
+	0x8e, 0xd0,				/* mov %ax, %ss */
+	0x0f, 0x20, 0xe0,			/* mov %cr4, %eax */
+	0x83, 0xc8, 0x20,			/* or $PAE, %eax */
+	0x0f, 0x22, 0xe0,			/* mov %eax, %cr4 */
+	0xb8, 0x00, 0x20, 0x00, 0x00,		/* mov $BOOT_PML4_ADDR, %eax */
+	0x0f, 0x22, 0xd8,			/* mov %eax, %cr3 */
+	0xb9, 0x80, 0x00, 0x00, 0xc0,		/* mov $MSR_EFER, %ecx */
+	0x0f, 0x32,				/* rdmsr */
+	0x0d, 0x00, 0x01, 0x00, 0x00,		/* or $LME, %eax */
+	0x0f, 0x30,				/* wrmsr */
+	0x0f, 0x20, 0xc0,			/* mov %cr0, %eax */
+	0x0d, 0x00, 0x00, 0x00, 0x80,		/* or $PG, %eax */
+	0x0f, 0x22, 0xc0,			/* mov %eax, %cr0 */
+	0xf4,					/* hlt */
+};
+_Static_assert(BOOT_PML4_ADDR == 0x2000u && BOOT_SEL_DATA == 0x10u, "lm_on_code's constants");
+
+/* The vCPU as SIPI leaves it: real mode at LM_ON_ADDR, the GDTR for LGDT in memory. */
+static void probe_real_mode(struct probe *p)
+{
+	uint64_t code32 = 0x00cf9a000000ffffull;	/* base 0, 4 GiB, 32-bit, DPL0 */
+	struct kvm_segment seg = {
+		.limit = 0xffff, .type = 3, .present = 1, .s = 1,
+	};
+
+	memcpy(p->mem + LM_ON_ADDR, lm_on_code, sizeof(lm_on_code));
+	memcpy(p->mem + BOOT_GDT_ADDR + CS_PROBE_SEL, &code32, sizeof(code32));
+	p->mem[LM_ON_GDTR] = CS_PROBE_SEL + 7;
+	p->mem[LM_ON_GDTR + 1] = 0;
+	memcpy(p->mem + LM_ON_GDTR + 2, &(uint32_t){ BOOT_GDT_ADDR }, 4);
+	p->sregs.ds = p->sregs.es = p->sregs.fs = p->sregs.gs = p->sregs.ss = seg;
+	seg.type = 0xb;
+	seg.base = LM_ON_ADDR;
+	seg.selector = LM_ON_ADDR >> 4;
+	p->sregs.cs = seg;
+	p->sregs.cr0 = X86_CR0_ET | X86_CR0_NE;
+	p->sregs.cr4 = 0;
+	p->sregs.efer = 0;
+	p->regs.rip = 0;
+}
+
+int hostinfo_probe_enter_long_mode(int kvm, char *err, size_t errlen)
+{
+	struct probe p;
+	struct hostinfo scratch;
+	int result = -1;
+
+	if (probe_open(&scratch, kvm, &p, nop_nop_hlt, sizeof(nop_nop_hlt), 0) == 0) {
+		probe_real_mode(&p);
+		if (probe_load(&scratch, &p) == 0)
+			result = probe_end(&scratch, &p, true);
+		if (result >= 0)
+			result = !result;	/* a halt: it got there */
+		if (result == 1 && (__kvm_ioctl(p.vcpu, KVM_GET_SREGS, &p.sregs) < 0 ||
+				    !(p.sregs.efer & X86_EFER_LMA)))
+			result = probe_fail(&scratch, "the probe guest halted outside IA-32e mode", 0);
+	}
+	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+/*
  * The legacy alignment check (SDM vol. 3 6.15, #AC): at CPL3 with CR0.AM
  * and RFLAGS.AC set, a misaligned load faults. The probe loads from an odd
  * address, then reports on port 0xf4 (IOPL 3); with no IDT the #AC ends in
@@ -1390,6 +1466,7 @@ static void probe_singlestep(struct hostinfo *hi, int kvm)
 	hi->intn_error_code = hostinfo_probe_intn_error_code(kvm, NULL, 0);
 	hi->lock_ud = hostinfo_probe_lock_ud(kvm, NULL, 0);
 	hi->leave_long_mode = hostinfo_probe_leave_long_mode(kvm, NULL, 0);
+	hi->enter_long_mode = hostinfo_probe_enter_long_mode(kvm, NULL, 0);
 	hi->cpl0_events = hostinfo_probe_cpl0_events(kvm, NULL, 0);
 	hi->cpl1 = hostinfo_probe_cpl1(kvm, NULL, 0);
 	hi->movss_trap = hostinfo_probe_movss_trap(kvm, NULL, 0);

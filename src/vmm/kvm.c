@@ -215,6 +215,43 @@ int kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd)
 	return 0;
 }
 
+int __kvm_pc_create(int vm_fd, const char **what)
+{
+	uint64_t identity = KVM_PC_IDENTITY_MAP_ADDR;
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+
+	*what = "KVM_SET_TSS_ADDR";
+	if (__kvm_ioctl(vm_fd, KVM_SET_TSS_ADDR, (void *)(uintptr_t)KVM_PC_TSS_ADDR) < 0)
+		return -1;
+	*what = "KVM_SET_IDENTITY_MAP_ADDR";
+	if (__kvm_ioctl(vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &identity) < 0)
+		return -1;
+	*what = "KVM_CREATE_IRQCHIP";
+	if (__kvm_ioctl(vm_fd, KVM_CREATE_IRQCHIP, NULL) < 0)
+		return -1;
+	*what = "KVM_CREATE_PIT2";
+	return __kvm_ioctl(vm_fd, KVM_CREATE_PIT2, &pit) < 0 ? -1 : 0;
+}
+
+int kvm_pc_create(int vm_fd)
+{
+	const char *what;
+
+	if (__kvm_pc_create(vm_fd, &what)) {
+		errmsg_errno(what, errno, "the PC machine (a kernel image) needs KVM's interrupt "
+			     "controllers and PIT; run 'vmm --host-info' to see what this KVM offers");
+		return -1;
+	}
+	return 0;
+}
+
+int __kvm_irq_line(int vm_fd, unsigned irq, bool level)
+{
+	struct kvm_irq_level l = { .irq = irq, .level = level };
+
+	return __kvm_ioctl(vm_fd, KVM_IRQ_LINE, &l) < 0 ? -errno : 0;
+}
+
 /* The boot protocol's segments, with every privilege level set to cpl. */
 static void set_cpl(struct kvm_sregs *s, unsigned cpl)
 {

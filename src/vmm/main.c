@@ -14,6 +14,8 @@
 #include "array_size.h"
 #include "boot.h"
 #include "cli.h"
+#include "console.h"
+#include "tty.h"
 #include "hostinfo.h"
 #include "loader.h"
 #include "log.h"
@@ -29,6 +31,9 @@
 #ifndef VMM_SELF_TEST_IMAGE
 #define VMM_SELF_TEST_IMAGE "/usr/local/share/vmm/guest.bin"
 #endif
+
+/* While COM1's input queue is full, stdin is looked at again this often. */
+#define CONSOLE_RETRY_MS 10
 
 static uint64_t now_ms(void)
 {
@@ -76,39 +81,58 @@ static void start_vcpus(struct vm *vm)
 	pthread_attr_destroy(&attr);
 }
 
-/* Waits for the VM to stop, a stop signal, or the watchdog. */
-static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms)
+/* How long to wait: up to the deadline, a minute at most, briefly while input waits. */
+static int poll_wait(uint64_t deadline, bool retry)
+{
+	int wait = -1;
+
+	if (deadline) {
+		uint64_t now = now_ms(), left = now < deadline ? deadline - now : 0;
+
+		wait = (int)(left > 60000 ? 60000 : left);
+	}
+	if (retry && (wait < 0 || wait > CONSOLE_RETRY_MS))
+		wait = CONSOLE_RETRY_MS;
+	return wait;
+}
+
+static void stop_on_signal(struct vm *vm, int sig_fd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sig_fd, &si, sizeof(si)) == sizeof(si) &&
+	    vm_stop(vm, VMM_EXIT_SIGNAL_BASE + (int)si.ssi_signo))
+		fprintf(stderr, "vmm: stopping the VM on %s\n", strsignal((int)si.ssi_signo));
+}
+
+/*
+ * Waits for the VM to stop, a stop signal, or the watchdog; on the PC
+ * machine it also hands the console's input to COM1 (console.c).
+ */
+static void wait_for_stop(struct vm *vm, int sig_fd, uint64_t timeout_ms, struct console *con)
 {
 	uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
 
 	while (!vm_stopping(vm)) {
-		struct pollfd fds[2] = {
+		bool retry;
+		struct pollfd fds[3] = {
 			{ .fd = vm->stop_fd, .events = POLLIN },
 			{ .fd = sig_fd, .events = POLLIN },
+			{ .fd = console_poll_fd(con, vm, &retry), .events = POLLIN },
 		};
-		int wait = -1;
 
-		if (deadline) {
-			uint64_t now = now_ms();
-
-			if (now >= deadline) {
-				vm_fail(vm, VMM_EXIT_TIMEOUT,
-					"--timeout of %.3g s expired; stopping the VM (a guest spinning or waiting with interrupts off?)",
-					(double)timeout_ms / 1000.0);
-				return;
-			}
-			wait = (int)(deadline - now > 60000 ? 60000 : deadline - now);
+		if (deadline && now_ms() >= deadline) {
+			vm_fail(vm, VMM_EXIT_TIMEOUT,
+				"--timeout of %.3g s expired; stopping the VM (a guest spinning or waiting with interrupts off?)",
+				(double)timeout_ms / 1000.0);
+			return;
 		}
-		if (poll(fds, 2, wait) < 0 && errno != EINTR)
+		if (poll(fds, 3, poll_wait(deadline, retry)) < 0 && errno != EINTR)
 			die_errno("poll", errno, NULL);
-		if (fds[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			if (read(sig_fd, &si, sizeof(si)) == sizeof(si) &&
-			    vm_stop(vm, VMM_EXIT_SIGNAL_BASE + (int)si.ssi_signo))
-				fprintf(stderr, "vmm: stopping the VM on %s\n",
-					strsignal((int)si.ssi_signo));
-		}
+		if (fds[1].revents & POLLIN)
+			stop_on_signal(vm, sig_fd);
+		if (fds[2].fd >= 0 && fds[2].revents)
+			console_read(con, vm);
 	}
 }
 
@@ -306,6 +330,53 @@ static int open_image(const struct cli_options *o, struct vm_config *c, struct l
 	return 0;
 }
 
+/*
+ * The PC machine's console input: stdin, a terminal in raw mode. Not a
+ * terminal in the background: that would stop vmm (SIGTTIN, SIGTTOU).
+ */
+static void console_start(const struct vm *vm, struct console *con)
+{
+	console_init(con, STDIN_FILENO);
+	if (vm->machine != MACHINE_PC)
+		return;
+	if (tty_in_background(STDIN_FILENO)) {
+		con->done = true;
+		info("standard input is a terminal and vmm runs in the background: the guest gets no console input");
+	} else if (tty_raw(STDIN_FILENO)) {
+		info("the console is in raw mode: Ctrl-A x stops the VM, Ctrl-A Ctrl-A sends Ctrl-A");
+	}
+}
+
+/* Runs the VM to its end; its status, --stats written. */
+static int run(struct vm *vm, const struct cli_options *o, const struct policy_decision *d,
+	       int sig_fd)
+{
+	struct console con;
+	int status;
+
+	vcpu_signals_init();
+	console_start(vm, &con);
+	sandbox_enter();
+	info("%s", d->line);
+	start_vcpus(vm);
+	wait_for_stop(vm, sig_fd, o->timeout_ms, &con);
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		if (vm->vcpus[i].started)
+			pthread_join(vm->vcpus[i].thread, NULL);
+	serial_flush_all(&vm->serial);
+	if (vm->status == VMM_EXIT_TIMEOUT)
+		for (unsigned i = 0; i < vm->ncpus; i++)
+			vcpu_report_rip(&vm->vcpus[i]);
+
+	status = vm->status;
+	if (o->stats) {
+		vm_print_stats(stats_file.out, vm);
+		stats_file.done = true;
+		close_stats(stats_file.out, stats_file.path);
+	}
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_options opts;
@@ -360,29 +431,12 @@ int main(int argc, char **argv)
 	if (status)
 		goto out;
 
-	vcpu_signals_init();
-	sandbox_enter();
-	info("%s", decision.line);
-	start_vcpus(&vm);
-	wait_for_stop(&vm, sig_fd, opts.timeout_ms);
-	for (unsigned i = 0; i < vm.ncpus; i++)
-		if (vm.vcpus[i].started)
-			pthread_join(vm.vcpus[i].thread, NULL);
-	serial_flush_all(&vm.serial);
-	if (vm.status == VMM_EXIT_TIMEOUT)
-		for (unsigned i = 0; i < vm.ncpus; i++)
-			vcpu_report_rip(&vm.vcpus[i]);
-
-	status = vm.status;
-	if (opts.stats) {
-		vm_print_stats(stats_file.out, &vm);
-		stats_file.done = true;
-		close_stats(stats_file.out, stats_file.path);
-	}
+	status = run(&vm, &opts, &decision, sig_fd);
 	vm_destroy(&vm);
 out:
 	loader_close(&image);
 	close(sig_fd);
+	tty_restore();
 	die_by_signal(status);
 	return status;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -34,11 +35,12 @@
 #endif
 
 static const struct sandbox_rule base_rules[] = {
-	{ "read", SANDBOX_ANY, "the main thread reads the stop signals from its signalfd" },
+	{ "read", SANDBOX_ANY,
+	  "the main thread reads the stop signals from its signalfd, and the PC machine's console input" },
 	{ "write", SANDBOX_ANY,
 	  "guest console to stdout, diagnostics to stderr, waking the main thread through the stop eventfd, --stats" },
 	{ "poll", SANDBOX_ANY,
-	  "the main thread waits for the stop eventfd, the signalfd or the --timeout deadline" },
+	  "the main thread waits for the stop eventfd, the signalfd, console input or the --timeout deadline" },
 	{ "ppoll", SANDBOX_ANY, "the same wait, for C libraries whose poll() uses ppoll" },
 	{ "restart_syscall", SANDBOX_ANY,
 	  "the kernel resumes that poll() through it after the process was stopped and continued" },
@@ -106,6 +108,9 @@ static const struct sandbox_ioctl allowed_ioctls[] = {
 	{ KVM_GET_DEBUGREGS, "KVM_GET_DEBUGREGS", "--split-lock=emulate hands the guest its own #DB" },
 	{ KVM_SET_DEBUGREGS, "KVM_SET_DEBUGREGS", "--split-lock=emulate hands the guest its own #DB" },
 	{ KVM_GET_MSRS, "KVM_GET_MSRS", "--split-lock=emulate reads IA32_FMASK at a guest SYSCALL" },
+	{ KVM_IRQ_LINE, "KVM_IRQ_LINE", "the PC machine's COM1 interrupt (IRQ 4)" },
+	{ TCSETS, "TCSETS", "the PC machine's console: restoring a terminal's mode at exit" },
+	{ TCGETS, "TCGETS", "glibc's tcsetattr() reads the mode back after TCSETS" },
 };
 
 

@@ -101,6 +101,13 @@ void serial_write(struct serial *s, unsigned cpu, const uint8_t *data, size_t n)
 	}
 }
 
+void serial_put(struct serial *s, const uint8_t *data, size_t n)
+{
+	pthread_mutex_lock(&s->lock);
+	emit(s, (const char *)data, n);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void serial_flush_all(struct serial *s)
 {
 	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {

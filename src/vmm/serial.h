@@ -46,6 +46,11 @@ struct serial {
 int serial_init(struct serial *s, int fd, unsigned ncpus);
 void serial_destroy(struct serial *s);
 void serial_write(struct serial *s, unsigned cpu, const uint8_t *data, size_t n);
+/*
+ * The PC machine's COM1: bytes as the guest sends them, every byte kept,
+ * no line assembly (a kernel's console is one stream).
+ */
+void serial_put(struct serial *s, const uint8_t *data, size_t n);
 /* Writes what is left in every buffer, each ended with a newline. */
 void serial_flush_all(struct serial *s);
 

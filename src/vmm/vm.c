@@ -70,6 +70,8 @@ int vm_init_common(struct vm *vm, enum policy policy, unsigned ncpus,
 void vm_destroy_common(struct vm *vm)
 {
 	serial_destroy(&vm->serial);
+	if (vm->machine == MACHINE_PC)
+		pc_destroy(&vm->pc);
 	pthread_cond_destroy(&vm->cond);
 	pthread_mutex_destroy(&vm->lock);
 	if (vm->stop_fd >= 0)

@@ -17,7 +17,9 @@
 
 #include <linux/kvm.h>
 
+#include "boot.h"
 #include "cpuid.h"
+#include "pc.h"
 #include "policy.h"
 #include "profile.h"
 #include "ratelimit.h"
@@ -43,6 +45,8 @@ struct vm {
 	struct vcpu *vcpus;
 	size_t run_size;
 	struct serial serial;
+	enum machine machine;
+	struct pc pc;                  /* MACHINE_PC's devices */
 	bool split_lock_enumerated;    /* the policy's answer for this VM */
 	bool split_lock_emulate;       /* --split-lock=emulate: single-step and decode */
 	enum split_lock_watch split_lock_watch; /* under emulate: which vCPUs it steps */
@@ -60,13 +64,6 @@ struct vm {
 	int stop_fd;                   /* eventfd: wakes the main thread */
 	_Atomic uint8_t port_warned[65536 / 8];
 	_Atomic uint64_t mmio_warned;  /* count of MMIO warnings given */
-	enum machine machine;          /* from the image's kind */
-	/*
-	 * MACHINE_PC with an in-kernel irqchip: vCPUs other than 0 wait in
-	 * KVM for INIT and SIPI. The PC machine's set-up sets it; without it
-	 * a kernel runs on one vCPU.
-	 */
-	bool aps_wait_for_sipi;
 	/* Appended to a fatal exit's line: what the start already suspected. */
 	const char *stop_hint;
 };

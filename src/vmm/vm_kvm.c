@@ -10,15 +10,19 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "acpi.h"
 #include "boot.h"
 #include "cpuid.h"
 #include "hostinfo.h"
 #include "kvm.h"
 #include "loader.h"
 #include "log.h"
+#include "mptable.h"
+#include "smbios.h"
 #include "vcpu.h"
 #include "vmm_msr.h"
 #include "vmm_status.h"
@@ -41,6 +45,14 @@ static const struct kvm_cap_need singlestep_caps[] = {
 	  "single-stepping the guest under --split-lock=emulate" },
 	{ KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS",
 	  "cheap register access on every single-step under --split-lock=emulate" },
+};
+
+static const struct kvm_cap_need irqchip_caps[] = {
+	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP", "the PC machine's interrupt controllers" },
+	{ KVM_CAP_PIT2, "KVM_CAP_PIT2", "the PC machine's timer (PIT)" },
+	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR", "the PC machine's real-mode support" },
+	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "KVM_CAP_SET_IDENTITY_MAP_ADDR",
+	  "the PC machine's real-mode support" },
 };
 
 static const uint32_t emulated_msrs[] = { MSR_TEST_CTRL, MSR_IA32_CORE_CAPABILITIES };
@@ -125,6 +137,72 @@ int vm_probe(bool emulate, unsigned quirks, struct host_profile *p)
 		return status;
 	profile_force_quirks(p, quirks);
 	report_profile(p);
+	return 0;
+}
+
+/* COM1's bytes, as one stream (pc.c calls it under its lock). */
+static void com1_to_console(void *ctx, uint8_t byte)
+{
+	struct vm *vm = ctx;
+
+	serial_put(&vm->serial, &byte, 1);
+}
+
+/* An ISA interrupt line, into KVM's PIC and I/O APIC. */
+static void isa_irq_line(void *ctx, unsigned irq, bool level)
+{
+	struct vm *vm = ctx;
+	int r = __kvm_irq_line(vm->vm_fd, irq, level);
+
+	if (r)
+		vm_fail(vm, VMM_EXIT_HOST, "KVM_IRQ_LINE for IRQ %u failed: %s (errno %d); the guest would miss interrupts",
+			irq, strerror(-r), -r);
+}
+
+/*
+ * The PC machine's devices and firmware tables, in guest RAM below 1 MiB
+ * (the 0xe0000-0xfffff segment, reserved in the memory map). 0, or the exit
+ * status after one line.
+ */
+static int prepare_pc(struct vm *vm, unsigned cpus)
+{
+	if (vm->ram_size > PC_RAM_MAX) {
+		errmsg("-m: the PC machine's RAM ends at %llu MiB, below its local and I/O APICs; give at most -m %llu",
+		       (unsigned long long)(PC_RAM_MAX >> 20), (unsigned long long)(PC_RAM_MAX >> 20));
+		return VMM_EXIT_USAGE;
+	}
+	pc_init(&vm->pc, cpus, vm->ram_size, com1_to_console, isa_irq_line, vm);
+	vm->machine = MACHINE_PC;	/* from here vm_destroy() gives the devices back */
+	(void)acpi_build(vm->mem + PC_ACPI_ADDR, PC_ACPI_SIZE, PC_ACPI_ADDR, cpus);
+	(void)smbios_build(vm->mem + PC_SMBIOS_ADDR, PC_SMBIOS_SIZE, PC_SMBIOS_ADDR);
+	/* Kernels without ACPI find no MP table above 255 vCPUs, and say so. */
+	if (!mptable_build(vm->mem + PC_MPTABLE_ADDR, PC_MPTABLE_SIZE, PC_MPTABLE_ADDR, cpus))
+		info("the PC machine has no MP table above %u vCPUs: the guest must use ACPI",
+		     MPTABLE_MAX_CPUS);
+	return 0;
+}
+
+/*
+ * KVM's interrupt controllers and PIT, before any vCPU. With more than one
+ * vCPU, whether this KVM runs the start-up code of the guest's other CPUs
+ * (real mode to IA-32e mode after INIT and SIPI): if not, said at once.
+ */
+static int make_pc_irqchip(struct vm *vm)
+{
+	char err[160] = "";
+	int r;
+
+	if (kvm_require(vm->kvm_fd, irqchip_caps, ARRAY_SIZE(irqchip_caps)) || kvm_pc_create(vm->vm_fd))
+		return -1;
+	if (vm->ncpus < 2)
+		return 0;
+	r = hostinfo_probe_enter_long_mode(vm->kvm_fd, err, sizeof(err));
+	if (r == 0)
+		warn("this KVM stops a guest that enters long mode itself (vmm --host-info: entering long mode): the guest's start of vCPUs 1-%u will stop the VM; boot with -c 1 here",
+		     vm->ncpus - 1);
+	else if (r < 0)
+		warn("probing whether this KVM runs the start of the guest's other vCPUs failed (%s); going on",
+		     err);
 	return 0;
 }
 
@@ -230,11 +308,7 @@ static int check_own_long_mode(struct vm *vm, const struct loader_image *img,
 	return 0;
 }
 
-/*
- * As many vCPUs as KVM allows. A kernel's other vCPUs are left in KVM's
- * reset state for INIT and SIPI; without an interrupt controller to hold
- * them there they would run from the reset vector over the kernel's memory.
- */
+/* As many vCPUs as KVM allows. */
 static int check_cpus(const struct vm *vm, unsigned cpus)
 {
 	unsigned max = kvm_max_vcpus(vm->kvm_fd);
@@ -243,11 +317,7 @@ static int check_cpus(const struct vm *vm, unsigned cpus)
 		errmsg("--cpus %u is more than this host's KVM allows (%u)", cpus, max);
 		return VMM_EXIT_USAGE;
 	}
-	if (vm->machine != MACHINE_PC || cpus == 1 || vm->aps_wait_for_sipi)
-		return 0;
-	errmsg("--cpus %u: a kernel's other vCPUs wait for INIT and SIPI, which need the PC machine's "
-	       "interrupt controller, and this vmm has none yet; use -c 1", cpus);
-	return VMM_EXIT_USAGE;
+	return 0;
 }
 
 /* KVM's supported CPUID with the VM's edits: the hypervisor bit, nesting. */
@@ -299,6 +369,8 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	}
 	vm->mem = mem;
 	vm->ram_size = layout.ram_size;
+	if (c->machine == MACHINE_PC && (r = prepare_pc(vm, layout.cpus)))
+		return give_back(vm, r);
 	/* Before /dev/kvm, so that a bad image is reported on any host. */
 	r = loader_place(c->image, vm->mem, &layout, &kb, err, sizeof(err));
 	if (r) {
@@ -317,6 +389,8 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	if (kvm_vm_create(vm->kvm_fd, vm->mem, vm->ram_size, &vm->vm_fd) ||
 	    kvm_route_msrs_to_user(vm->vm_fd, emulated_msrs, ARRAY_SIZE(emulated_msrs),
 				   vm->split_lock_emulate))
+		return give_back(vm, VMM_EXIT_HOST);
+	if (vm->machine == MACHINE_PC && make_pc_irqchip(vm))
 		return give_back(vm, VMM_EXIT_HOST);
 	run_size = kvm_run_size(vm->kvm_fd);
 	if (run_size < 0)

@@ -2,7 +2,8 @@
 and fuzz seeds (tests/fuzz/seeds.py): ELF32/ELF64 with PT_LOAD segments and
 notes, bzImages around a compressed vmlinux ELF, multiboot (v1) kernels.
 The guest code of each prints its command line on COM1 and writes 0 to
-port 0xf4 when the boot parameters are right (9 when not)."""
+port 0xf4 when the boot parameters are right (9 when not); the PC machine makes
+those vmm statuses 1 and 19 (isa-debug-exit)."""
 import gzip
 import lzma
 import shutil

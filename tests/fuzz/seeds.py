@@ -238,6 +238,26 @@ sl("non-canonical-rip", 0x04, [ac_rec(rip=0x800000000000, raw_rip=True, insn=XAD
                                ac_rec(rip=0x1ffe, insn=XADD, gpr=0xffff800000000000, raw_gpr=True)])
 sl("unexpected-exits", 0x06, [msr_rec(0x40, 0x10), msr_rec(0x10, 1), msr_rec(0x51, 0x33, 5), msr_rec(0x74, 0xcf)])
 
+# ------------------------------------------------------------------ pc
+# u8 vCPUs - 1, then records: u8 op (0 OUT, 1 IN, 2 input; bits 2-3 size),
+# u8 port index (fuzz_pc.c's ports[]; above: a u16 port follows), data
+def pc_out(port, data, size=0): return u8(size << 2) + u8(port) + data
+def pc_in(port, size=0): return u8(1 | size << 2) + u8(port)
+def pc_input(data): return u8(2) + u8(len(data)) + data
+
+write("pc", "linux-probe", u8(1) + b"".join([
+    pc_out(1, b"\0"), pc_in(1), pc_out(1, b"\x0f"), pc_in(1), pc_out(4, b"\x1a"), pc_in(6),
+    pc_out(4, b"\0"), pc_out(2, b"\x07"), pc_in(2), pc_out(3, b"\x83"), pc_out(0, b"\x01"),
+    pc_out(3, b"\x03"), pc_out(1, b"\x03"), pc_input(b"root\r"), pc_in(2), pc_in(5), pc_in(0),
+    pc_out(0, b"ok\n"[:1]), pc_in(2)]))
+write("pc", "tables-and-ports", u8(3) + b"".join([
+    pc_out(10, b"\x05\x00", 1), pc_in(11), pc_in(11), pc_out(8, b"\x8b"), pc_in(9),
+    pc_out(12, u32(0x80000000), 2), pc_in(12, 2), pc_in(13, 2), pc_out(18, b"\x02"),
+    pc_out(200, u16(0x1234) + b"\x55"), pc_out(19, b"\x34")]))
+write("pc", "input-flood", u8(0) + pc_out(2, b"\x01") + pc_out(1, b"\x01") +
+      b"".join(pc_input(bytes(range(i, i + 200))) for i in range(0, 40)) +
+      b"".join(pc_in(0) for _ in range(300)))
+
 # ------------------------------------------------------------------ ioport
 # u8 set-up, records: u8 cpu|IN<<2, u8 port (0-7 COM1+n, 8-11 exit, else u16 port follows),
 # u8 size (bits 0-1) | (count-1)<<2, data for OUT

@@ -499,6 +499,7 @@ static void machine_like_here(struct hostinfo *hi)
 	hi->intn_error_code = 0;
 	hi->lock_ud = 0;
 	hi->leave_long_mode = 1;
+	hi->enter_long_mode = 0;
 	hi->cpl0_events = 0;
 	hi->cpl1 = 1;
 	hi->iret_step = 0;
@@ -533,7 +534,7 @@ static void json_here(void **state)
 		"\"nr_vcpus\":2,\"max_vcpus\":1024},\"nested\":\"svm\","
 		"\"probe\":{\"cpuid_7_edx30_reaches_guest\":false,\"cpuid_1_ecx31_reaches_guest\":true,"
 		"\"singlestep_cpl0\":true,"
-		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"exec_bp_beside_step\":false,\"dr7_gd\":true,\"cs_write_gp\":true,\"intn_error_code\":false,\"lock_ud\":false,\"leave_long_mode\":true,\"cpl0_events\":false,\"cpl1\":true,\"iret_step\":false,\"movss_trap\":true,\"syscall_sysret\":false,\"split_fault\":true,\"alignment_check\":true,\"cmpxchg16b_cpl0\":false,\"soft_int_cpl0\":false,\"xsave_cpl0\":true,\"kernel_insns_cpl0\":false,\"error\":null}}}\n");
+		"\"singlestep_cpl3\":false,\"hw_breakpoint\":true,\"guest_data_breakpoint_cpl0\":false,\"exec_bp_beside_step\":false,\"dr7_gd\":true,\"cs_write_gp\":true,\"intn_error_code\":false,\"lock_ud\":false,\"leave_long_mode\":true,\"enter_long_mode\":false,\"cpl0_events\":false,\"cpl1\":true,\"iret_step\":false,\"movss_trap\":true,\"syscall_sysret\":false,\"split_fault\":true,\"alignment_check\":true,\"cmpxchg16b_cpl0\":false,\"soft_int_cpl0\":false,\"xsave_cpl0\":true,\"kernel_insns_cpl0\":false,\"error\":null}}}\n");
 	free(out);
 }
 
@@ -595,7 +596,7 @@ static void json_escaping(void **state)
 	assert_has(out, "\"max_vcpus\":null},\"nested\":null,");
 	assert_has(out, "\"probe\":{\"cpuid_7_edx30_reaches_guest\":null,\"cpuid_1_ecx31_reaches_guest\":null,"
 		   "\"singlestep_cpl0\":null,"
-		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"exec_bp_beside_step\":null,\"dr7_gd\":null,\"cs_write_gp\":null,\"intn_error_code\":null,\"lock_ud\":null,\"leave_long_mode\":null,\"cpl0_events\":null,\"cpl1\":null,\"iret_step\":null,\"movss_trap\":null,\"syscall_sysret\":null,\"split_fault\":null,\"alignment_check\":null,\"cmpxchg16b_cpl0\":null,\"soft_int_cpl0\":null,\"xsave_cpl0\":null,\"kernel_insns_cpl0\":null,\"error\":\"no usable /dev/kvm\"}");
+		   "\"singlestep_cpl3\":null,\"hw_breakpoint\":null,\"guest_data_breakpoint_cpl0\":null,\"exec_bp_beside_step\":null,\"dr7_gd\":null,\"cs_write_gp\":null,\"intn_error_code\":null,\"lock_ud\":null,\"leave_long_mode\":null,\"enter_long_mode\":null,\"cpl0_events\":null,\"cpl1\":null,\"iret_step\":null,\"movss_trap\":null,\"syscall_sysret\":null,\"split_fault\":null,\"alignment_check\":null,\"cmpxchg16b_cpl0\":null,\"soft_int_cpl0\":null,\"xsave_cpl0\":null,\"kernel_insns_cpl0\":null,\"error\":\"no usable /dev/kvm\"}");
 	free(out);
 
 	/* Bytes that are not UTF-8 (or cut mid-character) must not break it. */

@@ -36,6 +36,9 @@ static const struct {
 	{ "TIMEOUT", VMM_EXIT_TIMEOUT, 0 },
 	{ "BAD_STATUS", VMM_EXIT_BAD_STATUS, 0 },
 	{ "SPLIT_LOCK", VMM_EXIT_SPLIT_LOCK, 0 },
+	{ "POWEROFF", VMM_EXIT_POWEROFF, 0 },
+	{ "RESET", VMM_EXIT_RESET, 0 },
+	{ "ESCAPE", VMM_EXIT_ESCAPE, 0 },
 };
 
 static void apart_from_the_guests(void **state)
