@@ -5,8 +5,8 @@
 
 Boots Debian's kernel (tests/linux/linuxguest.py: cached kernel, fresh
 initramfs) with `vmm -c N -m 256M --split-lock=P --initrd I --append
-'console=ttyS0 panic=-1' VMLINUZ` under inherit, off, emulate, on where
-this host can deliver #AC (`vmm --host-info --json`), and with --watch-all
+'console=ttyS0 quiet panic=-1 vmm.test' VMLINUZ` under inherit, off, emulate,
+on where this host can deliver #AC (`vmm --host-info --json`), and with --watch-all
 emulate with --split-lock-watch=all too. The policies take turns, R rounds,
 so that a slow spell of the machine hits all of them. Measured from the
 launch of vmm to the guest's "VMMTEST INIT" line on its console (/init
@@ -34,12 +34,12 @@ sys.path.insert(0, os.path.join(REPO, "tests", "linux"))
 import linuxguest  # noqa: E402
 
 BOOT_TIMEOUT = 600
+APPEND = "console=ttyS0 quiet panic=-1 vmm.test"     # as tests/linux/linux_test.py
 
 
 def boot(vmm, args, kernel, initrd):
     """One boot: (seconds to /init, seconds to exit), or exits 1 with its output."""
-    cmd = [vmm, "-q"] + args + ["--initrd", initrd, "--append", "console=ttyS0 panic=-1 vmm.test",
-                                kernel]
+    cmd = [vmm, "-q"] + args + ["--initrd", initrd, "--append", APPEND, kernel]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, start_new_session=True)
