@@ -80,6 +80,13 @@ def main():
            False)
     expect("stats: watch all, CPL3 stepped, no warning",
            stats_fails("emulate", "all", lab, detected=2000), False)
+    with contextlib.redirect_stdout(io.StringIO()):
+        cpus = [lt.guest_cpus({"kvm": {"probe": {"enter_long_mode": v}}}) for v in (True, None, False)]
+    if cpus != [lt.CPUS, lt.CPUS, 1]:
+        bad.append(f"guest_cpus: {cpus} for enter_long_mode true, unprobed, false; want "
+                   f"{[lt.CPUS, lt.CPUS, 1]}")
+    expect("console: 1 CPU where 1 was asked for",
+           lt.console_failures(GOOD.replace("online=2", "online=1"), 1), True)
     for b in bad:
         print("FAIL: " + b)
     print(f"{'FAIL' if bad else 'ok'}: linux_test.py's judges")
