@@ -82,7 +82,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--cpus", type=int,
+                    help="vCPUs (default 2; 1 where this KVM cannot run Linux's start of "
+                         "its other CPUs: --host-info's enter_long_mode false)")
     ap.add_argument("--watch-all", action="store_true",
                     help="also emulate with --split-lock-watch=all (every instruction "
                          "stepped: slow)")
@@ -97,6 +99,8 @@ def main():
     if not hi["kvm"]["available"]:
         print(f"linux.py: no usable KVM here: {hi['kvm']['error']}", file=sys.stderr)
         return 77
+    if a.cpus is None:
+        a.cpus = 1 if hi["kvm"]["probe"].get("enter_long_mode") is False else 2
     runs = {"inherit": ["--split-lock=inherit"], "off": ["--split-lock=off"],
             "emulate": ["--split-lock=emulate"]}
     if hi["can_deliver_ac"]:
