@@ -27,14 +27,14 @@ def sl(text):
     return lt.parse_fields(text.split("SPLITLOCK ", 1)[1].splitlines()[0])
 
 
-def stats_fails(policy, watch, hi, detected=0, steps=0, unchecked=0, err=""):
+def stats_fails(policy, watch, hi, detected=0, steps=0, unchecked=0, err="", armed=False):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"vcpus": [{"index": i, "split_locks_detected": detected // 2,
                               "single_steps": steps // 2, "unchecked_runs": unchecked // 2}
                              for i in range(2)]}, f)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            return lt.stats_failures(policy, watch, hi, f.name, err)
+            return lt.stats_failures(policy, watch, hi, f.name, err, armed=armed)
     finally:
         os.unlink(f.name)
 
@@ -68,6 +68,8 @@ def main():
     expect("stats: off, detected", stats_fails("off", None, hi, detected=2), False)
     expect("stats: emulate unarmed, no steps", stats_fails("emulate", None, hi), True)
     expect("stats: emulate unarmed, stepped", stats_fails("emulate", None, hi, steps=10), False)
+    expect("stats: emulate, Linux armed #AC, stepped",
+           stats_fails("emulate", None, hi, steps=10, armed=True), True)
     expect("stats: watch all, no CPL3 step, unchecked",
            stats_fails("emulate", "all", hi, steps=10, unchecked=4), True)
     expect("stats: watch all, no CPL3 step, nothing unchecked",
