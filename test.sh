@@ -9,7 +9,8 @@
 #   lab      tests/lab/server.py boots a stock KVM inside QEMU in the
 #            background at the start. With a KVM here it runs only what
 #            this KVM could not judge (its skips, CPL3 stepping, the
-#            self-test under each policy); without one, every VM suite
+#            self-test under each policy), Linux under inherit and
+#            emulate; without one, every VM suite (of Linux, those two)
 #   mutants  vmm rebuilt with deliberate defects: the suites must fail. On
 #            this machine's KVM where there is one (those it cannot judge
 #            then go to the lab), else on the lab
@@ -112,7 +113,7 @@ lab_suites() {
 	local judge=()
 	[ $kvm_here = 1 ] && judge=(--judge-after build/meson-logs/gcc.json)
 	python3 tests/lab/shards.py --build build --state "$lab_state" --logbase gcc-lab \
-		--setup lab --suite e2e --suite bad-input --suite differential "${judge[@]}"
+		--setup lab --suite e2e --suite bad-input --suite differential --suite linux "${judge[@]}"
 }
 phase "lab up" lab_up
 lab_ok=0

@@ -13,7 +13,8 @@ With --judge-after LOG (meson's JSON log of the same suites on this
 machine's KVM), only what that KVM could not judge runs: the tests it
 skipped, the tests of CPL3 code where it cannot single-step CPL3 (vmm
 --host-info), and the self-test under each policy, so that every run
-still boots the product on a stock KVM (lab_picks()).
+still boots the product on a stock KVM (lab_picks()). Of the Linux boots
+(suite linux) only LAB_LINUX's run there, judged or not.
 
 The shares are balanced by each test's duration in DIR's last log of the
 same NAME where there is one, else by a rough cost (emulate and matrix
@@ -36,7 +37,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from vmmlib import settled_lab_boot  # noqa: E402
 
-SLOW = ("emulate", "matrix", "concurrent", "ratelimit", "flood", "gen-seed", "many-vms",
+SLOW = ("linux-", "emulate", "matrix", "concurrent", "ratelimit", "flood", "gen-seed", "many-vms",
         "64-vcpus", "split-lock-progress", "msr-storm", "first-in-handler")
 
 
@@ -53,6 +54,14 @@ def cost(name, last):
 # The self-test under every policy, on 1 and 2 vCPUs: a stock KVM boots the
 # product in every run, whatever this machine's KVM judged.
 STOCK_SMOKE = ("selftest-", "policy-")
+# Debian's kernel in the lab: inherit and emulate, every run, and no other
+# Linux boot (each takes minutes under TCG: docs/lab.md's budget).
+LAB_LINUX = ("linux-inherit", "linux-emulate")
+
+
+def lab_linux(tests):
+    """tests without the Linux boots the lab does not run."""
+    return [t for t in tests if not t.startswith("linux-") or t in LAB_LINUX]
 
 
 def lab_picks(build, log, tests):
@@ -70,7 +79,8 @@ def lab_picks(build, log, tests):
     except (ValueError, KeyError, TypeError):
         cpl3 = None
     return [t for t in tests
-            if t in skipped or t.startswith(STOCK_SMOKE) or (not cpl3 and "cpl3" in t)]
+            if t in skipped or t.startswith(STOCK_SMOKE) or t in LAB_LINUX
+            or (not cpl3 and "cpl3" in t)]
 
 
 def main():
@@ -94,6 +104,7 @@ def main():
                             + [x for s in a.suite for x in ("--suite", s)],
                             capture_output=True, text=True, check=True).stdout
     tests = [ln.split(" / ", 1)[1].strip() for ln in listed.splitlines() if " / " in ln]
+    tests = lab_linux(tests)
     if a.judge_after:
         tests = lab_picks(a.build, a.judge_after, tests)
     logdir = os.path.join(a.build, "meson-logs")
