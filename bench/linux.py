@@ -5,7 +5,7 @@
 
 Boots Debian's kernel (tests/linux/linuxguest.py: cached kernel, fresh
 initramfs) with `vmm -c N -m 256M --split-lock=P --initrd I --append
-'console=ttyS0 quiet noxsave panic=-1 vmm.test' VMLINUZ` under inherit, off, emulate,
+'console=ttyS0 quiet panic=-1 vmm.test' VMLINUZ` under inherit, off, emulate,
 on where this host can deliver #AC (`vmm --host-info --json`), and with --watch-all
 emulate with --split-lock-watch=all too. The policies take turns, R rounds,
 so that a slow spell of the machine hits all of them. Measured from the
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "linux"))
 import linuxguest  # noqa: E402
 
 BOOT_TIMEOUT = 600
-APPEND = "console=ttyS0 quiet noxsave panic=-1 vmm.test"     # as tests/linux/linux_test.py
+APPEND = "console=ttyS0 quiet panic=-1 vmm.test"     # as tests/linux/linux_test.py
 
 
 def boot(vmm, args, kernel, initrd):

@@ -215,7 +215,7 @@ int kvm_vm_create(int kvm_fd, void *hva, uint64_t size, int *vm_fd)
 	return 0;
 }
 
-int __kvm_pc_create(int vm_fd, const char **what)
+int __kvm_pc_create(int vm_fd, const struct kvm_irq_routing *routes, const char **what)
 {
 	uint64_t identity = KVM_PC_IDENTITY_MAP_ADDR;
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
@@ -229,15 +229,18 @@ int __kvm_pc_create(int vm_fd, const char **what)
 	*what = "KVM_CREATE_IRQCHIP";
 	if (__kvm_ioctl(vm_fd, KVM_CREATE_IRQCHIP, NULL) < 0)
 		return -1;
+	*what = "KVM_SET_GSI_ROUTING";
+	if (__kvm_ioctl(vm_fd, KVM_SET_GSI_ROUTING, (void *)routes) < 0)
+		return -1;
 	*what = "KVM_CREATE_PIT2";
 	return __kvm_ioctl(vm_fd, KVM_CREATE_PIT2, &pit) < 0 ? -1 : 0;
 }
 
-int kvm_pc_create(int vm_fd)
+int kvm_pc_create(int vm_fd, const struct kvm_irq_routing *routes)
 {
 	const char *what;
 
-	if (__kvm_pc_create(vm_fd, &what)) {
+	if (__kvm_pc_create(vm_fd, routes, &what)) {
 		errmsg_errno(what, errno, "the PC machine (a kernel image) needs KVM's interrupt "
 			     "controllers and PIT; run 'vmm --host-info' to see what this KVM offers");
 		return -1;

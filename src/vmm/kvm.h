@@ -80,13 +80,14 @@ int kvm_vcpu_create(int vm_fd, const struct kvm_vcpu_setup *s, int *fd, struct k
  * The PC machine's in-kernel devices, made before any vCPU: KVM_SET_TSS_ADDR
  * and KVM_SET_IDENTITY_MAP_ADDR (pages in the 32-bit hole that VMX needs
  * for real mode), KVM_CREATE_IRQCHIP (PIC, I/O APIC, a local APIC per vCPU)
- * and KVM_CREATE_PIT2. With them KVM handles HLT, and vCPUs other than 0
+ * with KVM_SET_GSI_ROUTING as the firmware tables say, and KVM_CREATE_PIT2.
+ * With them KVM handles HLT, and vCPUs other than 0
  * wait in their local APIC for INIT and SIPI.
  */
 #define KVM_PC_TSS_ADDR          0xfffbd000u  /* three pages */
 #define KVM_PC_IDENTITY_MAP_ADDR 0xfffbc000u  /* one page */
-int __kvm_pc_create(int vm_fd, const char **what);
-int kvm_pc_create(int vm_fd);
+int __kvm_pc_create(int vm_fd, const struct kvm_irq_routing *routes, const char **what);
+int kvm_pc_create(int vm_fd, const struct kvm_irq_routing *routes);
 /* KVM_IRQ_LINE: an ISA interrupt line's level; 0 or -errno. */
 int __kvm_irq_line(int vm_fd, unsigned irq, bool level);
 

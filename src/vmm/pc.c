@@ -58,6 +58,25 @@ static void com1_irq(void *ctx, bool level)
 	pc->irq_line(pc->ctx, PC_COM1_IRQ, level);
 }
 
+static void route(struct kvm_irq_routing_entry *e, unsigned gsi, unsigned chip, unsigned pin)
+{
+	*e = (struct kvm_irq_routing_entry){ .gsi = gsi, .type = KVM_IRQ_ROUTING_IRQCHIP,
+					     .u.irqchip = { .irqchip = chip, .pin = pin } };
+}
+
+unsigned pc_gsi_routes(struct kvm_irq_routing_entry *e)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < 16; i++)
+		if (i != 2)
+			route(&e[n++], i, i < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE, i % 8);
+	for (unsigned i = 0; i < 24; i++)
+		if (i != 2)
+			route(&e[n++], i, KVM_IRQCHIP_IOAPIC, i == 0 ? 2 : i);
+	return n;
+}
+
 void pc_init(struct pc *pc, unsigned cpus, uint64_t ram_size,
 	     void (*console)(void *, uint8_t), void (*irq_line)(void *, unsigned, bool),
 	     void *ctx)

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <linux/kvm.h>
+
 #include "uart.h"
 
 #define PC_COM1          0x3f8u
@@ -96,6 +98,17 @@ struct pc {
  * The devices at power-on. `console` gets each byte COM1 sends, outside
  * pc->lock; `irq_line` each change of an ISA interrupt line, with it held.
  */
+/*
+ * KVM's GSI routing for the PC machine, as the MADT and MP table describe
+ * it (and QEMU sets it): ISA IRQ n on 8259 pin n (but 2, the cascade) and
+ * on I/O APIC pin n, save the PIT's IRQ 0, which the interrupt source
+ * override puts on I/O APIC pin 2. KVM's default routes GSI 0 to pin 0,
+ * where a kernel that reads the override never looks. Fills up to
+ * PC_GSI_ROUTES entries of e; returns how many.
+ */
+#define PC_GSI_ROUTES 40u
+unsigned pc_gsi_routes(struct kvm_irq_routing_entry *e);
+
 void pc_init(struct pc *pc, unsigned cpus, uint64_t ram_size,
 	     void (*console)(void *, uint8_t), void (*irq_line)(void *, unsigned, bool),
 	     void *ctx);

@@ -50,6 +50,7 @@ static const struct kvm_cap_need singlestep_caps[] = {
 static const struct kvm_cap_need irqchip_caps[] = {
 	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP", "the PC machine's interrupt controllers" },
 	{ KVM_CAP_PIT2, "KVM_CAP_PIT2", "the PC machine's timer (PIT)" },
+	{ KVM_CAP_IRQ_ROUTING, "KVM_CAP_IRQ_ROUTING", "the PC machine's interrupt routing" },
 	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR", "the PC machine's real-mode support" },
 	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "KVM_CAP_SET_IDENTITY_MAP_ADDR",
 	  "the PC machine's real-mode support" },
@@ -189,10 +190,17 @@ static int prepare_pc(struct vm *vm, unsigned cpus)
  */
 static int make_pc_irqchip(struct vm *vm)
 {
+	union {
+		struct kvm_irq_routing r;
+		uint8_t bytes[sizeof(struct kvm_irq_routing) +
+			      PC_GSI_ROUTES * sizeof(struct kvm_irq_routing_entry)];
+	} routes = { 0 };
 	char err[160] = "";
 	int r;
 
-	if (kvm_require(vm->kvm_fd, irqchip_caps, ARRAY_SIZE(irqchip_caps)) || kvm_pc_create(vm->vm_fd))
+	routes.r.nr = pc_gsi_routes(routes.r.entries);
+	if (kvm_require(vm->kvm_fd, irqchip_caps, ARRAY_SIZE(irqchip_caps)) ||
+	    kvm_pc_create(vm->vm_fd, &routes.r))
 		return -1;
 	if (vm->ncpus < 2)
 		return 0;

@@ -4,7 +4,7 @@
   linux_test.py --vmm build/vmm --build BUILD boot POLICY [WATCH]
 
 One boot: `vmm -c 2 -m 256M --split-lock=POLICY [--split-lock-watch=WATCH]
---initrd I --append 'console=ttyS0 quiet noxsave panic=-1 vmm.test' VMLINUZ`, with the
+--initrd I --append 'console=ttyS0 quiet panic=-1 vmm.test' VMLINUZ`, with the
 kernel of tests/lab/debian.py (cached) and the initramfs of linuxguest.py
 (busybox, init.sh, splitlock.c), a line typed on stdin once /init asks
 (feed.py), bounded from outside; -c 1 where this KVM cannot run Linux's
@@ -22,7 +22,9 @@ can). It checks that:
     under emulate without it, no single-step at all (Linux never arms #AC);
   - the typed line comes back from the guest's shell ("VMMTEST ECHO <...>");
   - power-off ends vmm with its documented status.
-Under `on` on a host that cannot deliver #AC, vmm must refuse (78).
+Under `on` on a host that cannot deliver #AC, vmm must refuse (78); where
+the KVM cannot run a kernel at CPL0 (vmm --host-info), it must refuse Linux
+in one line (69).
 Exits 0, 1 with a FAIL line each, 77 without a usable KVM.
 """
 import json
@@ -33,7 +35,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from vmmlib import (Failure, Skip, case_main, run, scaled, scaled_str, target,  # noqa: E402
+from vmmlib import (Failure, case_main, run, scaled, scaled_str, target,  # noqa: E402
                     vm_statuses)
 from policy_test import expectation, refusal_failures  # noqa: E402
 import linuxguest  # noqa: E402
@@ -44,9 +46,8 @@ CPUS = 2                        # 1 where this KVM cannot run the guest's start 
 MEMORY = "256M"
 # quiet: the kernel's log stays in its buffer (splitlock reads it there),
 # not on the 16550, where each byte costs exits (a second on this
-# machine's KVM, half a minute in the lab). noxsave: XRSTOR at CPL0 stops
-# the VM on this machine's KVM (docs/design.md, "Host and KVM").
-APPEND = "console=ttyS0 quiet noxsave panic=-1 vmm.test"
+# machine's KVM, half a minute in the lab).
+APPEND = "console=ttyS0 quiet panic=-1 vmm.test"
 # In the lab (QEMU's TCG under L1's KVM) the nested guest's local APIC
 # timer does not fire: Linux stalls at its first wait for a tick (measured:
 # three boots, QEMU's and vmm's, before or at the start of its other CPUs);
@@ -64,13 +65,19 @@ def poweroff_status():
     return vm_statuses().get("VMM_EXIT_POWEROFF", 0)
 
 
-def loader_missing(vmm):
-    """Why this vmm cannot boot a bzImage yet, or None. Only while the
-    loader (issue 49) has not landed: the lead removes this guard then."""
-    r = run([vmm, "--help"], timeout=30, quiet=True)
-    if "--initrd" not in r.out + r.err:
-        return "this vmm has no --initrd: it cannot boot a bzImage yet (issue 49's loader)"
-    return None
+def kernel_blocked(hi):
+    """Where vmm --host-info says this KVM cannot run a kernel at CPL0 (the
+    nested PVM KVM: docs/design.md's quirk table), vmm refuses Linux."""
+    probe = hi["kvm"]["probe"]
+    return probe.get("kernel_insns_cpl0") is False or probe.get("xsave_cpl0") is False
+
+
+def refused_failures(r):
+    want = (r"^vmm: error: guest image '[^']*' is a Linux kernel, and this host's KVM cannot run "
+            r"a kernel at CPL0: it stops the VM at .* there \(vmm --host-info\); boot it on a stock KVM$")
+    fails = [] if r.status == 69 else [f"exit status {r.status}, want 69: this KVM cannot run a "
+                                       "kernel at CPL0 (vmm --host-info), vmm must refuse Linux"]
+    return fails + ([] if re.search(want, r.err, re.M) else [f"stderr lacks the refusal: {r.err!r}"])
 
 
 def guest_files(ctx, build):
@@ -181,9 +188,6 @@ def console_failures(out, cpus=CPUS):
 def case_boot(ctx, policy, watch=None, build=None):
     hi = ctx.hi
     starts, enumerated = expectation(policy, hi)
-    why = loader_missing(ctx.vmm)
-    if why:
-        raise Skip(why)
     kernel, initrd = guest_files(ctx, build)
     cpus = guest_cpus(hi)
     stats = os.path.join(ctx.tmp, "stats.json")
@@ -199,6 +203,8 @@ def case_boot(ctx, policy, watch=None, build=None):
         return [f"vmm did not end within {scaled(BOOT_SECONDS + 60)} s; killed"]
     if not starts:
         return refusal_failures(policy, r.status, r.out, r.err)
+    if kernel_blocked(hi):
+        return refused_failures(r)
     fails = console_failures(r.out, cpus)
     want = poweroff_status()
     if r.status != want:

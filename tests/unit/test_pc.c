@@ -330,10 +330,41 @@ static void stalled_output_blocks_no_input(void **state)
 	alarm(0);
 }
 
+/*
+ * The routing matches the firmware tables: the PIT's IRQ 0 on I/O APIC pin 2
+ * (the MADT's override), every other ISA IRQ on its own pin and 8259 input.
+ */
+static void gsi_routes(void **state)
+{
+	struct kvm_irq_routing_entry e[PC_GSI_ROUTES];
+	unsigned n = pc_gsi_routes(e), ioapic[24], pic[16];
+
+	(void)state;
+	memset(ioapic, 0xff, sizeof(ioapic));
+	memset(pic, 0xff, sizeof(pic));
+	assert_true(n <= PC_GSI_ROUTES);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(e[i].type, KVM_IRQ_ROUTING_IRQCHIP);
+		if (e[i].u.irqchip.irqchip == KVM_IRQCHIP_IOAPIC)
+			ioapic[e[i].gsi] = e[i].u.irqchip.pin;
+		else
+			pic[e[i].gsi] = (e[i].u.irqchip.irqchip == KVM_IRQCHIP_PIC_SLAVE ? 8 : 0) +
+					e[i].u.irqchip.pin;
+	}
+	assert_int_equal(ioapic[0], 2);
+	assert_int_equal(ioapic[2], 0xffffffffu);	/* nothing else on pin 2 */
+	for (unsigned i = 1; i < 24; i++)
+		if (i != 2)
+			assert_int_equal(ioapic[i], i);
+	for (unsigned i = 0; i < 16; i++)
+		assert_int_equal(pic[i], i == 2 ? 0xffffffffu : i);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(reset_ports, setup, teardown),
+		cmocka_unit_test(gsi_routes),
 		cmocka_unit_test_setup_teardown(acpi_power_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(debug_exit_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(fw_cfg_items, setup, teardown),
