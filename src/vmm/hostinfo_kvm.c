@@ -993,20 +993,26 @@ static const uint8_t xsave_code[] = {
 	0xf4,					/* hlt */
 };
 
-int hostinfo_probe_xsave_cpl0(int kvm, char *err, size_t errlen)
+/*
+ * Runs `code` at CPL0 (RDI = rdi): 0 where KVM stops the VM with its internal
+ * error, 1 where the guest halts with ESI 1 or 2 (done, or nothing to try),
+ * -1 with `faulted` where it stops otherwise.
+ */
+static int probe_insns_cpl0(int kvm, const uint8_t *code, size_t len, uint64_t rdi,
+			    const char *faulted, char *err, size_t errlen)
 {
 	struct probe p;
 	struct hostinfo scratch;
 	struct kvm_regs regs;
 	int result = -1;
 
-	if (probe_open(&scratch, kvm, &p, xsave_code, sizeof(xsave_code), 0) == 0) {
-		p.regs.rdi = XSAVE_PROBE_AT;
+	if (probe_open(&scratch, kvm, &p, code, len, 0) == 0) {
+		p.regs.rdi = rdi;
 		if (probe_load(&scratch, &p) == 0)
 			result = probe_end(&scratch, &p, true);
 		if (result == 1) {
 			result = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 :
-				 probe_fail(&scratch, "the probe's XSAVE or XRSTOR faulted", 0);
+				 probe_fail(&scratch, faulted, 0);
 		} else if (result == 0) {
 			if (__kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0)
 				result = probe_fail(&scratch, "KVM_GET_REGS", errno);
@@ -1017,6 +1023,12 @@ int hostinfo_probe_xsave_cpl0(int kvm, char *err, size_t errlen)
 		}
 	}
 	return probe_finish(&scratch, &p, result, err, errlen);
+}
+
+int hostinfo_probe_xsave_cpl0(int kvm, char *err, size_t errlen)
+{
+	return probe_insns_cpl0(kvm, xsave_code, sizeof(xsave_code), XSAVE_PROBE_AT,
+				"the probe's XSAVE or XRSTOR faulted", err, errlen);
 }
 
 /*
@@ -1040,27 +1052,8 @@ static const uint8_t linux_insns_code[] = {
 
 int hostinfo_probe_kernel_insns_cpl0(int kvm, char *err, size_t errlen)
 {
-	struct probe p;
-	struct hostinfo scratch;
-	struct kvm_regs regs;
-	int result = -1;
-
-	if (probe_open(&scratch, kvm, &p, linux_insns_code, sizeof(linux_insns_code), 0) == 0) {
-		if (probe_load(&scratch, &p) == 0)
-			result = probe_end(&scratch, &p, true);
-		if (result == 1) {
-			result = p.run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? 0 :
-				 probe_fail(&scratch, "the probe's POPCNT, FWAIT or CLAC faulted", 0);
-		} else if (result == 0) {
-			if (__kvm_ioctl(p.vcpu, KVM_GET_REGS, &regs) < 0)
-				result = probe_fail(&scratch, "KVM_GET_REGS", errno);
-			else if (regs.rsi != 1)
-				result = probe_fail(&scratch, "the probe guest halted early", 0);
-			else
-				result = 1;
-		}
-	}
-	return probe_finish(&scratch, &p, result, err, errlen);
+	return probe_insns_cpl0(kvm, linux_insns_code, sizeof(linux_insns_code), 0,
+				"the probe's POPCNT, FWAIT or CLAC faulted", err, errlen);
 }
 
 /*

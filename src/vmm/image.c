@@ -112,12 +112,22 @@ static void pvh_note(const struct elf_file *e, const uint8_t *d, uint32_t n, str
 			  oslen >= 5 && memcmp(os, "linux", 5) == 0;
 }
 
+static bool detect_multiboot(const uint8_t *buf, size_t len, struct image_info *info)
+{
+	long mb = image_multiboot_offset(buf, len);
+
+	if (mb < 0)
+		return false;
+	info->kind = IMAGE_MULTIBOOT;
+	info->mb_offset = (uint32_t)mb;
+	return true;
+}
+
 static void detect_elf(const uint8_t *buf, size_t len, struct image_info *info)
 {
 	struct elf_file e;
 	const uint8_t *desc;
 	uint32_t desclen;
-	long mb;
 	int r;
 
 	info->kind = IMAGE_BAD;
@@ -137,12 +147,8 @@ static void detect_elf(const uint8_t *buf, size_t len, struct image_info *info)
 		pvh_note(&e, desc, desclen, info);
 		return;
 	}
-	mb = image_multiboot_offset(buf, len);
-	if (mb >= 0) {
-		info->kind = IMAGE_MULTIBOOT;
-		info->mb_offset = (uint32_t)mb;
+	if (detect_multiboot(buf, len, info))
 		return;
-	}
 	info->kind = IMAGE_FOREIGN;
 	snprintf(info->what, sizeof(info->what),
 		 "%s without a PVH note (Xen note 18) or a multiboot header", elf_type_name(get16(buf + 16)));
@@ -150,8 +156,6 @@ static void detect_elf(const uint8_t *buf, size_t len, struct image_info *info)
 
 void image_detect(const uint8_t *buf, size_t len, struct image_info *info)
 {
-	long mb;
-
 	*info = (struct image_info){ .kind = IMAGE_FLAT };
 	if (len >= 0x206 && memcmp(buf + 0x202, "HdrS", 4) == 0) {
 		info->kind = IMAGE_BZIMAGE;
@@ -161,12 +165,8 @@ void image_detect(const uint8_t *buf, size_t len, struct image_info *info)
 		detect_elf(buf, len, info);
 		return;
 	}
-	mb = image_multiboot_offset(buf, len);
-	if (mb >= 0) {
-		info->kind = IMAGE_MULTIBOOT;
-		info->mb_offset = (uint32_t)mb;
+	if (detect_multiboot(buf, len, info))
 		return;
-	}
 	if (foreign_format(buf, len, info))
 		info->kind = IMAGE_FOREIGN;
 }
