@@ -388,7 +388,6 @@ int vm_create(struct vm *vm, const struct vm_config *c)
 	vm->kvm_fd = kvm_open();
 	if (vm->kvm_fd < 0 || kvm_require(vm->kvm_fd, base_caps, ARRAY_SIZE(base_caps)))
 		return give_back(vm, VMM_EXIT_HOST);
-	/* Hook: MACHINE_PC's devices (irqchip, PIT, ...) go here, before the vCPUs. */
 	r = check_cpus(vm, layout.cpus);
 	if (!r)
 		r = check_own_long_mode(vm, c->image, &kb);
