@@ -238,7 +238,7 @@ MUTANTS = [
         "name": "hypervisor-bit-ignored",
         "what": "CPUID.1:ECX[31] stays as KVM's table has it, whatever --hypervisor-bit says",
         "edits": [("src/vmm/vm_kvm.c", "\tcpuid_set_hypervisor(cpuid, hypervisor);\n",
-                   "\t(void)cpuid_set_hypervisor;\n")],
+                   "\t(void)cpuid_set_hypervisor, (void)hypervisor;\n")],
         "tests": ["policy-hypervisor-bit"],
     },
     {
